@@ -1,0 +1,134 @@
+// The serving engine: one loaded model shared by many concurrent requests through continuous
+// batching over a paged KV cache with a radix prefix cache. No Redis inside.
+//
+// Threads: submit()/cancel()/stats() are thread-safe and never block on inference. Callbacks run on
+// the engine's scheduler thread: they must be cheap and must not call back into the engine
+// synchronously except Handle::cancel().
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace infer::engine {
+
+struct SamplingParams {
+  float temperature = 0.8f;  // 0 → greedy
+  int top_k = 40;            // <= 0: off
+  float top_p = 0.95f;       // 1: off
+  float min_p = 0.05f;       // 0: off
+  float repeat_penalty = 1.0f;
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  int penalty_last_n = 64;
+  std::optional<uint64_t> seed;  // random (and reported) when absent
+};
+
+enum class FinishReason { Stop, Length, Cancelled, Deadline, Error };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", ...
+
+struct Request {
+  std::string prompt_text;               // tokenised by the engine (BOS per vocab) when prompt_ids empty
+  std::vector<int32_t> prompt_ids;       // used as-is when non-empty
+  SamplingParams sampling;
+  int max_tokens = 128;
+  std::vector<std::string> stop;         // stop strings (not included in the output text)
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  bool embedding = false;                // prefill only; result carries the pooled embedding
+  int priority = 0;                      // higher first; FIFO within a priority
+};
+
+struct Timings {
+  double queue_ms = 0;        // submit → admitted
+  double ttft_ms = 0;         // submit → first token
+  double prefill_tps = 0;
+  double decode_tps = 0;
+  int prompt_tokens = 0;
+  int cached_tokens = 0;      // prompt tokens reused from the prefix cache
+  int generated_tokens = 0;
+};
+
+struct Result {
+  FinishReason finish = FinishReason::Stop;
+  std::string error;          // set when finish == Error
+  std::string text;
+  std::vector<int32_t> ids;   // generated ids
+  std::vector<float> embedding;
+  uint64_t seed = 0;          // the seed actually used
+  Timings timings;
+};
+
+struct Callbacks {
+  // One produced token and its text piece (may be empty while a UTF-8 sequence is incomplete).
+  std::function<void(int32_t id, const std::string& piece)> on_token;
+  // Exactly once per accepted request, last.
+  std::function<void(Result&&)> on_done;
+};
+
+// Immediate refusals from submit().
+struct SubmitError {
+  enum class Kind { Busy, Invalid } kind;
+  std::string message;
+  int retry_after_ms = 0;   // Busy only: estimate from current throughput
+};
+
+class Handle {
+ public:
+  Handle() = default;
+  void cancel() const;       // idempotent; the request finishes with Cancelled at the next step
+  uint64_t id() const;
+  explicit operator bool() const { return state_ != nullptr; }
+  struct State;
+  explicit Handle(std::shared_ptr<State> s) : state_(std::move(s)) {}
+ private:
+  std::shared_ptr<State> state_;
+};
+
+struct EngineOptions {
+  std::string model_path;
+  int threads = 0;             // compute threads; 0 = hardware concurrency
+  int max_running = 8;         // concurrent sequences
+  int queue_depth = 16;        // waiting requests
+  int context = 4096;          // max tokens per sequence (prompt + generated)
+  int kv_tokens = 0;           // KV pool size in tokens; 0 = max_running × context
+  int page_tokens = 16;
+  int step_tokens = 512;       // per-step token budget (decode rows + prefill chunks)
+  bool prefix_cache = true;
+};
+
+struct EngineStats {
+  int queued = 0, running = 0;
+  uint64_t completed = 0, rejected_busy = 0, timeouts = 0, cancelled = 0, errors = 0;
+  uint64_t tokens_generated = 0, prompt_tokens = 0, cached_tokens = 0;
+  double decode_tps = 0;       // recent aggregate
+  int kv_pages_total = 0, kv_pages_used = 0, kv_pages_cached = 0;
+  uint64_t cache_lookups = 0, cache_hits = 0, cache_evictions = 0;
+  uint64_t kv_bytes = 0, model_bytes = 0;
+};
+
+class Engine {
+ public:
+  // Loads the model and allocates the KV pool; throws std::runtime_error with a clear message when the
+  // model cannot be loaded or the pool cannot be allocated.
+  static std::unique_ptr<Engine> create(const EngineOptions& opts);
+  virtual ~Engine() = default;  // cancels everything still queued or running, then joins
+
+  // Thread-safe, returns immediately. On success the callbacks will run; on error they never run.
+  virtual std::variant<Handle, SubmitError> submit(Request req, Callbacks cb) = 0;
+
+  virtual EngineStats stats() const = 0;
+  virtual void flush_prefix_cache() = 0;
+  virtual int n_vocab() const = 0;
+  virtual int n_embd() const = 0;
+  // The tokenizer (thread-safe, immutable) and model facts, for front ends.
+  virtual const tokenizer::Tokenizer& tokenizer() const = 0;
+  virtual const EngineOptions& options() const = 0;
+};
+
+}  // namespace infer::engine

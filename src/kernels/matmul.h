@@ -1,0 +1,38 @@
+// y = x · Wᵀ for a weight matrix W (n_out rows of n_in elements, any supported type, usually a view
+// into the mapped GGUF file) and a batch of activation rows x (F32).
+//
+// Invariant 7: every y[r][o] is computed with the same arithmetic and reduction order whatever the
+// number of rows in the batch, the row's place in it and the thread count. Threads split output
+// columns (weight rows), never a reduction; the multi-row kernel reuses each weight block across rows
+// but accumulates each (row, output) pair exactly as the single-row kernel does. Tests check this bitwise.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/quant.h"
+#include "kernels/thread_pool.h"
+
+namespace infer::kernels {
+
+struct WeightMatrix {
+  TensorType type;
+  const void* data;  // n_out rows, each row_bytes long
+  int64_t n_in;      // elements per row
+  int64_t n_out;     // rows
+  uint64_t row_bytes;
+};
+
+// Scratch owned by the caller, sized once per batch shape (no allocation in the hot path after warm-up).
+struct MatmulScratch {
+  std::vector<uint8_t> activations;  // quantised activation rows
+};
+
+// x: n_rows × n_in floats with row stride x_stride (elements); y: n_rows × n_out with stride y_stride.
+void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
+            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch);
+
+// Scalar reference with the same contract (single thread, dot_ref per element); used by tests.
+void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
+                int64_t y_stride);
+
+}  // namespace infer::kernels

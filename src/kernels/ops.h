@@ -1,0 +1,52 @@
+// Element-wise and attention kernels of the forward pass. Each has a scalar reference (`*_ref`) and an
+// optimised version chosen at run time; tests hold the pairs together. Units: counts of floats.
+#pragma once
+#include <cstdint>
+
+namespace infer::kernels {
+
+// out[i] = x[i] / sqrt(mean(x²) + eps) * w[i]   (w may be null: no weight)
+void rmsnorm(const float* x, const float* w, float* out, int64_t n, float eps);
+void rmsnorm_ref(const float* x, const float* w, float* out, int64_t n, float eps);
+
+// Rotary position embedding of one head vector in place. `n_rot` leading dims are rotated
+// (n_rot <= head_dim). neox=false pairs (2i, 2i+1) ("NORM" mode, llama); neox=true pairs (i, i+n_rot/2)
+// (qwen2/qwen3). theta_i = pos * freq_scale * base^(-2i/n_rot).
+struct RopeParams { int n_rot; float freq_base; float freq_scale; bool neox; };
+void rope(float* head, int head_dim, int pos, const RopeParams& p);
+void rope_ref(float* head, int head_dim, int pos, const RopeParams& p);
+
+// out[i] = silu(gate[i]) * up[i]
+void swiglu(const float* gate, const float* up, float* out, int64_t n);
+void swiglu_ref(const float* gate, const float* up, float* out, int64_t n);
+
+// In-place softmax over n values.
+void softmax(float* x, int64_t n);
+void softmax_ref(float* x, int64_t n);
+
+// Keys/values of one sequence and one layer, read through its page table. The KV pool stores F16
+// rows of kv_dim = n_kv_head * head_dim elements; token t lives in page page_table[t / page_tokens] at
+// row t % page_tokens. Page p's K rows start at k_base + p * page_stride (likewise V with v_base).
+struct PagedKv {
+  const uint16_t* k_base;
+  const uint16_t* v_base;
+  int64_t page_stride;  // elements between two pages' K (or V) rows
+  int page_tokens;
+  const int32_t* page_table;
+  int kv_dim;
+};
+
+// Causal attention of one query row (all n_head heads, q is n_head*head_dim floats, already roped)
+// over keys 0..n_keys-1 of `kv`. GQA: head h uses KV head h / (n_head / n_kv_head).
+// out is n_head*head_dim floats. `scratch` holds at least n_keys floats.
+// The reduction order over keys is fixed (key 0 first), independent of how the row was batched.
+void attention_row(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
+                   float scale, float* out, float* scratch);
+void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head,
+                       int head_dim, float scale, float* out, float* scratch);
+
+// Stores one K and V row (F32 → F16) for token `pos` through the page table.
+void kv_store(const float* k, const float* v, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
+              int page_tokens, const int32_t* page_table, int kv_dim, int pos);
+
+}  // namespace infer::kernels

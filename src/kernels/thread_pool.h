@@ -1,0 +1,34 @@
+// One persistent pool of compute threads. The caller's thread takes part as worker 0, so a pool of N
+// threads starts N-1 of its own. parallel_for blocks until every task is done.
+//
+// Thread-safety: one parallel_for at a time per pool (the engine's step loop is the only caller);
+// calling it from two threads at once is a bug and is detected (throws std::logic_error).
+#pragma once
+#include <functional>
+#include <memory>
+
+namespace infer::kernels {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);  // n_threads >= 1
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const;
+  // Runs fn(thread_index) once on each of the size() threads (thread_index in [0, size())).
+  // Work is split by the callee, e.g. with split_range().
+  void run(const std::function<void(int thread_index)>& fn);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The [begin, end) share of `n` items for thread `index` of `count`, split in contiguous chunks that
+// are multiples of `granule` (except the last). Deterministic: depends only on its arguments.
+struct Range { int64_t begin, end; };
+Range split_range(int64_t n, int index, int count, int64_t granule = 1);
+
+}  // namespace infer::kernels

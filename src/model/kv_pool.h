@@ -1,0 +1,45 @@
+// Storage for the paged KV cache: one pool of fixed-size pages (F16) shared by all sequences.
+// Layout: page p, layer l holds K rows then V rows, each page_tokens × kv_dim halves:
+//   k(p, l) = base + ((p * n_layer + l) * 2 + 0) * page_tokens * kv_dim
+//   v(p, l) = k(p, l) + page_tokens * kv_dim
+// This class only stores; which page belongs to whom (allocation, reference counts, prefix sharing) is
+// the engine's job. Memory is allocated once at construction and never grows.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "kernels/ops.h"
+#include "model/hparams.h"
+
+namespace infer::model {
+
+class KvPool {
+ public:
+  // Throws std::runtime_error with the byte count when the pool cannot be allocated.
+  KvPool(const HParams& hp, int page_tokens, int n_pages);
+  ~KvPool();
+  KvPool(const KvPool&) = delete;
+  KvPool& operator=(const KvPool&) = delete;
+
+  int page_tokens() const { return page_tokens_; }
+  int n_pages() const { return n_pages_; }
+  uint64_t bytes() const { return bytes_; }
+  static uint64_t bytes_for(const HParams& hp, int page_tokens, int n_pages);
+
+  // View of one sequence's keys/values in `layer` through its page table (for attention).
+  kernels::PagedKv view(int layer, const int32_t* page_table) const;
+  uint16_t* k_base(int layer);
+  uint16_t* v_base(int layer);
+  int64_t page_stride() const { return page_stride_; }
+  int kv_dim() const { return kv_dim_; }
+  // Copies all layers of one page's first n_tokens rows to another page (prefix-cache partial pages).
+  void copy_page(int32_t from, int32_t to, int n_tokens);
+
+ private:
+  int n_layer_, kv_dim_, page_tokens_, n_pages_;
+  int64_t page_stride_;
+  uint64_t bytes_;
+  uint16_t* base_ = nullptr;
+};
+
+}  // namespace infer::model

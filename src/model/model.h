@@ -1,0 +1,100 @@
+// A loaded model: hyper-parameters plus weight views into the mapped GGUF file (never copied,
+// DESIGN invariant 1), and the forward pass over a batch of (sequence, position, token) rows.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf/file.h"
+#include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
+#include "model/hparams.h"
+#include "model/kv_pool.h"
+
+namespace infer::model {
+
+struct LoadOptions {
+  bool prefetch = false;  // MADV_WILLNEED the weights
+  bool mlock = false;
+};
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;                 // [n_embd]
+  kernels::WeightMatrix wq, wk, wv, wo;
+  const float* bq = nullptr; const float* bk = nullptr; const float* bv = nullptr;  // qwen2 biases
+  const float* q_norm = nullptr; const float* k_norm = nullptr;                     // qwen3 [head_dim]
+  const float* ffn_norm = nullptr;
+  kernels::WeightMatrix w_gate, w_up, w_down;
+};
+
+class Model {
+ public:
+  // Maps the file, reads hparams and binds every tensor; throws std::runtime_error naming the missing
+  // or mis-shaped tensor, or the unsupported architecture / weight type. O(metadata).
+  static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& opts = {});
+
+  const HParams& hparams() const { return hp_; }
+  const gguf::File& file() const { return *file_; }
+  uint64_t weight_bytes() const;  // bytes of all tensors (what decode reads per token, about)
+
+  // F32-only tensors (norms, biases) are pointed to directly; other small vectors are dequantised once.
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+  const kernels::WeightMatrix& token_embd() const { return token_embd_; }
+  const kernels::WeightMatrix& output() const { return output_; }
+  const float* output_norm() const { return output_norm_; }
+
+ private:
+  Model() = default;
+  std::unique_ptr<gguf::File> file_;
+  HParams hp_;
+  std::vector<LayerWeights> layers_;
+  kernels::WeightMatrix token_embd_{}, output_{};
+  const float* output_norm_ = nullptr;
+  std::vector<std::vector<float>> owned_small_;  // dequantised norm/bias vectors when not F32
+};
+
+// One row of a batch: sequence `seq` (index into Batch::seqs) at position `pos` with input `token`.
+// Rows of one sequence appear in increasing position order; a row attends to positions 0..pos of its
+// sequence, which must already be in the KV pool or be earlier rows of this batch.
+struct BatchRow {
+  int seq;
+  int pos;
+  int32_t token;
+  bool want_logits;  // write this row's logits (and/or hidden state) to the output
+};
+
+struct SeqPages {
+  const int32_t* page_table;  // covers positions 0..max pos of this sequence's rows
+  int n_pages;
+};
+
+struct Batch {
+  std::vector<BatchRow> rows;
+  std::vector<SeqPages> seqs;
+};
+
+// Scratch buffers of the forward pass, sized for up to max_rows rows; allocated once.
+// Not thread-safe: one forward at a time per context.
+class Forward {
+ public:
+  Forward(const Model& model, kernels::ThreadPool& pool, int max_rows);
+  ~Forward();
+
+  // Runs the batch, writing K/V of every row into `kv`. For each row with want_logits, in row order,
+  // writes n_vocab logits to `logits` (may be null if no row wants them) and, when `hidden` is not
+  // null, the final-normed hidden state (n_embd floats) to `hidden`.
+  // Invariant 7: a row's outputs are bitwise independent of the other rows and of the thread count.
+  void run(const Batch& batch, KvPool& kv, float* logits, float* hidden = nullptr);
+
+  int max_rows() const { return max_rows_; }
+
+ private:
+  struct Buffers;
+  const Model& model_;
+  kernels::ThreadPool& pool_;
+  int max_rows_;
+  std::unique_ptr<Buffers> buf_;
+};
+
+}  // namespace infer::model
