@@ -1,0 +1,157 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace infer::engine {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("sampling: " + what); }
+
+// Higher logit first; equal logits: lower id first (so every ordering, and greedy, is deterministic).
+bool before(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+  return a.first != b.first ? a.first > b.first : a.second < b.second;
+}
+
+// Uniform double in [0, 1) from 53 random bits; unlike std::uniform_real_distribution its result is
+// fixed by the standard engine's output alone.
+double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+}  // namespace
+
+void validate_sampling(const SamplingParams& p) {
+  if (!std::isfinite(p.temperature) || p.temperature < 0)
+    bad("temperature must be >= 0 (0 = greedy), got " + std::to_string(p.temperature));
+  if (!(p.top_p > 0 && p.top_p <= 1)) bad("top_p must be in (0, 1], got " + std::to_string(p.top_p));
+  if (!(p.min_p >= 0 && p.min_p <= 1)) bad("min_p must be in [0, 1], got " + std::to_string(p.min_p));
+  if (!std::isfinite(p.repeat_penalty) || p.repeat_penalty <= 0)
+    bad("repeat_penalty must be > 0 (1 = off), got " + std::to_string(p.repeat_penalty));
+  if (!std::isfinite(p.frequency_penalty))
+    bad("frequency_penalty must be finite, got " + std::to_string(p.frequency_penalty));
+  if (!std::isfinite(p.presence_penalty))
+    bad("presence_penalty must be finite, got " + std::to_string(p.presence_penalty));
+  if (p.penalty_last_n < -1)
+    bad("penalty_last_n must be >= -1 (-1 = whole sequence, 0 = off), got " + std::to_string(p.penalty_last_n));
+}
+
+Sampler::Sampler(const SamplingParams& p, int n_vocab) : params_(p), n_vocab_(n_vocab) {
+  validate_sampling(p);
+  if (n_vocab <= 0) bad("n_vocab must be > 0");
+  if (p.seed) {
+    seed_ = *p.seed;
+  } else {
+    std::random_device rd;
+    seed_ = (uint64_t(rd()) << 32) ^ rd();
+  }
+  params_.seed = seed_;
+  rng_.seed(seed_);
+  work_.resize(n_vocab);
+  cand_.reserve(n_vocab);
+  survivors_.reserve(n_vocab);
+}
+
+void Sampler::apply_penalties(std::span<const int32_t> history) {
+  const auto& p = params_;
+  if (p.penalty_last_n == 0 || (p.repeat_penalty == 1.f && p.frequency_penalty == 0.f && p.presence_penalty == 0.f))
+    return;
+  size_t n = p.penalty_last_n < 0 ? history.size() : std::min(history.size(), size_t(p.penalty_last_n));
+  auto window = history.subspan(history.size() - n);
+  counts_.clear();
+  for (int32_t id : window)
+    if (id >= 0 && id < n_vocab_) counts_.emplace_back(id, 1);
+  std::sort(counts_.begin(), counts_.end());
+  // Merge equal ids into one (id, count) entry; each distinct token is penalised once.
+  size_t out = 0;
+  for (size_t i = 0; i < counts_.size(); ++i) {
+    if (out > 0 && counts_[out - 1].first == counts_[i].first) {
+      counts_[out - 1].second++;
+    } else {
+      counts_[out++] = counts_[i];
+    }
+  }
+  counts_.resize(out);
+  for (auto [id, count] : counts_) {
+    float& l = work_[id];
+    // Dividing a positive logit and multiplying a negative one both make the token less likely.
+    l = l > 0 ? l / p.repeat_penalty : l * p.repeat_penalty;
+    l -= float(count) * p.frequency_penalty + p.presence_penalty;
+  }
+}
+
+int32_t Sampler::argmax() const {
+  int32_t best = 0;
+  for (int32_t i = 1; i < n_vocab_; ++i)
+    if (work_[i] > work_[best]) best = i;  // strict: ties keep the lowest id
+  return best;
+}
+
+int32_t Sampler::sample(const float* logits, std::span<const int32_t> history) {
+  const auto& p = params_;
+  for (int i = 0; i < n_vocab_; ++i) work_[i] = std::isnan(logits[i]) ? -INFINITY : logits[i];
+  apply_penalties(history);
+  survivors_.clear();
+
+  if (p.temperature == 0.f) {
+    int32_t id = argmax();
+    survivors_.emplace_back(id, 1.f);
+    return id;
+  }
+
+  cand_.clear();
+  for (int32_t i = 0; i < n_vocab_; ++i) cand_.emplace_back(work_[i], i);
+
+  if (p.top_k > 0 && p.top_k < n_vocab_) {
+    std::nth_element(cand_.begin(), cand_.begin() + p.top_k, cand_.end(), before);
+    cand_.resize(p.top_k);
+  }
+  // `before` orders best first, so the best candidate is its minimum.
+  const float max_logit = std::min_element(cand_.begin(), cand_.end(), before)->first;
+  if (!std::isfinite(max_logit)) {
+    // Everything was penalised or masked away: fall back to the first best token.
+    int32_t id = std::min_element(cand_.begin(), cand_.end(), before)->second;
+    survivors_.emplace_back(id, 1.f);
+    return id;
+  }
+  // min-p keeps tokens with prob >= min_p * max prob, i.e. logit >= max + log(min_p). Without top-p
+  // it commutes with sorting, so prune first: sorting 150k candidates per token is the slow part.
+  const bool min_p_on = p.min_p > 0.f;
+  const float min_logit = min_p_on ? max_logit + std::log(p.min_p) : -INFINITY;
+  if (min_p_on && p.top_p >= 1.f)
+    std::erase_if(cand_, [&](const auto& c) { return c.first < min_logit; });
+  std::sort(cand_.begin(), cand_.end(), before);
+
+  // Softmax of the untempered logits for the top-p cut (as llama.cpp: temperature comes last).
+  if (p.top_p < 1.f) {
+    double sum = 0;
+    for (auto& c : cand_) sum += std::exp(double(c.first) - max_logit);
+    double cum = 0;
+    size_t keep = cand_.size();
+    for (size_t i = 0; i < cand_.size(); ++i) {
+      cum += std::exp(double(cand_[i].first) - max_logit) / sum;
+      if (cum >= p.top_p) { keep = i + 1; break; }
+    }
+    cand_.resize(keep);
+  }
+  if (min_p_on) {
+    size_t keep = 1;
+    while (keep < cand_.size() && cand_[keep].first >= min_logit) ++keep;
+    cand_.resize(keep);
+  }
+
+  // Temperature, softmax, draw.
+  double sum = 0;
+  for (auto& c : cand_) sum += std::exp((double(c.first) - max_logit) / p.temperature);
+  for (auto& c : cand_)
+    survivors_.emplace_back(c.second, float(std::exp((double(c.first) - max_logit) / p.temperature) / sum));
+  const double r = uniform01(rng_);
+  double cum = 0;
+  for (auto& s : survivors_) {
+    cum += s.second;
+    if (r < cum) return s.first;
+  }
+  return survivors_.back().first;  // rounding left r just above the total
+}
+
+}  // namespace infer::engine
