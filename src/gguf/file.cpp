@@ -1,0 +1,134 @@
+// gguf::File: the read-only mapping, metadata/tensor lookup and page control. Parsing is in reader.cpp.
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gguf/file.h"
+
+namespace infer::gguf {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Closes the descriptor on every path out of open(); the mapping keeps the file alive.
+struct FdGuard {
+  int fd;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<File> File::open(const std::string& path, const OpenOptions& opts) {
+  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (fd.fd < 0) throw Error(path + ": cannot open: " + errno_text());
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0) throw Error(path + ": cannot stat: " + errno_text());
+  if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file");
+  if (st.st_size == 0) throw Error(path + ": empty file, not a GGUF file");
+  std::unique_ptr<File> f(new File());
+  f->path_ = path;
+  f->size_ = static_cast<uint64_t>(st.st_size);
+  int flags = MAP_PRIVATE | (opts.populate ? MAP_POPULATE : 0);
+  void* p = ::mmap(nullptr, f->size_, PROT_READ, flags, fd.fd, 0);
+  if (p == MAP_FAILED) throw Error(path + ": cannot map " + std::to_string(f->size_) + " bytes: " + errno_text());
+  f->base_ = static_cast<const uint8_t*>(p);
+  f->owns_mapping_ = true;
+  f->parse();  // on throw, ~File unmaps
+  if (opts.lock_in_memory) f->locked_ = ::mlock(f->base_, f->size_) == 0;  // best effort: see locked()
+  return f;
+}
+
+std::unique_ptr<File> File::from_memory(const uint8_t* bytes, size_t size) {
+  std::unique_ptr<File> f(new File());
+  f->path_ = "<memory>";
+  f->base_ = bytes;
+  f->size_ = size;
+  f->parse();
+  return f;
+}
+
+File::~File() {
+  if (owns_mapping_ && base_) {
+    if (locked_) ::munlock(base_, size_);
+    ::munmap(const_cast<uint8_t*>(base_), size_);
+  }
+}
+
+const Value* File::find(std::string_view key) const {
+  auto it = kv_index_.find(key);
+  return it == kv_index_.end() ? nullptr : &kv_[it->second].second;
+}
+
+const TensorView* File::tensor(std::string_view name) const {
+  auto it = tensor_index_.find(name);
+  return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+namespace {
+
+const Value& require(const File& f, std::string_view key) {
+  const Value* v = f.find(key);
+  if (!v) throw Error(f.path() + ": missing metadata key " + std::string(key));
+  return *v;
+}
+
+// Runs a conversion, naming the key when it fails.
+template <typename F>
+auto convert(const File& f, std::string_view key, const Value& v, F&& fn) {
+  try {
+    return fn(v);
+  } catch (const Error& e) {
+    throw Error(f.path() + ": key " + std::string(key) + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+std::string File::get_string(std::string_view key) const {
+  return convert(*this, key, require(*this, key), [](const Value& v) { return v.as_string(); });
+}
+std::string File::get_string(std::string_view key, std::string_view fallback) const {
+  const Value* v = find(key);
+  if (!v) return std::string(fallback);
+  return convert(*this, key, *v, [](const Value& x) { return x.as_string(); });
+}
+int64_t File::get_int(std::string_view key) const {
+  return convert(*this, key, require(*this, key), [](const Value& v) { return v.as_int(); });
+}
+int64_t File::get_int(std::string_view key, int64_t fallback) const {
+  const Value* v = find(key);
+  if (!v) return fallback;
+  return convert(*this, key, *v, [](const Value& x) { return x.as_int(); });
+}
+double File::get_float(std::string_view key) const {
+  return convert(*this, key, require(*this, key), [](const Value& v) { return v.as_float(); });
+}
+double File::get_float(std::string_view key, double fallback) const {
+  const Value* v = find(key);
+  if (!v) return fallback;
+  return convert(*this, key, *v, [](const Value& x) { return x.as_float(); });
+}
+bool File::get_bool(std::string_view key, bool fallback) const {
+  const Value* v = find(key);
+  if (!v) return fallback;
+  return convert(*this, key, *v, [](const Value& x) { return x.as_bool(); });
+}
+
+void File::prefetch() const {
+  if (owns_mapping_) ::madvise(const_cast<uint8_t*>(base_), size_, MADV_WILLNEED);
+}
+
+void File::release() const {
+  // Locked pages cannot be dropped; the mapping is file-backed and private but never written, so
+  // dropped pages fault back in from the file.
+  if (owns_mapping_ && !locked_) ::madvise(const_cast<uint8_t*>(base_), size_, MADV_DONTNEED);
+}
+
+}  // namespace infer::gguf
