@@ -11,10 +11,24 @@ void rmsnorm_ref(const float* x, const float* w, float* out, int64_t n, float ep
 
 // Rotary position embedding of one head vector in place. `n_rot` leading dims are rotated
 // (n_rot <= head_dim). neox=false pairs (2i, 2i+1) ("NORM" mode, llama); neox=true pairs (i, i+n_rot/2)
-// (qwen2/qwen3). theta_i = pos * freq_scale * base^(-2i/n_rot).
-struct RopeParams { int n_rot; float freq_base; float freq_scale; bool neox; };
+// (qwen2/qwen3). theta_i = pos * freq_scale * base^(-2i/n_rot) / freq_factors[i] (spec §3.4.1: the
+// powers are formed by repeated f32 multiplication, as llama.cpp does). freq_factors: n_rot/2 divisors
+// (llama3 `rope_freqs.weight`), or null for none.
+struct RopeParams {
+  int n_rot;
+  float freq_base;
+  float freq_scale;
+  bool neox;
+  const float* freq_factors = nullptr;
+};
 void rope(float* head, int head_dim, int pos, const RopeParams& p);
 void rope_ref(float* head, int head_dim, int pos, const RopeParams& p);
+// The same split in two, so that a row's angles are computed once for all its heads:
+// rope_angles writes the n_rot/2 cosines and sines at `pos`; rope_apply rotates one head with them.
+// rope(h, hd, pos, p) == rope_angles(pos, p, c, s) then rope_apply(h, c, s, p), bit for bit.
+void rope_angles(int pos, const RopeParams& p, float* cos_out, float* sin_out);
+void rope_apply(float* head, const float* cos, const float* sin, const RopeParams& p);
+void rope_apply_ref(float* head, const float* cos, const float* sin, const RopeParams& p);
 
 // out[i] = silu(gate[i]) * up[i]
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
@@ -45,8 +59,11 @@ void attention_row(const float* q, const PagedKv& kv, int n_keys, int n_head, in
 void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head,
                        int head_dim, float scale, float* out, float* scratch);
 
-// Stores one K and V row (F32 → F16) for token `pos` through the page table.
+// Stores one K and V row (F32 → F16, round to nearest even) for token `pos` through the page table.
+// The optimised and reference versions give identical bits.
 void kv_store(const float* k, const float* v, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
               int page_tokens, const int32_t* page_table, int kv_dim, int pos);
+void kv_store_ref(const float* k, const float* v, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
+                  int page_tokens, const int32_t* page_table, int kv_dim, int pos);
 
 }  // namespace infer::kernels

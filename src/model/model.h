@@ -33,6 +33,8 @@ class Model {
   // Maps the file, reads hparams and binds every tensor; throws std::runtime_error naming the missing
   // or mis-shaped tensor, or the unsupported architecture / weight type. O(metadata).
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& opts = {});
+  // Same, over an already opened file (e.g. gguf::File::from_memory in tests); takes ownership.
+  static std::unique_ptr<Model> from_file(std::unique_ptr<gguf::File> file);
 
   const HParams& hparams() const { return hp_; }
   const gguf::File& file() const { return *file_; }
@@ -43,6 +45,8 @@ class Model {
   const kernels::WeightMatrix& token_embd() const { return token_embd_; }
   const kernels::WeightMatrix& output() const { return output_; }
   const float* output_norm() const { return output_norm_; }
+  const float* output_bias() const { return output_bias_; }  // qwen2 `output.bias` [n_vocab], or null
+  const float* rope_freqs() const { return rope_freqs_; }    // llama3 `rope_freqs.weight` [n_rot/2], or null
 
  private:
   Model() = default;
@@ -51,6 +55,8 @@ class Model {
   std::vector<LayerWeights> layers_;
   kernels::WeightMatrix token_embd_{}, output_{};
   const float* output_norm_ = nullptr;
+  const float* output_bias_ = nullptr;
+  const float* rope_freqs_ = nullptr;
   std::vector<std::vector<float>> owned_small_;  // dequantised norm/bias vectors when not F32
 };
 

@@ -1,0 +1,19 @@
+// AVX2/FMA/F16C versions of the ops in ops.h. Defined in the *_avx2.cpp files (compiled with those
+// flags); callers reach them only through the dispatching functions in ops.h, after use_avx2().
+#pragma once
+#include <cstdint>
+
+#include "kernels/ops.h"
+
+namespace infer::kernels {
+
+void rmsnorm_avx2(const float* x, const float* w, float* out, int64_t n, float eps);
+void rope_apply_avx2(float* head, const float* cos, const float* sin, const RopeParams& p);
+void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n);
+void softmax_avx2(float* x, int64_t n);
+void attention_row_avx2(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
+                        float scale, float* out, float* scratch);
+void kv_store_avx2(const float* k, const float* v, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
+                   int page_tokens, const int32_t* page_table, int kv_dim, int pos);
+
+}  // namespace infer::kernels

@@ -1,0 +1,32 @@
+// Softmax as llama.cpp's attention does it (spec §3.5): subtract the max, expf, sum in double,
+// multiply by the f32 reciprocal of the sum.
+#include <cmath>
+
+#include "kernels/cpu_features.h"
+#include "kernels/ops.h"
+#include "kernels/ops_avx2.h"
+
+namespace infer::kernels {
+
+void softmax_ref(float* x, int64_t n) {
+  if (n <= 0) return;
+  float max = x[0];
+  for (int64_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += static_cast<double>(x[i]);
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void softmax(float* x, int64_t n) {
+  if (use_avx2()) {
+    softmax_avx2(x, n);
+  } else {
+    softmax_ref(x, n);
+  }
+}
+
+}  // namespace infer::kernels

@@ -1,0 +1,238 @@
+// The forward pass over a batch of (sequence, position, token) rows, llama2.c-style: one function that
+// reads like the math (spec/architectures.md §4), with the llama / qwen2 / qwen3 differences as a few
+// guarded lines (biases, q/k norm, RoPE pairing). Matmuls take all rows at once so that weights are
+// read once per step; attention runs per row through each sequence's page table.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/ops.h"
+#include "kernels/quant.h"
+#include "model/model.h"
+
+namespace infer::model {
+namespace {
+
+// Below this many multiply-adds a matmul (or the batch's attention) runs on the calling thread alone:
+// waking the pool costs more than the work (stories260K's 64×64 matrices, short decode contexts).
+constexpr int64_t kMinParallelWork = int64_t(1) << 17;
+
+}  // namespace
+
+struct Forward::Buffers {
+  // Activations, one row per batch row (row stride in floats given by the width).
+  std::vector<float> x;     // residual stream      [max_rows × n_embd]
+  std::vector<float> xb;    // normed / branch out  [max_rows × n_embd]
+  std::vector<float> q;     // queries              [max_rows × q_dim]
+  std::vector<float> k, v;  // this step's keys/values [max_rows × kv_dim]
+  std::vector<float> att;   // attention output     [max_rows × q_dim]
+  std::vector<float> hb, hb2;  // FFN hidden         [max_rows × n_ff]
+  std::vector<float> final_rows;  // final-normed rows that want outputs [max_rows × n_embd]
+  std::vector<float> rope_cos, rope_sin;  // per row, n_rot/2 each
+  std::vector<std::vector<float>> att_scratch;  // per thread: scores over up to n_ctx_train keys
+  std::vector<int> out_rows;  // indices of rows with want_logits
+  kernels::MatmulScratch mm;
+  kernels::ThreadPool solo{1};
+};
+
+Forward::Forward(const Model& model, kernels::ThreadPool& pool, int max_rows)
+    : model_(model), pool_(pool), max_rows_(max_rows), buf_(std::make_unique<Buffers>()) {
+  if (max_rows <= 0) throw std::invalid_argument("Forward: max_rows must be positive");
+  const HParams& hp = model.hparams();
+  const size_t R = size_t(max_rows);
+  Buffers& b = *buf_;
+  b.x.resize(R * hp.n_embd);
+  b.xb.resize(R * hp.n_embd);
+  b.q.resize(R * hp.q_dim());
+  b.k.resize(R * hp.kv_dim());
+  b.v.resize(R * hp.kv_dim());
+  b.att.resize(R * hp.q_dim());
+  b.hb.resize(R * hp.n_ff);
+  b.hb2.resize(R * hp.n_ff);
+  b.final_rows.resize(R * hp.n_embd);
+  b.rope_cos.resize(R * (hp.n_rot / 2));
+  b.rope_sin.resize(R * (hp.n_rot / 2));
+  b.att_scratch.resize(size_t(pool.size()));
+  for (auto& s : b.att_scratch) s.resize(size_t(hp.n_ctx_train));
+  b.out_rows.reserve(R);
+}
+
+Forward::~Forward() = default;
+
+void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) {
+  const HParams& hp = model_.hparams();
+  const Model& m = model_;
+  Buffers& b = *buf_;
+  const int n = int(batch.rows.size());
+  const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff, HD = hp.head_dim;
+  const int half_rot = hp.n_rot / 2;
+
+  // ---- validate the batch (bad input is an exception, never a wild write) ----
+  if (n > max_rows_) {
+    throw std::invalid_argument("forward: batch of " + std::to_string(n) + " rows exceeds max_rows " +
+                                std::to_string(max_rows_));
+  }
+  if (kv.kv_dim() != KV || kv.page_stride() != int64_t(hp.n_layer) * 2 * kv.page_tokens() * KV) {
+    throw std::invalid_argument("forward: KV pool was built for another model shape");
+  }
+  b.out_rows.clear();
+  for (int r = 0; r < n; ++r) {
+    const BatchRow& row = batch.rows[size_t(r)];
+    auto where = [r] { return "forward: row " + std::to_string(r) + ": "; };  // built only on error
+    if (row.token < 0 || row.token >= hp.n_vocab) {
+      throw std::out_of_range(where() + "token id " + std::to_string(row.token) + " out of range [0, " +
+                              std::to_string(hp.n_vocab) + ")");
+    }
+    if (row.pos < 0 || row.pos >= hp.n_ctx_train) {
+      throw std::out_of_range(where() + "position " + std::to_string(row.pos) + " out of the context [0, " +
+                              std::to_string(hp.n_ctx_train) + ")");
+    }
+    if (row.seq < 0 || row.seq >= int(batch.seqs.size())) {
+      throw std::out_of_range(where() + "sequence index " + std::to_string(row.seq) + " out of range");
+    }
+    const SeqPages& sp = batch.seqs[size_t(row.seq)];
+    const int last_page = row.pos / kv.page_tokens();
+    if (!sp.page_table || last_page >= sp.n_pages) {
+      throw std::out_of_range(where() + "position " + std::to_string(row.pos) + " is past the sequence's " +
+                              std::to_string(sp.n_pages) + " KV pages");
+    }
+    for (int p = 0; p <= last_page; ++p) {
+      if (sp.page_table[p] < 0 || sp.page_table[p] >= kv.n_pages()) {
+        throw std::out_of_range(where() + "page table entry " + std::to_string(p) + " = " +
+                                std::to_string(sp.page_table[p]) + " is not a page of the pool");
+      }
+    }
+    if (row.want_logits) b.out_rows.push_back(r);
+  }
+  if (!b.out_rows.empty() && !logits && !hidden) {
+    throw std::invalid_argument("forward: rows want outputs but no logits or hidden buffer was given");
+  }
+  if (n == 0) return;
+
+  auto mm_pool = [&](const kernels::WeightMatrix& w, int rows) -> kernels::ThreadPool& {
+    return int64_t(rows) * w.n_in * w.n_out < kMinParallelWork ? b.solo : pool_;
+  };
+  auto matmul = [&](const kernels::WeightMatrix& w, const float* in, float* out, int rows) {
+    kernels::matmul(w, in, rows, w.n_in, out, w.n_out, mm_pool(w, rows), b.mm);
+  };
+  auto add_bias = [&](float* y, const float* bias, int width) {
+    if (!bias) return;
+    for (int r = 0; r < n; ++r) {
+      float* yr = y + int64_t(r) * width;
+      for (int i = 0; i < width; ++i) yr[i] += bias[i];
+    }
+  };
+  auto residual = [&](float* x, const float* add, int width) {
+    for (int64_t i = 0; i < int64_t(n) * width; ++i) x[i] += add[i];
+  };
+
+  const kernels::RopeParams rope{hp.n_rot, hp.rope_freq_base, hp.rope_freq_scale, hp.rope_neox, m.rope_freqs()};
+  const float att_scale = 1.0f / std::sqrt(float(HD));
+
+  // ---- token embedding, and each row's RoPE angles (shared by all layers and heads) ----
+  const kernels::WeightMatrix& emb = m.token_embd();
+  for (int r = 0; r < n; ++r) {
+    const BatchRow& row = batch.rows[size_t(r)];
+    kernels::dequantize_row(emb.type, static_cast<const uint8_t*>(emb.data) + uint64_t(row.token) * emb.row_bytes,
+                            &b.x[size_t(r) * E], E);
+    kernels::rope_angles(row.pos, rope, &b.rope_cos[size_t(r) * half_rot], &b.rope_sin[size_t(r) * half_rot]);
+  }
+
+  int64_t att_work = 0;  // multiply-adds of this batch's attention, to decide whether to use the pool
+  for (const BatchRow& row : batch.rows) att_work += int64_t(row.pos + 1) * Q * 2;
+  kernels::ThreadPool& att_pool = att_work < kMinParallelWork ? b.solo : pool_;
+  const int n_gqa = hp.n_head / hp.n_kv_head;
+  const int64_t att_tasks = int64_t(n) * hp.n_kv_head;  // (row, KV head) pairs; GQA heads stay together
+
+  for (int l = 0; l < hp.n_layer; ++l) {
+    const LayerWeights& L = m.layers()[size_t(l)];
+
+    // attention rmsnorm
+    for (int r = 0; r < n; ++r) kernels::rmsnorm(&b.x[size_t(r) * E], L.attn_norm, &b.xb[size_t(r) * E], E, hp.rms_eps);
+
+    // qkv matmuls (+ biases: qwen2)
+    matmul(L.wq, b.xb.data(), b.q.data(), n);
+    matmul(L.wk, b.xb.data(), b.k.data(), n);
+    matmul(L.wv, b.xb.data(), b.v.data(), n);
+    add_bias(b.q.data(), L.bq, Q);
+    add_bias(b.k.data(), L.bk, KV);
+    add_bias(b.v.data(), L.bv, KV);
+
+    for (int r = 0; r < n; ++r) {
+      float* qr = &b.q[size_t(r) * Q];
+      float* kr = &b.k[size_t(r) * KV];
+      // per-head q/k RMSNorm before RoPE (qwen3)
+      if (L.q_norm) {
+        for (int h = 0; h < hp.n_head; ++h) kernels::rmsnorm(qr + h * HD, L.q_norm, qr + h * HD, HD, hp.rms_eps);
+        for (int h = 0; h < hp.n_kv_head; ++h) kernels::rmsnorm(kr + h * HD, L.k_norm, kr + h * HD, HD, hp.rms_eps);
+      }
+      // RoPE (adjacent pairs for llama, half-split NeoX for qwen2/qwen3)
+      const float* c = &b.rope_cos[size_t(r) * half_rot];
+      const float* s = &b.rope_sin[size_t(r) * half_rot];
+      for (int h = 0; h < hp.n_head; ++h) kernels::rope_apply(qr + h * HD, c, s, rope);
+      for (int h = 0; h < hp.n_kv_head; ++h) kernels::rope_apply(kr + h * HD, c, s, rope);
+
+      // store k, v in the sequence's pages (all rows first: a row attends to earlier rows of the batch)
+      const BatchRow& row = batch.rows[size_t(r)];
+      kernels::kv_store(kr, &b.v[size_t(r) * KV], kv.k_base(l), kv.v_base(l), kv.page_stride(), kv.page_tokens(),
+                        batch.seqs[size_t(row.seq)].page_table, KV, row.pos);
+    }
+
+    // multihead attention: tasks are (row, KV head) pairs split over threads; each is computed whole by
+    // one thread, so its result does not depend on the split (invariant 7)
+    att_pool.run([&](int t) {
+      const kernels::Range range = kernels::split_range(att_tasks, t, att_pool.size());
+      float* scratch = b.att_scratch[size_t(t)].data();
+      for (int64_t task = range.begin; task < range.end; ++task) {
+        const int r = int(task / hp.n_kv_head), g = int(task % hp.n_kv_head);
+        const BatchRow& row = batch.rows[size_t(r)];
+        kernels::PagedKv view = kv.view(l, batch.seqs[size_t(row.seq)].page_table);
+        view.k_base += int64_t(g) * HD;
+        view.v_base += int64_t(g) * HD;
+        const int64_t q_off = int64_t(r) * Q + int64_t(g) * n_gqa * HD;
+        kernels::attention_row(&b.q[size_t(q_off)], view, row.pos + 1, n_gqa, 1, HD, att_scale, &b.att[size_t(q_off)],
+                               scratch);
+      }
+    });
+
+    // output projection and residual
+    matmul(L.wo, b.att.data(), b.xb.data(), n);
+    residual(b.x.data(), b.xb.data(), E);
+
+    // ffn rmsnorm
+    for (int r = 0; r < n; ++r) kernels::rmsnorm(&b.x[size_t(r) * E], L.ffn_norm, &b.xb[size_t(r) * E], E, hp.rms_eps);
+
+    // SwiGLU: down(silu(gate·h) ⊙ up·h), then residual
+    matmul(L.w_gate, b.xb.data(), b.hb.data(), n);
+    matmul(L.w_up, b.xb.data(), b.hb2.data(), n);
+    for (int r = 0; r < n; ++r) kernels::swiglu(&b.hb[size_t(r) * F], &b.hb2[size_t(r) * F], &b.hb[size_t(r) * F], F);
+    matmul(L.w_down, b.hb.data(), b.xb.data(), n);
+    residual(b.x.data(), b.xb.data(), E);
+  }
+
+  // final rmsnorm, only for the rows that want outputs (gathered so that the classifier reads its
+  // weights once for all of them)
+  const int n_out = int(b.out_rows.size());
+  if (n_out == 0) return;
+  for (int i = 0; i < n_out; ++i) {
+    kernels::rmsnorm(&b.x[size_t(b.out_rows[size_t(i)]) * E], m.output_norm(), &b.final_rows[size_t(i) * E], E,
+                     hp.rms_eps);
+  }
+  if (hidden) std::memcpy(hidden, b.final_rows.data(), sizeof(float) * size_t(n_out) * E);
+
+  // classifier
+  if (logits) {
+    const kernels::WeightMatrix& out = m.output();
+    kernels::matmul(out, b.final_rows.data(), n_out, E, logits, hp.n_vocab, mm_pool(out, n_out), b.mm);
+    if (const float* bias = m.output_bias()) {
+      for (int i = 0; i < n_out; ++i) {
+        float* lr = logits + int64_t(i) * hp.n_vocab;
+        for (int j = 0; j < hp.n_vocab; ++j) lr[j] += bias[j];
+      }
+    }
+  }
+}
+
+}  // namespace infer::model

@@ -1,0 +1,68 @@
+// One allocation for the whole paged KV cache; layout in kv_pool.h.
+#include "model/kv_pool.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+namespace infer::model {
+
+uint64_t KvPool::bytes_for(const HParams& hp, int page_tokens, int n_pages) {
+  if (page_tokens <= 0 || n_pages <= 0) {
+    throw std::runtime_error("KV pool: page_tokens and n_pages must be positive (got " +
+                             std::to_string(page_tokens) + ", " + std::to_string(n_pages) + ")");
+  }
+  const uint64_t per_page = uint64_t(hp.n_layer) * 2 * uint64_t(page_tokens) * uint64_t(hp.kv_dim()) * 2;
+  if (per_page != 0 && uint64_t(n_pages) > std::numeric_limits<uint64_t>::max() / per_page) {
+    throw std::runtime_error("KV pool: size overflows");
+  }
+  return per_page * uint64_t(n_pages);
+}
+
+KvPool::KvPool(const HParams& hp, int page_tokens, int n_pages)
+    : n_layer_(hp.n_layer),
+      kv_dim_(hp.kv_dim()),
+      page_tokens_(page_tokens),
+      n_pages_(n_pages),
+      page_stride_(int64_t(hp.n_layer) * 2 * page_tokens * hp.kv_dim()),
+      bytes_(bytes_for(hp, page_tokens, n_pages)) {
+  // 64-byte alignment keeps every page's rows on their own cache lines.
+  const uint64_t rounded = (bytes_ + 63) / 64 * 64;
+  base_ = static_cast<uint16_t*>(std::aligned_alloc(64, rounded));
+  if (!base_) {
+    throw std::runtime_error("KV pool: cannot allocate " + std::to_string(bytes_) + " bytes (" +
+                             std::to_string(n_pages) + " pages of " + std::to_string(page_tokens) + " tokens)");
+  }
+}
+
+KvPool::~KvPool() { std::free(base_); }
+
+uint16_t* KvPool::k_base(int layer) { return base_ + int64_t(layer) * 2 * page_tokens_ * kv_dim_; }
+uint16_t* KvPool::v_base(int layer) { return k_base(layer) + int64_t(page_tokens_) * kv_dim_; }
+
+kernels::PagedKv KvPool::view(int layer, const int32_t* page_table) const {
+  const uint16_t* k = base_ + int64_t(layer) * 2 * page_tokens_ * kv_dim_;
+  return kernels::PagedKv{k, k + int64_t(page_tokens_) * kv_dim_, page_stride_, page_tokens_, page_table, kv_dim_};
+}
+
+void KvPool::copy_page(int32_t from, int32_t to, int n_tokens) {
+  if (from < 0 || from >= n_pages_ || to < 0 || to >= n_pages_ || n_tokens < 0 || n_tokens > page_tokens_) {
+    throw std::out_of_range("KV pool copy_page: page " + std::to_string(from) + " -> " + std::to_string(to) +
+                            ", " + std::to_string(n_tokens) + " tokens out of range");
+  }
+  if (from == to) return;
+  const size_t row_bytes = size_t(kv_dim_) * sizeof(uint16_t);
+  for (int l = 0; l < n_layer_; ++l) {
+    const int64_t layer_off = int64_t(l) * 2 * page_tokens_ * kv_dim_;
+    for (int part = 0; part < 2; ++part) {
+      const int64_t off = layer_off + int64_t(part) * page_tokens_ * kv_dim_;
+      std::memcpy(base_ + int64_t(to) * page_stride_ + off, base_ + int64_t(from) * page_stride_ + off,
+                  row_bytes * size_t(n_tokens));
+    }
+  }
+}
+
+}  // namespace infer::model
