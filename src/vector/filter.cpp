@@ -1,0 +1,376 @@
+#include "vector/filter.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace infer::vector {
+
+enum class Op { Num, Str, Field, Array, Not, Neg, Or, And, Eq, Ne, Lt, Le, Gt, Ge, In, Add, Sub, Mul, Div, Mod, Pow };
+
+struct Filter::Node {
+  Op op;
+  double num = 0;
+  std::string text;                         // string literal or field name
+  std::vector<std::unique_ptr<Node>> kids;  // operands or array items
+};
+
+namespace {
+
+using NodePtr = std::unique_ptr<Filter::Node>;
+constexpr int kMaxDepth = 200;  // bounds recursion on hostile input
+
+struct Token {
+  enum Kind { End, Num, Str, Field, Op, LParen, RParen, LBracket, RBracket, Comma } kind;
+  std::string text;
+  double num = 0;
+  size_t pos = 0;
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string_view s) : s_(s) { next(); }
+
+  NodePtr parse_all() {
+    auto n = parse_binary(0, 0);
+    if (tok_.kind != Token::End) fail("unexpected '" + tok_.text + "'");
+    return n;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw FilterError("invalid FILTER expression at offset " + std::to_string(tok_.pos) + ": " + why);
+  }
+
+  void next() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+    tok_ = Token{Token::End, "", 0, i_};
+    if (i_ >= s_.size()) return;
+    const char c = s_[i_];
+    auto ident_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+    if (c == '.' && i_ + 1 < s_.size() && (std::isalpha(static_cast<unsigned char>(s_[i_ + 1])) || s_[i_ + 1] == '_')) {
+      size_t j = i_ + 1;
+      while (j < s_.size() && ident_char(s_[j])) ++j;
+      tok_ = {Token::Field, std::string(s_.substr(i_ + 1, j - i_ - 1)), 0, i_};
+      i_ = j;
+      return;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i_ + 1 < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_ + 1])))) {
+      const std::string rest(s_.substr(i_));
+      char* end = nullptr;
+      const double v = std::strtod(rest.c_str(), &end);
+      const size_t len = static_cast<size_t>(end - rest.c_str());
+      tok_ = {Token::Num, rest.substr(0, len), v, i_};
+      i_ += len;
+      if (i_ < s_.size() && ident_char(s_[i_])) fail("malformed number");
+      return;
+    }
+    if (c == '"' || c == '\'') {
+      std::string out;
+      size_t j = i_ + 1;
+      for (;; ++j) {
+        if (j >= s_.size()) fail("unterminated string");
+        if (s_[j] == c) break;
+        if (s_[j] == '\\' && j + 1 < s_.size()) ++j;
+        out += s_[j];
+      }
+      tok_ = {Token::Str, std::move(out), 0, i_};
+      i_ = j + 1;
+      return;
+    }
+    if (std::isalpha(static_cast<unsigned char>(c))) {
+      size_t j = i_;
+      while (j < s_.size() && ident_char(s_[j])) ++j;
+      std::string word(s_.substr(i_, j - i_));
+      if (word == "true" || word == "false") {
+        tok_ = {Token::Num, word, word == "true" ? 1.0 : 0.0, i_};
+      } else if (word == "and" || word == "or" || word == "not" || word == "in") {
+        tok_ = {Token::Op, word, 0, i_};
+      } else {
+        fail("unknown word '" + word + "' (fields are written .name)");
+      }
+      i_ = j;
+      return;
+    }
+    static const char* const ops[] = {"**", "&&", "||", "==", "!=", "<=", ">=", "<", ">", "!", "+", "-", "*", "/", "%"};
+    for (const char* op : ops) {
+      if (s_.substr(i_).starts_with(op)) {
+        tok_ = {Token::Op, op, 0, i_};
+        i_ += std::char_traits<char>::length(op);
+        return;
+      }
+    }
+    const Token::Kind k = c == '(' ? Token::LParen : c == ')' ? Token::RParen : c == '[' ? Token::LBracket
+                        : c == ']' ? Token::RBracket : c == ',' ? Token::Comma : Token::End;
+    if (k == Token::End) fail(std::string("unexpected character '") + c + "'");
+    tok_ = {k, std::string(1, c), 0, i_};
+    ++i_;
+  }
+
+  // Binary operator at `level` (0 lowest), or nullopt.
+  static std::optional<std::pair<Op, int>> binary(const Token& t) {
+    if (t.kind != Token::Op) return std::nullopt;
+    const std::string& o = t.text;
+    if (o == "or" || o == "||") return std::pair{Op::Or, 0};
+    if (o == "and" || o == "&&") return std::pair{Op::And, 1};
+    if (o == "==") return std::pair{Op::Eq, 2};
+    if (o == "!=") return std::pair{Op::Ne, 2};
+    if (o == "<") return std::pair{Op::Lt, 2};
+    if (o == "<=") return std::pair{Op::Le, 2};
+    if (o == ">") return std::pair{Op::Gt, 2};
+    if (o == ">=") return std::pair{Op::Ge, 2};
+    if (o == "in") return std::pair{Op::In, 2};
+    if (o == "+") return std::pair{Op::Add, 3};
+    if (o == "-") return std::pair{Op::Sub, 3};
+    if (o == "*") return std::pair{Op::Mul, 4};
+    if (o == "/") return std::pair{Op::Div, 4};
+    if (o == "%") return std::pair{Op::Mod, 4};
+    if (o == "**") return std::pair{Op::Pow, 5};
+    return std::nullopt;
+  }
+
+  NodePtr parse_binary(int min_level, int depth) {
+    if (depth > kMaxDepth) fail("expression nested too deeply");
+    auto lhs = parse_unary(depth + 1);
+    for (;;) {
+      auto b = binary(tok_);
+      if (!b || b->second < min_level) return lhs;
+      next();
+      // ** is right-associative; everything else left-associative.
+      auto rhs = parse_binary(b->first == Op::Pow ? b->second : b->second + 1, depth + 1);
+      auto n = std::make_unique<Filter::Node>();
+      n->op = b->first;
+      n->kids.push_back(std::move(lhs));
+      n->kids.push_back(std::move(rhs));
+      lhs = std::move(n);
+    }
+  }
+
+  NodePtr parse_unary(int depth) {
+    if (depth > kMaxDepth) fail("expression nested too deeply");
+    if (tok_.kind == Token::Op && (tok_.text == "!" || tok_.text == "not" || tok_.text == "-")) {
+      auto n = std::make_unique<Filter::Node>();
+      n->op = tok_.text == "-" ? Op::Neg : Op::Not;
+      next();
+      n->kids.push_back(parse_unary(depth + 1));
+      return n;
+    }
+    return parse_primary(depth);
+  }
+
+  NodePtr parse_primary(int depth) {
+    auto n = std::make_unique<Filter::Node>();
+    switch (tok_.kind) {
+      case Token::Num:
+        n->op = Op::Num;
+        n->num = tok_.num;
+        next();
+        return n;
+      case Token::Str:
+        n->op = Op::Str;
+        n->text = tok_.text;
+        next();
+        return n;
+      case Token::Field:
+        n->op = Op::Field;
+        n->text = tok_.text;
+        next();
+        return n;
+      case Token::LParen: {
+        next();
+        auto inner = parse_binary(0, depth + 1);
+        if (tok_.kind != Token::RParen) fail("expected ')'");
+        next();
+        return inner;
+      }
+      case Token::LBracket:
+        n->op = Op::Array;
+        next();
+        if (tok_.kind == Token::RBracket) {
+          next();
+          return n;
+        }
+        for (;;) {
+          n->kids.push_back(parse_binary(0, depth + 1));
+          if (tok_.kind == Token::Comma) {
+            next();
+            continue;
+          }
+          if (tok_.kind != Token::RBracket) fail("expected ',' or ']' in array");
+          next();
+          return n;
+        }
+      case Token::End:
+        fail("unexpected end of expression");
+      default:
+        fail("unexpected '" + tok_.text + "'");
+    }
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+  Token tok_;
+};
+
+// Values during evaluation; nullopt means "does not match" (missing field, wrong type).
+struct Value {
+  std::variant<double, std::string, std::vector<Value>> v;
+};
+using Maybe = std::optional<Value>;
+
+Maybe from_json(const nlohmann::json& j) {
+  if (j.is_boolean()) return Value{j.get<bool>() ? 1.0 : 0.0};
+  if (j.is_number()) return Value{j.get<double>()};
+  if (j.is_string()) return Value{j.get<std::string>()};
+  if (j.is_array()) {
+    std::vector<Value> items;
+    for (const auto& e : j) {
+      auto x = from_json(e);
+      if (!x) return std::nullopt;
+      items.push_back(std::move(*x));
+    }
+    return Value{std::move(items)};
+  }
+  return std::nullopt;  // null, objects
+}
+
+bool truthy(const Value& x) {
+  if (auto* d = std::get_if<double>(&x.v)) return *d != 0;
+  if (auto* s = std::get_if<std::string>(&x.v)) return !s->empty();
+  return !std::get<std::vector<Value>>(x.v).empty();
+}
+
+bool equal(const Value& a, const Value& b) {
+  if (a.v.index() != b.v.index()) return false;
+  if (auto* d = std::get_if<double>(&a.v)) return *d == std::get<double>(b.v);
+  if (auto* s = std::get_if<std::string>(&a.v)) return *s == std::get<std::string>(b.v);
+  const auto& x = std::get<std::vector<Value>>(a.v);
+  const auto& y = std::get<std::vector<Value>>(b.v);
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!equal(x[i], y[i])) return false;
+  return true;
+}
+
+Value boolean(bool b) { return Value{b ? 1.0 : 0.0}; }
+
+Maybe eval(const Filter::Node& n, const nlohmann::json& obj) {
+  switch (n.op) {
+    case Op::Num: return Value{n.num};
+    case Op::Str: return Value{n.text};
+    case Op::Field: {
+      auto it = obj.find(n.text);
+      if (it == obj.end()) return std::nullopt;
+      return from_json(*it);
+    }
+    case Op::Array: {
+      std::vector<Value> items;
+      for (const auto& k : n.kids) {
+        auto x = eval(*k, obj);
+        if (!x) return std::nullopt;
+        items.push_back(std::move(*x));
+      }
+      return Value{std::move(items)};
+    }
+    case Op::Not: {
+      auto x = eval(*n.kids[0], obj);
+      if (!x) return std::nullopt;
+      return boolean(!truthy(*x));
+    }
+    case Op::Neg: {
+      auto x = eval(*n.kids[0], obj);
+      if (!x || !std::holds_alternative<double>(x->v)) return std::nullopt;
+      return Value{-std::get<double>(x->v)};
+    }
+    case Op::Or: {
+      auto a = eval(*n.kids[0], obj);
+      if (a && truthy(*a)) return boolean(true);
+      auto b = eval(*n.kids[1], obj);
+      return boolean(b && truthy(*b));
+    }
+    case Op::And: {
+      auto a = eval(*n.kids[0], obj);
+      if (!a || !truthy(*a)) return boolean(false);
+      auto b = eval(*n.kids[1], obj);
+      return boolean(b && truthy(*b));
+    }
+    default: break;
+  }
+  auto a = eval(*n.kids[0], obj);
+  if (!a) return std::nullopt;
+  auto b = eval(*n.kids[1], obj);
+  if (!b) return std::nullopt;
+  switch (n.op) {
+    case Op::Eq: return boolean(equal(*a, *b));
+    case Op::Ne: return boolean(!equal(*a, *b));
+    case Op::In: {
+      if (auto* arr = std::get_if<std::vector<Value>>(&b->v)) {
+        for (const auto& e : *arr)
+          if (equal(*a, e)) return boolean(true);
+        return boolean(false);
+      }
+      auto* hay = std::get_if<std::string>(&b->v);
+      auto* needle = std::get_if<std::string>(&a->v);
+      if (!hay || !needle) return std::nullopt;
+      return boolean(hay->find(*needle) != std::string::npos);
+    }
+    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: {
+      int cmp;
+      if (std::holds_alternative<double>(a->v) && std::holds_alternative<double>(b->v)) {
+        const double x = std::get<double>(a->v), y = std::get<double>(b->v);
+        cmp = x < y ? -1 : x > y ? 1 : 0;
+        if (std::isnan(x) || std::isnan(y)) return boolean(false);
+      } else if (std::holds_alternative<std::string>(a->v) && std::holds_alternative<std::string>(b->v)) {
+        const int c = std::get<std::string>(a->v).compare(std::get<std::string>(b->v));
+        cmp = c < 0 ? -1 : c > 0 ? 1 : 0;
+      } else {
+        return std::nullopt;
+      }
+      const bool r = n.op == Op::Lt ? cmp < 0 : n.op == Op::Le ? cmp <= 0 : n.op == Op::Gt ? cmp > 0 : cmp >= 0;
+      return boolean(r);
+    }
+    default: break;
+  }
+  if (!std::holds_alternative<double>(a->v) || !std::holds_alternative<double>(b->v)) return std::nullopt;
+  const double x = std::get<double>(a->v), y = std::get<double>(b->v);
+  switch (n.op) {
+    case Op::Add: return Value{x + y};
+    case Op::Sub: return Value{x - y};
+    case Op::Mul: return Value{x * y};
+    case Op::Div: return Value{x / y};
+    case Op::Mod: return Value{std::fmod(x, y)};
+    case Op::Pow: return Value{std::pow(x, y)};
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Filter::Filter(std::unique_ptr<Node> root) : root_(std::move(root)) {}
+Filter::Filter(Filter&&) noexcept = default;
+Filter& Filter::operator=(Filter&&) noexcept = default;
+Filter::~Filter() = default;
+
+Filter Filter::parse(std::string_view expr) {
+  Parser p(expr);
+  return Filter(p.parse_all());
+}
+
+bool Filter::matches_parsed(const nlohmann::json& attrs) const {
+  if (!attrs.is_object()) return false;
+  auto v = eval(*root_, attrs);
+  return v && truthy(*v);
+}
+
+bool Filter::matches(std::string_view json_attrs) const {
+  if (json_attrs.empty()) return false;
+  auto j = nlohmann::json::parse(json_attrs, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return false;
+  return matches_parsed(j);
+}
+
+}  // namespace infer::vector

@@ -1,0 +1,150 @@
+#include "vector/quant.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+namespace infer::vector {
+
+const char* quant_name(Quant q) {
+  switch (q) {
+    case Quant::F32: return "f32";
+    case Quant::Q8: return "int8";
+    case Quant::Bin: return "bin";
+  }
+  return "?";
+}
+
+const char* quant_raw_name(Quant q) {
+  switch (q) {
+    case Quant::F32: return "fp32";
+    case Quant::Q8: return "q8";
+    case Quant::Bin: return "bin";
+  }
+  return "?";
+}
+
+std::optional<Quant> quant_from_byte(uint8_t b) {
+  if (b > 2) return std::nullopt;
+  return static_cast<Quant>(b);
+}
+
+size_t encoded_size(Quant q, size_t dim) {
+  switch (q) {
+    case Quant::F32: return 4 * dim;
+    case Quant::Q8: return 4 + dim;
+    case Quant::Bin: return (dim + 7) / 8;
+  }
+  return 0;
+}
+
+void encode(Quant q, const float* x, size_t dim, uint8_t* out) {
+  switch (q) {
+    case Quant::F32:
+      std::memcpy(out, x, 4 * dim);
+      return;
+    case Quant::Q8: {
+      float max_abs = 0;
+      for (size_t i = 0; i < dim; ++i) max_abs = std::max(max_abs, std::fabs(x[i]));
+      const float scale = max_abs / 127.0f;
+      const float inv = scale > 0 ? 1.0f / scale : 0.0f;
+      std::memcpy(out, &scale, 4);
+      auto* q8 = reinterpret_cast<int8_t*>(out + 4);
+      for (size_t i = 0; i < dim; ++i) q8[i] = static_cast<int8_t>(std::lround(std::clamp(x[i] * inv, -127.0f, 127.0f)));
+      return;
+    }
+    case Quant::Bin:
+      std::memset(out, 0, (dim + 7) / 8);
+      for (size_t i = 0; i < dim; ++i)
+        if (x[i] > 0) out[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+      return;
+  }
+}
+
+void decode(Quant q, const uint8_t* in, size_t dim, float* out) {
+  switch (q) {
+    case Quant::F32:
+      std::memcpy(out, in, 4 * dim);
+      return;
+    case Quant::Q8: {
+      float scale;
+      std::memcpy(&scale, in, 4);
+      const auto* q8 = reinterpret_cast<const int8_t*>(in + 4);
+      for (size_t i = 0; i < dim; ++i) out[i] = q8[i] * scale;
+      return;
+    }
+    case Quant::Bin: {
+      // Signs only: ±1/sqrt(dim) keeps the decoded vector unit length.
+      const float v = 1.0f / std::sqrt(static_cast<float>(dim));
+      for (size_t i = 0; i < dim; ++i) out[i] = (in[i / 8] >> (i % 8)) & 1 ? v : -v;
+      return;
+    }
+  }
+}
+
+namespace {
+
+float dot_f32(const float* a, const float* b, size_t dim) {
+  // Four partial sums let the compiler vectorise without -ffast-math.
+  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  size_t i = 0;
+  for (; i + 4 <= dim; i += 4) {
+    s0 += a[i] * b[i];
+    s1 += a[i + 1] * b[i + 1];
+    s2 += a[i + 2] * b[i + 2];
+    s3 += a[i + 3] * b[i + 3];
+  }
+  for (; i < dim; ++i) s0 += a[i] * b[i];
+  return (s0 + s1) + (s2 + s3);
+}
+
+int32_t dot_i8(const int8_t* a, const int8_t* b, size_t dim) {
+  int32_t s = 0;
+  for (size_t i = 0; i < dim; ++i) s += int32_t(a[i]) * int32_t(b[i]);
+  return s;
+}
+
+}  // namespace
+
+float distance(Quant q, const uint8_t* a, const uint8_t* b, size_t dim) {
+  switch (q) {
+    case Quant::F32: {
+      // Stored vectors sit in byte buffers from operator new, which are suitably aligned for float.
+      return 1.0f - dot_f32(reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b), dim);
+    }
+    case Quant::Q8: {
+      float sa, sb;
+      std::memcpy(&sa, a, 4);
+      std::memcpy(&sb, b, 4);
+      const int32_t d = dot_i8(reinterpret_cast<const int8_t*>(a + 4), reinterpret_cast<const int8_t*>(b + 4), dim);
+      return 1.0f - static_cast<float>(d) * sa * sb;
+    }
+    case Quant::Bin: {
+      const size_t n = (dim + 7) / 8;
+      size_t i = 0;
+      uint32_t differ = 0;
+      for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        std::memcpy(&x, a + i, 8);
+        std::memcpy(&y, b + i, 8);
+        differ += std::popcount(x ^ y);
+      }
+      for (; i < n; ++i) differ += std::popcount(static_cast<uint8_t>(a[i] ^ b[i]));
+      // cos ≈ 1 - 2·hamming/dim, so 1 - cos = 2·hamming/dim.
+      return 2.0f * static_cast<float>(differ) / static_cast<float>(dim);
+    }
+  }
+  return 2.0f;
+}
+
+float normalize(float* x, size_t dim) {
+  double sum = 0;
+  for (size_t i = 0; i < dim; ++i) sum += double(x[i]) * x[i];
+  const float norm = static_cast<float>(std::sqrt(sum));
+  if (norm > 0)
+    for (size_t i = 0; i < dim; ++i) x[i] /= norm;
+  return norm;
+}
+
+}  // namespace infer::vector

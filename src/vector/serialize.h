@@ -1,0 +1,31 @@
+// The persistent form of a vector set (RDB values, tests): a header record followed by one record per
+// element, each a self-contained byte string, so that RDB saving streams node by node instead of
+// building one huge buffer in the fork child. Loading restores the graph as saved (no re-insertion)
+// and checks every count, length, id and link against the data; it trusts nothing.
+//
+// Encoding versions: 1 = this layout. Loaders must keep accepting every older version.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "vector/vector_set.h"
+
+namespace infer::vector {
+
+constexpr uint32_t kEncodingVersion = 1;
+
+// Calls `emit` with the header then each element record; returns the number of records.
+uint64_t save_records(const VectorSet& set, const std::function<void(std::string_view record)>& emit);
+// Reads records from `next` (nullopt: input ended early). Throws VectorSetError naming the problem.
+std::unique_ptr<VectorSet> load_records(uint32_t encoding_version,
+                                        const std::function<std::optional<std::string>()>& next);
+
+// The same records concatenated with u32 length prefixes after a version word: one byte stream.
+std::string to_bytes(const VectorSet& set);
+std::unique_ptr<VectorSet> from_bytes(std::string_view bytes);
+
+}  // namespace infer::vector

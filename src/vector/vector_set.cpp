@@ -1,0 +1,192 @@
+#include "vector/vector_set.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+namespace infer::vector {
+
+namespace {
+const std::string kNoAttrs;
+
+Hnsw::Params index_params(const SetConfig& c) {
+  if (c.dim == 0 || c.dim > 65536) throw VectorSetError("vector dimension must be in 1..65536");
+  if (c.m < 4 || c.m > 4096) throw VectorSetError("M must be in 4..4096");
+  if (c.ef_construction < 1 || c.ef_construction > 1000000) throw VectorSetError("EF must be in 1..1000000");
+  return Hnsw::Params{c.quant, c.dim, c.m, c.ef_construction};
+}
+}  // namespace
+
+VectorSet::VectorSet(const SetConfig& cfg) : cfg_(cfg), index_(index_params(cfg)) {}
+
+void VectorSet::check_json(const std::string& json) {
+  if (json.empty()) return;
+  if (!nlohmann::json::accept(json)) throw VectorSetError("invalid JSON in attributes");
+}
+
+bool VectorSet::add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs) {
+  if (v.size() != cfg_.dim)
+    throw VectorSetError("vector dimension mismatch: got " + std::to_string(v.size()) + ", set has " +
+                         std::to_string(cfg_.dim));
+  for (float x : v)
+    if (!std::isfinite(x)) throw VectorSetError("vector components must be finite");
+  if (attrs) check_json(*attrs);
+  std::vector<float> unit = v;
+  const float norm = normalize(unit.data(), unit.size());
+  std::vector<uint8_t> enc(encoded_size(cfg_.quant, cfg_.dim));
+  encode(cfg_.quant, unit.data(), unit.size(), enc.data());
+
+  std::string old_attrs;
+  const std::string key(name);
+  const bool existed = ids_.count(key) != 0;
+  if (existed) {
+    old_attrs = elems_[ids_[key]].attrs;
+    remove(name);
+  }
+  const uint32_t id = index_.insert(enc.data(), inserts_++);
+  if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
+  Element& e = elems_[id];
+  e.name = key;
+  e.norm = norm;
+  e.attrs = attrs ? *attrs : old_attrs;
+  if (!e.attrs.empty()) ++n_attrs_;
+  ids_[key] = id;
+  return !existed;
+}
+
+bool VectorSet::remove(std::string_view name) {
+  auto it = ids_.find(std::string(name));
+  if (it == ids_.end()) return false;
+  const uint32_t id = it->second;
+  index_.remove(id);
+  if (!elems_[id].attrs.empty()) --n_attrs_;
+  elems_[id] = Element{};
+  ids_.erase(it);
+  if (index_.slots() < elems_.size()) elems_.resize(index_.slots());
+  return true;
+}
+
+std::optional<std::vector<float>> VectorSet::embedding(std::string_view name) const {
+  auto it = ids_.find(std::string(name));
+  if (it == ids_.end()) return std::nullopt;
+  std::vector<float> out(cfg_.dim);
+  decode(cfg_.quant, index_.vector(it->second), cfg_.dim, out.data());
+  const float norm = elems_[it->second].norm;
+  for (float& x : out) x *= norm;
+  return out;
+}
+
+std::optional<RawVector> VectorSet::raw(std::string_view name) const {
+  auto it = ids_.find(std::string(name));
+  if (it == ids_.end()) return std::nullopt;
+  const uint8_t* p = index_.vector(it->second);
+  RawVector r{cfg_.quant, std::string(reinterpret_cast<const char*>(p), encoded_size(cfg_.quant, cfg_.dim)),
+              elems_[it->second].norm, 0.0f};
+  if (cfg_.quant == Quant::Q8) {
+    float scale;
+    std::memcpy(&scale, p, 4);
+    r.range = scale * 127.0f;
+    r.bytes.erase(0, 4);  // the int8 components; the scale travels as `range`
+  }
+  return r;
+}
+
+std::optional<std::string> VectorSet::attributes(std::string_view name) const {
+  auto it = ids_.find(std::string(name));
+  if (it == ids_.end()) return std::nullopt;
+  return elems_[it->second].attrs;
+}
+
+bool VectorSet::set_attributes(std::string_view name, const std::string& json) {
+  auto it = ids_.find(std::string(name));
+  if (it == ids_.end()) return false;
+  check_json(json);
+  Element& e = elems_[it->second];
+  n_attrs_ += (json.empty() ? 0 : 1);
+  n_attrs_ -= (e.attrs.empty() ? 0 : 1);
+  e.attrs = json;
+  return true;
+}
+
+std::vector<SearchHit> VectorSet::run_search(const uint8_t* q, const SearchOptions& opt) const {
+  std::vector<Hnsw::Hit> hits;
+  Hnsw::Predicate accept;
+  if (opt.filter) accept = [&](uint32_t id) { return opt.filter->matches(elems_[id].attrs); };
+  const Hnsw::Predicate* pred = opt.filter ? &accept : nullptr;
+  if (opt.truth) {
+    hits = index_.brute_force(q, opt.count, pred);
+  } else {
+    const size_t filter_ef = opt.filter_ef ? opt.filter_ef : opt.count * 100;
+    hits = index_.search(q, opt.count, std::max(opt.ef, opt.count), pred, filter_ef);
+  }
+  std::vector<SearchHit> out;
+  out.reserve(hits.size());
+  for (const auto& h : hits) {
+    const float score = std::clamp(1.0f - h.distance / 2.0f, 0.0f, 1.0f);
+    if (opt.epsilon && score < 1.0f - *opt.epsilon) continue;
+    out.push_back({&elems_[h.id].name, score, &elems_[h.id].attrs});
+  }
+  return out;
+}
+
+std::vector<SearchHit> VectorSet::search(const std::vector<float>& query, const SearchOptions& opt) const {
+  if (query.size() != cfg_.dim)
+    throw VectorSetError("vector dimension mismatch: got " + std::to_string(query.size()) + ", set has " +
+                         std::to_string(cfg_.dim));
+  std::vector<float> unit = query;
+  normalize(unit.data(), unit.size());
+  std::vector<uint8_t> enc(encoded_size(cfg_.quant, cfg_.dim));
+  encode(cfg_.quant, unit.data(), unit.size(), enc.data());
+  return run_search(enc.data(), opt);
+}
+
+std::vector<SearchHit> VectorSet::search_element(std::string_view name, const SearchOptions& opt) const {
+  auto it = ids_.find(std::string(name));
+  if (it == ids_.end()) throw VectorSetError("element not found in set");
+  return run_search(index_.vector(it->second), opt);
+}
+
+void VectorSet::for_each(
+    const std::function<void(const std::string&, const std::vector<float>&, const std::string&)>& fn) const {
+  std::vector<float> v(cfg_.dim);
+  for (uint32_t id = 0; id < index_.slots(); ++id) {
+    if (!index_.contains(id)) continue;
+    decode(cfg_.quant, index_.vector(id), cfg_.dim, v.data());
+    for (float& x : v) x *= elems_[id].norm;
+    fn(elems_[id].name, v, elems_[id].attrs);
+  }
+}
+
+size_t VectorSet::memory_bytes() const {
+  size_t bytes = sizeof(*this) + index_.memory_bytes() + elems_.capacity() * sizeof(Element);
+  for (const auto& e : elems_) bytes += e.name.capacity() + e.attrs.capacity();
+  // Hash map: one node per element plus the bucket array.
+  bytes += ids_.size() * (sizeof(std::string) + 32 + 16) + ids_.bucket_count() * sizeof(void*);
+  for (const auto& [k, v] : ids_) bytes += k.capacity();
+  return bytes;
+}
+
+void VectorSet::restore_element(uint32_t id, Element e, int level, const uint8_t* encoded,
+                                std::vector<std::vector<uint32_t>> links) {
+  if (ids_.count(e.name)) throw VectorSetError("duplicate element name in saved set");
+  check_json(e.attrs);
+  index_.restore_node(id, level, encoded, std::move(links));
+  if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
+  if (!e.attrs.empty()) ++n_attrs_;
+  ids_[e.name] = id;
+  elems_[id] = std::move(e);
+}
+
+void VectorSet::finish_restore(uint32_t entry, uint64_t insert_counter) {
+  try {
+    index_.finish_restore(entry);
+  } catch (const std::runtime_error& e) {
+    throw VectorSetError(std::string("corrupt vector set graph: ") + e.what());
+  }
+  elems_.resize(index_.slots());
+  inserts_ = insert_counter;
+}
+
+}  // namespace infer::vector

@@ -1,0 +1,117 @@
+// A vector set: named elements, each with a vector (L2-normalised, stored quantised, its norm kept) and
+// optional JSON attributes, indexed by an HNSW graph for cosine-similarity search. The value behind one
+// INFER.V* key; it knows nothing of Redis.
+//
+// Thread-safety: none; the module calls it on Redis's main thread only.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "vector/filter.h"
+#include "vector/hnsw.h"
+#include "vector/quant.h"
+
+namespace infer::vector {
+
+// A request that does not fit the set (dimension, quantisation or M mismatch, bad JSON ...).
+struct VectorSetError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct SetConfig {
+  uint32_t dim = 0;
+  Quant quant = Quant::Q8;
+  uint32_t m = 16;
+  uint32_t ef_construction = 200;
+};
+
+struct SearchOptions {
+  size_t count = 10;
+  size_t ef = 100;                  // raised to count
+  const Filter* filter = nullptr;
+  size_t filter_ef = 0;             // candidates inspected with a filter; 0 → count × 100
+  bool truth = false;               // exact linear scan instead of the graph
+  std::optional<float> epsilon;     // keep only scores >= 1 - epsilon
+};
+
+struct SearchHit {
+  const std::string* name;          // valid until the set changes
+  float score;                      // 1 - (1 - cos)/2, in [0, 1]; 1 = same direction
+  const std::string* attrs;         // empty string when none
+};
+
+struct RawVector {
+  Quant quant;
+  std::string bytes;                // the encoded vector as stored
+  float norm;                       // L2 norm of the vector as added
+  float range;                      // Q8: max |component| of the unit vector; 0 otherwise
+};
+
+class VectorSet {
+ public:
+  explicit VectorSet(const SetConfig& cfg);
+
+  const SetConfig& config() const { return cfg_; }
+  size_t size() const { return index_.size(); }
+  size_t attributes_count() const { return n_attrs_; }
+  int max_level() const { return index_.max_level(); }
+  uint32_t max_node_id() const { return index_.slots(); }
+  bool contains(std::string_view name) const { return ids_.count(std::string(name)) != 0; }
+  size_t memory_bytes() const;
+
+  // Adds `name` with vector `v` (config().dim floats). Re-adding a name replaces its vector (remove and
+  // insert again) and returns false. `attrs`: nullopt keeps the old attributes, "" removes them,
+  // otherwise valid JSON. Throws VectorSetError (wrong dimension, bad JSON, zero-length... ) before any change.
+  bool add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs = std::nullopt);
+  // Returns false when the element is not there. Memory and graph links really go.
+  bool remove(std::string_view name);
+
+  // De-quantised vector scaled back by its stored norm; nullopt when absent.
+  std::optional<std::vector<float>> embedding(std::string_view name) const;
+  std::optional<RawVector> raw(std::string_view name) const;
+  // nullopt when the element is absent; "" when it has no attributes.
+  std::optional<std::string> attributes(std::string_view name) const;
+  // Returns false when absent; "" removes; throws VectorSetError on invalid JSON.
+  bool set_attributes(std::string_view name, const std::string& json);
+
+  // Nearest elements to a query vector (config().dim floats; throws VectorSetError otherwise) or to
+  // an element already in the set (throws when absent). Closest first.
+  std::vector<SearchHit> search(const std::vector<float>& query, const SearchOptions& opt) const;
+  std::vector<SearchHit> search_element(std::string_view name, const SearchOptions& opt) const;
+
+  // Visits every element in id order: name, vector as embedding() gives it, attributes ("" when none).
+  void for_each(const std::function<void(const std::string&, const std::vector<float>&, const std::string&)>& fn) const;
+
+  // For serialize.cpp: the whole state.
+  struct Element {
+    std::string name;
+    std::string attrs;
+    float norm = 0;
+  };
+  const Hnsw& index() const { return index_; }
+  const Element* element(uint32_t id) const { return id < elems_.size() && index_.contains(id) ? &elems_[id] : nullptr; }
+  uint64_t insert_counter() const { return inserts_; }
+  // Restores one element exactly as saved (graph links included); then call finish_restore().
+  void restore_element(uint32_t id, Element e, int level, const uint8_t* encoded, std::vector<std::vector<uint32_t>> links);
+  void finish_restore(uint32_t entry, uint64_t insert_counter);
+
+ private:
+  std::vector<SearchHit> run_search(const uint8_t* encoded_query, const SearchOptions& opt) const;
+  static void check_json(const std::string& json);
+
+  SetConfig cfg_;
+  Hnsw index_;
+  std::vector<Element> elems_;                      // by node id
+  std::unordered_map<std::string, uint32_t> ids_;   // name → node id
+  size_t n_attrs_ = 0;
+  uint64_t inserts_ = 0;                            // seeds node levels: same ops, same graph
+};
+
+}  // namespace infer::vector
