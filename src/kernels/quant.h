@@ -3,7 +3,7 @@
 // activation formats Q8_0 / Q8_K that the integer dot products take.
 //
 // Every function here is a scalar reference; optimised versions live next to them (`*_avx2.cpp`) and are
-// reached through dot.h / matmul.h, which dispatch on the CPU's features at run time.
+// reached through matmul.h, which dispatches on the CPU's features at run time.
 // Units: `n` is a count of elements and must be a multiple of the type's block size.
 #pragma once
 #include <cstdint>
@@ -24,10 +24,19 @@ uint16_t f32_to_bf16(float f);
 // True when this project can dequantise and dot this weight type.
 bool is_supported_weight_type(TensorType t);
 
+// Block geometry of the types above (and Q8_K); throw std::invalid_argument for other types.
+int64_t block_elements(TensorType t);
+uint64_t block_bytes(TensorType t);
+// Bytes of a row of `n` elements; throws std::invalid_argument unless n is a multiple of the block.
+uint64_t quant_row_bytes(TensorType t, int64_t n);
+
 // Reference dequantisation of `n` elements at `src` (one or more whole blocks) into `dst`.
 void dequantize_row(TensorType t, const void* src, float* dst, int64_t n);
 // Reference quantisation of `n` floats into blocks of type `t` (used by `infer synth` and for
-// activations). Matches ggml's reference quantisers bit for bit where the spec says how.
+// activations). Matches ggml's reference quantisers bit for bit where the spec gives the algorithm
+// (F16, BF16, Q8_0, Q4_0, Q8_K). Q4_K/Q5_K use a plain min/max fit per sub-block and Q6_K the first
+// step of ggml's search: always valid blocks, a little less accurate than llama-quantize's.
+// Functions here throw std::invalid_argument for unsupported types or n not a multiple of the block.
 void quantize_row(TensorType t, const float* src, void* dst, int64_t n);
 
 // The format a weight type's dot product wants its activations in (§7.1): Q8_0 for Q8_0/Q4_0,
@@ -36,6 +45,8 @@ TensorType activation_type(TensorType weight);
 // Bytes needed to hold `n` activations in activation_type(weight).
 uint64_t activation_bytes(TensorType weight, int64_t n);
 // Converts one activation row into activation_type(weight) (reference; the optimised path is in matmul).
+// Q8_0 activations follow llama.cpp's x86 AVX2 rule (id = 127/amax, ties to even, §7.2), which the
+// AVX2 path reproduces bit for bit; quantize_row(Q8_0) keeps the reference weight rule (roundf).
 void quantize_activation_row(TensorType weight, const float* src, void* dst, int64_t n);
 
 // Reference dot product of one weight row (type `weight`) with one activation row already in

@@ -1,0 +1,139 @@
+// Persistent compute threads. A run() costs a release-store and, only for sleeping workers, a futex
+// wake: workers spin for a few microseconds after each task (a decode step issues hundreds of runs
+// back to back) and then sleep on a futex so that an idle pool costs nothing.
+#include "kernels/thread_pool.h"
+
+#include <immintrin.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace infer::kernels {
+
+namespace {
+constexpr int kSpinIterations = 1 << 14;  // a few µs of pause instructions before sleeping
+
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+void futex_wake_all(std::atomic<uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// Waits until `word` differs from `value`: spin first, then sleep. `sleepers` counts threads asleep
+// on `word` so that the writer knows whether a wake syscall is needed (seq_cst on both sides).
+uint32_t wait_while_equal(std::atomic<uint32_t>& word, uint32_t value, std::atomic<int>& sleepers) {
+  for (int i = 0; i < kSpinIterations; ++i) {
+    const uint32_t now = word.load(std::memory_order_acquire);
+    if (now != value) return now;
+    _mm_pause();
+  }
+  for (;;) {
+    sleepers.fetch_add(1);
+    uint32_t now = word.load();
+    if (now == value) {
+      futex_wait(word, value);
+      now = word.load(std::memory_order_acquire);
+    }
+    sleepers.fetch_sub(1);
+    if (now != value) return now;
+  }
+}
+}  // namespace
+
+struct ThreadPool::Impl {
+  int n_threads = 1;
+  std::vector<std::thread> threads;
+  const std::function<void(int)>* task = nullptr;
+  bool stopping = false;
+  std::atomic<bool> busy{false};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+
+  alignas(64) std::atomic<uint32_t> generation{0};  // bumped once per run()
+  alignas(64) std::atomic<int> worker_sleepers{0};
+  alignas(64) std::atomic<uint32_t> pending{0};     // workers still running the current task
+  alignas(64) std::atomic<int> caller_sleepers{0};
+
+  void call(int index) {
+    try {
+      (*task)(index);
+    } catch (...) {
+      std::lock_guard lock(error_mutex);
+      if (!error) error = std::current_exception();
+    }
+  }
+
+  void worker_loop(int index) {
+    uint32_t seen = 0;
+    for (;;) {
+      seen = wait_while_equal(generation, seen, worker_sleepers);
+      if (stopping) return;
+      call(index);
+      if (pending.fetch_sub(1) == 1 && caller_sleepers.load() > 0) futex_wake_all(pending);
+    }
+  }
+
+  void start_workers() {
+    pending.store(static_cast<uint32_t>(n_threads - 1));
+    generation.fetch_add(1);
+    if (worker_sleepers.load() > 0) futex_wake_all(generation);
+  }
+
+  void wait_workers() {
+    uint32_t left = pending.load(std::memory_order_acquire);
+    while (left != 0) left = wait_while_equal(pending, left, caller_sleepers);
+  }
+};
+
+ThreadPool::ThreadPool(int n_threads) : impl_(std::make_unique<Impl>()) {
+  if (n_threads < 1) throw std::invalid_argument("ThreadPool needs at least 1 thread");
+  impl_->n_threads = n_threads;
+  for (int i = 1; i < n_threads; ++i) impl_->threads.emplace_back([this, i] { impl_->worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  impl_->stopping = true;
+  impl_->start_workers();
+  for (auto& t : impl_->threads) t.join();
+}
+
+int ThreadPool::size() const { return impl_->n_threads; }
+
+void ThreadPool::run(const std::function<void(int)>& fn) {
+  Impl& p = *impl_;
+  if (p.busy.exchange(true, std::memory_order_acquire)) {
+    throw std::logic_error("ThreadPool::run called concurrently from two threads");
+  }
+  p.task = &fn;
+  p.error = nullptr;
+  if (p.n_threads > 1) p.start_workers();
+  p.call(0);
+  if (p.n_threads > 1) p.wait_workers();
+  p.task = nullptr;
+  std::exception_ptr error = p.error;
+  p.busy.store(false, std::memory_order_release);
+  if (error) std::rethrow_exception(error);
+}
+
+Range split_range(int64_t n, int index, int count, int64_t granule) {
+  if (granule < 1) granule = 1;
+  const int64_t units = (n + granule - 1) / granule;
+  const int64_t base = units / count, extra = units % count;
+  const int64_t begin_unit = index * base + (index < extra ? index : extra);
+  const int64_t end_unit = begin_unit + base + (index < extra ? 1 : 0);
+  const int64_t begin = begin_unit * granule < n ? begin_unit * granule : n;
+  const int64_t end = end_unit * granule < n ? end_unit * granule : n;
+  return {begin, end};
+}
+
+}  // namespace infer::kernels
