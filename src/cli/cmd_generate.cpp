@@ -1,0 +1,172 @@
+// `infer generate`: one prompt, one continuation, streamed to stdout (or one JSON object with --json).
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command_registry.h"
+#include "engine/generator.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace infer::cli {
+namespace {
+
+struct GenerateArgs {
+  std::string model;
+  std::string prompt;
+  int n = 128;
+  float temp = 0.8f;
+  int top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.0f;
+  int repeat_last_n = 64;
+  float frequency_penalty = 0.f;
+  float presence_penalty = 0.f;
+  int64_t seed = -1;
+  int threads = 1;
+  int context = 2048;
+  bool chat = false;
+  bool json = false;
+  std::string logits;  // "", "N" or "all"
+  std::string force;   // "ID,ID,..."
+  std::vector<std::string> stop;
+};
+
+std::vector<int32_t> parse_ids(const std::string& list) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < INT32_MIN || v > INT32_MAX)
+      throw std::invalid_argument("--force: '" + item + "' is not a token id");
+    ids.push_back(int32_t(v));
+  }
+  if (ids.empty()) throw std::invalid_argument("--force: no token ids given");
+  return ids;
+}
+
+int parse_logits(const std::string& s) {
+  if (s.empty()) return 0;
+  if (s == "all") return -1;
+  size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || used == 0 || n <= 0) throw std::invalid_argument("--logits: expected a count > 0 or 'all', got '" + s + "'");
+  return n;
+}
+
+nlohmann::json logits_json(const std::vector<engine::TopLogits>& rows) {
+  auto out = nlohmann::json::array();
+  for (const auto& row : rows) {
+    auto r = nlohmann::json::array();
+    for (auto [id, logit] : row) r.push_back({id, logit});
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void run_generate(const GenerateArgs& a) {
+  engine::GenerateOptions g;
+  auto& s = g.sampling;
+  s.temperature = a.temp;
+  s.top_k = a.top_k;
+  s.top_p = a.top_p;
+  s.min_p = a.min_p;
+  s.repeat_penalty = a.repeat_penalty;
+  s.penalty_last_n = a.repeat_last_n;
+  s.frequency_penalty = a.frequency_penalty;
+  s.presence_penalty = a.presence_penalty;
+  if (a.seed >= 0) s.seed = uint64_t(a.seed);
+  engine::validate_sampling(s);  // before the model loads: bad flags fail fast
+  g.max_tokens = a.n;
+  if (a.n < 0) throw std::invalid_argument("-n must be >= 0, got " + std::to_string(a.n));
+  g.stop = a.stop;
+  g.logits_top_n = parse_logits(a.logits);
+  g.capture_prompt_logits = g.logits_top_n != 0;
+  if (!a.force.empty()) g.force = parse_ids(a.force);
+
+  auto model = model::Model::load(a.model);
+  auto tok = tokenizer::Tokenizer::from_gguf(model->file());
+  auto prompt = engine::tokenize_prompt(*tok, a.prompt, a.chat);
+  engine::GeneratorOptions go;
+  go.threads = a.threads;
+  go.context = a.context;
+  engine::Generator gen(*model, tok.get(), go);
+
+  std::function<void(const std::string&)> on_text;
+  if (!a.json)
+    on_text = [](const std::string& piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    };
+  auto r = gen.generate(prompt, g, on_text);
+
+  if (a.json) {
+    nlohmann::json j;
+    j["prompt_ids"] = r.prompt_ids;
+    j["ids"] = r.ids;
+    // Invalid UTF-8 (a character cut by max tokens) is replaced rather than failing the dump.
+    j["text"] = r.text;
+    j["finish_reason"] = engine::finish_name(r.finish);
+    j["seed"] = r.seed;
+    j["prefill_tps"] = r.prefill_tps;
+    j["decode_tps"] = r.decode_tps;
+    if (g.logits_top_n != 0) {
+      j["prompt_logits"] = logits_json(r.prompt_logits);
+      j["logits"] = logits_json(r.step_logits);
+    }
+    std::puts(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::puts("");
+  }
+  std::fprintf(stderr, "prefill: %zu tokens, %.1f tok/s | decode: %zu tokens, %.1f tok/s | finish: %s | seed: %llu\n",
+               r.prompt_ids.size(), r.prefill_tps, r.ids.size(), r.decode_tps, engine::finish_name(r.finish),
+               static_cast<unsigned long long>(r.seed));
+}
+
+void setup_generate(CLI::App& app) {
+  auto args = std::make_shared<GenerateArgs>();
+  auto* cmd = app.add_subcommand("generate", "Generate a continuation of a prompt");
+  cmd->add_option("-m,--model", args->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-p,--prompt", args->prompt, "prompt text")->required();
+  cmd->add_option("-n,--n-predict", args->n, "tokens to generate at most (0: prompt logits only)");
+  cmd->add_option("--temp", args->temp, "temperature (0 = greedy)");
+  cmd->add_option("--top-k", args->top_k, "top-k (<= 0: off)");
+  cmd->add_option("--top-p", args->top_p, "top-p in (0, 1] (1: off)");
+  cmd->add_option("--min-p", args->min_p, "min-p in [0, 1] (0: off)");
+  cmd->add_option("--repeat-penalty", args->repeat_penalty, "repetition penalty (1: off)");
+  cmd->add_option("--repeat-last-n", args->repeat_last_n, "penalty window in tokens (-1: all, 0: off)");
+  cmd->add_option("--frequency-penalty", args->frequency_penalty, "frequency penalty");
+  cmd->add_option("--presence-penalty", args->presence_penalty, "presence penalty");
+  cmd->add_option("-s,--seed", args->seed, "RNG seed (default: random, reported on stderr)");
+  cmd->add_option("-t,--threads", args->threads, "compute threads")->check(CLI::PositiveNumber);
+  cmd->add_option("-c,--ctx-size", args->context, "context size in tokens")->check(CLI::PositiveNumber);
+  cmd->add_option("--stop", args->stop, "stop string (repeatable); not included in the output");
+  cmd->add_flag("--chat", args->chat, "wrap the prompt in the model's chat template");
+  cmd->add_flag("--json", args->json, "print one JSON object instead of streaming text");
+  cmd->add_option("--logits", args->logits, "with --json: top N logits (or 'all') per prompt position and step");
+  cmd->add_option("--force", args->force, "teacher forcing: feed these ids (ID,ID,...) as the generated tokens");
+  cmd->callback([args] { run_generate(*args); });
+}
+
+RegisterCommand reg("generate", setup_generate);
+
+}  // namespace
+}  // namespace infer::cli

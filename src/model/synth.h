@@ -1,0 +1,76 @@
+// Random-weight GGUF files of real model shapes (`infer synth`): valid files that llama.cpp could load,
+// for benchmarks and for checking the forward pass on every architecture and weight type.
+//
+// What is written: general.* keys, <arch>.* hyper-parameters with the exact key types of
+// spec/architectures.md §1, a real tokenizer (copied from a vocab file when one is found, else a
+// synthetic byte-level BPE vocab of the shape's size), and every tensor of §2 with the type the
+// llama-quantize mixture rules give it (spec/quant-formats.md §9). Weights are N(0, 1/sqrt(n_in)) for
+// matrices, N(0, 1) for the embedding, 1 + N(0, 0.05) for norms and N(0, 0.05) for biases, so
+// activations stay finite through any depth. Each row's values depend only on (seed, tensor, row):
+// the file is the same whatever the thread count.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf/tensor_type.h"
+#include "model/hparams.h"
+
+namespace infer::model {
+
+// Shapes of known models (`--like`), with the architecture they ship as.
+struct SynthShape {
+  std::string name;       // "qwen3-0.6b"
+  Arch natural_arch;
+  int n_vocab, n_ctx, n_embd, n_layer, n_head, n_kv_head, head_dim, n_ff;
+  float rope_base, rms_eps;
+  bool tied;              // no output.weight
+  std::string vocab_file; // basename of the vocab GGUF to copy the tokenizer from
+};
+// Known names: tiny, smollm2-135m, qwen3-0.6b, llama-3.2-1b, qwen3-4b. `tiny` depends on the arch
+// (the shapes of shared/reference/models/tiny-*). Throws std::invalid_argument for an unknown name.
+SynthShape synth_shape(std::string_view like, Arch arch);
+std::vector<std::string> synth_shape_names();
+
+// File types of `--type`: a plain type or a llama-quantize mixture.
+enum class SynthType { F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K };
+SynthType parse_synth_type(std::string_view name);  // "q4_k_m" ...; throws std::invalid_argument
+uint32_t synth_file_type(SynthType t);              // general.file_type (llama_ftype)
+Arch parse_arch(std::string_view name);             // "llama" / "qwen2" / "qwen3"; throws
+
+// `use_more_bits(i, n)` of the mixture rules (§9.2).
+bool use_more_bits(int i, int n);
+// Type of the 2-D tensor `name` (e.g. "blk.3.ffn_down.weight", "output.weight") with rows of `ne0`
+// elements in a model of `n_layer` layers, by the mixture rules of §9.3–9.5 (fallback included).
+gguf::TensorType mixture_type(SynthType t, std::string_view name, int64_t ne0, int n_layer, bool tied);
+
+struct SynthOptions {
+  Arch arch = Arch::Llama;
+  std::string like = "tiny";
+  SynthType type = SynthType::F32;
+  uint64_t seed = 1;
+  int threads = 2;
+  // Vocab files: `vocab_path` when set, else <vocab_dirs[i]>/<shape.vocab_file> for the first dir that
+  // has it, else a synthetic byte-level vocab of the shape's size.
+  std::string vocab_path;
+  std::vector<std::string> vocab_dirs;
+  // Called after each tensor with bytes written so far and the total (may be empty).
+  std::function<void(uint64_t done, uint64_t total, const std::string& tensor)> progress;
+};
+
+struct SynthSummary {
+  SynthShape shape;
+  std::string vocab_source;  // the file the tokenizer came from, or "synthetic"
+  uint64_t n_params = 0;
+  uint64_t tensor_bytes = 0;
+  size_t n_tensors = 0;
+};
+
+// Writes the file (atomically, by rename). Throws std::invalid_argument for an impossible
+// combination (qwen2 needs n_head × head_dim == n_embd), gguf::Error on I/O failure.
+SynthSummary write_synth(const SynthOptions& opts, const std::string& path);
+
+}  // namespace infer::model
