@@ -29,8 +29,13 @@ class Tokenizer {
 
   virtual std::vector<TokenId> encode(std::string_view text, const EncodeOptions& opts = {}) const = 0;
   // Text of one token as it appears in output (byte tokens give their raw byte, ▁ → space ...).
+  // With remove_special, Control/Unknown tokens give "" (otherwise their text). Throws
+  // std::out_of_range for an id outside [0, n_vocab).
   virtual std::string token_to_piece(TokenId id, bool remove_special = true) const = 0;
-  // Detokenise a sequence; drops the leading space SentencePiece adds after BOS.
+  // Detokenise a sequence as llama.cpp does: with remove_special, a leading BOS and a trailing EOS
+  // (when the vocab adds them) are dropped and Control tokens render empty; SentencePiece vocabs drop
+  // the leading space of the first piece (the dummy prefix); vocabs with clean-up (SPM, gpt-2 ...)
+  // remove the space before . , ! ? and before 's 'm 're 've. Throws std::out_of_range on a bad id.
   virtual std::string decode(const std::vector<TokenId>& ids, bool remove_special = true) const = 0;
 
   virtual int n_vocab() const = 0;
@@ -38,12 +43,23 @@ class Tokenizer {
   virtual TokenType token_type(TokenId id) const = 0;
   virtual TokenId bos() const = 0;  // -1 when none
   virtual TokenId eos() const = 0;
+  virtual TokenId eot() const = 0;  // end of turn (key or detected by text); -1 when none
+  virtual TokenId unk() const = 0;
+  virtual bool add_eos() const = 0;
+  // Id of the vocab entry whose raw text is exactly `text`; -1 when none.
+  virtual TokenId find_token(std::string_view text) const = 0;
   virtual bool is_eog(TokenId id) const = 0;  // end of generation: eos, eot, <|im_end|>, <|eot_id|> ...
   virtual bool add_bos() const = 0;
   virtual std::string model_name() const = 0;     // "llama" / "gpt2"
   virtual std::string pre_tokenizer() const = 0;  // effective pre-tokenizer ("default" when absent)
   virtual bool pre_tokenizer_unknown() const = 0; // true when the file named one we do not know
-  // Stable 64-bit hash of model type, pre-tokenizer, tokens, types and merges (DESIGN invariant 8).
+  // Stable 64-bit hash of the vocabulary (DESIGN invariant 8), stored in token blobs: it must never
+  // change. Definition: FNV-1a 64 (offset basis 0xcbf29ce484222325, prime 0x100000001b3) over
+  //   F("redis-infer vocab v1") F(tokenizer.ggml.model) F(tokenizer.ggml.pre or "" when absent)
+  //   U(n_vocab) then per token: F(text, "[EMPTY_<id>]" for an empty one) U(declared token_type as u32,
+  //   1 when the key is absent); then U(n_merges) and F(merge) for each tokenizer.ggml.merges entry;
+  // where U(x) is x as 8 little-endian bytes and F(s) is U(byte length) followed by the bytes.
+  // Scores are left out: they change how text splits, not what an id means.
   virtual uint64_t fingerprint() const = 0;
   // tokenizer.chat_template, empty when absent.
   virtual const std::string& chat_template() const = 0;

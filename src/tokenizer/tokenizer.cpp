@@ -1,0 +1,210 @@
+// Tokenizer built from a GGUF vocabulary: special-token splitting, then SPM or byte-level BPE per
+// text fragment; detokenisation through a per-token piece table built at load.
+#include "tokenizer/tokenizer.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "tokenizer/bpe_encoder.h"
+#include "tokenizer/byte_unicode.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/special_split.h"
+#include "tokenizer/spm_encoder.h"
+#include "tokenizer/utf8.h"
+#include "tokenizer/vocab.h"
+
+namespace infer::tokenizer {
+namespace {
+
+constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // ▁
+
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t pos = 0;;) {
+    const size_t at = text.find(from, pos);
+    if (at == std::string_view::npos) {
+      out.append(text.substr(pos));
+      return out;
+    }
+    out.append(text.substr(pos, at - pos));
+    out.append(to);
+    pos = at + from.size();
+  }
+}
+
+// Text of a byte-level BPE entry with each stand-in character turned back into its byte; characters
+// outside the table (added tokens typed as Normal) pass through as UTF-8.
+std::string unmap_bytes(std::string_view text) {
+  std::string out;
+  for (uint32_t cp : utf8::decode(text)) {
+    if (auto b = unicode_to_byte(cp)) out += static_cast<char>(*b);
+    else utf8::append(out, cp);
+  }
+  return out;
+}
+
+// llama.cpp's clean-up of detokenised text: " ?"/" !"/" ."/" ," lose the space, a lone " ' "
+// loses both, and " 's" " 'm" " 're" " 've" lose the space.
+std::string clean_up_spaces(const std::string& text) {
+  std::string a;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char x = text[i];
+    if (i > 0 && text[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) a.pop_back();
+    a += x;
+  }
+  std::string b;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const char x = a[i];
+    if (i > 0 && x == '\'' && i + 1 < a.size() && a[i - 1] == ' ' && a[i + 1] == ' ') {
+      b.pop_back();
+      b += x;
+      ++i;  // drop the space after it
+      continue;
+    }
+    b += x;
+  }
+  std::string c;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const char x = b[i];
+    if (i > 0 && b[i - 1] == ' ' && x == '\'' && i + 1 < b.size()) {
+      const char x1 = b[i + 1];
+      const char x2 = i + 2 < b.size() ? b[i + 2] : '\0';
+      if (x1 == 's' || x1 == 'm' || (x1 == 'r' && x2 == 'e') || (x1 == 'v' && x2 == 'e')) c.pop_back();
+    }
+    c += x;
+  }
+  return c;
+}
+
+class VocabTokenizer final : public Tokenizer {
+ public:
+  explicit VocabTokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
+    if (vocab_.kind == VocabKind::Bpe) pre_ = std::make_unique<PreTokenizer>(vocab_.pre.patterns);
+    build_pieces();
+  }
+
+  std::vector<TokenId> encode(std::string_view text, const EncodeOptions& opts) const override {
+    std::vector<TokenId> out;
+    const bool add_bos = opts.add_special && vocab_.add_bos && vocab_.bos >= 0;
+    if (add_bos) out.push_back(vocab_.bos);
+    const auto fragments = split_on_special_tokens(vocab_, text, opts.parse_special);
+    if (vocab_.kind == VocabKind::Spm) {
+      bool prev_special = true;  // the dummy prefix goes at the start and after each special token
+      std::string piece;
+      for (const auto& f : fragments) {
+        if (f.token >= 0) {
+          out.push_back(f.token);
+          prev_special = true;
+          continue;
+        }
+        piece.clear();
+        if (vocab_.add_space_prefix && prev_special) piece += ' ';
+        piece.append(f.text);
+        spm_encode(vocab_, replace_all(piece, " ", kSpmSpace), out);
+        prev_special = false;
+      }
+    } else {
+      BpeEncoder bpe(vocab_);
+      for (const auto& f : fragments) {
+        if (f.token >= 0) {
+          out.push_back(f.token);
+          continue;
+        }
+        const std::string clean = utf8::sanitize(f.text);
+        for (const auto& [begin, end] : pre_->split(clean))
+          bpe.encode_word(bytes_to_unicode_text(std::string_view(clean).substr(begin, end - begin)), out);
+      }
+    }
+    if (opts.add_special && vocab_.add_eos && vocab_.eos >= 0) out.push_back(vocab_.eos);
+    return out;
+  }
+
+  std::string token_to_piece(TokenId id, bool remove_special) const override {
+    check(id);
+    const TokenType t = vocab_.tokens[id].type;
+    if (remove_special && (t == TokenType::Control || t == TokenType::Unknown)) return {};
+    return pieces_[id];
+  }
+
+  std::string decode(const std::vector<TokenId>& ids, bool remove_special) const override {
+    size_t begin = 0, end = ids.size();
+    if (remove_special && vocab_.add_bos && begin < end && ids[begin] == vocab_.bos) ++begin;
+    if (remove_special && vocab_.add_eos && begin < end && ids[end - 1] == vocab_.eos) --end;
+    std::string out;
+    bool strip_space = vocab_.kind == VocabKind::Spm && vocab_.add_space_prefix;
+    for (size_t i = begin; i < end; ++i) {
+      std::string piece = token_to_piece(ids[i], remove_special);
+      if (strip_space && !piece.empty() && piece.front() == ' ') piece.erase(0, 1);
+      strip_space = false;
+      out += piece;
+    }
+    return vocab_.clean_spaces ? clean_up_spaces(out) : out;
+  }
+
+  int n_vocab() const override { return vocab_.n_vocab(); }
+  const std::string& token_text(TokenId id) const override {
+    check(id);
+    return vocab_.tokens[id].text;
+  }
+  TokenType token_type(TokenId id) const override {
+    check(id);
+    return vocab_.tokens[id].type;
+  }
+  TokenId bos() const override { return vocab_.bos; }
+  TokenId eos() const override { return vocab_.eos; }
+  TokenId eot() const override { return vocab_.eot; }
+  TokenId unk() const override { return vocab_.unk; }
+  bool add_eos() const override { return vocab_.add_eos; }
+  TokenId find_token(std::string_view text) const override { return vocab_.find(text); }
+  bool is_eog(TokenId id) const override { return id >= 0 && id < vocab_.n_vocab() && vocab_.eog[id]; }
+  bool add_bos() const override { return vocab_.add_bos; }
+  std::string model_name() const override { return vocab_.model_name; }
+  std::string pre_tokenizer() const override { return vocab_.pre.name; }
+  bool pre_tokenizer_unknown() const override { return vocab_.pre_unknown; }
+  uint64_t fingerprint() const override { return vocab_.fingerprint; }
+  const std::string& chat_template() const override { return vocab_.chat_template; }
+
+ private:
+  void check(TokenId id) const {
+    if (id < 0 || id >= vocab_.n_vocab())
+      throw std::out_of_range("tokenizer: token id " + std::to_string(id) + " is outside [0, " +
+                              std::to_string(vocab_.n_vocab()) + ")");
+  }
+
+  // Output text of every token as if special tokens were shown (llama.cpp's piece cache).
+  void build_pieces() {
+    pieces_.resize(vocab_.tokens.size());
+    for (size_t id = 0; id < vocab_.tokens.size(); ++id) {
+      const TokenEntry& t = vocab_.tokens[id];
+      switch (t.type) {
+        case TokenType::Control:
+        case TokenType::Unknown:
+        case TokenType::UserDefined:
+          pieces_[id] = t.text;
+          break;
+        case TokenType::Normal:
+          pieces_[id] = vocab_.kind == VocabKind::Spm ? replace_all(t.text, kSpmSpace, " ") : unmap_bytes(t.text);
+          break;
+        case TokenType::Byte:
+          if (vocab_.kind == VocabKind::Spm && t.text.size() == 6 && t.text.compare(0, 3, "<0x") == 0)
+            pieces_[id] = std::string(1, static_cast<char>(std::strtoul(t.text.substr(3, 2).c_str(), nullptr, 16)));
+          break;
+        default:  // Unused and Undefined render empty, like Control tokens
+          break;
+      }
+    }
+  }
+
+  Vocab vocab_;
+  std::unique_ptr<PreTokenizer> pre_;
+  std::vector<std::string> pieces_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& file) {
+  return std::make_unique<VocabTokenizer>(load_vocab(file));
+}
+
+}  // namespace infer::tokenizer
