@@ -40,7 +40,8 @@ struct Request {
   int max_tokens = 128;
   std::vector<std::string> stop;         // stop strings (not included in the output text)
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  bool embedding = false;                // prefill only; result carries the pooled embedding
+  bool embedding = false;                // prefill only; result carries the embedding: the last prompt
+                                         // token's final-normed hidden state, L2-normalised (n_embd floats)
   int priority = 0;                      // higher first; FIFO within a priority
 };
 
@@ -58,7 +59,7 @@ struct Result {
   FinishReason finish = FinishReason::Stop;
   std::string error;          // set when finish == Error
   std::string text;
-  std::vector<int32_t> ids;   // generated ids
+  std::vector<int32_t> ids;   // generated ids (an end-of-generation token is not included)
   std::vector<float> embedding;
   uint64_t seed = 0;          // the seed actually used
   Timings timings;
@@ -69,6 +70,9 @@ struct Callbacks {
   std::function<void(int32_t id, const std::string& piece)> on_token;
   // Exactly once per accepted request, last.
   std::function<void(Result&&)> on_done;
+  // Optional hook (tests, diagnostics): the logits row (n_vocab floats, valid during the call) from
+  // which generated token number `step` (0 = first) is about to be sampled. Costs nothing when unset.
+  std::function<void(int step, const float* logits, int n_vocab)> on_logits;
 };
 
 // Immediate refusals from submit().
@@ -101,6 +105,9 @@ struct EngineOptions {
   int step_tokens = 512;       // per-step token budget (decode rows + prefill chunks)
   bool prefix_cache = true;
 };
+// Engine::create resolves the options it was given: threads (0 → hardware concurrency), context
+// (capped at the model's training context), kv_tokens (0 → max_running × context, rounded up to
+// whole pages); options() returns the resolved values.
 
 struct EngineStats {
   int queued = 0, running = 0;
@@ -110,6 +117,8 @@ struct EngineStats {
   int kv_pages_total = 0, kv_pages_used = 0, kv_pages_cached = 0;
   uint64_t cache_lookups = 0, cache_hits = 0, cache_evictions = 0;
   uint64_t kv_bytes = 0, model_bytes = 0;
+  int kv_page_tokens = 0;      // tokens per KV page
+  int max_seq_tokens = 0;      // per-sequence cap (prompt + generated): the resolved context
 };
 
 class Engine {
@@ -123,6 +132,8 @@ class Engine {
   virtual std::variant<Handle, SubmitError> submit(Request req, Callbacks cb) = 0;
 
   virtual EngineStats stats() const = 0;
+  // Drops every prefix-cache page no running request uses. Asynchronous: done before the scheduler's
+  // next step (stats().kv_pages_cached shows it); never waits on inference.
   virtual void flush_prefix_cache() = 0;
   virtual int n_vocab() const = 0;
   virtual int n_embd() const = 0;

@@ -1,0 +1,422 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <span>
+
+#include "engine/sampler.h"
+#include "engine/text_stream.h"
+
+namespace infer::engine {
+namespace {
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+struct Scheduler::Sequence {
+  explicit Sequence(std::unique_ptr<PendingRequest> req)
+      : p(std::move(req)), text(p->req.stop, [this](const std::string& s) { piece += s; }) {}
+
+  std::unique_ptr<PendingRequest> p;
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int n_prompt = 0;
+  int n_past = 0;               // tokens whose K/V are in the pool
+  int n_cached = 0;             // of those, reused from the prefix cache
+  std::vector<int32_t> pages;   // page table, all pages the sequence can ever need
+  RadixTree::Node* lock = nullptr;
+  std::optional<Sampler> sampler;  // absent for embeddings
+  TextStream text;
+  std::string piece;            // text released while handling the current token
+  Result result;
+  Clock::time_point admitted, first_token;
+  bool has_first_token = false;
+  bool finished = false;
+
+  bool decoding() const { return n_past >= n_prompt; }
+};
+
+Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok, kernels::ThreadPool& pool,
+                     model::KvPool& kv, const EngineOptions& opts)
+    : model_(model),
+      tok_(tok),
+      kv_(kv),
+      opts_(opts),
+      n_vocab_(model.hparams().n_vocab),
+      n_embd_(model.hparams().n_embd),
+      pages_(kv.n_pages()),
+      tree_(pages_, kv.page_tokens()),
+      // Decode rows are always scheduled; prefill gets at least one row, so a step has at most
+      // step_tokens + max_running rows.
+      forward_(model, pool, opts.step_tokens + opts.max_running),
+      window_start_(Clock::now()),
+      queue_(size_t(opts.queue_depth)) {
+  logits_.resize(size_t(opts.max_running) * size_t(n_vocab_));
+  hidden_.resize(size_t(opts.max_running) * size_t(n_embd_));
+  stats_.kv_pages_total = kv.n_pages();
+  stats_.kv_bytes = kv.bytes();
+  stats_.model_bytes = model.weight_bytes();
+  stats_.kv_page_tokens = kv.page_tokens();
+  stats_.max_seq_tokens = opts.context;
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+std::optional<SubmitError> Scheduler::submit(std::unique_ptr<PendingRequest>& p) {
+  {
+    std::lock_guard lk(mu_);
+    if (stop_) return SubmitError{SubmitError::Kind::Busy, "engine is shutting down", 0};
+    const int priority = p->req.priority;
+    if (!queue_.try_push(p, priority)) {
+      rejected_busy_.fetch_add(1, std::memory_order_relaxed);
+      return SubmitError{SubmitError::Kind::Busy,
+                         "queue full (" + std::to_string(opts_.queue_depth) + " waiting)", retry_after_ms()};
+    }
+  }
+  wake_.notify_one();
+  return std::nullopt;
+}
+
+int Scheduler::retry_after_ms() const {
+  // A queue slot frees when a running request finishes: about one service time per running slot.
+  double ema = service_ms_ema_.load(std::memory_order_relaxed);
+  if (ema <= 0) return 100;
+  return int(std::clamp(ema / opts_.max_running, 10.0, 30000.0));
+}
+
+void Scheduler::request_flush() {
+  flush_requested_.store(true);
+  wake_.notify_one();
+}
+
+EngineStats Scheduler::stats() const {
+  EngineStats s;
+  {
+    std::lock_guard lk(stats_mu_);
+    s = stats_;
+    // "Recent" throughput: nothing generated for two seconds means idle.
+    if (Clock::now() - last_token_time_ > std::chrono::seconds(2)) s.decode_tps = 0;
+  }
+  s.queued = int(queue_.size());
+  s.rejected_busy = rejected_busy_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    {
+      std::unique_lock lk(mu_);
+      // The timeout only bounds how late a stray wake-up can be; real work always notifies.
+      wake_.wait_for(lk, std::chrono::milliseconds(50), [&] {
+        return stop_ || !running_.empty() || queue_.size() > 0 || flush_requested_.load();
+      });
+      if (stop_) break;
+    }
+    step();
+  }
+  // Shutdown: no submit can get in any more (stop_ is set under mu_).
+  for (auto& s : running_) finish(*s, FinishReason::Cancelled);
+  running_.clear();
+  std::vector<std::unique_ptr<PendingRequest>> left;
+  queue_.remove_if([](const auto&) { return true; }, left);
+  for (auto& p : left) finish_queued(p, FinishReason::Cancelled);
+  tree_.flush();
+  publish_stats();
+}
+
+void Scheduler::step() {
+  if (flush_requested_.exchange(false)) tree_.flush();
+  expire_queued();
+  expire_running();
+  admit();
+  if (build_batch()) {
+    bool ok = true;
+    try {
+      forward_.run(batch_, kv_, logits_.data(), hidden_.data());
+    } catch (const std::exception& e) {
+      fail_batch(std::string("forward pass failed: ") + e.what());
+      ok = false;
+    }
+    if (ok) process_outputs();
+  }
+  std::erase_if(running_, [](const auto& s) { return s->finished; });
+  publish_stats();
+}
+
+void Scheduler::expire_queued() {
+  const auto now = Clock::now();
+  std::vector<std::unique_ptr<PendingRequest>> out;
+  queue_.remove_if(
+      [&](const std::unique_ptr<PendingRequest>& p) { return p->handle->cancelled.load() || p->req.deadline <= now; },
+      out);
+  for (auto& p : out)
+    finish_queued(p, p->handle->cancelled.load() ? FinishReason::Cancelled : FinishReason::Deadline);
+}
+
+void Scheduler::expire_running() {
+  const auto now = Clock::now();
+  for (auto& s : running_) {
+    if (s->p->handle->cancelled.load())
+      finish(*s, FinishReason::Cancelled);
+    else if (s->p->req.deadline <= now)
+      finish(*s, FinishReason::Deadline);
+  }
+  std::erase_if(running_, [](const auto& s) { return s->finished; });
+}
+
+std::optional<Scheduler::Reservation> Scheduler::reserve(const PendingRequest& p) {
+  Reservation r;
+  const auto& prompt = p.req.prompt_ids;
+  if (opts_.prefix_cache) {
+    // Keep at least the last prompt token to compute: its logits start generation.
+    r.match = tree_.match(prompt, (int(prompt.size()) - 1) / kv_.page_tokens());
+  }
+  const int need = p.pages_needed - int(r.match.pages.size());
+  if (pages_.n_free() + tree_.evictable_pages() < need) {
+    tree_.unlock(r.match.node);
+    pages_.release_all(r.match.pages);
+    return std::nullopt;
+  }
+  if (pages_.n_free() < need) tree_.evict(need - pages_.n_free());
+  r.pages = std::move(r.match.pages);
+  if (!pages_.allocate(need, r.pages)) {  // cannot happen: evictable pages are held by the tree alone
+    tree_.unlock(r.match.node);
+    pages_.release_all(r.pages);
+    return std::nullopt;
+  }
+  return r;
+}
+
+void Scheduler::admit() {
+  std::vector<Reservation> reserved;
+  std::vector<std::unique_ptr<PendingRequest>> admitted;
+  queue_.admit_front(
+      [&](std::unique_ptr<PendingRequest>& p) {
+        if (running_.size() + reserved.size() >= size_t(opts_.max_running)) return false;
+        auto r = reserve(*p);
+        if (!r) return false;
+        reserved.push_back(std::move(*r));
+        return true;
+      },
+      admitted);
+  const auto now = Clock::now();
+  for (size_t i = 0; i < admitted.size(); ++i) {
+    auto s = std::make_unique<Sequence>(std::move(admitted[i]));
+    Reservation& r = reserved[i];
+    const Request& req = s->p->req;
+    s->tokens.reserve(size_t(s->p->max_len));
+    s->tokens = req.prompt_ids;
+    s->n_prompt = int(req.prompt_ids.size());
+    s->n_past = s->n_cached = r.match.n_tokens();
+    s->pages = std::move(r.pages);
+    s->lock = r.match.node;
+    if (!req.embedding) s->sampler.emplace(req.sampling, n_vocab_);
+    s->admitted = now;
+    local_.prompt_tokens += uint64_t(s->n_prompt);
+    local_.cached_tokens += uint64_t(s->n_cached);
+    if (opts_.prefix_cache) {
+      ++local_.cache_lookups;
+      if (s->n_cached > 0) ++local_.cache_hits;
+    }
+    running_.push_back(std::move(s));
+  }
+}
+
+bool Scheduler::build_batch() {
+  batch_.rows.clear();
+  batch_.seqs.clear();
+  batch_seqs_.clear();
+  batch_rows_.clear();
+  logit_seqs_.clear();
+  auto add_seq = [&](Sequence& s, int n_rows) {
+    batch_.seqs.push_back(model::SeqPages{s.pages.data(), int(s.pages.size())});
+    batch_seqs_.push_back(&s);
+    batch_rows_.push_back(n_rows);
+    return int(batch_.seqs.size()) - 1;
+  };
+  int n_decode = 0;
+  for (auto& s : running_) {
+    if (!s->decoding()) continue;
+    const int idx = add_seq(*s, 1);
+    batch_.rows.push_back(model::BatchRow{idx, s->n_past, s->tokens.back(), true});
+    logit_seqs_.push_back(s.get());
+    ++n_decode;
+  }
+  int budget = std::max(opts_.step_tokens - n_decode, 1);
+  for (auto& s : running_) {
+    if (s->decoding() || budget == 0) continue;
+    const int chunk = std::min(s->n_prompt - s->n_past, budget);
+    const int idx = add_seq(*s, chunk);
+    for (int pos = s->n_past; pos < s->n_past + chunk; ++pos) {
+      const bool last = pos == s->n_prompt - 1;
+      batch_.rows.push_back(model::BatchRow{idx, pos, s->tokens[size_t(pos)], last});
+      if (last) logit_seqs_.push_back(s.get());
+    }
+    budget -= chunk;
+  }
+  return !batch_.rows.empty();
+}
+
+void Scheduler::process_outputs() {
+  for (size_t i = 0; i < batch_seqs_.size(); ++i) batch_seqs_[i]->n_past += batch_rows_[i];
+  for (size_t k = 0; k < logit_seqs_.size(); ++k) {
+    Sequence& s = *logit_seqs_[k];
+    if (s.finished) continue;
+    if (s.p->req.embedding) {
+      const float* h = &hidden_[k * size_t(n_embd_)];
+      double norm = 0;
+      for (int i = 0; i < n_embd_; ++i) norm += double(h[i]) * h[i];
+      const float inv = norm > 0 ? float(1.0 / std::sqrt(norm)) : 0.f;
+      s.result.embedding.resize(size_t(n_embd_));
+      for (int i = 0; i < n_embd_; ++i) s.result.embedding[size_t(i)] = h[i] * inv;
+      s.first_token = Clock::now();
+      s.has_first_token = true;
+      finish(s, FinishReason::Stop);
+      continue;
+    }
+    sample_next(s, &logits_[k * size_t(n_vocab_)]);
+  }
+}
+
+void Scheduler::sample_next(Sequence& s, const float* logits) {
+  const int step = int(s.tokens.size()) - s.n_prompt;
+  if (step == 0) {
+    s.first_token = Clock::now();
+    s.has_first_token = true;
+  }
+  try {
+    if (s.p->cb.on_logits) s.p->cb.on_logits(step, logits, n_vocab_);
+    const int32_t id = s.sampler->sample(logits, s.tokens);
+    if (tok_.is_eog(id)) {
+      finish(s, FinishReason::Stop);
+      return;
+    }
+    s.tokens.push_back(id);
+    s.result.ids.push_back(id);
+    ++local_.tokens_generated;
+    ++window_tokens_;
+    s.piece.clear();
+    const bool stopped = s.text.add(tok_.token_to_piece(id));
+    if (s.p->cb.on_token) s.p->cb.on_token(id, s.piece);
+    if (stopped)
+      finish(s, FinishReason::Stop);
+    else if (int(s.tokens.size()) >= s.p->max_len)
+      finish(s, FinishReason::Length);
+  } catch (const std::exception& e) {
+    finish(s, FinishReason::Error, std::string("sampling or callback failed: ") + e.what());
+  }
+}
+
+void Scheduler::finish(Sequence& s, FinishReason why, std::string error) {
+  if (s.finished) return;
+  s.finished = true;
+  const auto now = Clock::now();
+  s.piece.clear();
+  if (why != FinishReason::Error) s.text.finish();
+
+  // Give the computed prefix to the cache (whole pages), then let go of our pages.
+  if (opts_.prefix_cache && why != FinishReason::Error) {
+    const int n_full = s.n_past / kv_.page_tokens();
+    tree_.insert(std::span<const int32_t>(s.tokens.data(), size_t(n_full) * size_t(kv_.page_tokens())),
+                 std::span<const int32_t>(s.pages.data(), size_t(n_full)));
+  }
+  tree_.unlock(s.lock);
+  s.lock = nullptr;
+  pages_.release_all(s.pages);
+
+  Result& r = s.result;
+  r.finish = why;
+  r.error = std::move(error);
+  r.text = s.text.text();
+  r.seed = s.sampler ? s.sampler->seed() : s.p->req.sampling.seed.value_or(0);
+  Timings& t = r.timings;
+  t.queue_ms = ms_between(s.p->submitted, s.admitted);
+  t.prompt_tokens = s.n_prompt;
+  t.cached_tokens = s.n_cached;
+  t.generated_tokens = int(r.ids.size());
+  if (s.has_first_token) {
+    t.ttft_ms = ms_between(s.p->submitted, s.first_token);
+    const double prefill_ms = ms_between(s.admitted, s.first_token);
+    if (prefill_ms > 0) t.prefill_tps = (s.n_prompt - s.n_cached) * 1000.0 / prefill_ms;
+    const double decode_ms = ms_between(s.first_token, now);
+    if (decode_ms > 0 && t.generated_tokens > 1) t.decode_tps = (t.generated_tokens - 1) * 1000.0 / decode_ms;
+  }
+  switch (why) {
+    case FinishReason::Stop:
+    case FinishReason::Length: ++local_.completed; break;
+    case FinishReason::Cancelled: ++local_.cancelled; break;
+    case FinishReason::Deadline: ++local_.timeouts; break;
+    case FinishReason::Error: ++local_.errors; break;
+  }
+  const double service = ms_between(s.admitted, now);
+  const double ema = service_ms_ema_.load(std::memory_order_relaxed);
+  service_ms_ema_.store(ema <= 0 ? service : 0.8 * ema + 0.2 * service, std::memory_order_relaxed);
+
+  publish_stats();  // so that stats() seen from on_done already count this request
+  if (s.p->cb.on_done) {
+    try {
+      s.p->cb.on_done(std::move(r));
+    } catch (...) {
+      // A throwing callback must not take the engine thread down; the request is over either way.
+    }
+  }
+}
+
+void Scheduler::finish_queued(std::unique_ptr<PendingRequest>& p, FinishReason why) {
+  Result r;
+  r.finish = why;
+  r.seed = p->req.sampling.seed.value_or(0);
+  r.timings.queue_ms = ms_between(p->submitted, Clock::now());
+  r.timings.prompt_tokens = int(p->req.prompt_ids.size());
+  if (why == FinishReason::Cancelled) ++local_.cancelled;
+  if (why == FinishReason::Deadline) ++local_.timeouts;
+  publish_stats();
+  if (p->cb.on_done) {
+    try {
+      p->cb.on_done(std::move(r));
+    } catch (...) {
+    }
+  }
+}
+
+void Scheduler::fail_batch(const std::string& error) {
+  // The K/V the pass wrote is unknown: finish (without caching) every sequence that had rows in it.
+  for (Sequence* s : batch_seqs_) finish(*s, FinishReason::Error, error);
+}
+
+void Scheduler::publish_stats() {
+  const auto now = Clock::now();
+  std::lock_guard lk(stats_mu_);
+  const double window_s = std::chrono::duration<double>(now - window_start_).count();
+  if (local_.tokens_generated != stats_.tokens_generated) last_token_time_ = now;
+  if (window_s >= 1.0) {
+    stats_.decode_tps = window_tokens_ / window_s;
+    window_tokens_ = 0;
+    window_start_ = now;
+  }
+  const EngineStats keep = stats_;
+  stats_ = local_;
+  stats_.decode_tps = keep.decode_tps;
+  stats_.running = int(std::count_if(running_.begin(), running_.end(), [](const auto& s) { return !s->finished; }));
+  stats_.kv_pages_total = pages_.n_total();
+  stats_.kv_pages_used = pages_.n_used();
+  stats_.kv_pages_cached = tree_.cached_pages();
+  stats_.cache_evictions = tree_.evicted_pages();
+  stats_.kv_bytes = keep.kv_bytes;
+  stats_.model_bytes = keep.model_bytes;
+  stats_.kv_page_tokens = keep.kv_page_tokens;
+  stats_.max_seq_tokens = keep.max_seq_tokens;
+}
+
+}  // namespace infer::engine
