@@ -1,0 +1,34 @@
+// INFER.DETOKENIZE model id [id ...]   |   INFER.DETOKENIZE model KEY key
+// Replies the text. Ids must be valid for the model; a key must hold a token blob of the model's
+// vocabulary or a raw uint32 array (token_keys.h).
+#include "redis/args.h"
+#include "redis/commands.h"
+#include "redis/models.h"
+#include "redis/token_keys.h"
+
+namespace infer::redis {
+
+int cmd_detokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 3) return rm::WrongArity(ctx);
+  auto model = models().find(view(argv[1]));
+  if (!model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");
+  const tokenizer::Tokenizer& tok = model->engine->tokenizer();
+  std::vector<int32_t> ids;
+  if (is_word(argv[2], "KEY")) {
+    if (argc != 4) return reply_error(ctx, "KEY takes exactly one key");
+    if (KeyError e = read_token_key(ctx, argv[3], tok, &ids)) return reply_coded_error(ctx, e.code, e.message);
+  } else {
+    ids.reserve(static_cast<size_t>(argc - 2));
+    std::string err;
+    for (int i = 2; i < argc; ++i) {
+      long long id = 0;
+      if (!parse_int(argv[i], 0, tok.n_vocab() - 1, "token id", &id, &err))
+        return reply_error(ctx, err + " (got '" + str(argv[i]) + "')");
+      ids.push_back(static_cast<int32_t>(id));
+    }
+  }
+  std::string text = tok.decode(ids);
+  return rm::ReplyWithStringBuffer(ctx, text.data(), text.size());
+}
+
+}  // namespace infer::redis

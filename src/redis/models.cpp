@@ -1,0 +1,100 @@
+#include "redis/models.h"
+
+#include <climits>
+#include <cstdlib>
+#include <ctime>
+#include <stdexcept>
+#include <thread>
+
+#include "redis/settings.h"
+
+namespace infer::redis {
+
+ModelRegistry& models() {
+  static ModelRegistry r;
+  return r;
+}
+
+std::shared_ptr<const LoadedModel> ModelRegistry::find(std::string_view name) const {
+  auto it = models_.find(name);
+  return it == models_.end() ? nullptr : it->second;
+}
+
+void ModelRegistry::add(std::shared_ptr<const LoadedModel> m) { models_[m->name] = std::move(m); }
+
+bool ModelRegistry::remove(std::string_view name) {
+  auto it = models_.find(name);
+  if (it == models_.end()) return false;
+  models_.erase(it);
+  return true;
+}
+
+void ModelRegistry::set_loading(const std::string& name, bool on) {
+  if (on)
+    loading_.insert(name);
+  else
+    loading_.erase(name);
+}
+
+std::string ModelRegistry::load_now(const std::string& name, const std::string& path) {
+  if (find(name)) return "a model named '" + name + "' is already loaded";
+  try {
+    auto m = std::make_shared<LoadedModel>();
+    m->name = name;
+    m->path = path;
+    m->options = engine_options_for(path);
+    m->engine = create_engine(m->options);
+    m->loaded_at_ms = static_cast<long long>(std::time(nullptr)) * 1000;
+    add(std::move(m));
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+engine::EngineOptions engine_options_for(const std::string& path) {
+  const Settings& s = settings();
+  engine::EngineOptions o;
+  o.model_path = path;
+  o.threads = static_cast<int>(s.threads);
+  o.max_running = static_cast<int>(s.max_running);
+  o.queue_depth = static_cast<int>(s.queue_depth);
+  o.context = static_cast<int>(s.context);
+  return o;
+}
+
+std::shared_ptr<engine::Engine> create_engine(const engine::EngineOptions& opts) {
+  std::unique_ptr<engine::Engine> e = engine::Engine::create(opts);
+  if (!e) throw std::runtime_error("engine could not be created for " + opts.model_path);
+  return std::shared_ptr<engine::Engine>(e.release(), [](engine::Engine* p) {
+    // The destructor cancels and joins the engine's threads: never on the caller's (main) thread.
+    std::thread([p] { delete p; }).detach();
+  });
+}
+
+std::string resolve_inside(const std::string& dir, const std::string& path, std::string* err) {
+  if (dir.empty()) {
+    *err = "INFER.LOAD is disabled: no model directory configured (MODEL-DIR / infer.model-dir)";
+    return "";
+  }
+  char dir_real[PATH_MAX];
+  if (!realpath(dir.c_str(), dir_real)) {
+    *err = "model directory '" + dir + "' does not exist";
+    return "";
+  }
+  std::string joined = (!path.empty() && path[0] == '/') ? path : std::string(dir_real) + "/" + path;
+  char file_real[PATH_MAX];
+  if (!realpath(joined.c_str(), file_real)) {
+    *err = "model file '" + path + "' not found in the model directory";
+    return "";
+  }
+  std::string d = dir_real, f = file_real;
+  if (d != "/" && d.back() != '/') d += '/';
+  if (f.compare(0, d.size(), d) != 0) {
+    *err = "model path '" + path + "' resolves outside the model directory";
+    return "";
+  }
+  return f;
+}
+
+}  // namespace infer::redis

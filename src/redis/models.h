@@ -1,0 +1,55 @@
+// The loaded models, by name. Each holds a shared engine: requests in flight keep their own reference,
+// so INFER.UNLOAD only drops the registry's and the engine is destroyed when the last request is done,
+// on a background thread (its destructor joins the engine threads; the main thread never waits).
+// Threads: the registry is touched on the main thread only. Model objects are immutable once added.
+#pragma once
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace infer::redis {
+
+struct LoadedModel {
+  std::string name;
+  std::string path;  // as resolved when loaded
+  engine::EngineOptions options;
+  std::shared_ptr<engine::Engine> engine;
+  long long loaded_at_ms = 0;  // unix time
+};
+
+class ModelRegistry {
+ public:
+  std::shared_ptr<const LoadedModel> find(std::string_view name) const;
+  const std::map<std::string, std::shared_ptr<const LoadedModel>, std::less<>>& all() const { return models_; }
+
+  // Loads synchronously on the calling thread (startup). Returns an error message or "".
+  std::string load_now(const std::string& name, const std::string& path);
+  void add(std::shared_ptr<const LoadedModel> m);
+  bool remove(std::string_view name);
+
+  // Names with an INFER.LOAD in progress, so that two loads of one name do not race.
+  bool is_loading(const std::string& name) const { return loading_.count(name) != 0; }
+  void set_loading(const std::string& name, bool on);
+
+ private:
+  std::map<std::string, std::shared_ptr<const LoadedModel>, std::less<>> models_;
+  std::set<std::string> loading_;
+};
+
+ModelRegistry& models();
+
+// Engine options from the current settings for `path`.
+engine::EngineOptions engine_options_for(const std::string& path);
+
+// Creates the engine (any thread; throws std::runtime_error). The returned pointer destroys the engine
+// on a detached thread, so dropping the last reference never blocks its caller.
+std::shared_ptr<engine::Engine> create_engine(const engine::EngineOptions& opts);
+
+// Resolves `path` (relative to `dir` unless absolute) with realpath and checks that it lies inside
+// realpath(dir). Returns the resolved path, or "" with `err` set.
+std::string resolve_inside(const std::string& dir, const std::string& path, std::string* err);
+
+}  // namespace infer::redis

@@ -1,0 +1,57 @@
+// RedisModule_OnLoad: bind the API, read settings, register configs, commands, INFO, then load the
+// models named on the loadmodule line. Everything here runs once on the main thread at load.
+#include <exception>
+#include <string>
+
+#include "redis/commands.h"
+#include "redis/module_api.h"
+#include "redis/models.h"
+#include "redis/settings.h"
+#include "redis/stats.h"
+#include "redis/stream_writer.h"
+#include "redis/vector_commands.h"
+
+// Weak default so that the module links before the vector-set commands exist; vset_*.cpp provides the
+// strong definition.
+__attribute__((weak)) int register_vector_commands(RedisModuleCtx*) { return REDISMODULE_OK; }
+
+namespace {
+
+constexpr int kModuleVersion = 1;
+
+int fail(RedisModuleCtx* ctx, const std::string& why) {
+  infer::rm::Log(ctx, "warning", "infer: %s", why.c_str());
+  return REDISMODULE_ERR;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx* ctx, RedisModuleString** argv,
+                                                                        int argc) {
+  using namespace infer;
+  const char* missing = nullptr;
+  if (!rm::bind(ctx, "infer", kModuleVersion, &missing)) {
+    // rm::Log may be unbound here, so nothing can be logged; Redis reports the failed load.
+    return REDISMODULE_ERR;
+  }
+  try {
+    if (std::string err = redis::parse_module_args(argv, argc); !err.empty()) return fail(ctx, err);
+    if (redis::register_commands(ctx) != REDISMODULE_OK) return fail(ctx, "cannot register commands");
+    if (register_vector_commands(ctx) != REDISMODULE_OK) return fail(ctx, "cannot register vector commands");
+    if (rm::RegisterInfoFunc(ctx, redis::info_callback) != REDISMODULE_OK) return fail(ctx, "cannot register INFO");
+    if (redis::register_configs(ctx) != REDISMODULE_OK) return fail(ctx, "cannot load configs");
+    redis::StreamWriter::init(ctx);
+    for (const auto& [name, path] : redis::settings().startup_models) {
+      // Startup models come from the operator's command line: any path is allowed. Loading is
+      // O(metadata) (weights stay mapped), so doing it here does not delay the server much.
+      std::string err = redis::models().load_now(name, path);
+      if (!err.empty()) return fail(ctx, "MODEL " + name + ": " + err);
+      rm::Log(ctx, "notice", "infer: loaded model '%s' from %s", name.c_str(), path.c_str());
+    }
+  } catch (const std::exception& e) {
+    return fail(ctx, e.what());
+  } catch (...) {
+    return fail(ctx, "unknown error during load");
+  }
+  return REDISMODULE_OK;
+}

@@ -1,0 +1,113 @@
+#include "redis/settings.h"
+
+#include <strings.h>
+
+#include <climits>
+#include <cstring>
+
+namespace infer::redis {
+
+Settings& settings() {
+  static Settings s;
+  return s;
+}
+
+namespace {
+
+std::string str(RedisModuleString* s) {
+  size_t len = 0;
+  const char* p = rm::StringPtrLen(s, &len);
+  return std::string(p, len);
+}
+
+struct NumericOption {
+  const char* arg;     // loadmodule argument
+  const char* config;  // config name (shown as infer.<name>)
+  long long Settings::*field;
+  long long min, max;
+  unsigned flags;
+};
+
+constexpr NumericOption kNumeric[] = {
+    {"THREADS", "threads", &Settings::threads, 0, 1024, REDISMODULE_CONFIG_IMMUTABLE},
+    {"QUEUE", "queue-depth", &Settings::queue_depth, 1, 1 << 20, REDISMODULE_CONFIG_DEFAULT},
+    {"MAX-RUNNING", "max-running", &Settings::max_running, 1, 4096, REDISMODULE_CONFIG_DEFAULT},
+    {"CONTEXT", "context", &Settings::context, 16, 1 << 20, REDISMODULE_CONFIG_DEFAULT},
+    {"MAX-TOKENS", "max-tokens", &Settings::max_tokens, 1, 1 << 20, REDISMODULE_CONFIG_DEFAULT},
+    {"DEFAULT-MAX-TOKENS", "default-max-tokens", &Settings::default_max_tokens, 1, 1 << 20,
+     REDISMODULE_CONFIG_DEFAULT},
+    {"TIMEOUT", "timeout-ms", &Settings::timeout_ms, 0, INT_MAX, REDISMODULE_CONFIG_DEFAULT},
+    {"STREAM-MAXLEN", "stream-maxlen", &Settings::stream_maxlen, 0, LLONG_MAX, REDISMODULE_CONFIG_DEFAULT},
+};
+
+long long get_numeric(const char*, void* priv) {
+  return settings().*(static_cast<const NumericOption*>(priv)->field);
+}
+
+int set_numeric(const char*, long long v, void* priv, RedisModuleString**) {
+  settings().*(static_cast<const NumericOption*>(priv)->field) = v;
+  return REDISMODULE_OK;
+}
+
+RedisModuleString* get_model_dir(const char*, void*) {
+  // Redis frees nothing here: a string with a NULL ctx would leak, so keep one alive per value.
+  static RedisModuleString* cached = nullptr;
+  if (cached) rm::FreeString(nullptr, cached);
+  cached = rm::CreateString(nullptr, settings().model_dir.data(), settings().model_dir.size());
+  return cached;
+}
+
+int set_model_dir(const char*, RedisModuleString* v, void*, RedisModuleString**) {
+  settings().model_dir = str(v);
+  return REDISMODULE_OK;
+}
+
+}  // namespace
+
+std::string parse_module_args(RedisModuleString** argv, int argc) {
+  Settings& s = settings();
+  for (int i = 0; i < argc; ++i) {
+    std::string key = str(argv[i]);
+    auto need = [&](int n) { return i + n < argc; };
+    if (strcasecmp(key.c_str(), "MODEL") == 0) {
+      if (!need(2)) return "MODEL needs a name and a path";
+      s.startup_models.emplace_back(str(argv[i + 1]), str(argv[i + 2]));
+      i += 2;
+      continue;
+    }
+    if (strcasecmp(key.c_str(), "MODEL-DIR") == 0) {
+      if (!need(1)) return "MODEL-DIR needs a directory";
+      s.model_dir = str(argv[++i]);
+      continue;
+    }
+    const NumericOption* opt = nullptr;
+    for (const auto& o : kNumeric)
+      if (strcasecmp(key.c_str(), o.arg) == 0) opt = &o;
+    if (!opt) return "unknown module argument '" + key + "'";
+    if (!need(1)) return key + " needs a value";
+    long long v = 0;
+    if (rm::StringToLongLong(argv[++i], &v) != REDISMODULE_OK || v < opt->min || v > opt->max)
+      return key + " must be an integer in [" + std::to_string(opt->min) + ", " + std::to_string(opt->max) + "]";
+    s.*(opt->field) = v;
+  }
+  return "";
+}
+
+int register_configs(RedisModuleCtx* ctx) {
+  for (const auto& o : kNumeric) {
+    if (rm::RegisterNumericConfig(ctx, o.config, settings().*(o.field), o.flags, o.min, o.max, get_numeric,
+                                  set_numeric, nullptr, const_cast<NumericOption*>(&o)) != REDISMODULE_OK) {
+      rm::Log(ctx, "warning", "infer: cannot register config infer.%s", o.config);
+      return REDISMODULE_ERR;
+    }
+  }
+  // The model directory bounds what INFER.LOAD may open: only changeable at startup.
+  if (rm::RegisterStringConfig(ctx, "model-dir", settings().model_dir.c_str(), REDISMODULE_CONFIG_IMMUTABLE,
+                               get_model_dir, set_model_dir, nullptr, nullptr) != REDISMODULE_OK) {
+    rm::Log(ctx, "warning", "infer: cannot register config infer.model-dir");
+    return REDISMODULE_ERR;
+  }
+  return rm::LoadConfigs(ctx);
+}
+
+}  // namespace infer::redis

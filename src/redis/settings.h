@@ -1,0 +1,36 @@
+// Module settings: parsed from the loadmodule arguments, then exposed (and overridable) as module
+// configs `infer.*` (CONFIG GET/SET). Main thread only: OnLoad, config callbacks and command handlers
+// read and write them; worker threads get copies.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "redis/module_api.h"
+
+namespace infer::redis {
+
+struct Settings {
+  std::string model_dir;        // INFER.LOAD only opens files under it (empty: INFER.LOAD refused)
+  long long threads = 0;        // compute threads per model; 0 = all cores (immutable)
+  long long queue_depth = 16;   // waiting requests per model (models loaded later)
+  long long max_running = 8;    // concurrent sequences per model (models loaded later)
+  long long context = 2048;     // tokens per sequence (models loaded later)
+  long long max_tokens = 4096;  // upper bound on MAXTOKENS
+  long long default_max_tokens = 128;
+  long long timeout_ms = 60000; // default TIMEOUT of INFER.GENERATE; 0 = none
+  long long stream_maxlen = 10000;  // XADD MAXLEN ~ for STREAM keys
+  std::vector<std::pair<std::string, std::string>> startup_models;  // MODEL name path
+};
+
+Settings& settings();
+
+// Parses `[MODEL name path]... [MODEL-DIR dir] [THREADS n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n]
+// [MAX-TOKENS n] [TIMEOUT ms] [STREAM-MAXLEN n]` into settings(). Returns an error message, or "".
+std::string parse_module_args(RedisModuleString** argv, int argc);
+
+// Registers the infer.* configs with the values from settings() as defaults, then LoadConfigs
+// (values in redis.conf / on the command line win). OnLoad only. Returns REDISMODULE_OK/ERR.
+int register_configs(RedisModuleCtx* ctx);
+
+}  // namespace infer::redis

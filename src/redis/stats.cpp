@@ -1,0 +1,189 @@
+#include "redis/stats.h"
+
+#include "redis/args.h"
+#include "redis/models.h"
+
+namespace infer::redis {
+
+ModuleStats& stats() {
+  static ModuleStats s;
+  return s;
+}
+
+MainThreadTimer::MainThreadTimer(const char* name) : name_(name), start_us_(rm::MonotonicMicroseconds()) {}
+
+MainThreadTimer::~MainThreadTimer() {
+  uint64_t us = rm::MonotonicMicroseconds() - start_us_;
+  auto it = stats().timing.find(name_);
+  if (it == stats().timing.end()) it = stats().timing.emplace(name_, CommandTiming{}).first;
+  CommandTiming& t = it->second;
+  ++t.calls;
+  t.total_us += us;
+  if (us > t.max_us) t.max_us = us;
+}
+
+namespace {
+
+// Engine counters summed over all loaded models.
+engine::EngineStats total_engine_stats() {
+  engine::EngineStats sum;
+  for (const auto& [name, m] : models().all()) {
+    engine::EngineStats s = m->engine->stats();
+    sum.queued += s.queued;
+    sum.running += s.running;
+    sum.completed += s.completed;
+    sum.rejected_busy += s.rejected_busy;
+    sum.timeouts += s.timeouts;
+    sum.cancelled += s.cancelled;
+    sum.errors += s.errors;
+    sum.tokens_generated += s.tokens_generated;
+    sum.prompt_tokens += s.prompt_tokens;
+    sum.cached_tokens += s.cached_tokens;
+    sum.decode_tps += s.decode_tps;
+    sum.kv_pages_total += s.kv_pages_total;
+    sum.kv_pages_used += s.kv_pages_used;
+    sum.kv_pages_cached += s.kv_pages_cached;
+    sum.cache_lookups += s.cache_lookups;
+    sum.cache_hits += s.cache_hits;
+    sum.cache_evictions += s.cache_evictions;
+    sum.kv_bytes += s.kv_bytes;
+    sum.model_bytes += s.model_bytes;
+  }
+  return sum;
+}
+
+double hit_rate(const engine::EngineStats& s) {
+  return s.cache_lookups ? static_cast<double>(s.cache_hits) / static_cast<double>(s.cache_lookups) : 0.0;
+}
+
+uint64_t max_stall_us() {
+  uint64_t m = 0;
+  for (const auto& [name, t] : stats().timing) m = t.max_us > m ? t.max_us : m;
+  return m;
+}
+
+// One engine's counters as map pairs; returns the number of pairs written.
+long reply_engine_stats(RedisModuleCtx* ctx, const engine::EngineStats& s) {
+  long n = 0;
+  auto ll = [&](const char* k, long long v) {
+    rm::ReplyWithCString(ctx, k);
+    rm::ReplyWithLongLong(ctx, v);
+    ++n;
+  };
+  auto dbl = [&](const char* k, double v) {
+    rm::ReplyWithCString(ctx, k);
+    rm::ReplyWithDouble(ctx, v);
+    ++n;
+  };
+  ll("queued", s.queued);
+  ll("running", s.running);
+  ll("completed", static_cast<long long>(s.completed));
+  ll("rejected", static_cast<long long>(s.rejected_busy));
+  ll("timeouts", static_cast<long long>(s.timeouts));
+  ll("cancelled", static_cast<long long>(s.cancelled));
+  ll("errors", static_cast<long long>(s.errors));
+  ll("tokens_generated", static_cast<long long>(s.tokens_generated));
+  ll("prompt_tokens", static_cast<long long>(s.prompt_tokens));
+  ll("cached_tokens", static_cast<long long>(s.cached_tokens));
+  dbl("tokens_per_second", s.decode_tps);
+  dbl("prefix_cache_hit_rate", hit_rate(s));
+  ll("kv_pages_used", s.kv_pages_used);
+  ll("kv_pages_total", s.kv_pages_total);
+  ll("kv_pages_cached", s.kv_pages_cached);
+  ll("kv_bytes", static_cast<long long>(s.kv_bytes));
+  ll("model_bytes", static_cast<long long>(s.model_bytes));
+  return n;
+}
+
+}  // namespace
+
+int cmd_stats(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc > 2) return rm::WrongArity(ctx);
+  if (argc == 2) {
+    auto m = models().find(view(argv[1]));
+    if (!m) return reply_error(ctx, "unknown model '" + str(argv[1]) + "'");
+    rm::ReplyWithMap(ctx, REDISMODULE_POSTPONED_LEN);
+    rm::ReplySetMapLength(ctx, reply_engine_stats(ctx, m->engine->stats()));
+    return REDISMODULE_OK;
+  }
+  const ModuleStats& ms = stats();
+  rm::ReplyWithMap(ctx, REDISMODULE_POSTPONED_LEN);
+  long n = reply_engine_stats(ctx, total_engine_stats());
+  auto ll = [&](const char* k, long long v) {
+    rm::ReplyWithCString(ctx, k);
+    rm::ReplyWithLongLong(ctx, v);
+    ++n;
+  };
+  ll("models", static_cast<long long>(models().all().size()));
+  ll("generate_requests", static_cast<long long>(ms.generate_requests));
+  ll("busy_replies", static_cast<long long>(ms.busy_replies));
+  ll("client_timeouts", static_cast<long long>(ms.timeouts));
+  ll("client_disconnects", static_cast<long long>(ms.disconnects));
+  ll("stream_entries", static_cast<long long>(ms.stream_entries));
+  ll("max_main_thread_stall_us", static_cast<long long>(max_stall_us()));
+  // Per command: [calls, max_us, avg_us].
+  rm::ReplyWithCString(ctx, "main_thread_us");
+  rm::ReplyWithMap(ctx, static_cast<long>(ms.timing.size()));
+  for (const auto& [name, t] : ms.timing) {
+    rm::ReplyWithCString(ctx, name.c_str());
+    rm::ReplyWithMap(ctx, 3);
+    rm::ReplyWithCString(ctx, "calls");
+    rm::ReplyWithLongLong(ctx, static_cast<long long>(t.calls));
+    rm::ReplyWithCString(ctx, "max_us");
+    rm::ReplyWithLongLong(ctx, static_cast<long long>(t.max_us));
+    rm::ReplyWithCString(ctx, "avg_us");
+    rm::ReplyWithLongLong(ctx, static_cast<long long>(t.calls ? t.total_us / t.calls : 0));
+  }
+  ++n;
+  rm::ReplySetMapLength(ctx, n);
+  return REDISMODULE_OK;
+}
+
+void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
+  // Nothing here may throw or allocate much; a crash report only gets the module counters.
+  try {
+    const ModuleStats& ms = stats();
+    rm::InfoAddSection(ctx, "");  // section "infer", fields prefixed "infer_"
+    rm::InfoAddFieldULongLong(ctx, "models", models().all().size());
+    rm::InfoAddFieldULongLong(ctx, "generate_requests", ms.generate_requests);
+    rm::InfoAddFieldULongLong(ctx, "busy_replies", ms.busy_replies);
+    rm::InfoAddFieldULongLong(ctx, "client_timeouts", ms.timeouts);
+    rm::InfoAddFieldULongLong(ctx, "client_disconnects", ms.disconnects);
+    rm::InfoAddFieldULongLong(ctx, "stream_entries", ms.stream_entries);
+    rm::InfoAddFieldULongLong(ctx, "max_main_thread_stall_us", max_stall_us());
+    if (for_crash_report) return;
+    engine::EngineStats t = total_engine_stats();
+    rm::InfoAddFieldLongLong(ctx, "queued", t.queued);
+    rm::InfoAddFieldLongLong(ctx, "running", t.running);
+    rm::InfoAddFieldULongLong(ctx, "completed", t.completed);
+    rm::InfoAddFieldULongLong(ctx, "rejected", t.rejected_busy);
+    rm::InfoAddFieldULongLong(ctx, "timeouts", t.timeouts);
+    rm::InfoAddFieldULongLong(ctx, "cancelled", t.cancelled);
+    rm::InfoAddFieldULongLong(ctx, "errors", t.errors);
+    rm::InfoAddFieldULongLong(ctx, "tokens_generated", t.tokens_generated);
+    rm::InfoAddFieldDouble(ctx, "tokens_per_second", t.decode_tps);
+    rm::InfoAddFieldDouble(ctx, "prefix_cache_hit_rate", hit_rate(t));
+    rm::InfoAddFieldLongLong(ctx, "kv_pages_used", t.kv_pages_used);
+    rm::InfoAddFieldLongLong(ctx, "kv_pages_total", t.kv_pages_total);
+    // One dict field per model: infer_model_<name>:queued=..,running=..,...
+    for (const auto& [name, m] : models().all()) {
+      engine::EngineStats s = m->engine->stats();
+      std::string field = "model_" + name;
+      rm::InfoBeginDictField(ctx, field.c_str());
+      rm::InfoAddFieldLongLong(ctx, "queued", s.queued);
+      rm::InfoAddFieldLongLong(ctx, "running", s.running);
+      rm::InfoAddFieldULongLong(ctx, "completed", s.completed);
+      rm::InfoAddFieldULongLong(ctx, "rejected", s.rejected_busy);
+      rm::InfoAddFieldULongLong(ctx, "timeouts", s.timeouts);
+      rm::InfoAddFieldULongLong(ctx, "cancelled", s.cancelled);
+      rm::InfoAddFieldULongLong(ctx, "tokens_generated", s.tokens_generated);
+      rm::InfoAddFieldDouble(ctx, "tokens_per_second", s.decode_tps);
+      rm::InfoAddFieldDouble(ctx, "prefix_cache_hit_rate", hit_rate(s));
+      rm::InfoAddFieldLongLong(ctx, "kv_pages_used", s.kv_pages_used);
+      rm::InfoEndDictField(ctx);
+    }
+  } catch (...) {
+  }
+}
+
+}  // namespace infer::redis

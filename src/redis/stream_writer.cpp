@@ -1,0 +1,91 @@
+#include "redis/stream_writer.h"
+
+#include <vector>
+
+#include "redis/args.h"
+#include "redis/stats.h"
+
+namespace infer::redis {
+namespace {
+RedisModuleCtx* g_module_ctx = nullptr;  // detached thread-safe context made in OnLoad; never freed
+}
+
+void StreamWriter::init(RedisModuleCtx* onload_ctx) {
+  if (!g_module_ctx) g_module_ctx = rm::GetDetachedThreadSafeContext(onload_ctx);
+}
+
+StreamWriter::StreamWriter(const RedisModuleString* key, int db, long long maxlen)
+    : key_(view(key)), db_(db), maxlen_(maxlen) {}
+
+void StreamWriter::append(const std::string& piece) {
+  if (piece.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_ += piece;
+  if (scheduled_) return;
+  scheduled_ = true;
+  // The event owns one reference, so the writer outlives the request if need be.
+  auto* ref = new std::shared_ptr<StreamWriter>(shared_from_this());
+  if (rm::EventLoopAddOneShot(flush_event, ref) != REDISMODULE_OK) {
+    delete ref;  // the final flush will write what is buffered
+    scheduled_ = false;
+  }
+}
+
+void StreamWriter::flush_event(void* user_data) {
+  std::unique_ptr<std::shared_ptr<StreamWriter>> ref(static_cast<std::shared_ptr<StreamWriter>*>(user_data));
+  try {
+    MainThreadTimer timer("infer.generate stream flush");
+    (*ref)->flush();
+  } catch (...) {
+    // Nothing can be reported from an event callback; the final entry still says how it ended.
+  }
+}
+
+void StreamWriter::flush() {
+  std::string chunk;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    chunk.swap(pending_);
+    scheduled_ = false;
+  }
+  if (finished_ || chunk.empty()) return;
+  xadd("text", chunk);
+}
+
+void StreamWriter::finish(const char* reason, long long n_tokens) {
+  if (finished_) return;
+  flush();
+  xadd("finish", reason, "tokens", std::to_string(n_tokens));
+  finished_ = true;
+}
+
+void StreamWriter::xadd(const char* f1, const std::string& v1, const char* f2, const std::string& v2) {
+  // A fresh context per batch: replication queued by RM_Call("!") goes out when it is freed, and the
+  // database is the requesting client's.
+  RedisModuleCtx* ctx = rm::GetDetachedThreadSafeContext(g_module_ctx);
+  rm::SelectDb(ctx, db_);
+  std::vector<RedisModuleString*> args;
+  auto add = [&](const std::string& a) { args.push_back(rm::CreateString(ctx, a.data(), a.size())); };
+  add(key_);
+  if (maxlen_ > 0) {  // 0: no cap
+    add("MAXLEN");
+    add("~");
+    add(std::to_string(maxlen_));
+  }
+  add("*");
+  add(f1);
+  add(v1);
+  if (f2) {
+    add(f2);
+    add(v2);
+  }
+  RedisModuleCallReply* r = rm::Call(ctx, "XADD", "!v", args.data(), args.size());
+  if (r) {
+    if (rm::CallReplyType(r) != REDISMODULE_REPLY_ERROR) ++stats().stream_entries;
+    rm::FreeCallReply(r);
+  }
+  for (RedisModuleString* a : args) rm::FreeString(ctx, a);
+  rm::FreeThreadSafeContext(ctx);
+}
+
+}  // namespace infer::redis

@@ -1,0 +1,47 @@
+// Appends a generation's text to a Redis Stream while it runs (INFER.GENERATE ... STREAM key).
+//
+// The engine thread only appends pieces to a buffer under a small mutex and, when no flush is pending,
+// schedules one with EventLoopAddOneShot; the flush runs on the main thread and writes everything
+// buffered so far as ONE entry (so the main thread and the GIL are touched once per batch, never per
+// token; spec §3.2, DESIGN invariant 5). Entries go through RM_Call("XADD", "!") so they are
+// replicated, written to the AOF and notified like a client's XADD.
+//
+// Entry fields: `text <chunk>`; the last entry is `finish <reason> tokens <n>`.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "redis/module_api.h"
+
+namespace infer::redis {
+
+class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
+ public:
+  // Main thread. `key` is copied; `db` is the client's selected database.
+  StreamWriter(const RedisModuleString* key, int db, long long maxlen);
+
+  // Engine thread: buffer one piece of text and make sure a flush is scheduled.
+  void append(const std::string& piece);
+
+  // Main thread: write what is buffered, then the final entry. Idempotent; later flushes do nothing.
+  void finish(const char* reason, long long n_tokens);
+
+  // Main thread, OnLoad: the long-lived context the flushes use to reach the module (for RM_Call).
+  static void init(RedisModuleCtx* onload_ctx);
+
+ private:
+  static void flush_event(void* user_data);  // main thread (EventLoopAddOneShot)
+  void flush();                              // main thread
+  void xadd(const char* f1, const std::string& v1, const char* f2 = nullptr, const std::string& v2 = "");
+
+  std::string key_;
+  int db_;
+  long long maxlen_;
+  std::mutex mu_;
+  std::string pending_;     // guarded by mu_
+  bool scheduled_ = false;  // guarded by mu_
+  bool finished_ = false;   // main thread only
+};
+
+}  // namespace infer::redis

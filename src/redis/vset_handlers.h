@@ -1,0 +1,42 @@
+// Handlers of the vector-set commands (vset_write.cpp, vset_read.cpp), INFER.EMBED (cmd_embed.cpp) and
+// INFER.RAG (cmd_rag.cpp), registered by vset_commands.cpp, plus the argument helpers they share.
+// Main thread only; handlers may throw, the registration wrapper turns exceptions into -ERR replies.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "redis/module_api.h"
+#include "vector/vector_set.h"
+
+namespace infer::redis {
+
+int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vrem(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vsetattr(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vsim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vemb(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vcard(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vdim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vinfo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vgetattr(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+
+// Parses `FP32 blob` or `VALUES n v1..vn` at argv[*i]; on success advances *i past it. Returns nullopt
+// with `err` set when the words there are not a valid vector (dimension 1..65536, finite numbers,
+// blob length a multiple of 4).
+std::optional<std::vector<float>> parse_vector(RedisModuleString** argv, int argc, int* i, std::string* err);
+// True when argv[i] starts a vector (FP32 or VALUES).
+bool is_vector_start(RedisModuleString* arg);
+
+// VSIM-style options after the query: WITHSCORES WITHATTRIBS COUNT EPSILON EF FILTER FILTER-EF TRUTH
+// NOTHREAD. `filter` receives the parsed FILTER. Returns false with `err` set on a bad option.
+struct VsimReplyOptions {
+  bool with_scores = false;
+  bool with_attribs = false;
+};
+bool parse_search_options(RedisModuleString** argv, int argc, int i, vector::SearchOptions* opt,
+                          std::optional<vector::Filter>* filter, VsimReplyOptions* reply, std::string* err);
+
+}  // namespace infer::redis

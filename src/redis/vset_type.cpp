@@ -1,0 +1,143 @@
+#include "redis/vset_type.h"
+
+#include <exception>
+#include <optional>
+#include <string>
+
+#include "vector/serialize.h"
+
+namespace infer::redis {
+namespace {
+
+RedisModuleType* g_type = nullptr;
+
+// Every callback is noexcept: no C++ exception crosses into Redis.
+void* vset_rdb_load(RedisModuleIO* io, int encver) noexcept {
+  try {
+    const uint64_t records = rm::LoadUnsigned(io);
+    if (rm::IsIOError(io)) return nullptr;
+    uint64_t read = 0;
+    auto set = vector::load_records(static_cast<uint32_t>(encver), [&]() -> std::optional<std::string> {
+      if (read >= records) return std::nullopt;
+      ++read;
+      size_t len = 0;
+      char* buf = rm::LoadStringBuffer(io, &len);
+      if (rm::IsIOError(io) || !buf) return std::nullopt;
+      std::string rec(buf, len);
+      rm::Free(buf);
+      return rec;
+    });
+    if (read != records) throw vector::VectorSetError("record count does not match the saved set");
+    return set.release();
+  } catch (const std::exception& e) {
+    rm::LogIOError(io, "warning", "infer: cannot load vector set: %s", e.what());
+  } catch (...) {
+    rm::LogIOError(io, "warning", "infer: cannot load vector set");
+  }
+  return nullptr;
+}
+
+void vset_rdb_save(RedisModuleIO* io, void* value) noexcept {
+  const auto* set = static_cast<const vector::VectorSet*>(value);
+  try {
+    // Runs in the fork child: streams record by record, no lock taken.
+    rm::SaveUnsigned(io, set->size() + 1);
+    vector::save_records(*set, [&](std::string_view rec) { rm::SaveStringBuffer(io, rec.data(), rec.size()); });
+  } catch (...) {
+    rm::LogIOError(io, "warning", "infer: out of memory while saving a vector set");
+  }
+}
+
+void vset_aof_rewrite(RedisModuleIO* io, RedisModuleString* key, void* value) noexcept {
+  const auto* set = static_cast<const vector::VectorSet*>(value);
+  try {
+    const auto& c = set->config();
+    const char* quant = c.quant == vector::Quant::F32 ? "NOQUANT" : c.quant == vector::Quant::Bin ? "BIN" : "Q8";
+    set->for_each([&](const std::string& name, const std::vector<float>& v, const std::string& attrs) {
+      const char* blob = reinterpret_cast<const char*>(v.data());
+      const size_t blob_len = v.size() * sizeof(float);
+      if (attrs.empty()) {
+        rm::EmitAOF(io, "INFER.VADD", "scbbcclcl", key, "FP32", blob, blob_len, name.data(), name.size(), quant, "M",
+                    static_cast<long long>(c.m), "EF", static_cast<long long>(c.ef_construction));
+      } else {
+        rm::EmitAOF(io, "INFER.VADD", "scbbcclclcb", key, "FP32", blob, blob_len, name.data(), name.size(), quant,
+                    "M", static_cast<long long>(c.m), "EF", static_cast<long long>(c.ef_construction), "SETATTR",
+                    attrs.data(), attrs.size());
+      }
+    });
+  } catch (...) {
+    rm::LogIOError(io, "warning", "infer: out of memory while rewriting a vector set");
+  }
+}
+
+size_t vset_mem_usage(const void* value) noexcept {
+  return static_cast<const vector::VectorSet*>(value)->memory_bytes();
+}
+
+void vset_free(void* value) noexcept { delete static_cast<vector::VectorSet*>(value); }
+
+// Roughly one allocation per element: lets Redis free large sets lazily (UNLINK, FLUSHALL ASYNC).
+size_t vset_free_effort(RedisModuleString*, const void* value) noexcept {
+  return static_cast<const vector::VectorSet*>(value)->size() + 1;
+}
+
+void* vset_copy(RedisModuleString*, RedisModuleString*, const void* value) noexcept {
+  try {
+    return vector::from_bytes(vector::to_bytes(*static_cast<const vector::VectorSet*>(value))).release();
+  } catch (...) {
+    return nullptr;  // Redis reports the COPY as failed
+  }
+}
+
+void vset_digest(RedisModuleDigest* md, void* value) noexcept {
+  try {
+    const std::string bytes = vector::to_bytes(*static_cast<const vector::VectorSet*>(value));
+    rm::DigestAddStringBuffer(md, bytes.data(), bytes.size());
+    rm::DigestEndSequence(md);
+  } catch (...) {
+  }
+}
+
+}  // namespace
+
+int register_vset_type(RedisModuleCtx* ctx) {
+  RedisModuleTypeMethods tm{};
+  tm.version = REDISMODULE_TYPE_METHOD_VERSION;
+  tm.rdb_load = vset_rdb_load;
+  tm.rdb_save = vset_rdb_save;
+  tm.aof_rewrite = vset_aof_rewrite;
+  tm.mem_usage = vset_mem_usage;
+  tm.digest = vset_digest;
+  tm.free = vset_free;
+  tm.free_effort = vset_free_effort;
+  tm.copy = vset_copy;
+  // Exactly 9 characters, and not Redis 8's "vectorset" (spec §4.3).
+  g_type = rm::CreateDataType(ctx, "infervset", static_cast<int>(vector::kEncodingVersion), &tm);
+  return g_type ? REDISMODULE_OK : REDISMODULE_ERR;
+}
+
+RedisModuleType* vset_type() { return g_type; }
+
+VsetKey::VsetKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode) {
+  key = rm::OpenKey(ctx, name, mode);
+  const int type = rm::KeyType(key);
+  if (type == REDISMODULE_KEYTYPE_EMPTY) return;
+  if (type != REDISMODULE_KEYTYPE_MODULE || rm::ModuleTypeGetType(key) != g_type) {
+    wrong_type = true;
+    return;
+  }
+  set = static_cast<vector::VectorSet*>(rm::ModuleTypeGetValue(key));
+}
+
+VsetKey::~VsetKey() {
+  if (key) rm::CloseKey(key);
+}
+
+vector::VectorSet* VsetKey::store(std::unique_ptr<vector::VectorSet> fresh) {
+  if (rm::ModuleTypeSetValue(key, g_type, fresh.get()) != REDISMODULE_OK)
+    throw std::runtime_error("cannot store the vector set in the key");
+  set = fresh.release();
+  return set;
+}
+
+}  // namespace infer::redis

@@ -1,0 +1,114 @@
+// INFER.VADD, INFER.VREM, INFER.VSETATTR: the writes to vector sets. Each is replicated verbatim when it
+// changed the set (inserts are deterministic: replicas build the same graph, spec §4.3).
+#include <memory>
+
+#include "redis/args.h"
+#include "redis/vset_handlers.h"
+#include "redis/vset_type.h"
+
+namespace infer::redis {
+
+namespace {
+int reply_wrongtype(RedisModuleCtx* ctx) { return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE); }
+}  // namespace
+
+// INFER.VADD key [REDUCE dim] (FP32 blob | VALUES n v...) element [CAS] [NOQUANT|Q8|BIN] [EF n]
+//            [SETATTR json] [M n]
+int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 4) return rm::WrongArity(ctx);
+  int i = 2;
+  if (is_word(argv[i], "REDUCE"))
+    return reply_error(ctx, "REDUCE (random projection) is not supported; add vectors at their full dimension");
+  std::string err;
+  auto vec = parse_vector(argv, argc, &i, &err);
+  if (!vec) return reply_error(ctx, err);
+  if (i >= argc) return reply_error(ctx, "missing element name after the vector");
+  RedisModuleString* element = argv[i++];
+  std::optional<vector::Quant> quant;
+  std::optional<uint32_t> m, ef;
+  std::optional<std::string> attrs;
+  long long n = 0;
+  for (; i < argc; ++i) {
+    RedisModuleString* a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (is_word(a, "CAS")) {
+      // Inserts are always done in the command; accepted for compatibility.
+    } else if (is_word(a, "NOQUANT") || is_word(a, "Q8") || is_word(a, "BIN")) {
+      const auto q = is_word(a, "NOQUANT") ? vector::Quant::F32 : is_word(a, "Q8") ? vector::Quant::Q8 : vector::Quant::Bin;
+      if (quant && *quant != q) return reply_error(ctx, "only one of NOQUANT, Q8 and BIN may be given");
+      quant = q;
+    } else if (is_word(a, "EF") && has_value) {
+      if (!parse_int(argv[++i], 1, 1000000, "EF", &n, &err)) return reply_error(ctx, err);
+      ef = static_cast<uint32_t>(n);
+    } else if (is_word(a, "M") && has_value) {
+      if (!parse_int(argv[++i], 4, 4096, "M", &n, &err)) return reply_error(ctx, err);
+      m = static_cast<uint32_t>(n);
+    } else if (is_word(a, "SETATTR") && has_value) {
+      attrs = str(argv[++i]);
+    } else {
+      return reply_error(ctx, "syntax error at '" + str(a) + "'");
+    }
+  }
+
+  VsetKey k(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+  if (k.wrong_type) return reply_wrongtype(ctx);
+  bool added;
+  try {
+    if (!k.set) {
+      vector::SetConfig cfg;
+      cfg.dim = static_cast<uint32_t>(vec->size());
+      cfg.quant = quant.value_or(vector::Quant::Q8);
+      cfg.m = m.value_or(16);
+      cfg.ef_construction = ef.value_or(200);
+      // Build the first element before touching the key, so a bad request leaves nothing behind.
+      auto fresh = std::make_unique<vector::VectorSet>(cfg);
+      added = fresh->add(view(element), *vec, attrs);
+      k.store(std::move(fresh));
+    } else {
+      const auto& cfg = k.set->config();
+      if (quant && *quant != cfg.quant)
+        return reply_error(ctx, "asked quantization mismatch with existing vector set");
+      if (m && *m != cfg.m) return reply_error(ctx, "asked M value mismatch with existing vector set");
+      if (vec->size() != cfg.dim)
+        return reply_error(ctx, "vector dimension mismatch: got " + std::to_string(vec->size()) + ", set has " +
+                                    std::to_string(cfg.dim));
+      added = k.set->add(view(element), *vec, attrs, ef.value_or(0));
+    }
+  } catch (const vector::VectorSetError& e) {
+    return reply_error(ctx, e.what());
+  }
+  rm::ReplicateVerbatim(ctx);
+  rm::NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_MODULE, "vadd", argv[1]);
+  return rm::ReplyWithLongLong(ctx, added ? 1 : 0);
+}
+
+// INFER.VREM key element: 1 when removed; the key goes with its last element.
+int cmd_vrem(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3) return rm::WrongArity(ctx);
+  VsetKey k(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+  if (k.wrong_type) return reply_wrongtype(ctx);
+  if (!k.set || !k.set->remove(view(argv[2]))) return rm::ReplyWithLongLong(ctx, 0);
+  if (k.set->size() == 0) rm::DeleteKey(k.key);
+  rm::ReplicateVerbatim(ctx);
+  rm::NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_MODULE, "vrem", argv[1]);
+  return rm::ReplyWithLongLong(ctx, 1);
+}
+
+// INFER.VSETATTR key element json: 1 when set ("" removes the attributes), 0 when the element is absent.
+int cmd_vsetattr(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 4) return rm::WrongArity(ctx);
+  VsetKey k(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+  if (k.wrong_type) return reply_wrongtype(ctx);
+  bool done = false;
+  try {
+    done = k.set && k.set->set_attributes(view(argv[2]), str(argv[3]));
+  } catch (const vector::VectorSetError& e) {
+    return reply_error(ctx, e.what());
+  }
+  if (!done) return rm::ReplyWithLongLong(ctx, 0);
+  rm::ReplicateVerbatim(ctx);
+  rm::NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_MODULE, "vsetattr", argv[1]);
+  return rm::ReplyWithLongLong(ctx, 1);
+}
+
+}  // namespace infer::redis
