@@ -1,8 +1,21 @@
-// AVX2 row kernels by weight type (filled in by the per-type *_avx2.cpp files).
+// The AVX2 kernel set per weight type.
+#include "kernels/avx2_kernels.h"
 #include "kernels/row_kernels.h"
 
 namespace infer::kernels {
 
-RowKernels avx2_row_kernels(TensorType) { return {nullptr, nullptr}; }
+RowKernels avx2_row_kernels(TensorType weight) {
+  switch (weight) {
+    case TensorType::F32: return {avx2::dot_rows_f32, nullptr};
+    case TensorType::F16: return {avx2::dot_rows_f16, avx2::quantize_act_f16};
+    case TensorType::BF16: return {avx2::dot_rows_bf16, nullptr};
+    case TensorType::Q8_0: return {avx2::dot_rows_q8_0, avx2::quantize_act_q8_0};
+    case TensorType::Q4_0: return {avx2::dot_rows_q4_0, avx2::quantize_act_q8_0};
+    case TensorType::Q4_K: return {avx2::dot_rows_q4_k, avx2::quantize_act_q8_k};
+    case TensorType::Q5_K: return {avx2::dot_rows_q5_k, avx2::quantize_act_q8_k};
+    case TensorType::Q6_K: return {avx2::dot_rows_q6_k, avx2::quantize_act_q8_k};
+    default: return {nullptr, nullptr};
+  }
+}
 
 }  // namespace infer::kernels

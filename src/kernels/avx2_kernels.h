@@ -1,0 +1,25 @@
+// Entry points of the AVX2 kernels (files *_avx2.cpp), gathered by row_kernels_avx2.cpp.
+// Call only when use_avx2(). Internal to src/kernels. Contracts as DotRowsFn / QuantizeActFn.
+#pragma once
+#include <cstdint>
+
+namespace infer::kernels::avx2 {
+
+#define INFER_AVX2_DOT_ROWS(name)                                                                    \
+  void name(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out, \
+            int64_t out_stride)
+INFER_AVX2_DOT_ROWS(dot_rows_q8_0);
+INFER_AVX2_DOT_ROWS(dot_rows_q4_0);
+INFER_AVX2_DOT_ROWS(dot_rows_q4_k);
+INFER_AVX2_DOT_ROWS(dot_rows_q5_k);
+INFER_AVX2_DOT_ROWS(dot_rows_q6_k);
+INFER_AVX2_DOT_ROWS(dot_rows_f32);
+INFER_AVX2_DOT_ROWS(dot_rows_f16);
+INFER_AVX2_DOT_ROWS(dot_rows_bf16);
+#undef INFER_AVX2_DOT_ROWS
+
+void quantize_act_q8_0(const float* src, void* dst, int64_t n);
+void quantize_act_q8_k(const float* src, void* dst, int64_t n);
+void quantize_act_f16(const float* src, void* dst, int64_t n);
+
+}  // namespace infer::kernels::avx2

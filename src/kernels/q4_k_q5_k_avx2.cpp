@@ -1,0 +1,88 @@
+// AVX2 dot products of Q4_K and Q5_K weight rows with Q8_K activations (several rows at once).
+// Per super-block and row: integer Σ_j sc[j]·Σ code·y over the 8 sub-blocks (maddubs on the unsigned
+// codes, then madd with the sub-block scale), the min term Σ_g bsums[g]·m[g/2] (madd), then
+// acc += (d·dy)·sumi and acc −= (dmin·dy)·summ. The row's result is hsum(acc).
+#include <type_traits>
+
+#include "kernels/avx2_common.h"
+#include "kernels/avx2_kernels.h"
+#include "kernels/blocks.h"
+
+namespace infer::kernels::avx2 {
+
+namespace {
+// 16 where qh's bit `bit` is set in a byte, else 0: the 5th bit of the codes of sub-block `bit`.
+inline __m256i fifth_bit(__m256i qh, int bit) {
+  const __m256i mask = _mm256_set1_epi8(static_cast<char>(1 << bit));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, mask), mask), _mm256_set1_epi8(16));
+}
+
+template <bool kFiveBit>
+struct KQuant {
+  using Block = std::conditional_t<kFiveBit, BlockQ5_K, BlockQ4_K>;
+
+  template <int NR>
+  struct Kernel {
+    static void run(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, float* out,
+                    int64_t out_stride) {
+      const auto* x = static_cast<const Block*>(w);
+      const BlockQ8_K* y[NR];
+      for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(act + r * act_stride);
+      __m256 acc[NR];
+      for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+      const __m256i m4 = _mm256_set1_epi8(0x0F);
+      for (int64_t i = 0; i < n / kQKK; ++i) {
+        const Block& b = x[i];
+        _mm_prefetch(reinterpret_cast<const char*>(&b) + 2 * sizeof(Block), _MM_HINT_T0);
+        uint8_t sc[8], m[8];
+        unpack_k_scales(b.scales, sc, m);
+        // m[g/2] for the 16 bsums groups, as int16.
+        const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(m));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+        __m256i sumi[NR];
+        for (int r = 0; r < NR; ++r) sumi[r] = _mm256_setzero_si256();
+        __m256i qh;
+        if constexpr (kFiveBit) qh = load(b.qh);
+        for (int c = 0; c < 4; ++c) {
+          const __m256i q = load(b.qs + 32 * c);
+          __m256i lo = _mm256_and_si256(q, m4);
+          __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+          if constexpr (kFiveBit) {
+            lo = _mm256_or_si256(lo, fifth_bit(qh, 2 * c));
+            hi = _mm256_or_si256(hi, fifth_bit(qh, 2 * c + 1));
+          }
+          const __m256i s_lo = _mm256_set1_epi16(sc[2 * c]);
+          const __m256i s_hi = _mm256_set1_epi16(sc[2 * c + 1]);
+          for (int r = 0; r < NR; ++r) {
+            const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load(y[r][i].qs + 64 * c)), s_lo);
+            const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load(y[r][i].qs + 64 * c + 32)), s_hi);
+            sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p_lo, p_hi));
+          }
+        }
+        const float d = f16(b.d), dmin = f16(b.dmin);
+        for (int r = 0; r < NR; ++r) {
+          const __m256i summ = _mm256_madd_epi16(load(y[r][i].bsums), mins);
+          acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[r][i].d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+          acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * y[r][i].d), _mm256_cvtepi32_ps(summ), acc[r]);
+        }
+      }
+      for (int r = 0; r < NR; ++r) out[r * out_stride] = hsum(acc[r]);
+    }
+  };
+};
+
+template <int NR> using Q4_KKernel = KQuant<false>::Kernel<NR>;
+template <int NR> using Q5_KKernel = KQuant<true>::Kernel<NR>;
+}  // namespace
+
+void dot_rows_q4_k(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
+                   int64_t out_stride) {
+  dot_rows_dispatch<Q4_KKernel>(n, w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_rows_q5_k(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
+                   int64_t out_stride) {
+  dot_rows_dispatch<Q5_KKernel>(n, w, act, act_stride, n_rows, out, out_stride);
+}
+
+}  // namespace infer::kernels::avx2

@@ -1,0 +1,61 @@
+// AVX2 dot product of Q6_K weight rows with Q8_K activations (several rows at once). Codes are used
+// unsigned (0..63) in maddubs and the −32 offset is taken off once per super-block as
+// 32·Σ_g scales[g]·bsums[g], which gives the reference's integer sum exactly (§7.3).
+#include "kernels/avx2_common.h"
+#include "kernels/avx2_kernels.h"
+#include "kernels/blocks.h"
+
+namespace infer::kernels::avx2 {
+
+namespace {
+template <int NR>
+struct Q6_KKernel {
+  static void run(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, float* out,
+                  int64_t out_stride) {
+    const auto* x = static_cast<const BlockQ6_K*>(w);
+    const BlockQ8_K* y[NR];
+    for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(act + r * act_stride);
+    __m256 acc[NR];
+    for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+      const BlockQ6_K& b = x[i];
+      _mm_prefetch(reinterpret_cast<const char*>(&b) + 2 * sizeof(BlockQ6_K), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(&b) + 2 * sizeof(BlockQ6_K) + 64, _MM_HINT_T0);
+      __m256i sumi[NR];
+      for (int r = 0; r < NR; ++r) sumi[r] = _mm256_setzero_si256();
+      for (int h = 0; h < 2; ++h) {
+        const __m256i ql0 = load(b.ql + 64 * h), ql1 = load(b.ql + 64 * h + 32);
+        const __m256i qh = load(b.qh + 32 * h);
+        for (int g = 0; g < 4; ++g) {
+          const __m256i ql = (g % 2) ? ql1 : ql0;
+          const __m256i low4 = (g / 2) ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4) : _mm256_and_si256(ql, m4);
+          const __m256i high2 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), m2);
+          const __m256i code = _mm256_or_si256(low4, _mm256_slli_epi16(high2, 4));
+          const int s = 8 * h + 2 * g;  // scale of elements 0..15 of this 32; s+1 for 16..31
+          const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(b.scales[s + 1]), _mm_set1_epi16(b.scales[s]));
+          for (int r = 0; r < NR; ++r) {
+            const __m256i p = _mm256_maddubs_epi16(code, load(y[r][i].qs + 128 * h + 32 * g));
+            sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, scale));
+          }
+        }
+      }
+      const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+      const float d = f16(b.d);
+      for (int r = 0; r < NR; ++r) {
+        const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(load(y[r][i].bsums), scales16), 5);
+        const __m256i total = _mm256_sub_epi32(sumi[r], offset);
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[r][i].d), _mm256_cvtepi32_ps(total), acc[r]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) out[r * out_stride] = hsum(acc[r]);
+  }
+};
+}  // namespace
+
+void dot_rows_q6_k(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
+                   int64_t out_stride) {
+  dot_rows_dispatch<Q6_KKernel>(n, w, act, act_stride, n_rows, out, out_stride);
+}
+
+}  // namespace infer::kernels::avx2

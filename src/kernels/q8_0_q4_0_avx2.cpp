@@ -1,0 +1,76 @@
+// AVX2 dot products of Q8_0 and Q4_0 weight rows with Q8_0 activations (several rows at once).
+// Both formats decode a block to 32 signed codes; the product uses maddubs on |w| and sign(y, w).
+#include "kernels/avx2_common.h"
+#include "kernels/avx2_kernels.h"
+#include "kernels/blocks.h"
+
+namespace infer::kernels::avx2 {
+
+namespace {
+struct DecodeQ8_0 {
+  using Block = BlockQ8_0;
+  static __m256i codes(const Block& b) { return load(b.qs); }
+};
+
+struct DecodeQ4_0 {
+  using Block = BlockQ4_0;
+  static __m256i codes(const Block& b) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+    return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
+  }
+};
+
+// Blocks alternate between two accumulators per row (halves the FMA dependency chain); the row's
+// result is hsum(acc0 + acc1).
+template <class Decode>
+struct Q8Act {
+  template <int NR>
+  struct Kernel {
+    static void run(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, float* out,
+                    int64_t out_stride) {
+      const auto* x = static_cast<const typename Decode::Block*>(w);
+      const BlockQ8_0* y[NR];
+      for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_0*>(act + r * act_stride);
+      const __m256i ones = _mm256_set1_epi16(1);
+      __m256 acc0[NR], acc1[NR];
+      for (int r = 0; r < NR; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+      const int64_t nb = n / kQK0;
+      auto block = [&](int64_t b, __m256* acc) {
+        const __m256i wq = Decode::codes(x[b]);
+        const __m256i wabs = _mm256_sign_epi8(wq, wq);
+        const float dw = f16(x[b].d);
+        for (int r = 0; r < NR; ++r) {
+          const __m256i ys = _mm256_sign_epi8(load(y[r][b].qs), wq);
+          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
+          const __m256 d = _mm256_set1_ps(dw * f16(y[r][b].d));
+          acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[r]);
+        }
+      };
+      int64_t b = 0;
+      for (; b + 1 < nb; b += 2) {
+        _mm_prefetch(reinterpret_cast<const char*>(&x[b]) + 512, _MM_HINT_T0);
+        block(b, acc0);
+        block(b + 1, acc1);
+      }
+      if (b < nb) block(b, acc0);
+      for (int r = 0; r < NR; ++r) out[r * out_stride] = hsum(_mm256_add_ps(acc0[r], acc1[r]));
+    }
+  };
+};
+
+template <int NR> using Q8_0Kernel = Q8Act<DecodeQ8_0>::Kernel<NR>;
+template <int NR> using Q4_0Kernel = Q8Act<DecodeQ4_0>::Kernel<NR>;
+}  // namespace
+
+void dot_rows_q8_0(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
+                   int64_t out_stride) {
+  dot_rows_dispatch<Q8_0Kernel>(n, w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_rows_q4_0(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
+                   int64_t out_stride) {
+  dot_rows_dispatch<Q4_0Kernel>(n, w, act, act_stride, n_rows, out, out_stride);
+}
+
+}  // namespace infer::kernels::avx2
