@@ -1,0 +1,43 @@
+// ForwardHarness (forward_harness.h).
+#include "forward_harness.h"
+
+#include <algorithm>
+
+namespace infer::test {
+
+ForwardHarness::ForwardHarness(const model::Model& m, int n_threads, int n_seqs, int max_tokens, int max_rows,
+                               int page_tokens)
+    : model_(m), next_pos_(size_t(n_seqs), 0) {
+  const int pages_per_seq = (max_tokens + page_tokens - 1) / page_tokens;
+  const int n_pages = pages_per_seq * n_seqs;
+  pool_ = std::make_unique<kernels::ThreadPool>(n_threads);
+  kv_ = std::make_unique<model::KvPool>(m.hparams(), page_tokens, n_pages);
+  forward_ = std::make_unique<model::Forward>(m, *pool_, max_rows);
+  // Scramble: page i of sequence s is pool page (i * n_seqs + s) reversed, so no sequence is contiguous.
+  tables_.resize(size_t(n_seqs));
+  for (int s = 0; s < n_seqs; ++s) {
+    for (int i = 0; i < pages_per_seq; ++i) tables_[size_t(s)].push_back(n_pages - 1 - (i * n_seqs + s));
+  }
+}
+
+std::vector<std::vector<float>> ForwardHarness::feed(const std::vector<Chunk>& chunks) {
+  model::Batch batch;
+  for (const auto& table : tables_) batch.seqs.push_back({table.data(), int(table.size())});
+  for (const Chunk& c : chunks) {
+    for (int32_t t : c.tokens) batch.rows.push_back({c.seq, next_pos_[size_t(c.seq)]++, t, true});
+  }
+  const int n_vocab = model_.hparams().n_vocab;
+  std::vector<float> flat(batch.rows.size() * size_t(n_vocab));
+  forward_->run(batch, *kv_, flat.data());
+  std::vector<std::vector<float>> out(batch.rows.size());
+  for (size_t r = 0; r < out.size(); ++r) {
+    out[r].assign(flat.begin() + long(r * n_vocab), flat.begin() + long((r + 1) * n_vocab));
+  }
+  return out;
+}
+
+int32_t argmax(const std::vector<float>& logits) {
+  return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+}  // namespace infer::test

@@ -1,0 +1,47 @@
+// Test harness around model::Forward: sequences with private page tables in one KV pool, fed in
+// batches of rows, returning every row's logits. Pages are handed out in a scrambled order so that
+// tests exercise the page-table indirection rather than a contiguous cache.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/thread_pool.h"
+#include "model/kv_pool.h"
+#include "model/model.h"
+
+namespace infer::test {
+
+class ForwardHarness {
+ public:
+  // Room for `n_seqs` sequences of up to `max_tokens` tokens each; pages of `page_tokens` tokens.
+  ForwardHarness(const model::Model& m, int n_threads, int n_seqs, int max_tokens, int max_rows = 512,
+                 int page_tokens = 16);
+
+  struct Chunk {
+    int seq;
+    std::vector<int32_t> tokens;  // fed at the sequence's next positions
+  };
+  // Runs all chunks as one batch (rows in chunk order); returns n_vocab logits per row, in row order.
+  std::vector<std::vector<float>> feed(const std::vector<Chunk>& chunks);
+  // Shorthand for one sequence.
+  std::vector<std::vector<float>> feed(int seq, const std::vector<int32_t>& tokens) { return feed({{seq, tokens}}); }
+
+  int position(int seq) const { return next_pos_[size_t(seq)]; }
+  model::Forward& forward() { return *forward_; }
+  model::KvPool& kv() { return *kv_; }
+  const std::vector<int32_t>& page_table(int seq) const { return tables_[size_t(seq)]; }
+
+ private:
+  const model::Model& model_;
+  std::unique_ptr<kernels::ThreadPool> pool_;
+  std::unique_ptr<model::KvPool> kv_;
+  std::unique_ptr<model::Forward> forward_;
+  std::vector<std::vector<int32_t>> tables_;
+  std::vector<int> next_pos_;
+};
+
+// Index of the largest logit (first one on ties).
+int32_t argmax(const std::vector<float>& logits);
+
+}  // namespace infer::test

@@ -1,0 +1,160 @@
+// ReferenceForward (reference_forward.h): plain loops in double, one function, top to bottom.
+#include "reference_forward.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/quant.h"
+
+namespace infer::test {
+namespace {
+
+std::vector<float> copy_vec(const float* p, int64_t n) { return p ? std::vector<float>(p, p + n) : std::vector<float>{}; }
+
+// y = x / sqrt(mean(x²) + eps) * w, in double.
+void rmsnorm(std::vector<double>& x, size_t off, size_t n, const std::vector<float>& w, double eps) {
+  double ss = 0;
+  for (size_t i = 0; i < n; ++i) ss += x[off + i] * x[off + i];
+  const double r = 1.0 / std::sqrt(ss / double(n) + eps);
+  for (size_t i = 0; i < n; ++i) x[off + i] = x[off + i] * r * w[i];
+}
+
+}  // namespace
+
+ReferenceForward::Matrix ReferenceForward::dequantize(const kernels::WeightMatrix& w) {
+  Matrix m;
+  m.n_in = w.n_in;
+  m.n_out = w.n_out;
+  m.w.resize(size_t(w.n_in * w.n_out));
+  for (int64_t r = 0; r < w.n_out; ++r) {
+    kernels::dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + uint64_t(r) * w.row_bytes,
+                            &m.w[size_t(r * w.n_in)], w.n_in);
+  }
+  return m;
+}
+
+std::vector<double> ReferenceForward::matvec(const Matrix& m, const std::vector<double>& x) {
+  std::vector<double> y(size_t(m.n_out));
+  for (int64_t o = 0; o < m.n_out; ++o) {
+    const float* row = &m.w[size_t(o * m.n_in)];
+    double acc = 0;
+    for (int64_t i = 0; i < m.n_in; ++i) acc += double(row[i]) * x[size_t(i)];
+    y[size_t(o)] = acc;
+  }
+  return y;
+}
+
+ReferenceForward::ReferenceForward(const model::Model& m) : hp_(m.hparams()) {
+  token_embd_ = dequantize(m.token_embd());
+  output_ = dequantize(m.output());
+  output_norm_ = copy_vec(m.output_norm(), hp_.n_embd);
+  output_bias_ = copy_vec(m.output_bias(), hp_.n_vocab);
+  rope_freqs_ = copy_vec(m.rope_freqs(), hp_.n_rot / 2);
+  for (const model::LayerWeights& L : m.layers()) {
+    Layer r;
+    r.attn_norm = copy_vec(L.attn_norm, hp_.n_embd);
+    r.ffn_norm = copy_vec(L.ffn_norm, hp_.n_embd);
+    r.bq = copy_vec(L.bq, hp_.q_dim());
+    r.bk = copy_vec(L.bk, hp_.kv_dim());
+    r.bv = copy_vec(L.bv, hp_.kv_dim());
+    r.q_norm = copy_vec(L.q_norm, hp_.head_dim);
+    r.k_norm = copy_vec(L.k_norm, hp_.head_dim);
+    r.wq = dequantize(L.wq);
+    r.wk = dequantize(L.wk);
+    r.wv = dequantize(L.wv);
+    r.wo = dequantize(L.wo);
+    r.gate = dequantize(L.w_gate);
+    r.up = dequantize(L.w_up);
+    r.down = dequantize(L.w_down);
+    layers_.push_back(std::move(r));
+  }
+}
+
+std::vector<std::vector<float>> ReferenceForward::run(const std::vector<int32_t>& tokens) const {
+  const size_t E = size_t(hp_.n_embd), HD = size_t(hp_.head_dim);
+  const size_t n_head = size_t(hp_.n_head), n_kv = size_t(hp_.n_kv_head), n_gqa = n_head / n_kv;
+  const double eps = hp_.rms_eps;
+  // cache[layer][pos] = K or V row (kv_dim doubles)
+  std::vector<std::vector<std::vector<double>>> kcache(layers_.size()), vcache(layers_.size());
+  std::vector<std::vector<float>> all_logits;
+
+  auto rope = [&](std::vector<double>& v, size_t off, int pos) {
+    const size_t half = size_t(hp_.n_rot) / 2;
+    for (size_t i = 0; i < half; ++i) {
+      double theta = double(pos) * std::pow(double(hp_.rope_freq_base), -2.0 * double(i) / double(hp_.n_rot));
+      if (!rope_freqs_.empty()) theta /= rope_freqs_[i];
+      theta *= hp_.rope_freq_scale;
+      const size_t a = hp_.rope_neox ? off + i : off + 2 * i;
+      const size_t b = hp_.rope_neox ? off + i + half : off + 2 * i + 1;
+      const double x0 = v[a], x1 = v[b];
+      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
+      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+    }
+  };
+  auto add = [](std::vector<double>& y, const std::vector<float>& b) {
+    for (size_t i = 0; i < b.size(); ++i) y[i] += b[i];
+  };
+
+  for (size_t pos = 0; pos < tokens.size(); ++pos) {
+    std::vector<double> x(E);
+    for (size_t i = 0; i < E; ++i) x[i] = token_embd_.w[size_t(tokens[pos]) * E + i];
+
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const Layer& L = layers_[l];
+      // attention rmsnorm
+      std::vector<double> h = x;
+      rmsnorm(h, 0, E, L.attn_norm, eps);
+      // qkv matmuls, biases
+      std::vector<double> q = matvec(L.wq, h), k = matvec(L.wk, h), v = matvec(L.wv, h);
+      add(q, L.bq);
+      add(k, L.bk);
+      add(v, L.bv);
+      // q/k norm (qwen3), RoPE
+      if (!L.q_norm.empty()) {
+        for (size_t hh = 0; hh < n_head; ++hh) rmsnorm(q, hh * HD, HD, L.q_norm, eps);
+        for (size_t hh = 0; hh < n_kv; ++hh) rmsnorm(k, hh * HD, HD, L.k_norm, eps);
+      }
+      for (size_t hh = 0; hh < n_head; ++hh) rope(q, hh * HD, int(pos));
+      for (size_t hh = 0; hh < n_kv; ++hh) rope(k, hh * HD, int(pos));
+      kcache[l].push_back(k);
+      vcache[l].push_back(v);
+      // causal GQA attention over positions 0..pos
+      std::vector<double> att(q.size(), 0.0);
+      for (size_t hh = 0; hh < n_head; ++hh) {
+        const size_t kvo = (hh / n_gqa) * HD;
+        std::vector<double> score(pos + 1);
+        double max = -1e300;
+        for (size_t j = 0; j <= pos; ++j) {
+          double dot = 0;
+          for (size_t d = 0; d < HD; ++d) dot += q[hh * HD + d] * kcache[l][j][kvo + d];
+          score[j] = dot / std::sqrt(double(HD));
+          max = std::max(max, score[j]);
+        }
+        double sum = 0;
+        for (double& s : score) sum += (s = std::exp(s - max));
+        for (size_t j = 0; j <= pos; ++j) {
+          for (size_t d = 0; d < HD; ++d) att[hh * HD + d] += score[j] / sum * vcache[l][j][kvo + d];
+        }
+      }
+      // output projection, residual
+      const std::vector<double> o = matvec(L.wo, att);
+      for (size_t i = 0; i < E; ++i) x[i] += o[i];
+      // ffn rmsnorm, SwiGLU, residual
+      h = x;
+      rmsnorm(h, 0, E, L.ffn_norm, eps);
+      std::vector<double> g = matvec(L.gate, h);
+      const std::vector<double> u = matvec(L.up, h);
+      for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+      const std::vector<double> dn = matvec(L.down, g);
+      for (size_t i = 0; i < E; ++i) x[i] += dn[i];
+    }
+    // final rmsnorm, classifier
+    rmsnorm(x, 0, E, output_norm_, eps);
+    std::vector<double> logits = matvec(output_, x);
+    add(logits, output_bias_);
+    all_logits.emplace_back(logits.begin(), logits.end());
+  }
+  return all_logits;
+}
+
+}  // namespace infer::test
