@@ -32,6 +32,7 @@ void read_id(const gguf::File& file, std::string_view key, int n_vocab, TokenId&
                             ? static_cast<int64_t>(std::min<uint64_t>(v->as_uint(), INT64_MAX))
                             : v->as_int();
   if (value < 0 || value >= n_vocab) {
+    if (value == UINT32_MAX) return;  // converters write 0xFFFFFFFF for "none": not worth a warning
     warn(std::string(key) + " = " + std::to_string(value) + " is not a token id (n_vocab " +
          std::to_string(n_vocab) + "); ignored");
     return;
