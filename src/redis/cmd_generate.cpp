@@ -13,13 +13,13 @@
 #include <unordered_map>
 
 #include "redis/args.h"
-#include "redis/chat_prompt.h"
 #include "redis/commands.h"
 #include "redis/models.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
 #include "redis/stream_writer.h"
 #include "redis/token_keys.h"
+#include "tokenizer/chat_template.h"
 
 namespace infer::redis {
 namespace {
@@ -280,10 +280,16 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, const Load
       return "prompt of " + std::to_string(req->prompt_ids.size()) + " tokens plus MAXTOKENS " +
              std::to_string(a.max_tokens) + " exceeds the context of " + std::to_string(m.engine->options().context);
   } else if (!a.chat.empty()) {
-    std::vector<std::pair<std::string, std::string>> messages;
-    for (const auto& [role, text] : a.chat) messages.emplace_back(str(role), str(text));
-    std::string err;
-    if (!render_chat(tok, messages, &req->prompt_text, &err)) return "CHAT: " + err;
+    if (tok.chat_template().empty()) return "CHAT: the model has no chat template; use PROMPT";
+    auto family = tokenizer::detect_chat_family(tok.chat_template());
+    if (!family) return "CHAT: the model's chat template is of an unknown family; use PROMPT";
+    std::vector<tokenizer::ChatMessage> messages;
+    for (const auto& [role, text] : a.chat) messages.push_back({str(role), str(text)});
+    try {
+      req->prompt_text = tokenizer::apply_chat_template(*family, messages, /*add_generation_prompt=*/true);
+    } catch (const std::invalid_argument& e) {
+      return std::string("CHAT: ") + e.what();
+    }
   } else {
     req->prompt_text = str(a.prompt);  // tokenised by the engine, off the main thread
   }

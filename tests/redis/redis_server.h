@@ -1,0 +1,93 @@
+// Test helper: a real redis-server with the redis_infer module on a free loopback port, plus small
+// clients (hiredis for RESP2, a raw-socket reader for RESP3, since hiredis 0.14 cannot parse RESP3).
+// Reusable by any layer's tests (link infer_redis_test_support).
+//
+// The server is started in the constructor (waits for PING with a timeout; throws with the server log
+// on failure) and stopped in the destructor (SIGTERM, then SIGKILL after a timeout). Each server gets
+// its own temporary directory for its log and data files.
+#pragma once
+#include <hiredis/hiredis.h>
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace infer::test {
+
+struct RedisServerOptions {
+  std::vector<std::string> module_args;  // after the .so path on --loadmodule
+  std::vector<std::string> server_args;  // extra redis-server arguments, e.g. {"--maxmemory", "1mb"}
+  std::string module_path;               // default: redis_module_path()
+  bool load_module = true;
+  int start_timeout_ms = 10000;
+};
+
+// $INFER_BUILD_DIR/src/redis/redis_infer.so, else the path compiled in.
+std::string redis_module_path();
+// models_dir()/stories260K.gguf
+std::string stories_model_path();
+
+struct RedisFree {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+struct ReplyFree {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using RedisConn = std::unique_ptr<redisContext, RedisFree>;
+using Reply = std::unique_ptr<redisReply, ReplyFree>;
+
+class RedisServer {
+ public:
+  explicit RedisServer(RedisServerOptions opts = {});
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  int port() const { return port_; }
+  const std::string& dir() const { return dir_; }
+  // A new RESP2 connection with a read timeout (default 30 s); throws when it cannot connect.
+  RedisConn connect(int timeout_ms = 30000) const;
+  // True while the process is running.
+  bool alive() const;
+  std::string log() const;
+
+ private:
+  void start(const RedisServerOptions& opts);
+  void stop();
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string dir_;
+};
+
+// Sends argv (binary safe) and returns the reply; null on I/O error or timeout.
+Reply command(redisContext* c, const std::vector<std::string>& argv);
+// Convenience for assertions: the reply as text ("(error) ...", "(nil)", integers, arrays as [a, b]).
+std::string show(const redisReply* r);
+
+// A parsed RESP3 value (type is the RESP3 type byte: + - : $ * % ~ , # _ = ( > |).
+struct Resp3Value {
+  char type = 0;
+  std::string str;        // simple/bulk/verbatim strings, errors, big numbers, doubles as text
+  long long integer = 0;  // ':' and '#' (1/0)
+  std::vector<Resp3Value> elems;  // arrays, sets, pushes; maps as k1, v1, k2, v2 ...
+};
+
+// A minimal RESP3 client over a raw socket: sends HELLO 3 on connect, then commands in argv form.
+class Resp3Client {
+ public:
+  Resp3Client(int port, int timeout_ms = 30000);
+  ~Resp3Client();
+  Resp3Value call(const std::vector<std::string>& argv);  // throws on I/O error, timeout or bad protocol
+
+ private:
+  char next();
+  std::string line();
+  Resp3Value read_value();
+  int fd_ = -1;
+  int timeout_ms_;
+  std::string buf_;
+  size_t pos_ = 0;
+};
+
+}  // namespace infer::test

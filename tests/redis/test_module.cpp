@@ -1,0 +1,129 @@
+// Module loading, configs, model registry commands, INFO and STATS against a real redis-server.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "redis/redis_server.h"
+#include "support/data_dirs.h"
+
+namespace infer::test {
+namespace {
+
+class ModuleTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new RedisServer({.module_args = {"MODEL", "stories", stories_model_path(), "MODEL-DIR", models_dir(),
+                                               "QUEUE", "8"}});
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    INFER_REQUIRE_DIR(models_dir());
+    c_ = server_->connect();
+  }
+  std::string run(const std::vector<std::string>& argv) { return show(command(c_.get(), argv).get()); }
+
+  static RedisServer* server_;
+  RedisConn c_;
+};
+RedisServer* ModuleTest::server_ = nullptr;
+
+TEST_F(ModuleTest, ListsAndDescribesStartupModel) {
+  EXPECT_EQ(run({"INFER.MODELS"}), "[stories]");
+  Reply r = command(c_.get(), {"INFER.INFO", "stories"});
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  std::string s = show(r.get());
+  EXPECT_NE(s.find("n_vocab, 512"), std::string::npos) << s;
+  EXPECT_NE(s.find("queue_depth, 8"), std::string::npos) << s;
+  EXPECT_EQ(run({"INFER.INFO", "nope"}), "(error) ERR unknown model 'nope'");
+}
+
+TEST_F(ModuleTest, ConfigsAreVisibleAndSettable) {
+  EXPECT_EQ(run({"CONFIG", "GET", "infer.queue-depth"}), "[infer.queue-depth, 8]");
+  EXPECT_EQ(run({"CONFIG", "SET", "infer.timeout-ms", "1234"}), "OK");
+  EXPECT_EQ(run({"CONFIG", "GET", "infer.timeout-ms"}), "[infer.timeout-ms, 1234]");
+  EXPECT_EQ(run({"CONFIG", "SET", "infer.timeout-ms", "60000"}), "OK");
+  EXPECT_NE(run({"CONFIG", "SET", "infer.queue-depth", "0"}).find("(error)"), std::string::npos);
+  // The model directory bounds INFER.LOAD: immutable at run time.
+  EXPECT_NE(run({"CONFIG", "SET", "infer.model-dir", "/"}).find("(error)"), std::string::npos);
+}
+
+TEST_F(ModuleTest, LoadOnlyInsideModelDir) {
+  EXPECT_NE(run({"INFER.LOAD", "x", "/etc/passwd"}).find("outside the model directory"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "x", "../../../etc/passwd"}).find("outside the model directory"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "x", "missing.gguf"}).find("not found"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "x", "README.md"}).find("cannot load model 'x'"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "stories", "stories260K.gguf"}).find("already loaded"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "y", "stories260K.gguf", "BOGUS", "1"}).find("unknown option"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "y", "stories260K.gguf", "QUEUE", "zero"}).find("QUEUE must be"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "y"}).find("wrong number"), std::string::npos);
+}
+
+TEST_F(ModuleTest, LoadUseUnload) {
+  EXPECT_EQ(run({"INFER.LOAD", "second", "stories260K.gguf", "QUEUE", "4", "CONTEXT", "256"}), "OK");
+  EXPECT_EQ(run({"INFER.MODELS"}), "[second, stories]");
+  EXPECT_NE(show(command(c_.get(), {"INFER.INFO", "second"}).get()).find("context, 256"), std::string::npos);
+  EXPECT_EQ(run({"INFER.GENERATE", "second", "PROMPT", "Once", "MAXTOKENS", "4", "TEMP", "0"}),
+            run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "4", "TEMP", "0"}));
+  EXPECT_EQ(run({"INFER.UNLOAD", "second"}), "OK");
+  EXPECT_EQ(run({"INFER.UNLOAD", "second"}), "(error) ERR unknown model 'second'");
+  EXPECT_EQ(run({"INFER.MODELS"}), "[stories]");
+}
+
+TEST_F(ModuleTest, UnloadWhileGeneratingLetsRequestFinish) {
+  ASSERT_EQ(run({"INFER.LOAD", "temp", "stories260K.gguf"}), "OK");
+  RedisConn other = server_->connect();
+  redisAppendCommand(other.get(), "INFER.GENERATE temp PROMPT Once MAXTOKENS 200 TEMP 0");
+  int done = 0;
+  ASSERT_EQ(redisBufferWrite(other.get(), &done), REDIS_OK);
+  EXPECT_EQ(run({"INFER.UNLOAD", "temp"}), "OK");
+  void* raw = nullptr;
+  ASSERT_EQ(redisGetReply(other.get(), &raw), REDIS_OK);
+  Reply r(static_cast<redisReply*>(raw));
+  EXPECT_EQ(r->type, REDIS_REPLY_STRING) << show(r.get());
+  EXPECT_EQ(run({"PING"}), "PONG");
+}
+
+TEST_F(ModuleTest, InfoSectionAndStats) {
+  run({"INFER.GENERATE", "stories", "PROMPT", "Hi", "MAXTOKENS", "3"});
+  std::string info = run({"INFO", "infer"});
+  for (const char* f : {"infer_queued:", "infer_running:", "infer_completed:", "infer_rejected:", "infer_timeouts:",
+                        "infer_cancelled:", "infer_tokens_generated:", "infer_tokens_per_second:",
+                        "infer_prefix_cache_hit_rate:", "infer_kv_pages_used:", "infer_model_stories:",
+                        "infer_max_main_thread_stall_us:"})
+    EXPECT_NE(info.find(f), std::string::npos) << f << "\n" << info;
+  std::string stats = run({"INFER.STATS"});
+  EXPECT_NE(stats.find("max_main_thread_stall_us"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("infer.generate"), std::string::npos) << stats;
+  EXPECT_NE(run({"INFER.STATS", "stories"}).find("tokens_generated"), std::string::npos);
+  EXPECT_EQ(run({"INFER.STATS", "nope"}), "(error) ERR unknown model 'nope'");
+}
+
+TEST_F(ModuleTest, CommandInfoDeclaresKeySpecs) {
+  std::string s = run({"COMMAND", "INFO", "infer.tokenize"});
+  EXPECT_NE(s.find("STORE"), std::string::npos) << s;
+  EXPECT_EQ(run({"COMMAND", "GETKEYS", "INFER.TOKENIZE", "m", "text", "NOBOS", "STORE", "k1"}), "[k1]");
+  EXPECT_EQ(run({"COMMAND", "GETKEYS", "INFER.DETOKENIZE", "m", "KEY", "k2"}), "[k2]");
+  EXPECT_EQ(run({"COMMAND", "GETKEYS", "INFER.GENERATE", "m", "TOKENS", "a", "b", "PROMPT", "x", "STREAM", "s"}),
+            "[a, b, s]");
+}
+
+TEST(ModuleLoad, BadArgumentsRefuseToStart) {
+  EXPECT_THROW(RedisServer({.module_args = {"QUEUE", "-1"}, .start_timeout_ms = 5000}), std::runtime_error);
+  EXPECT_THROW(RedisServer({.module_args = {"NOSUCH", "1"}, .start_timeout_ms = 5000}), std::runtime_error);
+  EXPECT_THROW(RedisServer({.module_args = {"MODEL", "m", "/nonexistent.gguf"}, .start_timeout_ms = 5000}),
+               std::runtime_error);
+}
+
+TEST(ModuleLoad, LoadDisabledWithoutModelDir) {
+  RedisServer server;
+  RedisConn c = server.connect();
+  EXPECT_NE(show(command(c.get(), {"INFER.LOAD", "x", stories_model_path()}).get()).find("INFER.LOAD is disabled"),
+            std::string::npos);
+  EXPECT_EQ(show(command(c.get(), {"INFER.MODELS"}).get()), "[]");
+}
+
+}  // namespace
+}  // namespace infer::test
