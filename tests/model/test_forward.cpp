@@ -1,0 +1,243 @@
+// model::Forward: against the scalar reference forward pass, invariant 7 (a row's logits are bitwise
+// the same however it is batched, chunked or threaded), output selection, and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "forward_harness.h"
+#include "kernels/matmul.h"
+#include "model/model.h"
+#include "reference_data.h"
+#include "reference_forward.h"
+#include "support/data_dirs.h"
+
+namespace infer::test {
+namespace {
+
+std::vector<int32_t> first(const std::vector<int32_t>& v, size_t n) {
+  return {v.begin(), v.begin() + long(std::min(n, v.size()))};
+}
+
+// Tokens of the reference's long prompt plus its continuation: real text for stories260K.
+std::vector<int32_t> sample_tokens(const std::string& model_name, size_t n) {
+  const auto recs = load_reference(model_name);
+  std::vector<int32_t> t = recs.at(5).prompt_ids;
+  t.insert(t.end(), recs.at(5).greedy_ids.begin(), recs.at(5).greedy_ids.end());
+  return first(t, n);
+}
+
+double stddev(const std::vector<float>& v) {
+  double mean = 0, var = 0;
+  for (float x : v) mean += x;
+  mean /= double(v.size());
+  for (float x : v) var += (x - mean) * (x - mean);
+  return std::sqrt(var / double(v.size()));
+}
+
+// ---------------- (b) optimised forward vs the scalar reference ----------------
+
+class MatchesReferenceForward : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MatchesReferenceForward, LogitsWithinTolerance) {
+  INFER_REQUIRE_DIR(reference_dir());
+  const std::string name = GetParam();
+  const auto model = model::Model::load(reference_model_path(name));
+  const auto tokens = sample_tokens(name, 40);
+  const auto want = ReferenceForward(*model).run(tokens);
+
+  ForwardHarness h(*model, 2, 1, 64);
+  auto got = h.feed(0, first(tokens, 30));  // a prefill batch, then decode steps
+  for (size_t i = 30; i < tokens.size(); ++i) got.push_back(h.feed(0, {tokens[i]})[0]);
+
+  const double tol = tolerance_factor(name) * stddev(want.back());
+  double worst = 0;
+  for (size_t p = 0; p < tokens.size(); ++p) {
+    for (size_t j = 0; j < want[p].size(); ++j) worst = std::max(worst, double(std::abs(got[p][j] - want[p][j])));
+  }
+  std::printf("[vs reference forward] %-20s max diff/sigma %.5f\n", name.c_str(), worst / (tol / tolerance_factor(name)));
+  EXPECT_LE(worst, tol);
+}
+
+INSTANTIATE_TEST_SUITE_P(ReferenceModels, MatchesReferenceForward, ::testing::ValuesIn(reference_model_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string s = info.param;
+                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return s;
+                         });
+
+// ---------------- (c) invariant 7 ----------------
+
+// Logits of every row of sequence 0 fed as `chunks` (sizes of consecutive batches), optionally with a
+// second sequence's rows in the same batches, on `n_threads` threads.
+std::vector<std::vector<float>> run_sequence(const model::Model& m, const std::vector<int32_t>& tokens,
+                                             const std::vector<size_t>& chunks, int n_threads,
+                                             const std::vector<int32_t>* other = nullptr) {
+  ForwardHarness h(m, n_threads, 2, int(tokens.size() + (other ? other->size() : 0)) + 1, 512, 16);
+  std::vector<std::vector<float>> out;
+  size_t at = 0, other_at = 0;
+  for (size_t c : chunks) {
+    std::vector<ForwardHarness::Chunk> batch;
+    if (other && other_at < other->size()) {
+      // The other sequence's rows go first, so ours sit at a different place in the batch.
+      const size_t n = std::min<size_t>(c + 3, other->size() - other_at);
+      batch.push_back({1, {other->begin() + long(other_at), other->begin() + long(other_at + n)}});
+      other_at += n;
+    }
+    batch.push_back({0, {tokens.begin() + long(at), tokens.begin() + long(at + c)}});
+    at += c;
+    auto logits = h.feed(batch);
+    const size_t skip = batch.size() == 2 ? batch[0].tokens.size() : 0;
+    out.insert(out.end(), logits.begin() + long(skip), logits.end());
+  }
+  return out;
+}
+
+void expect_bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
+                          const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t r = 0; r < a.size(); ++r) {
+    ASSERT_EQ(0, std::memcmp(a[r].data(), b[r].data(), a[r].size() * sizeof(float))) << what << ": row " << r;
+  }
+}
+
+class Invariant7 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Invariant7, RowLogitsBitwiseIndependentOfBatchingChunkingAndThreads) {
+  INFER_REQUIRE_DIR(reference_dir());
+  const std::string name = GetParam();
+  const auto model = model::Model::load(reference_model_path(name));
+  const auto tokens = sample_tokens(name, 60);
+  std::vector<int32_t> other = load_reference(name).at(2).prompt_ids;
+  other.insert(other.end(), tokens.begin(), tokens.begin() + 40);
+
+  // Baseline: prefill 50 rows in one batch, then 10 decode steps; one thread.
+  std::vector<size_t> prefill_then_decode{50};
+  for (int i = 0; i < 10; ++i) prefill_then_decode.push_back(1);
+  const auto alone = run_sequence(*model, tokens, prefill_then_decode, 1);
+
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, prefill_then_decode, 2), "2 threads");
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, prefill_then_decode, 1, &other), "batched with another sequence");
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, prefill_then_decode, 2, &other),
+                       "batched with another sequence, 2 threads");
+  std::vector<size_t> chunked{7, 1, 20, 22};
+  for (int i = 0; i < 10; ++i) chunked.push_back(1);
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, chunked, 1), "prefill in chunks 7+1+20+22");
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, std::vector<size_t>(60, 1), 2), "token by token");
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, {60}, 2, &other), "all in one batch");
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Invariant7,
+                         ::testing::Values("stories260K", "tiny-llama-q8_0", "tiny-llama-q4_k_m", "tiny-qwen2-f16",
+                                           "tiny-qwen3-q4_k_m"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string s = info.param;
+                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return s;
+                         });
+
+// ---------------- outputs ----------------
+
+class ForwardOutputs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    INFER_REQUIRE_DIR(models_dir());
+    model_ = model::Model::load(models_dir() + "/stories260K.gguf");
+  }
+  std::unique_ptr<model::Model> model_;
+};
+
+TEST_F(ForwardOutputs, OnlyRowsThatWantLogitsAreWrittenInRowOrder) {
+  const std::vector<int32_t> a{1, 403, 407, 261}, b{1, 385, 410};
+  ForwardHarness ref(*model_, 1, 2, 16);
+  const auto all = ref.feed({{0, a}, {1, b}});  // every row's logits
+
+  kernels::ThreadPool pool(1);
+  model::KvPool kv(model_->hparams(), 16, 4);
+  model::Forward fwd(*model_, pool, 16);
+  const int32_t pages_a[] = {0}, pages_b[] = {3};
+  model::Batch batch;
+  batch.seqs = {{pages_a, 1}, {pages_b, 1}};
+  for (int i = 0; i < 4; ++i) batch.rows.push_back({0, i, a[size_t(i)], i == 3});
+  for (int i = 0; i < 3; ++i) batch.rows.push_back({1, i, b[size_t(i)], i == 1});
+  const int V = model_->hparams().n_vocab;
+  std::vector<float> logits(2 * size_t(V), -1.f), hidden(2 * size_t(model_->hparams().n_embd));
+  fwd.run(batch, kv, logits.data(), hidden.data());
+  EXPECT_EQ(0, std::memcmp(logits.data(), all[3].data(), size_t(V) * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(logits.data() + V, all[5].data(), size_t(V) * sizeof(float)));
+
+  // The hidden state is the classifier's input: output · hidden gives the same logits.
+  std::vector<float> again(2 * size_t(V));
+  kernels::matmul_ref(model_->output(), hidden.data(), 2, model_->hparams().n_embd, again.data(), V);
+  for (size_t i = 0; i < again.size(); ++i) EXPECT_NEAR(again[i], logits[i], 1e-4f) << i;
+}
+
+TEST_F(ForwardOutputs, HiddenOnlyNeedsNoLogitsBuffer) {
+  kernels::ThreadPool pool(1);
+  model::KvPool kv(model_->hparams(), 16, 1);
+  model::Forward fwd(*model_, pool, 4);
+  const int32_t pages[] = {0};
+  model::Batch batch{{{0, 0, 1, true}}, {{pages, 1}}};
+  std::vector<float> hidden(size_t(model_->hparams().n_embd), 0.f);
+  fwd.run(batch, kv, nullptr, hidden.data());
+  double ss = 0;
+  for (float x : hidden) ss += double(x) * x;
+  EXPECT_GT(ss, 0.0);
+}
+
+// ---------------- (d) bad input ----------------
+
+class ForwardBadInput : public ForwardOutputs {
+ protected:
+  std::string run_error(model::BatchRow row, int n_pages = 1, int max_rows = 4, int rows = 1) {
+    kernels::ThreadPool pool(1);
+    model::KvPool kv(model_->hparams(), 16, 2);
+    model::Forward fwd(*model_, pool, max_rows);
+    std::vector<int32_t> pages(size_t(n_pages), 0);
+    model::Batch batch;
+    batch.seqs = {{pages.data(), n_pages}};
+    for (int i = 0; i < rows; ++i) batch.rows.push_back(row);
+    std::vector<float> logits(size_t(rows) * size_t(model_->hparams().n_vocab));
+    try {
+      fwd.run(batch, kv, logits.data());
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+TEST_F(ForwardBadInput, TokenIdOutOfRangeIsAClearError) {
+  EXPECT_NE(run_error({0, 0, 512, true}).find("token id 512 out of range [0, 512)"), std::string::npos);
+  EXPECT_NE(run_error({0, 0, -1, true}).find("token id -1"), std::string::npos);
+}
+
+TEST_F(ForwardBadInput, PositionPastTheContextIsAClearError) {
+  const std::string e = run_error({0, 2048, 1, true}, 200);
+  EXPECT_NE(e.find("position 2048 out of the context [0, 2048)"), std::string::npos) << e;
+  EXPECT_NE(run_error({0, -1, 1, true}).find("position -1"), std::string::npos);
+}
+
+TEST_F(ForwardBadInput, PositionPastThePageTableIsAClearError) {
+  const std::string e = run_error({0, 16, 1, true}, 1);
+  EXPECT_NE(e.find("past the sequence's 1 KV pages"), std::string::npos) << e;
+}
+
+TEST_F(ForwardBadInput, PageOutsideThePoolIsAClearError) {
+  kernels::ThreadPool pool(1);
+  model::KvPool kv(model_->hparams(), 16, 2);
+  model::Forward fwd(*model_, pool, 4);
+  const int32_t pages[] = {7};
+  model::Batch batch{{{0, 3, 1, false}}, {{pages, 1}}};
+  EXPECT_THROW(fwd.run(batch, kv, nullptr), std::out_of_range);
+}
+
+TEST_F(ForwardBadInput, BatchLargerThanMaxRowsIsRefused) {
+  const std::string e = run_error({0, 0, 1, false}, 1, 2, 3);
+  EXPECT_NE(e.find("exceeds max_rows 2"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace infer::test
