@@ -172,7 +172,7 @@ SynthShape synth_shape(std::string_view like, Arch arch) {
   if (like == "tiny") {
     // The shapes of shared/reference/models/tiny-* (stories260K's 512-token vocab).
     switch (arch) {
-      case Arch::Llama: return {"tiny", Arch::Llama, 512, 4096, 256, 4, 8, 4, 32, 768, 10000.f, 1e-5f, false, "stories260K.gguf"};
+      case Arch::Llama: return {"tiny", Arch::Llama, 512, 4096, 256, 4, 8, 4, 32, 768, 10000.f, 1e-6f, false, "stories260K.gguf"};
       case Arch::Qwen2: return {"tiny", Arch::Qwen2, 512, 4096, 256, 4, 8, 2, 32, 768, 1e6f, 1e-6f, false, "stories260K.gguf"};
       case Arch::Qwen3: return {"tiny", Arch::Qwen3, 512, 4096, 256, 4, 4, 2, 128, 768, 1e6f, 1e-6f, false, "stories260K.gguf"};
     }
@@ -303,7 +303,9 @@ SynthSummary write_synth(const SynthOptions& o, const std::string& path) {
   w.add_uint32("general.quantization_version", 2);
   w.add_uint32("general.file_type", synth_file_type(o.type));
 
-  // Tensor plan, in llama-quantize's output order: globals, then each layer's tensors by name.
+  // Tensor plan. F32 files are in the converter's order; every other type is what llama-quantize
+  // writes: global tensors by name, then each layer's tensors by name (§9.2).
+  const bool sorted = o.type != SynthType::F32;
   std::vector<TensorPlan> plan;
   const int64_t E = sh.n_embd, V = sh.n_vocab, F = sh.n_ff, HD = sh.head_dim;
   const int64_t Q = int64_t(sh.n_head) * HD, KV = int64_t(sh.n_kv_head) * HD;
@@ -312,31 +314,32 @@ SynthSummary write_synth(const SynthOptions& o, const std::string& path) {
     plan.push_back({std::move(name), {in, out}, t, kind});
   };
   auto vec = [&](std::string name, int64_t n, Kind kind) { plan.push_back({std::move(name), {n}, TensorType::F32, kind}); };
-  if (!sh.tied) matrix("output.weight", E, V);
-  vec("output_norm.weight", E, Kind::Norm);
+  auto by_name = [](auto& x, auto& y) { return x.name < y.name; };
   matrix("token_embd.weight", E, V, Kind::Embedding);
+  vec("output_norm.weight", E, Kind::Norm);
+  if (!sh.tied) matrix("output.weight", E, V);
+  if (sorted) std::sort(plan.begin(), plan.end(), by_name);
   for (int l = 0; l < sh.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     const size_t first = plan.size();
-    matrix(p + "attn_q.weight", E, Q);
-    matrix(p + "attn_k.weight", E, KV);
-    matrix(p + "attn_v.weight", E, KV);
-    matrix(p + "attn_output.weight", Q, E);
+    const bool qwen2 = o.arch == Arch::Qwen2;
     vec(p + "attn_norm.weight", E, Kind::Norm);
-    vec(p + "ffn_norm.weight", E, Kind::Norm);
-    matrix(p + "ffn_gate.weight", E, F);
-    matrix(p + "ffn_up.weight", E, F);
-    matrix(p + "ffn_down.weight", F, E);
-    if (o.arch == Arch::Qwen2) {
-      vec(p + "attn_q.bias", Q, Kind::Bias);
-      vec(p + "attn_k.bias", KV, Kind::Bias);
-      vec(p + "attn_v.bias", KV, Kind::Bias);
-    }
+    matrix(p + "attn_q.weight", E, Q);
+    if (qwen2) vec(p + "attn_q.bias", Q, Kind::Bias);
+    matrix(p + "attn_k.weight", E, KV);
+    if (qwen2) vec(p + "attn_k.bias", KV, Kind::Bias);
+    matrix(p + "attn_v.weight", E, KV);
+    if (qwen2) vec(p + "attn_v.bias", KV, Kind::Bias);
     if (o.arch == Arch::Qwen3) {
       vec(p + "attn_q_norm.weight", HD, Kind::Norm);
       vec(p + "attn_k_norm.weight", HD, Kind::Norm);
     }
-    std::sort(plan.begin() + first, plan.end(), [](auto& x, auto& y) { return x.name < y.name; });
+    matrix(p + "attn_output.weight", Q, E);
+    vec(p + "ffn_norm.weight", E, Kind::Norm);
+    matrix(p + "ffn_gate.weight", E, F);
+    matrix(p + "ffn_up.weight", E, F);
+    matrix(p + "ffn_down.weight", F, E);
+    if (sorted) std::sort(plan.begin() + first, plan.end(), by_name);
   }
 
   uint64_t total = 0;
