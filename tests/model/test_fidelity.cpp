@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "reference_data.h"
 #include "support/data_dirs.h"
+#include "tokenizer/tokenizer.h"
 
 namespace infer::test {
 namespace {
@@ -37,11 +38,16 @@ TEST_P(Fidelity, TeacherForcedLogitsWithinTolerance) {
   const std::string name = GetParam();
   const auto model = model::Model::load(reference_model_path(name));
   const auto records = load_reference(name);
+  const auto tok = tokenizer::Tokenizer::from_gguf(model->file());
   const double k = tolerance_factor(name);
   double worst_model = 0;
 
   for (const ReferenceRecord& rec : records) {
     SCOPED_TRACE("prompt: " + rec.prompt.substr(0, 40));
+    // Our tokenizer must give the reference's ids (BOS per the vocab, special tokens not parsed).
+    tokenizer::EncodeOptions plain;
+    plain.parse_special = false;
+    EXPECT_EQ(tok->encode(rec.prompt, plain), rec.prompt_ids);
     const int n_prompt = int(rec.prompt_ids.size());
     const int n_steps = int(rec.steps_top.size());
     ForwardHarness h(*model, 1, 1, n_prompt + n_steps + 1);
