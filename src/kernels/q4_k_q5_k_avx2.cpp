@@ -2,6 +2,7 @@
 // Per super-block and row: integer Σ_j sc[j]·Σ code·y over the 8 sub-blocks (maddubs on the unsigned
 // codes, then madd with the sub-block scale), the min term Σ_g bsums[g]·m[g/2] (madd), then
 // acc += (d·dy)·sumi and acc −= (dmin·dy)·summ. The row's result is hsum(acc).
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/avx2_common.h"
@@ -15,6 +16,30 @@ namespace {
 inline __m256i fifth_bit(__m256i qh, int bit) {
   const __m256i mask = _mm256_set1_epi8(static_cast<char>(1 << bit));
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, mask), mask), _mm256_set1_epi8(16));
+}
+
+// The 6-bit scales and mins of a super-block (§5.1), unpacked with 32-bit word arithmetic.
+struct KScaleVectors {
+  __m256i scales;  // int16 sc[0..7], the same in both 128-bit lanes
+  __m256i mins;    // int16 m[g / 2] for the 16 bsums groups g
+};
+
+inline KScaleVectors k_scale_vectors(const uint8_t* s) {
+  uint32_t w[3];
+  std::memcpy(w, s, 12);
+  const uint32_t sc03 = w[0] & 0x3F3F3F3F;
+  const uint32_t m03 = w[1] & 0x3F3F3F3F;
+  const uint32_t sc47 = (w[2] & 0x0F0F0F0F) | (((w[0] >> 6) & 0x03030303) << 4);
+  const uint32_t m47 = ((w[2] >> 4) & 0x0F0F0F0F) | (((w[1] >> 6) & 0x03030303) << 4);
+  const __m128i bytes = _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(sc47),
+                                      static_cast<int>(sc03));
+  const __m128i mins_pairs = _mm_shuffle_epi8(bytes, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15));
+  return {_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes)), _mm256_cvtepu8_epi16(mins_pairs)};
+}
+
+// pshufb mask that broadcasts int16 lane j of each 128-bit half.
+inline __m256i pick_scale(int j) {
+  return _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8)));
 }
 
 template <bool kFiveBit>
@@ -34,11 +59,7 @@ struct KQuant {
       for (int64_t i = 0; i < n / kQKK; ++i) {
         const Block& b = x[i];
         _mm_prefetch(reinterpret_cast<const char*>(&b) + 2 * sizeof(Block), _MM_HINT_T0);
-        uint8_t sc[8], m[8];
-        unpack_k_scales(b.scales, sc, m);
-        // m[g/2] for the 16 bsums groups, as int16.
-        const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(m));
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+        const KScaleVectors sv = k_scale_vectors(b.scales);
         __m256i sumi[NR];
         for (int r = 0; r < NR; ++r) sumi[r] = _mm256_setzero_si256();
         __m256i qh;
@@ -51,8 +72,8 @@ struct KQuant {
             lo = _mm256_or_si256(lo, fifth_bit(qh, 2 * c));
             hi = _mm256_or_si256(hi, fifth_bit(qh, 2 * c + 1));
           }
-          const __m256i s_lo = _mm256_set1_epi16(sc[2 * c]);
-          const __m256i s_hi = _mm256_set1_epi16(sc[2 * c + 1]);
+          const __m256i s_lo = _mm256_shuffle_epi8(sv.scales, pick_scale(2 * c));
+          const __m256i s_hi = _mm256_shuffle_epi8(sv.scales, pick_scale(2 * c + 1));
           for (int r = 0; r < NR; ++r) {
             const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load(y[r][i].qs + 64 * c)), s_lo);
             const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load(y[r][i].qs + 64 * c + 32)), s_hi);
@@ -61,7 +82,7 @@ struct KQuant {
         }
         const float d = f16(b.d), dmin = f16(b.dmin);
         for (int r = 0; r < NR; ++r) {
-          const __m256i summ = _mm256_madd_epi16(load(y[r][i].bsums), mins);
+          const __m256i summ = _mm256_madd_epi16(load(y[r][i].bsums), sv.mins);
           acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[r][i].d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
           acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * y[r][i].d), _mm256_cvtepi32_ps(summ), acc[r]);
         }

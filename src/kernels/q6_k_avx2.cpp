@@ -24,6 +24,10 @@ struct Q6_KKernel {
       _mm_prefetch(reinterpret_cast<const char*>(&b) + 2 * sizeof(BlockQ6_K) + 64, _MM_HINT_T0);
       __m256i sumi[NR];
       for (int r = 0; r < NR; ++r) sumi[r] = _mm256_setzero_si256();
+      // int16 scales 8h..8h+7 in both 128-bit lanes, for half h.
+      const __m128i scales8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+      const __m256i half_scales[2] = {_mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(scales8)),
+                                      _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(scales8, 8)))};
       for (int h = 0; h < 2; ++h) {
         const __m256i ql0 = load(b.ql + 64 * h), ql1 = load(b.ql + 64 * h + 32);
         const __m256i qh = load(b.qh + 32 * h);
@@ -32,15 +36,17 @@ struct Q6_KKernel {
           const __m256i low4 = (g / 2) ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4) : _mm256_and_si256(ql, m4);
           const __m256i high2 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), m2);
           const __m256i code = _mm256_or_si256(low4, _mm256_slli_epi16(high2, 4));
-          const int s = 8 * h + 2 * g;  // scale of elements 0..15 of this 32; s+1 for 16..31
-          const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(b.scales[s + 1]), _mm_set1_epi16(b.scales[s]));
+          // Scale 8h+2g for elements 0..15 of this 32 (low lane), 8h+2g+1 for 16..31 (high lane).
+          const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((4 * g + 2) | ((4 * g + 3) << 8))),
+                                                _mm_set1_epi16(static_cast<short>((4 * g) | ((4 * g + 1) << 8))));
+          const __m256i scale = _mm256_shuffle_epi8(half_scales[h], pick);
           for (int r = 0; r < NR; ++r) {
             const __m256i p = _mm256_maddubs_epi16(code, load(y[r][i].qs + 128 * h + 32 * g));
             sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, scale));
           }
         }
       }
-      const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+      const __m256i scales16 = _mm256_cvtepi8_epi16(scales8);
       const float d = f16(b.d);
       for (int r = 0; r < NR; ++r) {
         const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(load(y[r][i].bsums), scales16), 5);

@@ -1,5 +1,5 @@
 // Persistent compute threads. A run() costs a release-store and, only for sleeping workers, a futex
-// wake: workers spin for a few microseconds after each task (a decode step issues hundreds of runs
+// wake: workers spin for up to 50 µs after each task (a decode step issues hundreds of runs
 // back to back) and then sleep on a futex so that an idle pool costs nothing.
 #include "kernels/thread_pool.h"
 
@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <exception>
@@ -20,7 +21,9 @@
 namespace infer::kernels {
 
 namespace {
-constexpr int kSpinIterations = 1 << 14;  // a few µs of pause instructions before sleeping
+// How long a waiter spins before sleeping: long enough to bridge the gap between two kernels of one
+// decode step, short enough not to steal a shared core for long.
+constexpr auto kSpin = std::chrono::microseconds(50);
 
 void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
@@ -32,10 +35,12 @@ void futex_wake_all(std::atomic<uint32_t>& word) {
 // Waits until `word` differs from `value`: spin first, then sleep. `sleepers` counts threads asleep
 // on `word` so that the writer knows whether a wake syscall is needed (seq_cst on both sides).
 uint32_t wait_while_equal(std::atomic<uint32_t>& word, uint32_t value, std::atomic<int>& sleepers) {
-  for (int i = 0; i < kSpinIterations; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 1;; ++i) {
     const uint32_t now = word.load(std::memory_order_acquire);
     if (now != value) return now;
     _mm_pause();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
   }
   for (;;) {
     sleepers.fetch_add(1);

@@ -1,0 +1,205 @@
+// Matmul and bandwidth micro-benchmarks (Google Benchmark).
+//   decode (1 row): GB/s of weight bytes read; rotates over copies of the matrix that together
+//     exceed the caches, so the figure is memory bandwidth, not cache bandwidth.
+//   prefill (64..512 rows): GFLOP/s (2·n_in·n_out·rows per call).
+//   Qwen3-0.6B decode step: every matmul of one token of the real shape (28 layers + tied output),
+//     GB/s and its share of the bandwidth probe measured in the same process.
+// Run: build/bench/bench_kernels --benchmark_filter=Decode   (compare ratios from one run only)
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/bandwidth.h"
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
+#include "kernels/thread_pool.h"
+
+namespace {
+
+using infer::kernels::MatmulScratch;
+using infer::kernels::TensorType;
+using infer::kernels::ThreadPool;
+using infer::kernels::WeightMatrix;
+namespace k = infer::kernels;
+
+constexpr size_t kColdBytes = size_t{768} << 20;  // above this machine's and the target's L3
+
+const char* name_of(TensorType t) {
+  switch (t) {
+    case TensorType::F16: return "F16";
+    case TensorType::Q8_0: return "Q8_0";
+    case TensorType::Q4_0: return "Q4_0";
+    case TensorType::Q4_K: return "Q4_K";
+    case TensorType::Q5_K: return "Q5_K";
+    case TensorType::Q6_K: return "Q6_K";
+    default: return "other";
+  }
+}
+
+// n_rows rows of valid random blocks: 64 quantised rows repeated (speed does not depend on values).
+std::vector<uint8_t> weights(TensorType t, int64_t n_in, int64_t n_rows) {
+  const uint64_t rb = k::quant_row_bytes(t, n_in);
+  const int64_t tmpl_rows = std::min<int64_t>(64, n_rows);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0, 0.05f);
+  std::vector<float> x(n_in);
+  std::vector<uint8_t> w(rb * n_rows);
+  for (int64_t r = 0; r < tmpl_rows; ++r) {
+    for (auto& v : x) v = normal(rng);
+    k::quantize_row(t, x.data(), w.data() + r * rb, n_in);
+  }
+  for (int64_t r = tmpl_rows; r < n_rows; r += tmpl_rows) {
+    std::memcpy(w.data() + r * rb, w.data(), rb * std::min(tmpl_rows, n_rows - r));
+  }
+  return w;
+}
+
+std::vector<float> activations(int64_t n) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0, 1);
+  std::vector<float> x(n);
+  for (auto& v : x) v = normal(rng);
+  return x;
+}
+
+double probe_gbs(int threads) {
+  static double cached[8] = {};
+  if (cached[threads] == 0) {
+    ThreadPool pool(threads);
+    cached[threads] = k::measure_read_bandwidth_gbs(pool, size_t{1} << 30, 5);
+  }
+  return cached[threads];
+}
+
+// Args: type id, n_in, n_out, threads.
+void BM_MatmulDecode(benchmark::State& state) {
+  const auto t = static_cast<TensorType>(state.range(0));
+  const int64_t n_in = state.range(1), n_out = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  const uint64_t matrix_bytes = k::quant_row_bytes(t, n_in) * n_out;
+  const int64_t copies = std::max<int64_t>(1, static_cast<int64_t>(kColdBytes / matrix_bytes));
+  const std::vector<uint8_t> w = weights(t, n_in, n_out * copies);
+  const std::vector<float> x = activations(n_in);
+  std::vector<float> y(n_out);
+  ThreadPool pool(threads);
+  MatmulScratch scratch;
+  int64_t c = 0;
+  for (auto _ : state) {
+    const WeightMatrix m{t, w.data() + c * matrix_bytes, n_in, n_out, k::quant_row_bytes(t, n_in)};
+    k::matmul(m, x.data(), 1, n_in, y.data(), n_out, pool, scratch);
+    c = (c + 1) % copies;
+  }
+  benchmark::DoNotOptimize(y.data());
+  state.SetLabel(name_of(t));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * matrix_bytes));
+}
+
+// One row against a 1024×1024 matrix that stays in L2, one thread: the kernel's own speed, which must
+// be well above one core's share of memory bandwidth for decode to be bandwidth-bound. CPU time.
+void BM_MatmulDecodeHot(benchmark::State& state) {
+  const auto t = static_cast<TensorType>(state.range(0));
+  const int64_t n = 1024;
+  const std::vector<uint8_t> w = weights(t, n, n);
+  const std::vector<float> x = activations(n);
+  std::vector<float> y(n);
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  const WeightMatrix m{t, w.data(), n, n, k::quant_row_bytes(t, n)};
+  for (auto _ : state) k::matmul(m, x.data(), 1, n, y.data(), n, pool, scratch);
+  state.SetLabel(name_of(t));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * w.size()));
+}
+
+// Args: type id, n_in, n_out, rows, threads.
+void BM_MatmulPrefill(benchmark::State& state) {
+  const auto t = static_cast<TensorType>(state.range(0));
+  const int64_t n_in = state.range(1), n_out = state.range(2), rows = state.range(3);
+  const std::vector<uint8_t> w = weights(t, n_in, n_out);
+  const std::vector<float> x = activations(n_in * rows);
+  std::vector<float> y(n_out * rows);
+  ThreadPool pool(static_cast<int>(state.range(4)));
+  MatmulScratch scratch;
+  const WeightMatrix m{t, w.data(), n_in, n_out, k::quant_row_bytes(t, n_in)};
+  for (auto _ : state) k::matmul(m, x.data(), rows, n_in, y.data(), n_out, pool, scratch);
+  state.SetLabel(name_of(t));
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n_in * n_out * rows * state.iterations() / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+
+// One decode token of Qwen3-0.6B's matmuls. Arg 0: 0 = Q8_0 file, 1 = Q4_K_M file (Q4_K, with Q6_K for
+// the tied output and for attn_v/ffn_down on the use_more_bits layers, spec §9.3). Arg 1: threads.
+void BM_DecodeQwen3Step(benchmark::State& state) {
+  const bool q4_k_m = state.range(0) == 1;
+  const int threads = static_cast<int>(state.range(1));
+  constexpr int kLayers = 28;
+  constexpr int64_t kEmbd = 1024, kQ = 2048, kKv = 1024, kFf = 3072, kVocab = 151936;
+  auto more_bits = [](int i) { return i < kLayers / 8 || i >= 7 * kLayers / 8 || (i - kLayers / 8) % 3 == 2; };
+  struct Shape { int64_t n_in, n_out; bool six_bit; };
+  std::vector<Shape> shapes;
+  for (int i = 0; i < kLayers; ++i) {
+    shapes.push_back({kEmbd, kQ, false});
+    shapes.push_back({kEmbd, kKv, false});
+    shapes.push_back({kEmbd, kKv, more_bits(i)});
+    shapes.push_back({kQ, kEmbd, false});
+    shapes.push_back({kEmbd, kFf, false});
+    shapes.push_back({kEmbd, kFf, false});
+    shapes.push_back({kFf, kEmbd, more_bits(i)});
+  }
+  shapes.push_back({kEmbd, kVocab, true});
+  std::vector<std::vector<uint8_t>> store;
+  std::vector<WeightMatrix> mats;
+  uint64_t bytes = 0;
+  for (const Shape& s : shapes) {
+    const TensorType t = !q4_k_m ? TensorType::Q8_0 : s.six_bit ? TensorType::Q6_K : TensorType::Q4_K;
+    store.push_back(weights(t, s.n_in, s.n_out));
+    mats.push_back({t, store.back().data(), s.n_in, s.n_out, k::quant_row_bytes(t, s.n_in)});
+    bytes += store.back().size();
+  }
+  const std::vector<float> x = activations(kFf);
+  std::vector<float> y(kVocab);
+  ThreadPool pool(threads);
+  MatmulScratch scratch;
+  for (auto _ : state) {
+    for (const WeightMatrix& m : mats) k::matmul(m, x.data(), 1, m.n_in, y.data(), m.n_out, pool, scratch);
+  }
+  const double gbs = bytes * static_cast<double>(state.iterations()) / 1e9;
+  state.counters["GB/s"] = benchmark::Counter(gbs, benchmark::Counter::kIsRate);
+  state.counters["MiB"] = static_cast<double>(bytes) / (1 << 20);
+  state.counters["probe_GB/s"] = probe_gbs(threads);
+  state.SetLabel(q4_k_m ? "Q4_K_M" : "Q8_0");
+}
+
+void BM_ReadBandwidth(benchmark::State& state) {
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  double gbs = 0;
+  for (auto _ : state) gbs = k::measure_read_bandwidth_gbs(pool, size_t{1} << 30, 3);
+  state.counters["GB/s"] = gbs;
+}
+
+void decode_args(benchmark::internal::Benchmark* b) {
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K, TensorType::Q4_0,
+                       TensorType::F16}) {
+    for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{1024, 3072}, {3072, 1024}, {1024, 151936}}) {
+      for (int threads : {1, 2}) b->Args({static_cast<int64_t>(t), n_in, n_out, threads});
+    }
+  }
+}
+
+void prefill_args(benchmark::internal::Benchmark* b) {
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K, TensorType::Q4_0,
+                       TensorType::F16}) {
+    for (int64_t rows : {64, 512}) b->Args({static_cast<int64_t>(t), 1024, 3072, rows, 2});
+  }
+}
+
+}  // namespace
+
+BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodeQwen3Step)->Args({0, 2})->Args({1, 2})->Args({0, 1})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MatmulDecode)->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_MatmulDecodeHot)->Arg(8)->Arg(12)->Arg(14)->Arg(13)->Arg(2)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatmulPrefill)->Apply(prefill_args)->Unit(benchmark::kMillisecond)->UseRealTime();
