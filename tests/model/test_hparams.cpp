@@ -1,0 +1,169 @@
+// read_hparams: values of the real files, defaults, exact key types, and errors that name the key.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gguf/writer.h"
+#include "gguf_variant.h"
+#include "model/hparams.h"
+#include "support/data_dirs.h"
+
+namespace infer::test {
+namespace {
+
+using gguf::ValueType;
+using model::Arch;
+
+std::string stories() { return models_dir() + "/stories260K.gguf"; }
+
+// read_hparams of stories260K modified by `v`; the error text, or "" when it loads.
+std::string error_of(const GgufVariant& v, const std::string& tag, model::HParams* out = nullptr) {
+  const auto src = gguf::File::open(stories());
+  TempGguf tmp(*src, v, tag);
+  const auto f = gguf::File::open(tmp.path());
+  try {
+    const model::HParams hp = model::read_hparams(*f);
+    if (out) *out = hp;
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HParams, Stories260K) {
+  INFER_REQUIRE_DIR(models_dir());
+  const auto hp = model::read_hparams(*gguf::File::open(stories()));
+  EXPECT_EQ(hp.arch, Arch::Llama);
+  EXPECT_EQ(hp.arch_name, "llama");
+  EXPECT_EQ(hp.n_vocab, 512);
+  EXPECT_EQ(hp.n_ctx_train, 2048);
+  EXPECT_EQ(hp.n_embd, 64);
+  EXPECT_EQ(hp.n_layer, 5);
+  EXPECT_EQ(hp.n_head, 8);
+  EXPECT_EQ(hp.n_kv_head, 4);
+  EXPECT_EQ(hp.head_dim, 8);
+  EXPECT_EQ(hp.n_ff, 172);
+  EXPECT_EQ(hp.n_rot, 8);
+  EXPECT_FLOAT_EQ(hp.rms_eps, 1e-5f);
+  EXPECT_EQ(hp.rope_freq_base, 10000.f);  // key absent: the default
+  EXPECT_EQ(hp.rope_freq_scale, 1.f);
+  EXPECT_FALSE(hp.rope_neox);
+  EXPECT_FALSE(hp.tied_output);
+  EXPECT_EQ(hp.kv_bytes_per_token(), 5u * 2 * 32 * 2);
+}
+
+TEST(HParams, Qwen3HeadDimComesFromKeyLength) {
+  INFER_REQUIRE_DIR(reference_dir());
+  const auto hp = model::read_hparams(*gguf::File::open(reference_dir() + "/models/tiny-qwen3-f32.gguf"));
+  EXPECT_EQ(hp.arch, Arch::Qwen3);
+  EXPECT_EQ(hp.n_embd, 256);
+  EXPECT_EQ(hp.n_head, 4);
+  EXPECT_EQ(hp.head_dim, 128);  // not n_embd / n_head = 64
+  EXPECT_EQ(hp.q_dim(), 512);
+  EXPECT_EQ(hp.kv_dim(), 256);
+  EXPECT_TRUE(hp.rope_neox);
+  EXPECT_EQ(hp.rope_freq_base, 1e6f);
+}
+
+TEST(HParams, Qwen2UsesNeoxRope) {
+  INFER_REQUIRE_DIR(reference_dir());
+  const auto hp = model::read_hparams(*gguf::File::open(reference_dir() + "/models/tiny-qwen2-f16.gguf"));
+  EXPECT_EQ(hp.arch, Arch::Qwen2);
+  EXPECT_EQ(hp.n_kv_head, 2);
+  EXPECT_EQ(hp.head_dim, 32);
+  EXPECT_TRUE(hp.rope_neox);
+}
+
+TEST(HParams, WrongKeyTypeIsAnErrorNamingTheKey) {
+  INFER_REQUIRE_DIR(models_dir());
+  GgufVariant v;
+  v.kv["llama.block_count"] = gguf::make_uint(ValueType::UINT64, 5);
+  const std::string e = error_of(v, "wrongtype");
+  EXPECT_NE(e.find("llama.block_count"), std::string::npos) << e;
+  EXPECT_NE(e.find("wrong type"), std::string::npos) << e;
+
+  GgufVariant f;
+  f.kv["llama.attention.layer_norm_rms_epsilon"] = gguf::make_float(ValueType::FLOAT64, 1e-5);
+  EXPECT_NE(error_of(f, "wrongtype2").find("layer_norm_rms_epsilon: has wrong type FLOAT64, expected FLOAT32"), std::string::npos);
+}
+
+TEST(HParams, MissingRequiredKeyIsAnErrorNamingTheKey) {
+  INFER_REQUIRE_DIR(models_dir());
+  for (const char* key : {"llama.embedding_length", "llama.context_length", "llama.block_count",
+                          "llama.attention.layer_norm_rms_epsilon", "llama.feed_forward_length"}) {
+    GgufVariant v;
+    v.kv[key] = std::nullopt;
+    const std::string e = error_of(v, "missing");
+    EXPECT_NE(e.find(std::string(key) + ": missing"), std::string::npos) << e;
+  }
+}
+
+TEST(HParams, UnsupportedArchitectureIsAClearError) {
+  INFER_REQUIRE_DIR(models_dir());
+  GgufVariant v;
+  v.kv["general.architecture"] = gguf::make_string("gemma3");
+  const std::string e = error_of(v, "arch");
+  EXPECT_NE(e.find("unsupported model architecture 'gemma3'"), std::string::npos) << e;
+}
+
+TEST(HParams, OptionalKeysHaveTheirDefaults) {
+  INFER_REQUIRE_DIR(models_dir());
+  GgufVariant v;
+  v.kv["llama.rope.dimension_count"] = std::nullopt;
+  v.kv["llama.attention.head_count_kv"] = std::nullopt;
+  model::HParams hp;
+  ASSERT_EQ(error_of(v, "defaults", &hp), "");
+  EXPECT_EQ(hp.n_rot, 8);      // = head_dim
+  EXPECT_EQ(hp.n_kv_head, 8);  // = head_count
+}
+
+TEST(HParams, LinearRopeScalingSetsFreqScale) {
+  INFER_REQUIRE_DIR(models_dir());
+  GgufVariant v;
+  v.kv["llama.rope.scaling.factor"] = gguf::make_float(ValueType::FLOAT32, 4.0);
+  model::HParams hp;
+  ASSERT_EQ(error_of(v, "linear", &hp), "");
+  EXPECT_EQ(hp.rope_freq_scale, 0.25f);
+
+  v.kv["llama.rope.scaling.type"] = gguf::make_string("none");
+  ASSERT_EQ(error_of(v, "none", &hp), "");
+  EXPECT_EQ(hp.rope_freq_scale, 1.f);
+
+  GgufVariant old_name;
+  old_name.kv["llama.rope.scale_linear"] = gguf::make_float(ValueType::FLOAT32, 2.0);
+  ASSERT_EQ(error_of(old_name, "scale_linear", &hp), "");
+  EXPECT_EQ(hp.rope_freq_scale, 0.5f);
+}
+
+TEST(HParams, UnsupportedRopeScalingIsRefused) {
+  INFER_REQUIRE_DIR(models_dir());
+  GgufVariant v;
+  v.kv["llama.rope.scaling.type"] = gguf::make_string("yarn");
+  EXPECT_NE(error_of(v, "yarn").find("'yarn' is not supported"), std::string::npos);
+  v.kv["llama.rope.scaling.type"] = gguf::make_string("bogus");
+  EXPECT_NE(error_of(v, "bogus").find("unknown RoPE scaling 'bogus'"), std::string::npos);
+}
+
+TEST(HParams, PerLayerArraysAreAccepted) {
+  INFER_REQUIRE_DIR(models_dir());
+  std::vector<gguf::Value> five(5, gguf::make_int(ValueType::INT32, 4));
+  GgufVariant v;
+  v.kv["llama.attention.head_count_kv"] = gguf::make_array(ValueType::INT32, five);
+  model::HParams hp;
+  ASSERT_EQ(error_of(v, "array", &hp), "");
+  EXPECT_EQ(hp.n_kv_head, 4);
+
+  five.pop_back();
+  v.kv["llama.attention.head_count_kv"] = gguf::make_array(ValueType::INT32, five);
+  EXPECT_NE(error_of(v, "array-short").find("4 entries, expected block_count 5"), std::string::npos);
+}
+
+TEST(HParams, RopeDimensionMustEqualHeadDim) {
+  INFER_REQUIRE_DIR(models_dir());
+  GgufVariant v;
+  v.kv["llama.rope.dimension_count"] = gguf::make_uint(ValueType::UINT32, 4);
+  EXPECT_NE(error_of(v, "nrot").find("llama.rope.dimension_count"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace infer::test
