@@ -75,7 +75,7 @@ Specs after_keyword(const char* keyword, int startfrom, uint64_t flags, const ch
 }
 
 constexpr uint64_t RO = REDISMODULE_CMD_KEY_RO, RW = REDISMODULE_CMD_KEY_RW, ACCESS = REDISMODULE_CMD_KEY_ACCESS,
-                   UPDATE = REDISMODULE_CMD_KEY_UPDATE, INSERT = REDISMODULE_CMD_KEY_INSERT,
+                   UPDATE = REDISMODULE_CMD_KEY_UPDATE,
                    DELETE = REDISMODULE_CMD_KEY_DELETE;
 
 // Static: the key-spec arrays stay valid for as long as Redis might look at them.
@@ -99,13 +99,13 @@ int register_vector_commands(RedisModuleCtx* ctx) {
     infer::rm::Log(ctx, "warning", "infer: cannot create the infervset data type");
     return REDISMODULE_ERR;
   }
-  g_specs[0] = at_index(1, RW | UPDATE | INSERT, "vector set");
+  g_specs[0] = at_index(1, RW | UPDATE, "vector set");
   g_specs[1] = at_index(1, RW | DELETE, "vector set");
   g_specs[2] = at_index(1, RW | UPDATE, "vector set");
   g_specs[3] = at_index(1, RO | ACCESS, "vector set");
   g_specs[4] = at_index(1, RO, "vector set (metadata only)");
   // STORE is searched from argv[3] so that the model name or text is never taken for the keyword.
-  g_specs[5] = after_keyword("STORE", 3, RW | UPDATE | INSERT, "vector set the embedding is added to");
+  g_specs[5] = after_keyword("STORE", 3, RW | UPDATE, "vector set the embedding is added to");
   g_specs[6] = at_index(2, RO | ACCESS, "vector set searched; document keys found through it are ACL-checked");
 
   const Command commands[] = {

@@ -136,7 +136,7 @@ void Hnsw::add_link(uint32_t from, uint32_t to, int level) {
   set_links(from, level, select(cands, max_links(level)));
 }
 
-uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed) {
+uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) {
   const int level = level_for_seed(level_seed, p_.m);
   auto node = std::make_unique<Node>();
   node->vec.assign(encoded, encoded + encoded_size(p_.quant, p_.dim));
@@ -161,7 +161,7 @@ uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed) {
   const uint8_t* q = nodes_[id]->vec.data();
   uint32_t ep = greedy(q, entry_, max_level_, level);
   for (int lv = std::min(level, max_level_); lv >= 0; --lv) {
-    auto cands = search_level(q, ep, p_.ef_construction, lv);
+    auto cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv);
     std::sort(cands.begin(), cands.end());
     if (cands.empty()) continue;
     ep = cands.front().second;

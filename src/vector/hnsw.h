@@ -37,8 +37,9 @@ class Hnsw {
 
   explicit Hnsw(const Params& p);
 
-  // Inserts an encoded vector (encoded_size(quant, dim) bytes, copied) and returns its id.
-  uint32_t insert(const uint8_t* encoded, uint64_t level_seed);
+  // Inserts an encoded vector (encoded_size(quant, dim) bytes, copied) and returns its id. `ef`: beam
+  // width for this insert, 0 → params().ef_construction.
+  uint32_t insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef = 0);
   // Unlinks the node, reconnects the nodes that pointed at it, frees its memory and slot.
   void remove(uint32_t id);
 

@@ -26,7 +26,8 @@ void VectorSet::check_json(const std::string& json) {
   if (!nlohmann::json::accept(json)) throw VectorSetError("invalid JSON in attributes");
 }
 
-bool VectorSet::add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs) {
+bool VectorSet::add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs,
+                    uint32_t ef) {
   if (v.size() != cfg_.dim)
     throw VectorSetError("vector dimension mismatch: got " + std::to_string(v.size()) + ", set has " +
                          std::to_string(cfg_.dim));
@@ -45,7 +46,7 @@ bool VectorSet::add(std::string_view name, const std::vector<float>& v, const st
     old_attrs = elems_[ids_[key]].attrs;
     remove(name);
   }
-  const uint32_t id = index_.insert(enc.data(), inserts_++);
+  const uint32_t id = index_.insert(enc.data(), inserts_++, ef);
   if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
   Element& e = elems_[id];
   e.name = key;

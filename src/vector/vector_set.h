@@ -68,8 +68,10 @@ class VectorSet {
 
   // Adds `name` with vector `v` (config().dim floats). Re-adding a name replaces its vector (remove and
   // insert again) and returns false. `attrs`: nullopt keeps the old attributes, "" removes them,
-  // otherwise valid JSON. Throws VectorSetError (wrong dimension, bad JSON, zero-length... ) before any change.
-  bool add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs = std::nullopt);
+  // otherwise valid JSON. `ef`: build beam width for this insert (0: the set's). Throws VectorSetError
+  // (wrong dimension, non-finite component, bad JSON) before changing anything.
+  bool add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs = std::nullopt,
+           uint32_t ef = 0);
   // Returns false when the element is not there. Memory and graph links really go.
   bool remove(std::string_view name);
 

@@ -1,0 +1,202 @@
+// INFER.EMBED model text [POOLING last|mean] [NORMALIZE] [ARRAY] [STORE key element [SETATTR json]]
+//
+// The model embeds `text` off the main thread (engine Request::embedding): the final-normed hidden
+// state of the last prompt token, L2-normalised (the engine always normalises, so NORMALIZE changes
+// nothing; POOLING mean needs engine support and is refused). Reply: the vector as an FP32 blob, or
+// with ARRAY as an array of doubles.
+// STORE adds it to the vector set `key` as `element` (created Q8, M 16 when missing) in the reply
+// callback on the main thread, and replies like INFER.VADD (1 added, 0 updated). The add is
+// replicated as a plain INFER.VADD with the FP32 blob, so replicas and the AOF need no model. If the
+// client disconnects before the embedding is ready, nothing is stored.
+#include <chrono>
+#include <memory>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "redis/args.h"
+#include "redis/models.h"
+#include "redis/settings.h"
+#include "redis/stats.h"
+#include "redis/vset_handlers.h"
+#include "redis/vset_type.h"
+
+namespace infer::redis {
+namespace {
+
+struct EmbedJob {
+  RedisModuleBlockedClient* bc = nullptr;
+  std::shared_ptr<const LoadedModel> model;  // keeps the engine alive until the job is freed
+  engine::Handle handle;
+  engine::Result result;                     // written by on_done before UnblockClient
+  bool array = false;
+  RedisModuleString* store_key = nullptr;    // owned (NULL-context strings)
+  RedisModuleString* element = nullptr;
+  std::optional<std::string> attrs;
+};
+
+std::unordered_map<RedisModuleBlockedClient*, EmbedJob*>& live_jobs() {
+  static std::unordered_map<RedisModuleBlockedClient*, EmbedJob*> m;
+  return m;
+}
+
+// Adds the embedding to the set and replicates the add; returns an error message or "".
+std::string store(RedisModuleCtx* ctx, EmbedJob* job, bool* added) {
+  const std::vector<float>& v = job->result.embedding;
+  VsetKey k(ctx, job->store_key, REDISMODULE_READ | REDISMODULE_WRITE);
+  if (k.wrong_type) return REDISMODULE_ERRORMSG_WRONGTYPE;
+  try {
+    if (!k.set) {
+      vector::SetConfig cfg;
+      cfg.dim = static_cast<uint32_t>(v.size());
+      auto fresh = std::make_unique<vector::VectorSet>(cfg);
+      *added = fresh->add(view(job->element), v, job->attrs);
+      k.store(std::move(fresh));
+    } else {
+      *added = k.set->add(view(job->element), v, job->attrs);
+    }
+  } catch (const vector::VectorSetError& e) {
+    return std::string("ERR STORE: ") + e.what();
+  }
+  const char* blob = reinterpret_cast<const char*>(v.data());
+  const size_t blob_len = v.size() * sizeof(float);
+  if (job->attrs)
+    rm::Replicate(ctx, "INFER.VADD", "scbscb", job->store_key, "FP32", blob, blob_len, job->element, "SETATTR",
+                  job->attrs->data(), job->attrs->size());
+  else
+    rm::Replicate(ctx, "INFER.VADD", "scbs", job->store_key, "FP32", blob, blob_len, job->element);
+  rm::NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_MODULE, "vadd", job->store_key);
+  return "";
+}
+
+int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
+  MainThreadTimer timer("infer.embed reply");
+  try {
+    auto* job = static_cast<EmbedJob*>(rm::GetBlockedClientPrivateData(ctx));
+    const engine::Result& r = job->result;
+    if (r.finish == engine::FinishReason::Error) return reply_error(ctx, "embedding failed: " + r.error);
+    if (r.finish == engine::FinishReason::Deadline) return reply_coded_error(ctx, "TIMEOUT", "embedding timed out");
+    if (r.finish == engine::FinishReason::Cancelled) return reply_error(ctx, "embedding cancelled");
+    if (r.embedding.empty()) return reply_error(ctx, "the model returned no embedding");
+    if (job->store_key) {
+      bool added = false;
+      std::string err = store(ctx, job, &added);
+      if (!err.empty()) return rm::ReplyWithError(ctx, err.c_str());
+      return rm::ReplyWithLongLong(ctx, added ? 1 : 0);
+    }
+    if (job->array) {
+      rm::ReplyWithArray(ctx, static_cast<long>(r.embedding.size()));
+      for (float x : r.embedding) rm::ReplyWithDouble(ctx, x);
+      return REDISMODULE_OK;
+    }
+    return rm::ReplyWithStringBuffer(ctx, reinterpret_cast<const char*>(r.embedding.data()),
+                                     r.embedding.size() * sizeof(float));
+  } catch (const std::exception& e) {
+    return reply_error(ctx, std::string("internal error while replying: ") + e.what());
+  } catch (...) {
+    return reply_error(ctx, "internal error while replying");
+  }
+}
+
+void on_disconnect(RedisModuleCtx*, RedisModuleBlockedClient* bc) {
+  auto it = live_jobs().find(bc);
+  if (it != live_jobs().end()) it->second->handle.cancel();
+  ++stats().disconnects;
+}
+
+void free_job(RedisModuleCtx*, void* privdata) {
+  auto* job = static_cast<EmbedJob*>(privdata);
+  live_jobs().erase(job->bc);
+  if (job->store_key) rm::FreeString(nullptr, job->store_key);
+  if (job->element) rm::FreeString(nullptr, job->element);
+  delete job;
+}
+
+}  // namespace
+
+int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 3) return rm::WrongArity(ctx);
+  bool array = false;
+  RedisModuleString* store_key = nullptr;
+  RedisModuleString* element = nullptr;
+  std::optional<std::string> attrs;
+  for (int i = 3; i < argc; ++i) {
+    if (is_word(argv[i], "POOLING") && i + 1 < argc) {
+      ++i;
+      if (is_word(argv[i], "mean")) return reply_error(ctx, "POOLING mean is not supported by the engine; use POOLING last");
+      if (!is_word(argv[i], "last")) return reply_error(ctx, "POOLING must be last or mean");
+    } else if (is_word(argv[i], "NORMALIZE")) {
+      // Embeddings are always L2-normalised.
+    } else if (is_word(argv[i], "ARRAY")) {
+      array = true;
+    } else if (is_word(argv[i], "STORE") && i + 2 < argc) {
+      if (store_key) return reply_error(ctx, "STORE given twice");
+      store_key = argv[++i];
+      element = argv[++i];
+      if (i + 2 < argc && is_word(argv[i + 1], "SETATTR")) {
+        attrs = str(argv[i + 2]);
+        i += 2;
+      }
+    } else {
+      return reply_error(ctx, "unknown option '" + str(argv[i]) +
+                                  "' (POOLING last, NORMALIZE, ARRAY, STORE key element [SETATTR json])");
+    }
+  }
+  auto model = models().find(view(argv[1]));
+  if (!model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");
+  if (store_key) {
+    // Refuse what is wrong now rather than after the work; the reply callback checks again.
+    if (rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_SLAVE)
+      return reply_coded_error(ctx, "READONLY", "STORE cannot write on a replica");
+    VsetKey k(ctx, store_key, REDISMODULE_READ);
+    if (k.wrong_type) return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    const int n_embd = model->engine->n_embd();
+    if (k.set && k.set->config().dim != static_cast<uint32_t>(n_embd))
+      return reply_error(ctx, "STORE: vector dimension mismatch: the model embeds in " + std::to_string(n_embd) +
+                                  " dimensions, the set has " + std::to_string(k.set->config().dim));
+    if (attrs && !attrs->empty() && !nlohmann::json::accept(*attrs)) return reply_error(ctx, "invalid JSON in SETATTR");
+  }
+  if (refuse_if_cannot_block(ctx, "INFER.EMBED")) return REDISMODULE_OK;
+
+  engine::Request req;
+  req.prompt_text = str(argv[2]);  // tokenised by the engine, off the main thread
+  req.embedding = true;
+  if (settings().timeout_ms > 0)
+    req.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings().timeout_ms);
+
+  auto* job = new EmbedJob;
+  job->model = model;
+  job->array = array;
+  job->attrs = std::move(attrs);
+  if (store_key) {
+    job->store_key = rm::CreateStringFromString(nullptr, store_key);
+    job->element = rm::CreateStringFromString(nullptr, element);
+  }
+  RedisModuleBlockedClient* bc = rm::BlockClient(ctx, on_reply, nullptr, free_job, 0);
+  job->bc = bc;
+  rm::SetDisconnectCallback(bc, on_disconnect);
+  rm::BlockedClientMeasureTimeStart(bc);
+  engine::Callbacks cb;
+  cb.on_done = [job](engine::Result&& r) {
+    // Engine thread. After UnblockClient the job belongs to the main thread.
+    job->result = std::move(r);
+    rm::BlockedClientMeasureTimeEnd(job->bc);
+    rm::UnblockClient(job->bc, job);
+  };
+  auto submitted = model->engine->submit(std::move(req), std::move(cb));
+  if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
+    rm::AbortBlock(bc);  // no callbacks run for this bc
+    free_job(nullptr, job);
+    if (refusal->kind == engine::SubmitError::Kind::Busy) {
+      ++stats().busy_replies;
+      return reply_coded_error(ctx, "BUSY", refusal->message + "; retry in " +
+                                                std::to_string(refusal->retry_after_ms) + " ms");
+    }
+    return reply_error(ctx, refusal->message);
+  }
+  job->handle = std::get<engine::Handle>(submitted);
+  live_jobs()[bc] = job;
+  return REDISMODULE_OK;
+}
+
+}  // namespace infer::redis
