@@ -174,7 +174,8 @@ int reply_result(RedisModuleCtx* ctx, GenerateJob* job) {
   switch (r.finish) {
     case engine::FinishReason::Error:
       return reply_error(ctx, "generation failed: " + r.error);
-    case engine::FinishReason::Deadline:
+    case engine::FinishReason::Deadline:  // the engine's deadline fired before the client's timeout
+      ++stats().timeouts;
       return reply_timeout(ctx, job->timeout_ms);
     case engine::FinishReason::Cancelled:
       return reply_error(ctx, "generation cancelled");

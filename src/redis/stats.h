@@ -19,7 +19,7 @@ struct CommandTiming {
 struct ModuleStats {
   uint64_t generate_requests = 0;  // accepted by the engine
   uint64_t busy_replies = 0;       // -BUSY sent
-  uint64_t timeouts = 0;           // -TIMEOUT sent by the blocked-client timeout
+  uint64_t timeouts = 0;           // -TIMEOUT replies (client timeout or engine deadline)
   uint64_t disconnects = 0;        // clients that left while their request ran
   uint64_t errors = 0;             // requests finished with an engine error
   uint64_t tokens_streamed = 0;    // tokens written to STREAM keys

@@ -1,0 +1,230 @@
+// INFER.GENERATE through a real redis-server: prompts, token keys, options, WITHSTATS in RESP2 and
+// RESP3, STREAM, MULTI/Lua refusal, timeout, disconnect, key deletion while running, bad input.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "redis/redis_server.h"
+#include "support/data_dirs.h"
+
+namespace infer::test {
+namespace {
+
+class GenerateTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new RedisServer({.module_args = {"MODEL", "stories", stories_model_path()}});
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    INFER_REQUIRE_DIR(models_dir());
+    c_ = server_->connect();
+  }
+  std::string run(const std::vector<std::string>& argv) { return show(command(c_.get(), argv).get()); }
+  long long stat(const std::string& field) {
+    std::string info = run({"INFO", "infer"});
+    size_t p = info.find("infer_" + field + ":");
+    return p == std::string::npos ? -1 : std::stoll(info.substr(p + field.size() + 7));
+  }
+
+  static RedisServer* server_;
+  RedisConn c_;
+};
+RedisServer* GenerateTest::server_ = nullptr;
+
+const std::vector<std::string> kGreedy = {"MAXTOKENS", "24", "TEMP", "0"};
+
+std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST_F(GenerateTest, GreedyPromptIsDeterministic) {
+  std::string a = run(cat({"INFER.GENERATE", "stories", "PROMPT", "Once upon a time"}, kGreedy));
+  EXPECT_EQ(a, ", there was a little girl named Lily. She loved to play outside in the p");
+  EXPECT_EQ(run(cat({"INFER.GENERATE", "stories", "PROMPT", "Once upon a time"}, kGreedy)), a);
+}
+
+TEST_F(GenerateTest, SeededSamplingIsReproducible) {
+  std::vector<std::string> cmd = {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "30", "TEMP", "0.9",
+                                  "TOPK", "20", "TOPP", "0.9", "MINP", "0.01", "REPEAT-PENALTY", "1.1", "SEED", "42"};
+  EXPECT_EQ(run(cmd), run(cmd));
+}
+
+TEST_F(GenerateTest, TokenKeysGiveTheSameAnswerAsThePrompt) {
+  run({"INFER.TOKENIZE", "stories", "Once upon a time", "STORE", "doc:a"});
+  std::string from_prompt = run(cat({"INFER.GENERATE", "stories", "PROMPT", "Once upon a time"}, kGreedy));
+  EXPECT_EQ(run(cat({"INFER.GENERATE", "stories", "TOKENS", "doc:a"}, kGreedy)), from_prompt);
+  // Several keys are concatenated: a blob followed by a raw uint32 array.
+  run({"INFER.TOKENIZE", "stories", "Once upon", "STORE", "doc:b1"});
+  uint32_t rest[] = {261, 378};
+  command(c_.get(), {"SET", "doc:b2", std::string(reinterpret_cast<char*>(rest), sizeof rest)});
+  EXPECT_EQ(run(cat({"INFER.GENERATE", "stories", "TOKENS", "doc:b1", "doc:b2"}, kGreedy)), from_prompt);
+  // A PROMPT after TOKENS is a suffix.
+  std::string r = run(cat({"INFER.GENERATE", "stories", "TOKENS", "doc:a", "PROMPT", ", there was"}, kGreedy));
+  EXPECT_EQ(r.find("(error)"), std::string::npos) << r;
+}
+
+TEST_F(GenerateTest, WithStatsInResp2AndResp3) {
+  Reply r = command(c_.get(), cat({"INFER.GENERATE", "stories", "PROMPT", "Once", "WITHSTATS"}, kGreedy));
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(r->elements, 22u);  // RESP2: a map is a flat array
+  EXPECT_EQ(std::string(r->element[0]->str), "text");
+  EXPECT_EQ(std::string(r->element[2]->str), "finish");
+  EXPECT_EQ(std::string(r->element[3]->str), "length");
+  EXPECT_EQ(std::string(r->element[8]->str), "generated_tokens");
+  EXPECT_EQ(r->element[9]->integer, 24);
+
+  Resp3Client c3(server_->port());
+  Resp3Value v = c3.call(cat({"INFER.GENERATE", "stories", "PROMPT", "Once", "WITHSTATS"}, kGreedy));
+  ASSERT_EQ(v.type, '%');
+  ASSERT_EQ(v.elems.size(), 22u);
+  EXPECT_EQ(v.elems[1].str, std::string(r->element[1]->str, r->element[1]->len));
+  EXPECT_EQ(v.elems[12].str, "queue_ms");
+  EXPECT_EQ(v.elems[13].type, ',');  // a RESP3 double
+  Resp3Value plain = c3.call(cat({"INFER.GENERATE", "stories", "PROMPT", "Once"}, kGreedy));
+  EXPECT_EQ(plain.type, '$');
+  Resp3Value stats = c3.call({"INFER.STATS"});
+  EXPECT_EQ(stats.type, '%');
+  Resp3Value info = c3.call({"INFER.INFO", "stories"});
+  EXPECT_EQ(info.type, '%');
+}
+
+TEST_F(GenerateTest, StreamReceivesTheTextAndAFinishEntry) {
+  run({"DEL", "out:1"});
+  std::string text = run(cat({"INFER.GENERATE", "stories", "PROMPT", "Once upon a time", "STREAM", "out:1"}, kGreedy));
+  Reply entries = command(c_.get(), {"XRANGE", "out:1", "-", "+"});
+  ASSERT_EQ(entries->type, REDIS_REPLY_ARRAY);
+  ASSERT_GE(entries->elements, 2u);
+  std::string streamed;
+  for (size_t i = 0; i + 1 < entries->elements; ++i) {
+    redisReply* fields = entries->element[i]->element[1];
+    ASSERT_EQ(std::string(fields->element[0]->str), "text");
+    streamed += std::string(fields->element[1]->str, fields->element[1]->len);
+  }
+  EXPECT_EQ(streamed, text);
+  redisReply* last = entries->element[entries->elements - 1]->element[1];
+  EXPECT_EQ(show(last), "[finish, length, tokens, 24]");
+  // The stream must be a stream.
+  run({"SET", "notastream", "x"});
+  EXPECT_EQ(run({"INFER.GENERATE", "stories", "PROMPT", "x", "STREAM", "notastream"}),
+            "(error) WRONGTYPE STREAM key holds a value that is not a stream");
+}
+
+TEST_F(GenerateTest, RefusedInsideMultiAndLua) {
+  EXPECT_EQ(run({"MULTI"}), "OK");
+  EXPECT_EQ(run({"INFER.GENERATE", "stories", "PROMPT", "Once"}), "QUEUED");
+  std::string r = run({"EXEC"});
+  EXPECT_NE(r.find("cannot run inside MULTI/EXEC"), std::string::npos) << r;
+  r = run({"EVAL", "return redis.call('INFER.GENERATE', 'stories', 'PROMPT', 'Once')", "0"});
+  EXPECT_NE(r.find("(error)"), std::string::npos) << r;
+  EXPECT_EQ(run({"PING"}), "PONG");
+}
+
+TEST_F(GenerateTest, TimeoutRepliesErrorAndCancels) {
+  long long before = stat("client_timeouts");
+  std::string r = run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "2000", "TIMEOUT", "1"});
+  EXPECT_EQ(r, "(error) TIMEOUT generation did not finish within 1 ms");
+  EXPECT_EQ(stat("client_timeouts"), before + 1);
+  EXPECT_EQ(run({"PING"}), "PONG");
+}
+
+TEST_F(GenerateTest, DisconnectCancels) {
+  long long before = stat("client_disconnects");
+  {
+    RedisConn gone = server_->connect();
+    redisAppendCommand(gone.get(), "INFER.GENERATE stories PROMPT Once MAXTOKENS 2000 TEMP 0");
+    int done = 0;
+    while (!done) ASSERT_EQ(redisBufferWrite(gone.get(), &done), REDIS_OK);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }  // closes the connection while the request runs
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (stat("client_disconnects") == before && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(stat("client_disconnects"), before + 1);
+  EXPECT_EQ(run({"PING"}), "PONG");
+}
+
+TEST_F(GenerateTest, DeletingOrOverwritingTokenKeysWhileRunningChangesNothing) {
+  run({"INFER.TOKENIZE", "stories", "Once upon a time", "STORE", "doc:vol"});
+  std::vector<std::string> cmd = {"INFER.GENERATE", "stories", "TOKENS", "doc:vol", "MAXTOKENS", "200", "TEMP", "0"};
+  std::string expected = run(cmd);
+  std::vector<RedisConn> clients;
+  for (int i = 0; i < 6; ++i) {
+    long long accepted = stat("generate_requests");
+    clients.push_back(server_->connect());
+    redisAppendCommand(clients.back().get(), "INFER.GENERATE stories TOKENS doc:vol MAXTOKENS 200 TEMP 0");
+    int done = 0;
+    while (!done) ASSERT_EQ(redisBufferWrite(clients.back().get(), &done), REDIS_OK);
+    // Wait until the handler has copied the key and queued the request.
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (stat("generate_requests") == accepted && std::chrono::steady_clock::now() < end)
+      std::this_thread::yield();
+    // Alternate between deleting and overwriting the key under the running requests.
+    if (i % 2) run({"DEL", "doc:vol"});
+    else run({"SET", "doc:vol", std::string(4000, 'x')});
+    run({"INFER.TOKENIZE", "stories", "Once upon a time", "STORE", "doc:vol"});
+  }
+  for (auto& c : clients) {
+    void* raw = nullptr;
+    ASSERT_EQ(redisGetReply(c.get(), &raw), REDIS_OK);
+    Reply r(static_cast<redisReply*>(raw));
+    EXPECT_EQ(show(r.get()), expected);
+  }
+}
+
+TEST_F(GenerateTest, BadInputGivesClearErrors) {
+  run({"SET", "str", "abc"});
+  run({"DEL", "missing"});
+  command(c_.get(), {"RPUSH", "list", "x"});
+  struct Case {
+    std::vector<std::string> args;
+    std::string error;
+  };
+  const Case cases[] = {
+      {{"stories", "PROMPT"}, "ERR wrong number of arguments"},
+      {{"nope", "PROMPT", "x"}, "ERR unknown model 'nope' (see INFER.MODELS)"},
+      {{"stories", "PROMPT", "x", "BOGUS"}, "ERR unknown option 'BOGUS'"},
+      {{"stories", "MAXTOKENS", "5", "TEMP", "0"}, "ERR one of PROMPT text, TOKENS key"},
+      {{"stories", "PROMPT", "x", "PROMPT", "y"}, "ERR PROMPT given twice"},
+      {{"stories", "PROMPT", "x", "MAXTOKENS", "ten"}, "ERR MAXTOKENS must be an integer in [1, 4096]"},
+      {{"stories", "PROMPT", "x", "MAXTOKENS", "0"}, "ERR MAXTOKENS must be an integer"},
+      {{"stories", "PROMPT", "x", "MAXTOKENS", "99999"}, "ERR MAXTOKENS must be an integer"},
+      {{"stories", "PROMPT", "x", "TEMP", "-1"}, "ERR TEMP must be a number in [0, 100]"},
+      {{"stories", "PROMPT", "x", "TEMP", "nan"}, "ERR TEMP must be a number"},
+      {{"stories", "PROMPT", "x", "TOPP", "1.5"}, "ERR TOPP must be a number in [0, 1]"},
+      {{"stories", "PROMPT", "x", "TOPK", "-3"}, "ERR TOPK must be an integer"},
+      {{"stories", "PROMPT", "x", "SEED", "-3"}, "ERR SEED must be an integer"},
+      {{"stories", "PROMPT", "x", "TIMEOUT", "soon"}, "ERR TIMEOUT must be an integer"},
+      {{"stories", "PROMPT", "x", "STOP", ""}, "ERR STOP string must not be empty"},
+      {{"stories", "PROMPT", "x", "TEMP"}, "ERR TEMP needs a value"},
+      {{"stories", "TOKENS", "PROMPT", "x"}, "ERR TOKENS needs at least one key"},
+      {{"stories", "TOKENS", "missing"}, "ERR token key 'missing' does not exist"},
+      {{"stories", "TOKENS", "list"}, "WRONGTYPE token key 'list' does not hold a string"},
+      {{"stories", "TOKENS", "str"}, "ERR token key 'str': token data: 3 bytes"},
+      {{"stories", "PROMPT", "x", "TOKENS", "str"}, "ERR TOKENS must come before PROMPT"},
+      {{"stories", "CHAT", "user", "hello"}, "ERR CHAT: the model has no chat template; use PROMPT"},
+      {{"stories", "CHAT", "user"}, "ERR CHAT needs role/text pairs"},
+      {{"stories", "PROMPT", "x", "STREAM", "s", "STREAM", "t"}, "ERR STREAM given twice"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> argv = {"INFER.GENERATE"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    std::string r = run(argv);
+    EXPECT_EQ(r.rfind("(error) " + c.error, 0), 0u) << "args: " << show(command(c_.get(), {"ECHO", ""}).get())
+                                                    << c.args[1] << " → " << r;
+  }
+  // Prompt plus MAXTOKENS beyond the context.
+  run({"INFER.TOKENIZE", "stories", "Once upon a time", "STORE", "doc:ctx"});
+  EXPECT_NE(run({"INFER.GENERATE", "stories", "TOKENS", "doc:ctx", "MAXTOKENS", "4096"}).find("exceeds the context"),
+            std::string::npos);
+  EXPECT_EQ(run({"PING"}), "PONG");
+}
+
+}  // namespace
+}  // namespace infer::test
