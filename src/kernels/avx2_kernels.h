@@ -18,7 +18,8 @@ INFER_AVX2_DOT_ROWS(dot_rows_f16);
 INFER_AVX2_DOT_ROWS(dot_rows_bf16);
 #undef INFER_AVX2_DOT_ROWS
 
-void quantize_act_q8_0(const float* src, void* dst, int64_t n);
+// Q8_0 codes and scales, written as BlockQ8_0F.
+void quantize_act_q8_0f(const float* src, void* dst, int64_t n);
 void quantize_act_q8_k(const float* src, void* dst, int64_t n);
 void quantize_act_f16(const float* src, void* dst, int64_t n);
 

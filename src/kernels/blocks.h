@@ -14,10 +14,13 @@ struct BlockQ4_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[kQK
 struct BlockQ5_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qh[kQKK / 8]; uint8_t qs[kQKK / 2]; };
 struct BlockQ6_K { uint8_t ql[kQKK / 2]; uint8_t qh[kQKK / 4]; int8_t scales[kQKK / 16]; uint16_t d; };
 struct BlockQ8_K { float d; int8_t qs[kQKK]; int16_t bsums[kQKK / 16]; };
+// Not a file format: the activation block of the AVX2 Q8_0/Q4_0 kernels, a Q8_0 block whose f16
+// scale was widened to f32 once at quantisation instead of once per weight row.
+struct BlockQ8_0F { float d; int8_t qs[kQK0]; };
 
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
-static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockQ8_K) == 292 && sizeof(BlockQ8_0F) == 36);
 
 // The 12-byte packed 6-bit scales and mins of Q4_K / Q5_K (§5.1): sub-block j's scale and min.
 inline void unpack_k_scales(const uint8_t* s, uint8_t sc[8], uint8_t m[8]) {

@@ -15,6 +15,8 @@ namespace infer::kernels {
 namespace {
 constexpr uint64_t kTileBytes = 192 * 1024;  // weight bytes per tile: well inside a 512 KiB L2
 constexpr int64_t kRowGranule = 16;          // weight rows per thread share are a multiple of this
+// Below this much work (weight bytes × rows) waking the pool costs more than it saves (tiny models).
+constexpr uint64_t kMinParallelBytes = 64 * 1024;
 
 void check(const WeightMatrix& w) {
   if (!is_supported_weight_type(w.type)) {
@@ -67,7 +69,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_str
   check(w);
   if (n_rows <= 0) return;
   MatmulJob job{&w, row_kernels(w.type), x, n_rows, x_stride, y, y_stride, nullptr,
-                activation_bytes(w.type, w.n_in), pool.size()};
+                0, pool.size()};
+  job.act_row_bytes = job.k.act_row_bytes(w.n_in);
   const uint64_t need = job.act_row_bytes * static_cast<uint64_t>(n_rows);
   if (scratch.activations.size() < need) scratch.activations.resize(need);
   job.act = scratch.activations.data();
@@ -76,7 +79,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_str
   } else {
     pool.run([&job](int t) { job.quantize(t); });
   }
-  if (pool.size() == 1) {
+  if (pool.size() == 1 || w.row_bytes * w.n_out * static_cast<uint64_t>(n_rows) < kMinParallelBytes) {
+    job.n_threads = 1;  // the split never changes results (invariant 7), only who computes them
     job.multiply(0);
   } else {
     pool.run([&job](int t) { job.multiply(t); });

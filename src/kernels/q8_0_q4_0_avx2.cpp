@@ -1,4 +1,5 @@
-// AVX2 dot products of Q8_0 and Q4_0 weight rows with Q8_0 activations (several rows at once).
+// AVX2 dot products of Q8_0 and Q4_0 weight rows with Q8_0 activations (several rows at once), read
+// as BlockQ8_0F so that the activation scale costs one broadcast per block and row.
 // Both formats decode a block to 32 signed codes; the product uses maddubs on |w| and sign(y, w).
 #include "kernels/avx2_common.h"
 #include "kernels/avx2_kernels.h"
@@ -30,8 +31,8 @@ struct Q8Act {
     static void run(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, float* out,
                     int64_t out_stride) {
       const auto* x = static_cast<const typename Decode::Block*>(w);
-      const BlockQ8_0* y[NR];
-      for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_0*>(act + r * act_stride);
+      const BlockQ8_0F* y[NR];
+      for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_0F*>(act + r * act_stride);
       const __m256i ones = _mm256_set1_epi16(1);
       __m256 acc0[NR], acc1[NR];
       for (int r = 0; r < NR; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
@@ -39,11 +40,11 @@ struct Q8Act {
       auto block = [&](int64_t b, __m256* acc) {
         const __m256i wq = Decode::codes(x[b]);
         const __m256i wabs = _mm256_sign_epi8(wq, wq);
-        const float dw = f16(x[b].d);
+        const __m256 dw = _mm256_set1_ps(f16(x[b].d));
         for (int r = 0; r < NR; ++r) {
           const __m256i ys = _mm256_sign_epi8(load(y[r][b].qs), wq);
           const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
-          const __m256 d = _mm256_set1_ps(dw * f16(y[r][b].d));
+          const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(&y[r][b].d));
           acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[r]);
         }
       };

@@ -33,15 +33,15 @@ inline __m256i round_pack32(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
 }
 }  // namespace
 
-void quantize_act_q8_0(const float* src, void* dst, int64_t n) {
-  auto* b = static_cast<BlockQ8_0*>(dst);
+void quantize_act_q8_0f(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ8_0F*>(dst);
   for (int64_t i = 0; i < n / kQK0; ++i) {
     const float* x = src + i * kQK0;
     __m256 v[4];
     for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(x + 8 * k);
     const __m256 m = _mm256_max_ps(_mm256_max_ps(abs8(v[0]), abs8(v[1])), _mm256_max_ps(abs8(v[2]), abs8(v[3])));
     const float amax = hmax(m);
-    b[i].d = f32_to_f16(amax / 127);
+    b[i].d = f16_to_f32(f32_to_f16(amax / 127));  // the value a Q8_0 block would hold
     const __m256 id = _mm256_set1_ps(amax != 0 ? 127.0f / amax : 0.0f);
     const __m256i q = round_pack32(_mm256_mul_ps(v[0], id), _mm256_mul_ps(v[1], id), _mm256_mul_ps(v[2], id),
                                    _mm256_mul_ps(v[3], id));

@@ -19,18 +19,20 @@ void copy_f32(const float* src, void* dst, int64_t n) {
 }  // namespace
 
 RowKernels scalar_row_kernels(TensorType weight) {
+  const TensorType a = activation_type(weight);  // throws for unsupported types
+  RowKernels k{nullptr, nullptr, block_elements(a), block_bytes(a)};
   switch (weight) {
-    case TensorType::F32: return {scalar_dot_rows<ref::dot_f32>, copy_f32};
-    case TensorType::F16: return {scalar_dot_rows<ref::dot_f16>, ref::quantize_f16};
-    case TensorType::BF16: return {scalar_dot_rows<ref::dot_bf16>, ref::quantize_bf16};
-    case TensorType::Q8_0: return {scalar_dot_rows<ref::dot_q8_0>, ref::quantize_q8_0_activation};
-    case TensorType::Q4_0: return {scalar_dot_rows<ref::dot_q4_0>, ref::quantize_q8_0_activation};
-    case TensorType::Q4_K: return {scalar_dot_rows<ref::dot_q4_k>, ref::quantize_q8_k};
-    case TensorType::Q5_K: return {scalar_dot_rows<ref::dot_q5_k>, ref::quantize_q8_k};
-    case TensorType::Q6_K: return {scalar_dot_rows<ref::dot_q6_k>, ref::quantize_q8_k};
-    default: activation_type(weight);  // throws the unsupported-type error
+    case TensorType::F32: k.dot_rows = scalar_dot_rows<ref::dot_f32>; k.quantize_act = copy_f32; break;
+    case TensorType::F16: k.dot_rows = scalar_dot_rows<ref::dot_f16>; k.quantize_act = ref::quantize_f16; break;
+    case TensorType::BF16: k.dot_rows = scalar_dot_rows<ref::dot_bf16>; k.quantize_act = ref::quantize_bf16; break;
+    case TensorType::Q8_0: k.dot_rows = scalar_dot_rows<ref::dot_q8_0>; k.quantize_act = ref::quantize_q8_0_activation; break;
+    case TensorType::Q4_0: k.dot_rows = scalar_dot_rows<ref::dot_q4_0>; k.quantize_act = ref::quantize_q8_0_activation; break;
+    case TensorType::Q4_K: k.dot_rows = scalar_dot_rows<ref::dot_q4_k>; k.quantize_act = ref::quantize_q8_k; break;
+    case TensorType::Q5_K: k.dot_rows = scalar_dot_rows<ref::dot_q5_k>; k.quantize_act = ref::quantize_q8_k; break;
+    case TensorType::Q6_K: k.dot_rows = scalar_dot_rows<ref::dot_q6_k>; k.quantize_act = ref::quantize_q8_k; break;
+    default: break;
   }
-  return {nullptr, nullptr};
+  return k;
 }
 
 RowKernels row_kernels(TensorType weight) {
@@ -38,7 +40,11 @@ RowKernels row_kernels(TensorType weight) {
   if (use_avx2()) {
     const RowKernels fast = avx2_row_kernels(weight);
     if (fast.dot_rows) k.dot_rows = fast.dot_rows;
-    if (fast.quantize_act) k.quantize_act = fast.quantize_act;
+    if (fast.quantize_act) {  // the fast dot reads the fast quantiser's blocks
+      k.quantize_act = fast.quantize_act;
+      k.act_block_elements = fast.act_block_elements;
+      k.act_block_bytes = fast.act_block_bytes;
+    }
   }
   return k;
 }

@@ -11,7 +11,9 @@ namespace infer::kernels {
 // Invariant 7: the value for each r is bitwise the same whatever n_rows is and wherever r sits.
 using DotRowsFn = void (*)(int64_t n, const void* w_row, const uint8_t* act, uint64_t act_stride, int n_rows,
                            float* out, int64_t out_stride);
-// Converts n floats into activation_type(weight), bit-identical to quantize_activation_row.
+// Converts n floats into the kernel set's activation blocks: activation_type(weight), bit-identical to
+// quantize_activation_row, except that the AVX2 Q8_0/Q4_0 set writes BlockQ8_0F (same codes, the same
+// scale value held as f32).
 using QuantizeActFn = void (*)(const float* src, void* dst, int64_t n);
 
 inline constexpr int kMaxRows = 4;
@@ -19,13 +21,17 @@ inline constexpr int kMaxRows = 4;
 struct RowKernels {
   DotRowsFn dot_rows;
   QuantizeActFn quantize_act;
+  int64_t act_block_elements;  // geometry of quantize_act's blocks
+  uint64_t act_block_bytes;
+
+  uint64_t act_row_bytes(int64_t n) const { return static_cast<uint64_t>(n / act_block_elements) * act_block_bytes; }
 };
 
 // AVX2 kernels when use_avx2(), the scalar references otherwise. Throws for unsupported types.
 RowKernels row_kernels(TensorType weight);
 // The scalar references only (tests, INFER_FORCE_SCALAR).
 RowKernels scalar_row_kernels(TensorType weight);
-// The AVX2 kernels, or {nullptr, nullptr} when the type has none. Call only when use_avx2().
+// The AVX2 kernels; null members where the type has no AVX2 version. Call only when use_avx2().
 RowKernels avx2_row_kernels(TensorType weight);
 
 }  // namespace infer::kernels

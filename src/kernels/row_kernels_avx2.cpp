@@ -1,20 +1,21 @@
 // The AVX2 kernel set per weight type.
 #include "kernels/avx2_kernels.h"
+#include "kernels/blocks.h"
 #include "kernels/row_kernels.h"
 
 namespace infer::kernels {
 
 RowKernels avx2_row_kernels(TensorType weight) {
   switch (weight) {
-    case TensorType::F32: return {avx2::dot_rows_f32, nullptr};
-    case TensorType::F16: return {avx2::dot_rows_f16, avx2::quantize_act_f16};
-    case TensorType::BF16: return {avx2::dot_rows_bf16, nullptr};
-    case TensorType::Q8_0: return {avx2::dot_rows_q8_0, avx2::quantize_act_q8_0};
-    case TensorType::Q4_0: return {avx2::dot_rows_q4_0, avx2::quantize_act_q8_0};
-    case TensorType::Q4_K: return {avx2::dot_rows_q4_k, avx2::quantize_act_q8_k};
-    case TensorType::Q5_K: return {avx2::dot_rows_q5_k, avx2::quantize_act_q8_k};
-    case TensorType::Q6_K: return {avx2::dot_rows_q6_k, avx2::quantize_act_q8_k};
-    default: return {nullptr, nullptr};
+    case TensorType::F32: return {avx2::dot_rows_f32, nullptr, 1, 4};
+    case TensorType::F16: return {avx2::dot_rows_f16, avx2::quantize_act_f16, 1, 2};
+    case TensorType::BF16: return {avx2::dot_rows_bf16, nullptr, 1, 2};
+    case TensorType::Q8_0: return {avx2::dot_rows_q8_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F)};
+    case TensorType::Q4_0: return {avx2::dot_rows_q4_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F)};
+    case TensorType::Q4_K: return {avx2::dot_rows_q4_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K)};
+    case TensorType::Q5_K: return {avx2::dot_rows_q5_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K)};
+    case TensorType::Q6_K: return {avx2::dot_rows_q6_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K)};
+    default: return {nullptr, nullptr, 1, 0};
   }
 }
 
