@@ -1,0 +1,217 @@
+// `infer serve-bench`: serving throughput and latency through the Engine API (continuous batching).
+// For each concurrency level C a fresh engine with C slots serves C closed-loop clients, each sending
+// `rounds` requests of --prompt-tokens random ids and --gen-tokens generated tokens one after another.
+// Reports aggregate decode tok/s (generated tokens / wall time of the level, prefills included) and
+// time-to-first-token p50/p99. With --shared-prefix N every prompt starts with the same N tokens: the
+// level also measures one cold and one warm request alone, and the prefix cache's token hit rate.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command_registry.h"
+#include "engine/engine.h"
+
+namespace infer::cli {
+namespace {
+
+struct ServeBenchArgs {
+  std::string model;
+  std::string concurrency = "1,2,4,8,16";
+  int prompt_tokens = 128;
+  int gen_tokens = 128;
+  int threads = 0;
+  int rounds = 2;
+  int shared_prefix = 0;
+  int step_tokens = 512;
+  bool json = false;
+};
+
+struct LevelResult {
+  int concurrency = 0;
+  double decode_tps = 0, ttft_p50_ms = 0, ttft_p99_ms = 0;
+  uint64_t generated = 0;
+  double wall_s = 0;
+  double ttft_cold_ms = 0, ttft_warm_ms = 0, cache_hit_rate = 0;
+};
+
+std::vector<int> parse_levels(const std::string& list) {
+  std::vector<int> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 1 || v > 4096)
+      throw std::invalid_argument("--concurrency: '" + item + "' is not a count in [1, 4096]");
+    out.push_back(v);
+  }
+  if (out.empty()) throw std::invalid_argument("--concurrency: no levels given");
+  return out;
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+// Submits one request and waits for its result (the bench is a closed-loop client).
+engine::Result run_one(engine::Engine& e, std::vector<int32_t> prompt, int gen_tokens, uint64_t seed) {
+  engine::Request r;
+  r.prompt_ids = std::move(prompt);
+  r.max_tokens = gen_tokens;
+  r.sampling.seed = seed;
+  auto done = std::make_shared<std::promise<engine::Result>>();
+  auto fut = done->get_future();
+  engine::Callbacks cb;
+  cb.on_done = [done](engine::Result&& res) { done->set_value(std::move(res)); };
+  for (;;) {
+    auto sub = e.submit(r, cb);
+    if (std::holds_alternative<engine::Handle>(sub)) break;
+    const auto& err = std::get<engine::SubmitError>(sub);
+    if (err.kind != engine::SubmitError::Kind::Busy) throw std::runtime_error("serve-bench: request refused: " + err.message);
+    std::this_thread::sleep_for(std::chrono::milliseconds(err.retry_after_ms));
+  }
+  engine::Result res = fut.get();
+  if (res.finish == engine::FinishReason::Error) throw std::runtime_error("serve-bench: request failed: " + res.error);
+  return res;
+}
+
+LevelResult run_level(const ServeBenchArgs& a, int c) {
+  engine::EngineOptions o;
+  o.model_path = a.model;
+  o.threads = a.threads;
+  o.max_running = c;
+  o.queue_depth = std::max(16, c);
+  o.context = a.prompt_tokens + a.gen_tokens + 1;
+  o.step_tokens = a.step_tokens;
+  auto e = engine::Engine::create(o);
+  const int n_vocab = e->n_vocab();
+
+  std::mt19937_64 rng(uint64_t(c) * 7919 + 1);
+  auto random_ids = [&](int n) {
+    std::vector<int32_t> v(size_t(std::max(n, 0)));
+    for (auto& x : v) x = int32_t(rng() % uint64_t(n_vocab));
+    return v;
+  };
+  const std::vector<int32_t> prefix = random_ids(std::min(a.shared_prefix, a.prompt_tokens - 1));
+  auto make_prompt = [&] {
+    std::vector<int32_t> p = prefix;
+    auto tail = random_ids(a.prompt_tokens - int(prefix.size()));
+    p.insert(p.end(), tail.begin(), tail.end());
+    return p;
+  };
+
+  LevelResult out;
+  out.concurrency = c;
+  run_one(*e, random_ids(8), 4, 1);  // warm-up: fault the weights in
+  if (a.shared_prefix > 0) {
+    out.ttft_cold_ms = run_one(*e, make_prompt(), 1, 2).timings.ttft_ms;
+    out.ttft_warm_ms = run_one(*e, make_prompt(), 1, 3).timings.ttft_ms;
+  }
+  const engine::EngineStats before = e->stats();
+
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < c * a.rounds; ++i) prompts.push_back(make_prompt());
+  std::vector<engine::Result> results(prompts.size());
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(c));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> clients;
+  for (int k = 0; k < c; ++k)
+    clients.emplace_back([&, k] {
+      try {
+        for (int r = 0; r < a.rounds; ++r) {
+          const size_t i = size_t(k * a.rounds + r);
+          results[i] = run_one(*e, prompts[i], a.gen_tokens, 100 + i);
+        }
+      } catch (...) {
+        errors[size_t(k)] = std::current_exception();
+      }
+    });
+  for (auto& t : clients) t.join();
+  for (auto& err : errors)
+    if (err) std::rethrow_exception(err);
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::vector<double> ttft;
+  for (const auto& r : results) {
+    ttft.push_back(r.timings.ttft_ms);
+    out.generated += uint64_t(r.timings.generated_tokens);
+  }
+  out.decode_tps = out.wall_s > 0 ? double(out.generated) / out.wall_s : 0;
+  out.ttft_p50_ms = percentile(ttft, 0.50);
+  out.ttft_p99_ms = percentile(ttft, 0.99);
+  const engine::EngineStats after = e->stats();
+  const double prompt = double(after.prompt_tokens - before.prompt_tokens);
+  if (prompt > 0) out.cache_hit_rate = double(after.cached_tokens - before.cached_tokens) / prompt;
+  return out;
+}
+
+void run_serve_bench(const ServeBenchArgs& a) {
+  if (a.prompt_tokens < 1 || a.gen_tokens < 1 || a.rounds < 1 || a.shared_prefix < 0)
+    throw std::invalid_argument("serve-bench: --prompt-tokens, --gen-tokens and --rounds must be >= 1");
+  const std::vector<int> levels = parse_levels(a.concurrency);
+  nlohmann::json rows = nlohmann::json::array();
+  if (!a.json) {
+    std::printf("%-12s %12s %14s %14s", "concurrency", "decode tok/s", "ttft p50 ms", "ttft p99 ms");
+    if (a.shared_prefix > 0) std::printf(" %13s %13s %10s", "ttft cold ms", "ttft warm ms", "cache hit");
+    std::printf("\n");
+  }
+  for (int c : levels) {
+    const LevelResult r = run_level(a, c);
+    if (a.json) {
+      nlohmann::json row = {{"concurrency", r.concurrency},
+                            {"decode_tps", r.decode_tps},
+                            {"ttft_p50_ms", r.ttft_p50_ms},
+                            {"ttft_p99_ms", r.ttft_p99_ms}};
+      if (a.shared_prefix > 0) {
+        row["ttft_cold_ms"] = r.ttft_cold_ms;
+        row["ttft_warm_ms"] = r.ttft_warm_ms;
+        row["cache_hit_rate"] = r.cache_hit_rate;
+      }
+      rows.push_back(row);
+    } else {
+      std::printf("%-12d %12.1f %14.2f %14.2f", r.concurrency, r.decode_tps, r.ttft_p50_ms, r.ttft_p99_ms);
+      if (a.shared_prefix > 0) std::printf(" %13.2f %13.2f %9.1f%%", r.ttft_cold_ms, r.ttft_warm_ms, 100 * r.cache_hit_rate);
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+  if (a.json) std::printf("%s\n", rows.dump(2).c_str());
+}
+
+void setup_serve_bench(CLI::App& app) {
+  auto args = std::make_shared<ServeBenchArgs>();
+  auto* cmd = app.add_subcommand("serve-bench", "Serving throughput and TTFT through the Engine at several concurrencies");
+  cmd->add_option("-m,--model", args->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--concurrency", args->concurrency, "comma-separated concurrency levels (clients = slots)");
+  cmd->add_option("--prompt-tokens", args->prompt_tokens, "prompt length in tokens (random ids)");
+  cmd->add_option("--gen-tokens", args->gen_tokens, "tokens to generate per request (fewer on end-of-generation)");
+  cmd->add_option("-t,--threads", args->threads, "compute threads (0: all cores)");
+  cmd->add_option("--rounds", args->rounds, "requests per client, one after another");
+  cmd->add_option("--shared-prefix", args->shared_prefix, "tokens every prompt shares (prefix cache); adds cold/warm TTFT and hit rate");
+  cmd->add_option("--step-tokens", args->step_tokens, "per-step token budget of the scheduler");
+  cmd->add_flag("--json", args->json, "print a JSON list of {concurrency, decode_tps, ttft_p50_ms, ttft_p99_ms, ...}");
+  cmd->callback([args] { run_serve_bench(*args); });
+}
+
+RegisterCommand reg("serve-bench", setup_serve_bench);
+
+}  // namespace
+}  // namespace infer::cli
