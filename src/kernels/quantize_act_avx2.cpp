@@ -6,6 +6,7 @@
 #include "kernels/avx2_common.h"
 #include "kernels/avx2_kernels.h"
 #include "kernels/blocks.h"
+#include "kernels/formats.h"
 #include "kernels/quant.h"
 
 namespace infer::kernels::avx2 {
@@ -61,7 +62,11 @@ void quantize_act_q8_k(const float* src, void* dst, int64_t n) {
       continue;
     }
     int first = 0;  // the reference keeps the first element of largest magnitude, with its sign
-    while (std::fabs(x[first]) != amax) ++first;
+    while (first < kQKK && std::fabs(x[first]) != amax) ++first;
+    if (first == kQKK) {  // NaN in the block: let the reference decide what it means
+      ref::quantize_q8_k(x, &b[i], kQKK);
+      continue;
+    }
     const float iscale = -127.0f / x[first];
     const __m256 s = _mm256_set1_ps(iscale);
     for (int k = 0; k < kQKK; k += 32) {

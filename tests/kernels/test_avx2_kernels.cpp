@@ -65,6 +65,16 @@ TEST_F(Avx2Kernels, ActivationQuantisersAreBitIdenticalToTheReference) {
   }
 }
 
+TEST_F(Avx2Kernels, Q8_KQuantiserStaysInBoundsOnNan) {
+  std::vector<float> x = random_floats(512, 23);
+  x[3] = std::nanf("");
+  std::vector<uint8_t> fast(activation_bytes(TensorType::Q4_K, 512)), ref(fast.size());
+  row_kernels(TensorType::Q4_K).quantize_act(x.data(), fast.data(), 512);
+  quantize_activation_row(TensorType::Q4_K, x.data(), ref.data(), 512);
+  // The second block has no NaN and must be exact; the first just must not crash or read past x.
+  EXPECT_EQ(std::memcmp(fast.data() + sizeof(BlockQ8_K), ref.data() + sizeof(BlockQ8_K), sizeof(BlockQ8_K)), 0);
+}
+
 TEST_F(Avx2Kernels, DotProductsMatchTheReferenceForOneToFourRows) {
   for (int64_t n : {256, 1024, 2816}) {
     for (TensorType t : kWeightTypes) {
