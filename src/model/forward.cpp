@@ -17,7 +17,36 @@ namespace {
 
 // Below this many multiply-adds a matmul (or the batch's attention) runs on the calling thread alone:
 // waking the pool costs more than the work (stories260K's 64×64 matrices, short decode contexts).
-constexpr int64_t kMinParallelWork = int64_t(1) << 17;
+constexpr int64_t kMinParallelWork = int64_t(1) << 20;
+
+// The attention of one layer for every row of a batch. Tasks are (row, KV head) pairs, dealt to the
+// threads round-robin: rows late in a prefill have more keys, so contiguous shares would be uneven.
+// The job is captured by one pointer so that handing it to the pool allocates nothing.
+struct AttentionJob {
+  const Batch* batch;
+  KvPool* kv;
+  int layer;
+  std::vector<float>* q;
+  std::vector<float>* out;
+  std::vector<std::vector<float>>* scratch;  // per thread
+  int q_dim, head_dim, n_kv_head, n_gqa;
+  float scale;
+  int n_threads;
+
+  void run(int t) const {
+    const int64_t n_tasks = int64_t(batch->rows.size()) * n_kv_head;
+    float* s = (*scratch)[size_t(t)].data();
+    for (int64_t task = t; task < n_tasks; task += n_threads) {
+      const int r = int(task / n_kv_head), g = int(task % n_kv_head);
+      const BatchRow& row = batch->rows[size_t(r)];
+      kernels::PagedKv view = kv->view(layer, batch->seqs[size_t(row.seq)].page_table);
+      view.k_base += int64_t(g) * head_dim;  // KV head g; rows keep their kv_dim stride
+      view.v_base += int64_t(g) * head_dim;
+      const size_t at = size_t(int64_t(r) * q_dim + int64_t(g) * n_gqa * head_dim);
+      kernels::attention_row(&(*q)[at], view, row.pos + 1, n_gqa, 1, head_dim, scale, &(*out)[at], s);
+    }
+  }
+};
 
 }  // namespace
 
@@ -144,7 +173,6 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
   for (const BatchRow& row : batch.rows) att_work += int64_t(row.pos + 1) * Q * 2;
   kernels::ThreadPool& att_pool = att_work < kMinParallelWork ? b.solo : pool_;
   const int n_gqa = hp.n_head / hp.n_kv_head;
-  const int64_t att_tasks = int64_t(n) * hp.n_kv_head;  // (row, KV head) pairs; GQA heads stay together
 
   for (int l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = m.layers()[size_t(l)];
@@ -180,22 +208,11 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
                         batch.seqs[size_t(row.seq)].page_table, KV, row.pos);
     }
 
-    // multihead attention: tasks are (row, KV head) pairs split over threads; each is computed whole by
-    // one thread, so its result does not depend on the split (invariant 7)
-    att_pool.run([&](int t) {
-      const kernels::Range range = kernels::split_range(att_tasks, t, att_pool.size());
-      float* scratch = b.att_scratch[size_t(t)].data();
-      for (int64_t task = range.begin; task < range.end; ++task) {
-        const int r = int(task / hp.n_kv_head), g = int(task % hp.n_kv_head);
-        const BatchRow& row = batch.rows[size_t(r)];
-        kernels::PagedKv view = kv.view(l, batch.seqs[size_t(row.seq)].page_table);
-        view.k_base += int64_t(g) * HD;
-        view.v_base += int64_t(g) * HD;
-        const int64_t q_off = int64_t(r) * Q + int64_t(g) * n_gqa * HD;
-        kernels::attention_row(&b.q[size_t(q_off)], view, row.pos + 1, n_gqa, 1, HD, att_scale, &b.att[size_t(q_off)],
-                               scratch);
-      }
-    });
+    // multihead attention over (row, KV head) tasks; each is computed whole by one thread, so its
+    // result does not depend on the split (invariant 7)
+    const AttentionJob job{&batch, &kv, l, &b.q, &b.att, &b.att_scratch, Q, HD, hp.n_kv_head, n_gqa, att_scale,
+                           att_pool.size()};
+    att_pool.run([&job](int t) { job.run(t); });
 
     // output projection and residual
     matmul(L.wo, b.att.data(), b.xb.data(), n);
