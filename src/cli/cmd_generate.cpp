@@ -32,6 +32,7 @@ struct GenerateArgs {
   int threads = 1;
   int context = 2048;
   bool chat = false;
+  std::string chat_template;  // family name; empty: detect from the model
   bool json = false;
   std::string logits;  // "", "N" or "all"
   std::string force;   // "ID,ID,..."
@@ -104,7 +105,7 @@ void run_generate(const GenerateArgs& a) {
 
   auto model = model::Model::load(a.model);
   auto tok = tokenizer::Tokenizer::from_gguf(model->file());
-  auto prompt = engine::tokenize_prompt(*tok, a.prompt, a.chat);
+  auto prompt = engine::tokenize_prompt(*tok, a.prompt, a.chat || !a.chat_template.empty(), a.chat_template);
   engine::GeneratorOptions go;
   go.threads = a.threads;
   go.context = a.context;
@@ -160,6 +161,7 @@ void setup_generate(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", args->context, "context size in tokens")->check(CLI::PositiveNumber);
   cmd->add_option("--stop", args->stop, "stop string (repeatable); not included in the output");
   cmd->add_flag("--chat", args->chat, "wrap the prompt in the model's chat template");
+  cmd->add_option("--chat-template", args->chat_template, "chat format by name (chatml, llama3, ...); implies --chat");
   cmd->add_flag("--json", args->json, "print one JSON object instead of streaming text");
   cmd->add_option("--logits", args->logits, "with --json: top N logits (or 'all') per prompt position and step");
   cmd->add_option("--force", args->force, "teacher forcing: feed these ids (ID,ID,...) as the generated tokens");

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "engine/text_stream.h"
+#include "tokenizer/chat_template.h"
 
 namespace infer::engine {
 
@@ -175,9 +176,21 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
   return res;
 }
 
-std::vector<int32_t> tokenize_prompt(const tokenizer::Tokenizer& tok, const std::string& text, bool chat) {
-  if (chat) throw std::runtime_error("--chat: chat templates are not supported yet");
-  return tok.encode(text, tokenizer::EncodeOptions{true, true});
+std::vector<int32_t> tokenize_prompt(const tokenizer::Tokenizer& tok, const std::string& text, bool chat,
+                                     const std::string& template_name) {
+  if (!chat) return tok.encode(text, tokenizer::EncodeOptions{true, true});
+  tokenizer::ChatFamily family;
+  if (!template_name.empty()) {
+    auto f = tokenizer::chat_family_from_name(template_name);
+    if (!f) throw std::runtime_error("unknown chat template name '" + template_name + "'");
+    family = *f;
+  } else if (tok.chat_template().empty()) {
+    throw std::runtime_error("the model has no chat template (tokenizer.chat_template); name one to use chat");
+  } else {
+    family = tokenizer::require_chat_family(tok.chat_template());
+  }
+  const std::string prompt = tokenizer::apply_chat_template(family, {{"user", text}}, true);
+  return tok.encode(prompt, tokenizer::EncodeOptions{true, true});
 }
 
 }  // namespace infer::engine

@@ -104,8 +104,10 @@ class Generator {
 };
 
 // Tokenises `text` for `tok` (BOS per the vocab, special tokens parsed). With `chat`, wraps it as one
-// user turn of the vocab's chat template with the assistant prompt open; throws std::runtime_error
-// when the vocab has no chat template or one this project does not know.
-std::vector<int32_t> tokenize_prompt(const tokenizer::Tokenizer& tok, const std::string& text, bool chat);
+// user turn with the assistant prompt open, in the chat family named by `template_name` ("chatml",
+// "llama3", ...; see tokenizer/chat_template.h) or else detected from the vocab's template; throws
+// std::runtime_error for an unknown name, a vocab without a template, or a template not recognised.
+std::vector<int32_t> tokenize_prompt(const tokenizer::Tokenizer& tok, const std::string& text, bool chat,
+                                     const std::string& template_name = "");
 
 }  // namespace infer::engine

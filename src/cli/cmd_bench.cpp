@@ -1,0 +1,163 @@
+// `infer bench`: prefill (pp) and decode (tg) speed like llama-bench, plus a read-bandwidth probe in
+// the same process and the share of it that decode achieves.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command_registry.h"
+#include "engine/generator.h"
+#include "kernels/bandwidth.h"
+#include "kernels/thread_pool.h"
+#include "model/model.h"
+
+namespace infer::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  int p = 512;
+  int n = 128;
+  int threads = 1;
+  int reps = 3;
+  bool json = false;
+  int probe_mib = 1024;
+};
+
+struct Stat {
+  double mean = 0, stddev = 0;
+};
+
+Stat stat_of(const std::vector<double>& v) {
+  Stat s;
+  if (v.empty()) return s;
+  for (double x : v) s.mean += x;
+  s.mean /= double(v.size());
+  if (v.size() > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - s.mean) * (x - s.mean);
+    s.stddev = std::sqrt(ss / double(v.size() - 1));
+  }
+  return s;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Bytes of weights one decode step reads: every tensor, except that an untied embedding table is
+// only gathered (one row per token). The KV cache read is left out (small at these lengths).
+uint64_t weight_bytes_per_token(const model::Model& m) {
+  uint64_t bytes = 0;
+  for (const auto& t : m.file().tensors()) bytes += t.n_bytes;
+  const auto* embd = m.file().tensor("token_embd.weight");
+  if (embd && !m.hparams().tied_output) bytes -= embd->n_bytes - embd->row_bytes();
+  return bytes;
+}
+
+void run_bench(const BenchArgs& a) {
+  if (a.p < 0 || a.n < 0 || (a.p == 0 && a.n == 0)) throw std::invalid_argument("-p and -n must be >= 0, and not both 0");
+  if (a.reps < 1) throw std::invalid_argument("-r must be >= 1");
+  auto model = model::Model::load(a.model, model::LoadOptions{true, false});
+  const auto& hp = model->hparams();
+  engine::GeneratorOptions go;
+  go.threads = a.threads;
+  go.context = std::max(a.p, a.n) + 1;
+  go.prefill_chunk = std::max(1, std::min(a.p, 512));
+  if (hp.n_ctx_train > 0 && go.context > hp.n_ctx_train)
+    throw std::invalid_argument("-p/-n exceed the model's context of " + std::to_string(hp.n_ctx_train));
+  engine::Generator gen(*model, nullptr, go);
+
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> any_token(0, hp.n_vocab - 1);
+  std::vector<int32_t> prompt(std::max(a.p, 1));
+  for (auto& t : prompt) t = any_token(rng);
+
+  // Warm-up: pages of the mapping fault in, caches and the thread pool settle.
+  std::fprintf(stderr, "bench: %s, %d threads, warm-up\n", a.model.c_str(), a.threads);
+  gen.forward(prompt.data(), std::min<int>(int(prompt.size()), 16), 0);
+  for (int i = 0; i < std::min(a.n, 4); ++i) gen.forward(&prompt[i], 1, i);
+
+  std::vector<double> pp, tg;
+  for (int r = 0; r < a.reps; ++r) {
+    if (a.p > 0) {
+      auto t0 = std::chrono::steady_clock::now();
+      gen.forward(prompt.data(), a.p, 0);
+      pp.push_back(a.p / seconds_since(t0));
+      std::fprintf(stderr, "bench: pp%d rep %d/%d: %.2f tok/s\n", a.p, r + 1, a.reps, pp.back());
+    }
+    if (a.n > 0) {
+      int32_t tok = prompt[0];
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < a.n; ++i) {
+        const float* logits = gen.forward(&tok, 1, i);
+        tok = int32_t(std::max_element(logits, logits + hp.n_vocab) - logits);  // greedy, as decode does
+      }
+      tg.push_back(a.n / seconds_since(t0));
+      std::fprintf(stderr, "bench: tg%d rep %d/%d: %.2f tok/s\n", a.n, r + 1, a.reps, tg.back());
+    }
+  }
+
+  std::fprintf(stderr, "bench: bandwidth probe (%d MiB, %d threads)\n", a.probe_mib, a.threads);
+  kernels::ThreadPool probe_pool(a.threads);
+  const double bw_gbs = kernels::measure_read_bandwidth_gbs(probe_pool, size_t(a.probe_mib) << 20, 3);
+
+  const Stat pps = stat_of(pp), tgs = stat_of(tg);
+  const uint64_t per_token = weight_bytes_per_token(*model);
+  const double tg_gbs = double(per_token) * tgs.mean / 1e9;
+  const double share = bw_gbs > 0 ? tg_gbs / bw_gbs : 0;
+  uint64_t model_bytes = 0;
+  for (const auto& t : model->file().tensors()) model_bytes += t.n_bytes;
+
+  if (a.json) {
+    nlohmann::json j;
+    j["model"] = a.model;
+    j["threads"] = a.threads;
+    j["n_prompt"] = a.p;
+    j["n_gen"] = a.n;
+    j["repetitions"] = a.reps;
+    j["pp_tps"] = pps.mean;
+    j["pp_tps_stddev"] = pps.stddev;
+    j["tg_tps"] = tgs.mean;
+    j["tg_tps_stddev"] = tgs.stddev;
+    j["bandwidth_gbs"] = bw_gbs;
+    j["tg_weight_gbs"] = tg_gbs;
+    j["tg_bandwidth_share"] = share;
+    j["model_bytes"] = model_bytes;
+    j["weight_bytes_per_token"] = per_token;
+    std::puts(j.dump().c_str());
+    return;
+  }
+  std::printf("| model | size | threads | test | t/s |\n|---|---|---|---|---|\n");
+  const double mib = double(model_bytes) / (1 << 20);
+  if (a.p > 0)
+    std::printf("| %s | %.1f MiB | %d | pp%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.p, pps.mean, pps.stddev);
+  if (a.n > 0)
+    std::printf("| %s | %.1f MiB | %d | tg%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.n, tgs.mean, tgs.stddev);
+  std::printf("read bandwidth probe: %.2f GB/s; decode reads %.1f MiB/token = %.2f GB/s: share %.2f\n", bw_gbs,
+              double(per_token) / (1 << 20), tg_gbs, share);
+}
+
+void setup_bench(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand("bench", "Measure prefill/decode tokens per second and decode's memory-bandwidth share");
+  cmd->add_option("-m,--model", args->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-p,--n-prompt", args->p, "prompt tokens prefilled in one batch (0: skip)");
+  cmd->add_option("-n,--n-gen", args->n, "tokens decoded one at a time (0: skip)");
+  cmd->add_option("-t,--threads", args->threads, "compute threads")->check(CLI::PositiveNumber);
+  cmd->add_option("-r,--repetitions", args->reps, "repetitions (mean ± stddev)")->check(CLI::PositiveNumber);
+  cmd->add_option("--probe-mib", args->probe_mib, "bandwidth probe array size in MiB")->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->callback([args] { run_bench(*args); });
+}
+
+RegisterCommand reg("bench", setup_bench);
+
+}  // namespace
+}  // namespace infer::cli
