@@ -1,0 +1,83 @@
+// KvPool: the page layout promised in kv_pool.h, sizes, and page copies for the prefix cache.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/quant.h"
+#include "model/kv_pool.h"
+
+namespace infer::model {
+namespace {
+
+HParams shape() {
+  HParams hp;
+  hp.n_layer = 3;
+  hp.n_head = 4;
+  hp.n_kv_head = 2;
+  hp.head_dim = 8;
+  hp.n_embd = 32;
+  return hp;
+}
+
+TEST(KvPool, SizeIsLayersTimesKAndVTimesPages) {
+  const HParams hp = shape();
+  KvPool kv(hp, 16, 5);
+  EXPECT_EQ(kv.bytes(), uint64_t(3) * 2 * 16 * 16 * 2 * 5);
+  EXPECT_EQ(KvPool::bytes_for(hp, 16, 5), kv.bytes());
+  EXPECT_EQ(kv.page_stride(), int64_t(3) * 2 * 16 * 16);
+  EXPECT_EQ(kv.kv_dim(), 16);
+  EXPECT_THROW(KvPool(hp, 0, 5), std::runtime_error);
+}
+
+TEST(KvPool, LayoutMatchesTheHeaderFormula) {
+  const HParams hp = shape();
+  KvPool kv(hp, 4, 3);
+  const int D = kv.kv_dim(), T = kv.page_tokens();
+  // k(p, l) = base + ((p * n_layer + l) * 2 + 0) * T * D; v = k + T * D
+  uint16_t* base = kv.k_base(0);
+  for (int l = 0; l < hp.n_layer; ++l) {
+    EXPECT_EQ(kv.k_base(l), base + int64_t(l) * 2 * T * D);
+    EXPECT_EQ(kv.v_base(l), kv.k_base(l) + int64_t(T) * D);
+    const int32_t table[] = {2, 0};
+    const kernels::PagedKv v = kv.view(l, table);
+    EXPECT_EQ(v.k_base, kv.k_base(l));
+    EXPECT_EQ(v.v_base, kv.v_base(l));
+    EXPECT_EQ(v.page_stride, kv.page_stride());
+    EXPECT_EQ(v.page_tokens, T);
+    EXPECT_EQ(v.kv_dim, D);
+    EXPECT_EQ(v.page_table, table);
+  }
+  // Page p of layer l: ((p * n_layer + l) * 2) * T * D from the base.
+  EXPECT_EQ(kv.k_base(1) + 2 * kv.page_stride(), base + ((2 * 3 + 1) * 2) * int64_t(T) * D);
+}
+
+TEST(KvPool, CopyPageCopiesEveryLayersFirstRows) {
+  const HParams hp = shape();
+  KvPool kv(hp, 4, 3);
+  const int D = kv.kv_dim();
+  const int32_t from_table[] = {1}, to_table[] = {2};
+  std::vector<float> k(static_cast<size_t>(D)), v(static_cast<size_t>(D)), zero(static_cast<size_t>(D), 0.f);
+  for (int l = 0; l < hp.n_layer; ++l) {
+    for (int pos = 0; pos < 4; ++pos) {
+      for (int i = 0; i < D; ++i) k[size_t(i)] = float(l * 100 + pos * 10 + i), v[size_t(i)] = -k[size_t(i)];
+      kernels::kv_store_ref(k.data(), v.data(), kv.k_base(l), kv.v_base(l), kv.page_stride(), 4, from_table, D, pos);
+      kernels::kv_store_ref(zero.data(), zero.data(), kv.k_base(l), kv.v_base(l), kv.page_stride(), 4, to_table, D, pos);
+    }
+  }
+  kv.copy_page(1, 2, 3);
+  for (int l = 0; l < hp.n_layer; ++l) {
+    const uint16_t* kp = kv.k_base(l) + 2 * kv.page_stride();
+    const uint16_t* vp = kv.v_base(l) + 2 * kv.page_stride();
+    for (int pos = 0; pos < 4; ++pos) {
+      const float want = pos < 3 ? float(l * 100 + pos * 10 + 5) : 0.f;
+      EXPECT_EQ(kernels::f16_to_f32(kp[pos * D + 5]), want) << "layer " << l << " pos " << pos;
+      EXPECT_EQ(kernels::f16_to_f32(vp[pos * D + 5]), -want) << "layer " << l << " pos " << pos;
+    }
+  }
+  EXPECT_THROW(kv.copy_page(0, 3, 1), std::out_of_range);
+  EXPECT_THROW(kv.copy_page(0, 1, 5), std::out_of_range);
+}
+
+}  // namespace
+}  // namespace infer::model
