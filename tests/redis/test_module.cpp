@@ -1,7 +1,8 @@
 // Module loading, configs, model registry commands, INFO and STATS against a real redis-server.
 #include <gtest/gtest.h>
 
-#include <fstream>
+#include <chrono>
+#include <thread>
 
 #include "redis/redis_server.h"
 #include "support/data_dirs.h"
@@ -77,7 +78,14 @@ TEST_F(ModuleTest, UnloadWhileGeneratingLetsRequestFinish) {
   RedisConn other = server_->connect();
   redisAppendCommand(other.get(), "INFER.GENERATE temp PROMPT Once MAXTOKENS 200 TEMP 0");
   int done = 0;
-  ASSERT_EQ(redisBufferWrite(other.get(), &done), REDIS_OK);
+  while (!done) ASSERT_EQ(redisBufferWrite(other.get(), &done), REDIS_OK);
+  // Unload only once the request is queued (the two connections are not ordered otherwise).
+  auto accepted = [&] {
+    std::string s = run({"INFER.STATS", "temp"});
+    return s.find("queued, 0, running, 0, completed, 0") == std::string::npos;
+  };
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!accepted() && std::chrono::steady_clock::now() < end) std::this_thread::yield();
   EXPECT_EQ(run({"INFER.UNLOAD", "temp"}), "OK");
   void* raw = nullptr;
   ASSERT_EQ(redisGetReply(other.get(), &raw), REDIS_OK);
