@@ -1,6 +1,10 @@
 // Text ↔ token ids from a GGUF file's vocabulary metadata (tokenizer.ggml.*), exact to llama.cpp:
 // SentencePiece-style (`llama`) and byte-level BPE (`gpt2`, pre-tokenizer per tokenizer.ggml.pre).
 // Thread-safety: immutable after construction; all const methods may run concurrently.
+//
+// Files: vocab.* (keys, defaults, special ids, EOG set, fingerprint), pre_tokenizer.* (regexes per
+// tokenizer.ggml.pre), special_split.* (special-token text), spm_encoder.*, bpe_encoder.*,
+// byte_unicode.*, utf8.*; token_blob.* (ids in Redis values) and chat_template.* (prompt formats).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -27,6 +31,9 @@ class Tokenizer {
   static std::unique_ptr<Tokenizer> from_gguf(const gguf::File& file);
   virtual ~Tokenizer() = default;
 
+  // Token ids of `text` (any bytes). SPM adds the dummy-prefix space at the start and after each
+  // special token, and falls back to <0xXX> byte tokens. BPE replaces invalid UTF-8 by U+FFFD before
+  // splitting (llama.cpp does the same), so such input does not round-trip.
   virtual std::vector<TokenId> encode(std::string_view text, const EncodeOptions& opts = {}) const = 0;
   // Text of one token as it appears in output (byte tokens give their raw byte, ▁ → space ...).
   // With remove_special, Control/Unknown tokens give "" (otherwise their text). Throws
