@@ -167,7 +167,7 @@ void run_serve_bench(const ServeBenchArgs& a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 1 || a.rounds < 1 || a.shared_prefix < 0)
     throw std::invalid_argument("serve-bench: --prompt-tokens, --gen-tokens and --rounds must be >= 1");
   const std::vector<int> levels = parse_levels(a.concurrency);
-  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (!a.json) {
     std::printf("%-12s %12s %14s %14s", "concurrency", "decode tok/s", "ttft p50 ms", "ttft p99 ms");
     if (a.shared_prefix > 0) std::printf(" %13s %13s %10s", "ttft cold ms", "ttft warm ms", "cache hit");
@@ -176,7 +176,7 @@ void run_serve_bench(const ServeBenchArgs& a) {
   for (int c : levels) {
     const LevelResult r = run_level(a, c);
     if (a.json) {
-      nlohmann::json row = {{"concurrency", r.concurrency},
+      nlohmann::ordered_json row = {{"concurrency", r.concurrency},
                             {"decode_tps", r.decode_tps},
                             {"ttft_p50_ms", r.ttft_p50_ms},
                             {"ttft_p99_ms", r.ttft_p99_ms}};

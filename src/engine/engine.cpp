@@ -53,9 +53,17 @@ class EngineImpl final : public Engine {
     // Resolve the plan: threads, per-sequence cap, pool size in whole pages.
     if (opts_.threads == 0) opts_.threads = int(std::max(1u, std::thread::hardware_concurrency()));
     if (hp.n_ctx_train > 0) opts_.context = std::min(opts_.context, hp.n_ctx_train);
-    const int64_t kv_tokens = opts_.kv_tokens > 0 ? opts_.kv_tokens : int64_t(opts_.max_running) * opts_.context;
+    int64_t kv_tokens = int64_t(opts_.max_running) * opts_.context;
+    if (opts_.kv_tokens > 0)
+      kv_tokens = opts_.kv_tokens;
+    else if (opts_.kv_bytes > 0)
+      kv_tokens = int64_t(std::min<uint64_t>(opts_.kv_bytes / hp.kv_bytes_per_token(), INT32_MAX));
+    if (kv_tokens < opts_.page_tokens)
+      throw std::invalid_argument("engine options: the KV pool holds less than one page (" + std::to_string(kv_tokens) +
+                                  " tokens at " + std::to_string(hp.kv_bytes_per_token()) + " bytes/token)");
     const int64_t n_pages = (kv_tokens + opts_.page_tokens - 1) / opts_.page_tokens;
-    if (n_pages > INT32_MAX / opts_.page_tokens) throw std::runtime_error("engine: KV pool of " + std::to_string(kv_tokens) + " tokens is too large");
+    if (n_pages > INT32_MAX / opts_.page_tokens)
+      throw std::runtime_error("engine: KV pool of " + std::to_string(kv_tokens) + " tokens is too large");
     opts_.kv_tokens = int(n_pages * opts_.page_tokens);
     const uint64_t kv_bytes = model::KvPool::bytes_for(hp, opts_.page_tokens, int(n_pages));
     try {

@@ -60,6 +60,12 @@ TEST(Engine, ReportsResolvedPlan) {
   EXPECT_EQ(s.max_seq_tokens, 2048);
   EXPECT_EQ(s.kv_bytes, 63ull * 16 * 5 * 2 * 32 * 2);  // pages × tokens × layers × K,V × kv_dim × F16
   EXPECT_GT(s.model_bytes, 1000000u);
+
+  o.kv_tokens = 0;
+  o.kv_bytes = 100 * 16 * 640;  // 640 bytes/token: 100 pages
+  EXPECT_EQ(Engine::create(o)->stats().kv_pages_total, 100);
+  o.kv_bytes = 100;  // not even one token
+  EXPECT_THROW(Engine::create(o), std::invalid_argument);
 }
 
 TEST(Engine, CreateFailsClearlyForMissingModelAndBadOptions) {
