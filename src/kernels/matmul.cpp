@@ -1,10 +1,13 @@
-// y = x · Wᵀ: activations quantised once per call, then each thread walks its share of weight rows.
-// Weight rows are taken a tile at a time (sized for L2) and each row of the tile is dotted with groups
-// of kMaxRows activation rows, so a prefill reads each weight byte from memory once; a decode (one
-// row) simply streams the rows.
+// y = x · Wᵀ: activations quantised once per call, then the threads take chunks of weight rows from a
+// shared counter until none is left (a thread the OS has descheduled never holds up the others).
+// A chunk of a prefill is an L2-sized tile of weight rows, each dotted with groups of kMaxRows
+// activation rows, so each weight byte comes from memory once; a decode (one row) streams its chunks.
+// Who computes an output never changes its value (invariant 7): every (row, output) pair goes through
+// the same kernel arithmetic.
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 #include <string>
 
@@ -13,8 +16,9 @@
 namespace infer::kernels {
 
 namespace {
-constexpr uint64_t kTileBytes = 192 * 1024;  // weight bytes per tile: well inside a 512 KiB L2
-constexpr int64_t kRowGranule = 16;          // weight rows per thread share are a multiple of this
+constexpr uint64_t kTileBytes = 192 * 1024;   // prefill chunk: weight rows well inside a 512 KiB L2
+constexpr uint64_t kStreamBytes = 64 * 1024;  // decode chunk: small enough to balance two threads
+constexpr int64_t kQuantizeChunkRows = 8;     // activation rows per claim when quantising in parallel
 // Below this much work (weight bytes × rows) waking the pool costs more than it saves (tiny models).
 constexpr uint64_t kMinParallelBytes = 64 * 1024;
 
@@ -38,27 +42,39 @@ struct MatmulJob {
   int64_t y_stride;
   uint8_t* act;
   uint64_t act_row_bytes;
-  int n_threads;
+  int64_t chunk_outputs;  // weight rows per chunk
+  alignas(64) std::atomic<int64_t> next_quantize{0};
+  alignas(64) std::atomic<int64_t> next_chunk{0};
 
-  void quantize(int thread) const {
-    const Range r = split_range(n_rows, thread, n_threads);
-    for (int64_t i = r.begin; i < r.end; ++i) k.quantize_act(x + i * x_stride, act + i * act_row_bytes, w->n_in);
+  void quantize_rows(int64_t begin, int64_t end) const {
+    for (int64_t i = begin; i < end; ++i) k.quantize_act(x + i * x_stride, act + i * act_row_bytes, w->n_in);
   }
 
-  void multiply(int thread) const {
-    const Range cols = split_range(w->n_out, thread, n_threads, kRowGranule);
+  void quantize() {
+    for (;;) {
+      const int64_t begin = next_quantize.fetch_add(kQuantizeChunkRows);
+      if (begin >= n_rows) return;
+      quantize_rows(begin, std::min(n_rows, begin + kQuantizeChunkRows));
+    }
+  }
+
+  void multiply_chunk(int64_t o0, int64_t o1) const {
     const auto* wdata = static_cast<const uint8_t*>(w->data);
-    const int64_t tile = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / w->row_bytes));
-    for (int64_t o0 = cols.begin; o0 < cols.end; o0 += tile) {
-      const int64_t o1 = std::min(cols.end, o0 + tile);
-      for (int64_t r = 0; r < n_rows; r += kMaxRows) {
-        const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r));
-        const uint8_t* a = act + r * act_row_bytes;
-        float* out = y + r * y_stride;
-        for (int64_t o = o0; o < o1; ++o) {
-          k.dot_rows(w->n_in, wdata + o * w->row_bytes, a, act_row_bytes, nr, out + o, y_stride);
-        }
+    for (int64_t r = 0; r < n_rows; r += kMaxRows) {
+      const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r));
+      const uint8_t* a = act + r * act_row_bytes;
+      float* out = y + r * y_stride;
+      for (int64_t o = o0; o < o1; ++o) {
+        k.dot_rows(w->n_in, wdata + o * w->row_bytes, a, act_row_bytes, nr, out + o, y_stride);
       }
+    }
+  }
+
+  void multiply() {
+    for (;;) {
+      const int64_t o0 = next_chunk.fetch_add(chunk_outputs);
+      if (o0 >= w->n_out) return;
+      multiply_chunk(o0, std::min(w->n_out, o0 + chunk_outputs));
     }
   }
 };
@@ -68,22 +84,25 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_str
             int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch) {
   check(w);
   if (n_rows <= 0) return;
-  MatmulJob job{&w, row_kernels(w.type), x, n_rows, x_stride, y, y_stride, nullptr,
-                0, pool.size()};
+  MatmulJob job{&w, row_kernels(w.type), x, n_rows, x_stride, y, y_stride, nullptr, 0, 0};
   job.act_row_bytes = job.k.act_row_bytes(w.n_in);
+  const uint64_t chunk_bytes = n_rows <= kMaxRows ? kStreamBytes : kTileBytes;
+  job.chunk_outputs = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / w.row_bytes));
   const uint64_t need = job.act_row_bytes * static_cast<uint64_t>(n_rows);
   if (scratch.activations.size() < need) scratch.activations.resize(need);
   job.act = scratch.activations.data();
-  if (n_rows < 2 * pool.size()) {
-    for (int64_t i = 0; i < n_rows; ++i) job.k.quantize_act(x + i * x_stride, job.act + i * job.act_row_bytes, w.n_in);
+
+  const bool parallel =
+      pool.size() > 1 && w.row_bytes * w.n_out * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
+  if (!parallel || n_rows < 2 * kQuantizeChunkRows) {
+    job.quantize_rows(0, n_rows);
   } else {
-    pool.run([&job](int t) { job.quantize(t); });
+    pool.run([&job](int) { job.quantize(); });
   }
-  if (pool.size() == 1 || w.row_bytes * w.n_out * static_cast<uint64_t>(n_rows) < kMinParallelBytes) {
-    job.n_threads = 1;  // the split never changes results (invariant 7), only who computes them
-    job.multiply(0);
+  if (!parallel) {
+    job.multiply();
   } else {
-    pool.run([&job](int t) { job.multiply(t); });
+    pool.run([&job](int) { job.multiply(); });
   }
 }
 

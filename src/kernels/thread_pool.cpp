@@ -66,7 +66,8 @@ struct ThreadPool::Impl {
 
   alignas(64) std::atomic<uint32_t> generation{0};  // bumped once per run()
   alignas(64) std::atomic<int> worker_sleepers{0};
-  alignas(64) std::atomic<uint32_t> pending{0};     // workers still running the current task
+  alignas(64) std::atomic<int> next_index{0};       // next unclaimed task index of the current run
+  alignas(64) std::atomic<uint32_t> remaining{0};   // task indices of the current run not finished yet
   alignas(64) std::atomic<int> caller_sleepers{0};
 
   void call(int index) {
@@ -78,37 +79,53 @@ struct ThreadPool::Impl {
     }
   }
 
-  void worker_loop(int index) {
+  // Claims and runs task indices until none is left. Indices are claimed, not owned: a worker that
+  // the OS has not scheduled yet never holds up a run, someone else takes its index.
+  void drain() {
+    for (;;) {
+      const int i = next_index.fetch_add(1);
+      if (i >= n_threads) return;
+      call(i);
+      if (remaining.fetch_sub(1) == 1 && caller_sleepers.load() > 0) futex_wake_all(remaining);
+    }
+  }
+
+  void worker_loop() {
     uint32_t seen = 0;
     for (;;) {
       seen = wait_while_equal(generation, seen, worker_sleepers);
       if (stopping) return;
-      call(index);
-      if (pending.fetch_sub(1) == 1 && caller_sleepers.load() > 0) futex_wake_all(pending);
+      drain();
     }
   }
 
+  // A claim below n_threads always belongs to the current run: the previous run ended only once all
+  // its indices were claimed, and `task`/`remaining` are published before `next_index` is reset.
   void start_workers() {
-    pending.store(static_cast<uint32_t>(n_threads - 1));
+    remaining.store(static_cast<uint32_t>(n_threads));
+    next_index.store(1);  // index 0 is the caller's
     generation.fetch_add(1);
     if (worker_sleepers.load() > 0) futex_wake_all(generation);
   }
 
-  void wait_workers() {
-    uint32_t left = pending.load(std::memory_order_acquire);
-    while (left != 0) left = wait_while_equal(pending, left, caller_sleepers);
+  void finish_and_wait() {
+    if (remaining.fetch_sub(1) == 1) return;  // the caller's own index 0 was the last
+    drain();
+    uint32_t left = remaining.load(std::memory_order_acquire);
+    while (left != 0) left = wait_while_equal(remaining, left, caller_sleepers);
   }
 };
 
 ThreadPool::ThreadPool(int n_threads) : impl_(std::make_unique<Impl>()) {
   if (n_threads < 1) throw std::invalid_argument("ThreadPool needs at least 1 thread");
   impl_->n_threads = n_threads;
-  for (int i = 1; i < n_threads; ++i) impl_->threads.emplace_back([this, i] { impl_->worker_loop(i); });
+  for (int i = 1; i < n_threads; ++i) impl_->threads.emplace_back([this] { impl_->worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
   impl_->stopping = true;
-  impl_->start_workers();
+  impl_->generation.fetch_add(1);
+  futex_wake_all(impl_->generation);
   for (auto& t : impl_->threads) t.join();
 }
 
@@ -123,7 +140,7 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
   p.error = nullptr;
   if (p.n_threads > 1) p.start_workers();
   p.call(0);
-  if (p.n_threads > 1) p.wait_workers();
+  if (p.n_threads > 1) p.finish_and_wait();
   p.task = nullptr;
   std::exception_ptr error = p.error;
   p.busy.store(false, std::memory_order_release);

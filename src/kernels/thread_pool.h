@@ -17,8 +17,10 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const;
-  // Runs fn(thread_index) once on each of the size() threads (thread_index in [0, size())).
-  // Work is split by the callee, e.g. with split_range().
+  // Calls fn(i) exactly once for each i in [0, size()), concurrently when threads are free, and
+  // returns when all calls are done. The caller runs index 0; an index whose worker has not woken up
+  // yet may be run by another thread (so fn must not wait for other indices). Work is split by the
+  // callee, e.g. with split_range(); an exception from any call is rethrown here (the first one).
   void run(const std::function<void(int thread_index)>& fn);
 
  private:
