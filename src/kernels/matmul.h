@@ -31,6 +31,11 @@ struct MatmulScratch {
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
             int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch);
 
+// Activations are converted as quantize_activation_row does (bit for bit on both paths), so matmul and
+// matmul_ref differ only in the f32 summation order of the dot products: |y − y_ref| stays within
+// 1e-5 · Σ|w·x| of that output (tests/kernels). Throws std::invalid_argument for an unsupported type
+// or a row_bytes that does not match n_in. Runs on the pool's threads; the scratch may be reused.
+//
 // Scalar reference with the same contract (single thread, dot_ref per element); used by tests.
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
                 int64_t y_stride);
