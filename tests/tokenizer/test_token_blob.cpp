@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 
 #include <cstring>
+#include <random>
 
 #include "tokenizer/token_blob.h"
 
@@ -87,6 +88,23 @@ TEST(TokenBlob, RefusesIdsOutOfRange) {
 
 TEST(TokenBlob, RefusesRawDataOfOddSize) {
   EXPECT_THAT(error_of("abcdef"), HasSubstr("6 bytes is neither a token blob nor a whole number of 32-bit ids"));
+}
+
+TEST(TokenBlob, RandomBytesOnlyEverGiveBlobErrors) {
+  std::mt19937 rng(7);
+  const std::string good = encode_blob(std::vector<TokenId>{1, 2, 3, 4}, kFp);
+  for (int n = 0; n < 2000; ++n) {
+    std::string bytes = n % 2 ? good : std::string(rng() % 64, '\0');
+    if (n % 2 == 0)
+      for (auto& b : bytes) b = static_cast<char>(rng() & 0xFF);
+    else
+      bytes[rng() % bytes.size()] = static_cast<char>(rng() & 0xFF);  // flip one byte of a good blob
+    try {
+      const auto ids = decode_blob(bytes.data(), bytes.size(), kFp, 1000);
+      for (TokenId id : ids) ASSERT_TRUE(id >= 0 && id < 1000);
+    } catch (const BlobError&) {
+    }
+  }
 }
 
 TEST(TokenBlob, RefusesNegativeIdsWhenEncoding) {
