@@ -45,13 +45,19 @@ void encode(Quant q, const float* x, size_t dim, uint8_t* out) {
       std::memcpy(out, x, 4 * dim);
       return;
     case Quant::Q8: {
+      // Components scale to ±127 by the largest; the stored scale is 1/|q|, so the decoded vector is
+      // exactly unit length. Re-adding a decoded vector (AOF rewrite) then gives back the same bytes.
       float max_abs = 0;
       for (size_t i = 0; i < dim; ++i) max_abs = std::max(max_abs, std::fabs(x[i]));
-      const float scale = max_abs / 127.0f;
-      const float inv = scale > 0 ? 1.0f / scale : 0.0f;
-      std::memcpy(out, &scale, 4);
+      const float inv = max_abs > 0 ? 127.0f / max_abs : 0.0f;
       auto* q8 = reinterpret_cast<int8_t*>(out + 4);
-      for (size_t i = 0; i < dim; ++i) q8[i] = static_cast<int8_t>(std::lround(std::clamp(x[i] * inv, -127.0f, 127.0f)));
+      int64_t sum_sq = 0;
+      for (size_t i = 0; i < dim; ++i) {
+        q8[i] = static_cast<int8_t>(std::lround(std::clamp(x[i] * inv, -127.0f, 127.0f)));
+        sum_sq += int64_t(q8[i]) * q8[i];
+      }
+      const float scale = sum_sq > 0 ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(sum_sq))) : 0.0f;
+      std::memcpy(out, &scale, 4);
       return;
     }
     case Quant::Bin:

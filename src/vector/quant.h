@@ -12,7 +12,7 @@ namespace infer::vector {
 
 enum class Quant : uint8_t {
   F32 = 0,  // NOQUANT: float32, 4·dim bytes
-  Q8 = 1,   // int8 with one float scale per vector (max |x| / 127): 4 + dim bytes
+  Q8 = 1,   // int8 (largest component ±127) with one float scale per vector (1/|q|): 4 + dim bytes
   Bin = 2,  // sign bits: ceil(dim/8) bytes; cosine estimated from the Hamming distance
 };
 
