@@ -20,6 +20,9 @@ constexpr const char* kQwen35 =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kGpt4o =
     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Tekken (Mistral Nemo): the tokenizer.json form; llama.cpp spells the case classes with lookaheads.
+constexpr const char* kTekken =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kBloom = R"( ?[^(\s|.,!?…。，、।۔،)]+)";
 
 // llama.cpp's whitespace set (PCRE2's UCP \s also takes U+180E, which llama.cpp does not).
@@ -78,11 +81,11 @@ std::optional<PreTokenizerSpec> find_pre_tokenizer(std::string_view name) {
                 false);
   if (is({"falcon"})) return spec("falcon", {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2, "[0-9][0-9][0-9]"});
   if (is({"gpt-2", "phi-2", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de", "jina-v2-code", "mpt", "olmo", "jais",
-          "roberta-bpe"}))
+          "roberta-bpe", "trillion", "granite-docling"}))
     return spec(name == "mpt" || name == "olmo" || name == "jais" ? std::string(name) : "gpt-2", {kGpt2});
   if (is({"starcoder", "refact", "codeshell", "exaone", "minerva-7b"})) return spec(std::string(name), {R"(\p{N})", kGpt2});
   if (is({"command-r", "smollm"})) return spec(std::string(name), {R"(\p{N})", kGpt2}, false);
-  if (is({"qwen2", "deepseek-r1-qwen", "megrez", "hunyuan", "stablelm2"}))
+  if (is({"qwen2", "deepseek-r1-qwen", "megrez", "hunyuan", "stablelm2", "solar-open", "grok-2"}))
     return spec(name == "stablelm2" ? "stablelm2" : "qwen2", {kQwen2}, name == "stablelm2");
   if (is({"qwen35"})) return spec("qwen35", {kQwen35}, false);
   if (is({"poro-chat", "viking"}))
@@ -91,6 +94,7 @@ std::optional<PreTokenizerSpec> find_pre_tokenizer(std::string_view name) {
                 false);
   if (is({"bloom", "gpt3-finnish"})) return spec(std::string(name), {kBloom});
   if (is({"gpt-4o", "llama4"})) return spec("gpt-4o", {kGpt4o}, false);
+  if (is({"tekken"})) return spec("tekken", {kTekken}, false, /*ignore_merges=*/true, /*add_bos=*/true);
   return std::nullopt;
 }
 

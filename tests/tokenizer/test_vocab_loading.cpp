@@ -148,7 +148,7 @@ TEST(PreTokenizer, EveryNamedOneCompilesAndCoversTheText) {
   const std::string text = "Hello world's  123456 \xD0\x9F\xD1\x80\xD0\xB8 \xE4\xBD\xA0\xE5\xA5\xBD!!\n\n\t x";
   for (const char* name : {"default", "gpt-2", "llama-bpe", "llama3", "qwen2", "qwen35", "smollm", "deepseek-coder",
                            "starcoder", "command-r", "refact", "falcon", "mpt", "olmo", "dbrx", "stablelm2",
-                           "chatglm-bpe", "poro-chat", "viking", "bloom", "gpt-4o", "deepseek-r1-qwen"}) {
+                           "chatglm-bpe", "poro-chat", "viking", "bloom", "gpt-4o", "deepseek-r1-qwen", "tekken", "grok-2"}) {
     const auto spec = find_pre_tokenizer(name);
     ASSERT_TRUE(spec.has_value()) << name;
     const PreTokenizer pre(spec->patterns);
