@@ -59,7 +59,7 @@ std::string clean_up_spaces(const std::string& text) {
     if (i > 0 && x == '\'' && i + 1 < a.size() && a[i - 1] == ' ' && a[i + 1] == ' ') {
       b.pop_back();
       b += x;
-      ++i;  // drop the space after it
+      a[++i] = '\0';  // drop the space after it; a following "' " then no longer sees a space before it
       continue;
     }
     b += x;

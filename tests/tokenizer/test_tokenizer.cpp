@@ -214,6 +214,15 @@ TEST(Robustness, RandomBytesEncodeAndAllIdsDecode) {
   }
 }
 
+TEST(Decode, CleansSpacesBeforePunctuationWhereTheVocabAsks) {
+  INFER_REQUIRE_DIR(test::vectors_dir());
+  const std::string text = "a , b . c ? d ! e 's f 're g 't h ' i";
+  const auto gpt2 = load(vocab("gpt-2"));
+  EXPECT_EQ(gpt2->decode(gpt2->encode(text)), "a, b. c? d! e's f're g 't h'i");
+  const auto qwen2 = load(vocab("qwen2"));  // qwen2 turns clean-up off
+  EXPECT_EQ(qwen2->decode(qwen2->encode(text)), text);
+}
+
 TEST(Concurrency, ThreadsTokenizeIdentically) {
   INFER_REQUIRE_DIR(test::vectors_dir());
   for (const char* name : {"llama-spm", "qwen2"}) {
