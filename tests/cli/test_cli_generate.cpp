@@ -1,0 +1,168 @@
+// The built `infer` binary: generate --json on stories260K, bad arguments, synth → inspect/generate.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "support/data_dirs.h"
+
+namespace infer {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CmdResult {
+  int exit_code = -1;
+  bool signaled = false;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // ctest sets INFER_BUILD_DIR; run by hand, this binary sits in <build>/tests/cli/.
+    const char* build = std::getenv("INFER_BUILD_DIR");
+    const fs::path build_dir = build ? fs::path(build) : fs::read_symlink("/proc/self/exe").parent_path() / "../..";
+    bin_ = build_dir / "src/cli/infer";
+    if (!fs::exists(bin_)) {
+      if (test::in_ci()) FAIL() << "infer binary not found at " << bin_;
+      GTEST_SKIP() << "infer binary not found at " << bin_ << " (set INFER_BUILD_DIR)";
+    }
+    tmp_ = fs::temp_directory_path() / ("infer-cli-test-" + std::to_string(::getpid()));
+    fs::create_directories(tmp_);
+    stories_ = test::models_dir() + "/stories260K.gguf";
+  }
+  void TearDown() override {
+    if (!tmp_.empty()) fs::remove_all(tmp_);
+  }
+
+  // Runs `infer ARGS` (ARGS already shell-quoted) and captures its output.
+  CmdResult run(const std::string& args) {
+    const auto out = tmp_ / "stdout", err = tmp_ / "stderr";
+    const std::string cmd = bin_.string() + " " + args + " >" + out.string() + " 2>" + err.string();
+    const int status = std::system(cmd.c_str());
+    CmdResult r;
+    r.signaled = WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) >= 128);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  fs::path bin_, tmp_;
+  std::string stories_;
+};
+
+TEST_F(CliTest, GenerateJsonHasTheFieldsAndReferenceIds) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto r = run("generate -m " + stories_ + " -p 'Once upon a time' -n 8 --temp 0 --json --logits 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt_ids"], nlohmann::json({1, 403, 407, 261, 378}));
+  EXPECT_EQ(j["ids"], nlohmann::json({432, 383, 286, 261, 376, 298, 315, 421}));
+  EXPECT_EQ(j["text"], ", there was a little girl");
+  EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_GT(j["prefill_tps"].get<double>(), 0);
+  EXPECT_GT(j["decode_tps"].get<double>(), 0);
+  ASSERT_EQ(j["prompt_logits"].size(), 5u);
+  ASSERT_EQ(j["logits"].size(), 8u);
+  EXPECT_EQ(j["prompt_logits"][0][0][0], 403);
+  EXPECT_NEAR(j["prompt_logits"][0][0][1].get<double>(), 17.0235, 2e-3);
+  EXPECT_EQ(j["logits"][0].size(), 3u);
+  EXPECT_GE(j["logits"][0][0][1].get<double>(), j["logits"][0][1][1].get<double>());
+}
+
+TEST_F(CliTest, GenerateStreamsTextAndReportsSpeedOnStderr) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto r = run("generate -m " + stories_ + " -p 'Once upon a time' -n 8 --temp 0 -t 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ", there was a little girl\n");
+  EXPECT_NE(r.err.find("decode:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tok/s"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, GenerateForceFeedsExactlyThoseIds) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto r = run("generate -m " + stories_ + " -p 'Once upon a time' --force 2,2,300 --json --logits 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ids"], nlohmann::json({2, 2, 300}));
+  EXPECT_EQ(j["logits"].size(), 3u);
+  EXPECT_EQ(j["logits"][0][0][0], 432);
+}
+
+TEST_F(CliTest, BadArgumentsFailCleanlyWithAMessage) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  const std::pair<std::string, std::string> cases[] = {
+      {"generate -p hi", "model"},
+      {"generate -m " + (tmp_ / "missing.gguf").string() + " -p hi", "missing.gguf"},
+      {"generate -m " + stories_ + " -p hi --temp -1", "temperature"},
+      {"generate -m " + stories_ + " -p hi --top-p 1.5", "top_p"},
+      {"generate -m " + stories_ + " -p hi --min-p 2", "min_p"},
+      {"generate -m " + stories_ + " -p hi --repeat-penalty 0", "repeat_penalty"},
+      {"generate -m " + stories_ + " -p hi -n -1", "-n"},
+      {"generate -m " + stories_ + " -p hi --force 1,x", "--force"},
+      {"generate -m " + stories_ + " -p hi --force 1,99999", "outside the vocabulary"},
+      {"generate -m " + stories_ + " -p hi --logits 0", "--logits"},
+      {"generate -m " + stories_ + " -p hi --chat", "chat template"},
+      {"generate -m " + stories_ + " -p 'a long prompt that does not fit' -c 3", "context"},
+      {"generate -m " + (tmp_ / "junk.gguf").string() + " -p hi", "junk.gguf"},
+      {"synth --like gpt-9 -o " + (tmp_ / "x.gguf").string(), "gpt-9"},
+      {"synth --type q3_k -o " + (tmp_ / "x.gguf").string(), "q3_k"},
+      {"synth --arch qwen2 --like qwen3-0.6b -o " + (tmp_ / "x.gguf").string(), "qwen2"},
+      {"bench -m " + stories_ + " -p 0 -n 0", "-p"},
+      {"no-such-command", "subcommand"},
+  };
+  { std::ofstream(tmp_ / "junk.gguf") << "not a gguf file at all"; }
+  for (const auto& [args, needle] : cases) {
+    SCOPED_TRACE(args);
+    auto r = run(args);
+    EXPECT_FALSE(r.signaled) << r.err;
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
+  }
+}
+
+TEST_F(CliTest, SynthThenInspectAndGenerate) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  const auto path = (tmp_ / "tiny-qwen3-q4_k_m.gguf").string();
+  auto s = run("synth --arch qwen3 --like tiny --type q4_k_m --seed 5 -o " + path);
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  auto r = run("inspect --json " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  std::map<std::string, std::string> types;
+  for (auto& t : j["tensors"]) types[t["name"]] = t["type"];
+  EXPECT_EQ(types.size(), 47u);
+  EXPECT_EQ(types["output.weight"], "Q6_K");
+  EXPECT_EQ(types["token_embd.weight"], "Q4_K");
+  EXPECT_EQ(types["blk.2.ffn_down.weight"], "Q6_K");
+  EXPECT_EQ(types["blk.1.ffn_down.weight"], "Q4_K");
+  EXPECT_EQ(types["blk.3.attn_v.weight"], "Q6_K");
+  EXPECT_EQ(types["blk.0.attn_q_norm.weight"], "F32");
+  std::map<std::string, std::string> key_types;
+  for (auto& m : j["metadata"]) key_types[m["key"]] = m["type"];
+  EXPECT_EQ(key_types["general.architecture"], "STRING");
+  EXPECT_EQ(key_types["qwen3.block_count"], "UINT32");
+  EXPECT_EQ(key_types["qwen3.attention.key_length"], "UINT32");
+  EXPECT_EQ(key_types["qwen3.rope.freq_base"], "FLOAT32");
+  auto g = run("generate -m " + path + " -p 'Once upon a time' -n 4 --temp 0 --json");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(nlohmann::json::parse(g.out)["ids"].size(), 4u);
+}
+
+}  // namespace
+}  // namespace infer
