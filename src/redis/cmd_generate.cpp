@@ -1,4 +1,4 @@
-// INFER.GENERATE model {PROMPT text | TOKENS key [key ...] [PROMPT suffix] | CHAT role text [role text ...]}
+// INFER.GENERATE model {text | PROMPT text | TOKENS key [key ...] [PROMPT suffix] | CHAT role text ...}
 //   [MAXTOKENS n] [TEMP t] [TOPK k] [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms]
 //   [WITHSTATS] [STREAM key]
 //
@@ -67,7 +67,10 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
     };
     long long n = 0;
     double d = 0;
-    if (is_word(w, "PROMPT")) {
+    if (i == 2 && !is_keyword(w)) {  // shorthand: INFER.GENERATE model "text" ...
+      seen_prompt = true;
+      a->prompt = w;
+    } else if (is_word(w, "PROMPT")) {
       if (seen_prompt) return *err = "PROMPT given twice", false;
       if (!a->chat.empty()) return *err = "PROMPT cannot be combined with CHAT", false;
       seen_prompt = true;
@@ -292,7 +295,7 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, const Load
       return std::string("CHAT: ") + e.what();
     }
   } else {
-    req->prompt_text = str(a.prompt);  // tokenised by the engine, off the main thread
+    req->prompt_text = str(a.prompt);  // tokenised inside Engine::submit
   }
   req->sampling = a.sampling;
   req->max_tokens = static_cast<int>(a.max_tokens);
@@ -305,7 +308,7 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, const Load
 int report_keys(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   GenerateArgs a;
   std::string err;
-  if (argc < 4 || !parse(argv, argc, &a, &err)) return REDISMODULE_OK;  // the command will fail anyway
+  if (argc < 3 || !parse(argv, argc, &a, &err)) return REDISMODULE_OK;  // the command will fail anyway
   for (int pos : a.token_key_pos) rm::KeyAtPosWithFlags(ctx, pos, REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS);
   if (a.stream_key_pos > 0)
     rm::KeyAtPosWithFlags(ctx, a.stream_key_pos, REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT);
@@ -316,7 +319,7 @@ int report_keys(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 
 int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (rm::IsKeysPositionRequest(ctx)) return report_keys(ctx, argv, argc);
-  if (argc < 4) return rm::WrongArity(ctx);
+  if (argc < 3) return rm::WrongArity(ctx);
   GenerateArgs a;
   std::string err;
   if (!parse(argv, argc, &a, &err)) return reply_error(ctx, err);

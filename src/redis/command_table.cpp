@@ -99,7 +99,7 @@ int register_commands(RedisModuleCtx* ctx) {
       {"infer.detokenize", guarded<cmd_detokenize, kDetokenize>, "readonly", -3, "Token ids (or a blob) to text",
        detokenize_specs},
       {"infer.generate", guarded<cmd_generate, kGenerate>,
-       "readonly deny-oom deny-script may-replicate getkeys-api no-mandatory-keys", -4,
+       "readonly deny-oom deny-script may-replicate getkeys-api no-mandatory-keys", -3,
        "Generate text (blocks only the caller)", generate_specs},
   };
   for (const Command& c : commands) {

@@ -48,6 +48,8 @@ TEST_F(GenerateTest, GreedyPromptIsDeterministic) {
   std::string a = run(cat({"INFER.GENERATE", "stories", "PROMPT", "Once upon a time"}, kGreedy));
   EXPECT_EQ(a, ", there was a little girl named Lily. She loved to play outside in the p");
   EXPECT_EQ(run(cat({"INFER.GENERATE", "stories", "PROMPT", "Once upon a time"}, kGreedy)), a);
+  // Shorthand: the text right after the model name is the prompt.
+  EXPECT_EQ(run(cat({"INFER.GENERATE", "stories", "Once upon a time"}, kGreedy)), a);
 }
 
 TEST_F(GenerateTest, SeededSamplingIsReproducible) {
@@ -187,7 +189,8 @@ TEST_F(GenerateTest, BadInputGivesClearErrors) {
     std::string error;
   };
   const Case cases[] = {
-      {{"stories", "PROMPT"}, "ERR wrong number of arguments"},
+      {{"stories"}, "ERR wrong number of arguments"},
+      {{"stories", "PROMPT"}, "ERR PROMPT needs a value"},
       {{"nope", "PROMPT", "x"}, "ERR unknown model 'nope' (see INFER.MODELS)"},
       {{"stories", "PROMPT", "x", "BOGUS"}, "ERR unknown option 'BOGUS'"},
       {{"stories", "MAXTOKENS", "5", "TEMP", "0"}, "ERR one of PROMPT text, TOKENS key"},
@@ -216,8 +219,7 @@ TEST_F(GenerateTest, BadInputGivesClearErrors) {
     std::vector<std::string> argv = {"INFER.GENERATE"};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     std::string r = run(argv);
-    EXPECT_EQ(r.rfind("(error) " + c.error, 0), 0u) << "args: " << show(command(c_.get(), {"ECHO", ""}).get())
-                                                    << c.args[1] << " → " << r;
+    EXPECT_EQ(r.rfind("(error) " + c.error, 0), 0u) << c.args.back() << " → " << r;
   }
   // Prompt plus MAXTOKENS beyond the context.
   run({"INFER.TOKENIZE", "stories", "Once upon a time", "STORE", "doc:ctx"});
