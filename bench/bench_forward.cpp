@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/ops.h"
 #include "kernels/thread_pool.h"
 #include "model/kv_pool.h"
 #include "model/model.h"
@@ -82,3 +83,27 @@ BENCHMARK(BM_Stories260KGreedy)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->
 BENCHMARK(BM_Stories260KPrefill)->Args({1, 256})->Args({2, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TinyLlamaQ8Greedy)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TinyLlamaQ8Prefill)->Args({1, 256})->Args({2, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+namespace {
+
+// One decode row's attention at the Qwen3-0.6B shape (16 heads, 8 KV heads, head_dim 128) over
+// range(0) cached keys: the attention share of a decode step at that context length.
+void BM_AttentionRowQwen3Shape(benchmark::State& state) {
+  const int n_keys = int(state.range(0)), n_head = 16, n_kv = 8, hd = 128, kv_dim = n_kv * hd, T = 16;
+  const int n_pages = (n_keys + T - 1) / T;
+  std::vector<uint16_t> mem(size_t(n_pages) * 2 * T * kv_dim, 0x3c00);  // 1.0 in F16
+  std::vector<int32_t> table(static_cast<size_t>(n_pages));
+  for (int i = 0; i < n_pages; ++i) table[size_t(i)] = n_pages - 1 - i;
+  const infer::kernels::PagedKv kv{mem.data(), mem.data() + T * kv_dim, int64_t(2) * T * kv_dim, T, table.data(),
+                                   kv_dim};
+  std::vector<float> q(size_t(n_head * hd), 0.01f), out(q.size()), scratch(size_t(n_head) * size_t(n_keys));
+  for (auto _ : state) {
+    infer::kernels::attention_row(q.data(), kv, n_keys, n_head, n_kv, hd, 0.088f, out.data(), scratch.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * n_keys * n_head * hd * 2);  // multiply-adds
+}
+
+}  // namespace
+
+BENCHMARK(BM_AttentionRowQwen3Shape)->Arg(256)->Arg(2048);

@@ -30,58 +30,62 @@ float dot_f32_f16(const float* q, const uint16_t* k, int n) {
   return sum;
 }
 
-// Calls fn(j, row) for keys j = 0..n_keys-1 in order, row pointing at the key's kv_dim-wide row.
+// Calls fn(j, row) for keys j = 0..n_keys-1 in order, row pointing at the key's `row_halves`-long
+// slice of its kv_dim-wide row. Rows a few keys ahead are prefetched: they are strided and, across
+// pages, scattered, which the hardware prefetcher does not follow.
 template <typename Fn>
-inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, Fn&& fn) {
+inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, Fn&& fn) {
+  constexpr int kAhead = 4;
+  auto row_ptr = [&](int j) {
+    return base + static_cast<int64_t>(kv.page_table[j / kv.page_tokens]) * kv.page_stride +
+           static_cast<int64_t>(j % kv.page_tokens) * kv.kv_dim;
+  };
+  for (int j = 0; j < std::min(kAhead, n_keys); ++j) {
+    const char* p = reinterpret_cast<const char*>(row_ptr(j));
+    for (int b = 0; b < row_halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+  }
   int j = 0;
   for (int page_index = 0; j < n_keys; ++page_index) {
     const uint16_t* page = base + static_cast<int64_t>(kv.page_table[page_index]) * kv.page_stride;
     const int rows = std::min(kv.page_tokens, n_keys - j);
-    for (int r = 0; r < rows; ++r, ++j) fn(j, page + static_cast<int64_t>(r) * kv.kv_dim);
+    for (int r = 0; r < rows; ++r, ++j) {
+      if (j + kAhead < n_keys) {
+        const char* p = reinterpret_cast<const char*>(row_ptr(j + kAhead));
+        for (int b = 0; b < row_halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+      }
+      fn(j, page + static_cast<int64_t>(r) * kv.kv_dim);
+    }
   }
+}
+
+// out[0..n) += p · v[0..n) with F16 v; the accumulator lives in `out` (L1), so a key's whole row is
+// consumed in one visit and each KV row is read from memory once per query row.
+inline void axpy_f16(float* out, float p, const uint16_t* v, int n) {
+  const __m256 pv = _mm256_set1_ps(p);
+  int d = 0;
+  for (; d + 8 <= n; d += 8) _mm256_storeu_ps(out + d, _mm256_fmadd_ps(pv, load_f16x8(v + d), _mm256_loadu_ps(out + d)));
+  for (; d < n; ++d) out[d] += p * f16_to_f32(v[d]);
 }
 
 }  // namespace
 
+// Heads that share a KV head (GQA) are processed together, key by key, so that each K and V row is
+// read once per query row rather than once per head: at long contexts attention is memory-bound.
 void attention_row_avx2(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                         float scale, float* out, float* scratch) {
   const int n_gqa = n_head / n_kv_head;
-  for (int h = 0; h < n_head; ++h) {
-    const int64_t head_off = static_cast<int64_t>(h / n_gqa) * head_dim;
-    const float* qh = q + static_cast<int64_t>(h) * head_dim;
-    for_each_key(kv.k_base + head_off, kv, n_keys,
-                 [&](int j, const uint16_t* k) { scratch[j] = dot_f32_f16(qh, k, head_dim) * scale; });
-    softmax_avx2(scratch, n_keys);
-
-    float* oh = out + static_cast<int64_t>(h) * head_dim;
-    int d = 0;
-    for (; d + 32 <= head_dim; d += 32) {
-      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-      for_each_key(kv.v_base + head_off + d, kv, n_keys, [&](int j, const uint16_t* v) {
-        const __m256 p = _mm256_broadcast_ss(scratch + j);
-        a0 = _mm256_fmadd_ps(p, load_f16x8(v), a0);
-        a1 = _mm256_fmadd_ps(p, load_f16x8(v + 8), a1);
-        a2 = _mm256_fmadd_ps(p, load_f16x8(v + 16), a2);
-        a3 = _mm256_fmadd_ps(p, load_f16x8(v + 24), a3);
-      });
-      _mm256_storeu_ps(oh + d, a0);
-      _mm256_storeu_ps(oh + d + 8, a1);
-      _mm256_storeu_ps(oh + d + 16, a2);
-      _mm256_storeu_ps(oh + d + 24, a3);
-    }
-    for (; d + 8 <= head_dim; d += 8) {
-      __m256 a = _mm256_setzero_ps();
-      for_each_key(kv.v_base + head_off + d, kv, n_keys, [&](int j, const uint16_t* v) {
-        a = _mm256_fmadd_ps(_mm256_broadcast_ss(scratch + j), load_f16x8(v), a);
-      });
-      _mm256_storeu_ps(oh + d, a);
-    }
-    for (; d < head_dim; ++d) {
-      float a = 0.f;
-      for_each_key(kv.v_base + head_off + d, kv, n_keys,
-                   [&](int j, const uint16_t* v) { a += scratch[j] * f16_to_f32(*v); });
-      oh[d] = a;
-    }
+  for (int g = 0; g < n_kv_head; ++g) {
+    const int64_t head_off = int64_t(g) * head_dim;
+    const float* qg = q + int64_t(g) * n_gqa * head_dim;
+    float* og = out + int64_t(g) * n_gqa * head_dim;
+    for_each_key(kv.k_base + head_off, kv, n_keys, head_dim, [&](int j, const uint16_t* k) {
+      for (int h = 0; h < n_gqa; ++h) scratch[int64_t(h) * n_keys + j] = dot_f32_f16(qg + int64_t(h) * head_dim, k, head_dim) * scale;
+    });
+    for (int h = 0; h < n_gqa; ++h) softmax_avx2(scratch + int64_t(h) * n_keys, n_keys);
+    for (int64_t i = 0; i < int64_t(n_gqa) * head_dim; ++i) og[i] = 0.f;
+    for_each_key(kv.v_base + head_off, kv, n_keys, head_dim, [&](int j, const uint16_t* v) {
+      for (int h = 0; h < n_gqa; ++h) axpy_f16(og + int64_t(h) * head_dim, scratch[int64_t(h) * n_keys + j], v, head_dim);
+    });
   }
 }
 

@@ -52,7 +52,7 @@ struct PagedKv {
 
 // Causal attention of one query row (all n_head heads, q is n_head*head_dim floats, already roped)
 // over keys 0..n_keys-1 of `kv`. GQA: head h uses KV head h / (n_head / n_kv_head).
-// out is n_head*head_dim floats. `scratch` holds at least n_keys floats.
+// out is n_head*head_dim floats. `scratch` holds at least (n_head / n_kv_head) * n_keys floats.
 // The reduction order over keys is fixed (key 0 first), independent of how the row was batched.
 void attention_row(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                    float scale, float* out, float* scratch);

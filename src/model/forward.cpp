@@ -84,7 +84,8 @@ Forward::Forward(const Model& model, kernels::ThreadPool& pool, int max_rows)
   b.rope_cos.resize(R * (hp.n_rot / 2));
   b.rope_sin.resize(R * (hp.n_rot / 2));
   b.att_scratch.resize(size_t(pool.size()));
-  for (auto& s : b.att_scratch) s.resize(size_t(hp.n_ctx_train));
+  // attention_row needs n_gqa score rows of up to n_ctx_train keys
+  for (auto& s : b.att_scratch) s.resize(size_t(hp.n_head / hp.n_kv_head) * size_t(hp.n_ctx_train));
   b.out_rows.reserve(R);
 }
 

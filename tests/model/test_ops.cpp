@@ -261,7 +261,7 @@ TEST(Attention, ReferenceMatchesFormulaWithGqa) {
   std::vector<std::vector<float>> ks, vs;
   fill(kv, n_keys, ks, vs);
   const auto q = random_vec(size_t(n_head * hd), 77);
-  std::vector<float> out(size_t(n_head * hd)), scratch(static_cast<size_t>(n_keys));
+  std::vector<float> out(size_t(n_head * hd)), scratch(static_cast<size_t>(n_head / n_kv * n_keys));
   const float scale = 1.f / std::sqrt(float(hd));
   attention_row_ref(q.data(), kv.view(), n_keys, n_head, n_kv, hd, scale, out.data(), scratch.data());
   for (int h = 0; h < n_head; ++h) {
@@ -292,7 +292,7 @@ TEST(Attention, Avx2MatchesReference) {
     std::vector<std::vector<float>> ks, vs;
     fill(kv, sh.n_keys, ks, vs);
     const auto q = random_vec(size_t(sh.n_head * sh.hd), uint32_t(sh.hd));
-    std::vector<float> ref(q.size()), got(q.size()), scratch(static_cast<size_t>(sh.n_keys));
+    std::vector<float> ref(q.size()), got(q.size()), scratch(static_cast<size_t>(sh.n_head / sh.n_kv * sh.n_keys));
     const float scale = 1.f / std::sqrt(float(sh.hd));
     attention_row_ref(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, ref.data(), scratch.data());
     attention_row_avx2(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, got.data(), scratch.data());
@@ -307,7 +307,7 @@ TEST(Attention, HeadGroupsComputedSeparatelyEqualTheWholeRowBitwise) {
   std::vector<std::vector<float>> ks, vs;
   fill(kv, n_keys, ks, vs);
   const auto q = random_vec(size_t(n_head * hd), 5);
-  std::vector<float> whole(q.size()), parts(q.size()), scratch(static_cast<size_t>(n_keys));
+  std::vector<float> whole(q.size()), parts(q.size()), scratch(static_cast<size_t>(n_gqa * n_keys));
   attention_row(q.data(), kv.view(), n_keys, n_head, n_kv, hd, 0.25f, whole.data(), scratch.data());
   for (int g = 0; g < n_kv; ++g) {
     PagedKv v = kv.view();
