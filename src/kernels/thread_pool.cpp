@@ -59,7 +59,7 @@ struct ThreadPool::Impl {
   int n_threads = 1;
   std::vector<std::thread> threads;
   const std::function<void(int)>* task = nullptr;
-  bool stopping = false;
+  std::atomic<bool> stopping{false};
   std::atomic<bool> busy{false};
   std::mutex error_mutex;
   std::exception_ptr error;
