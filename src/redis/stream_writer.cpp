@@ -19,9 +19,11 @@ StreamWriter::StreamWriter(const RedisModuleString* key, int db, long long maxle
 
 void StreamWriter::append(const std::string& piece) {
   if (piece.empty()) return;
+  auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
+  if (pending_pieces_++ == 0) pending_since_ = now;
   pending_ += piece;
-  if (scheduled_) return;
+  if (scheduled_ || (pending_pieces_ < kBatchTokens && now - pending_since_ < kBatchMs)) return;
   scheduled_ = true;
   // The event owns one reference, so the writer outlives the request if need be.
   auto* ref = new std::shared_ptr<StreamWriter>(shared_from_this());
@@ -46,6 +48,7 @@ void StreamWriter::flush() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     chunk.swap(pending_);
+    pending_pieces_ = 0;
     scheduled_ = false;
   }
   if (finished_ || chunk.empty()) return;

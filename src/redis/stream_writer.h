@@ -1,13 +1,15 @@
 // Appends a generation's text to a Redis Stream while it runs (INFER.GENERATE ... STREAM key).
 //
-// The engine thread only appends pieces to a buffer under a small mutex and, when no flush is pending,
+// The engine thread only appends pieces to a buffer under a small mutex and, once a batch is ready
+// (kBatchTokens pieces, or the oldest buffered piece is kBatchMs old) and no flush is pending,
 // schedules one with EventLoopAddOneShot; the flush runs on the main thread and writes everything
-// buffered so far as ONE entry (so the main thread and the GIL are touched once per batch, never per
-// token; spec §3.2, DESIGN invariant 5). Entries go through RM_Call("XADD", "!") so they are
+// buffered so far as ONE entry (so the main thread is touched once per batch, never per token;
+// spec §3.2, DESIGN invariant 5). The final flush at the end writes whatever is left. Entries go through RM_Call("XADD", "!") so they are
 // replicated, written to the AOF and notified like a client's XADD.
 //
 // Entry fields: `text <chunk>`; the last entry is `finish <reason> tokens <n>`.
 #pragma once
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,7 +41,11 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
   int db_;
   long long maxlen_;
   std::mutex mu_;
+  static constexpr int kBatchTokens = 16;
+  static constexpr std::chrono::milliseconds kBatchMs{10};
   std::string pending_;     // guarded by mu_
+  int pending_pieces_ = 0;  // guarded by mu_
+  std::chrono::steady_clock::time_point pending_since_;  // guarded by mu_
   bool scheduled_ = false;  // guarded by mu_
   bool finished_ = false;   // main thread only
 };
