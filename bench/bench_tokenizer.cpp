@@ -67,6 +67,21 @@ void BM_Decode(benchmark::State& state, const char* vocab_name) {
                                                   benchmark::Counter::kIsRate);
 }
 
+// Vocabulary load: GGUF metadata parse plus the tokenizer's tables (what a model load pays).
+void BM_Load(benchmark::State& state, const char* vocab_name) {
+  const std::string path = vectors_dir() + "/ggml-vocab-" + vocab_name + ".gguf";
+  if (!std::filesystem::exists(path)) {
+    state.SkipWithError(("missing " + path).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    const auto file = infer::gguf::File::open(path);
+    benchmark::DoNotOptimize(infer::tokenizer::Tokenizer::from_gguf(*file));
+  }
+}
+
+BENCHMARK_CAPTURE(BM_Load, llama_spm, "llama-spm")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Load, llama_bpe, "llama-bpe")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Encode, llama_spm, "llama-spm")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Encode, gpt_2, "gpt-2")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Encode, qwen2, "qwen2")->Unit(benchmark::kMillisecond);
