@@ -227,21 +227,28 @@ int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
 }
 
 int on_timeout(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  MainThreadTimer timer("infer.generate timeout");
-  GenerateJob* job = job_of(rm::GetBlockedClientHandle(ctx));
-  long long ms = 0;
-  if (job) {
-    job->timed_out = true;
-    job->handle.cancel();  // the engine still finishes it (Cancelled) and on_done unblocks
-    ms = job->timeout_ms;
+  try {
+    MainThreadTimer timer("infer.generate timeout");
+    GenerateJob* job = job_of(rm::GetBlockedClientHandle(ctx));
+    long long ms = 0;
+    if (job) {
+      job->timed_out = true;
+      job->handle.cancel();  // the engine still finishes it (Cancelled) and on_done unblocks
+      ms = job->timeout_ms;
+    }
+    ++stats().timeouts;
+    return reply_timeout(ctx, ms);
+  } catch (...) {
+    return rm::ReplyWithError(ctx, "TIMEOUT generation did not finish in time");
   }
-  ++stats().timeouts;
-  return reply_timeout(ctx, ms);
 }
 
 void on_disconnect(RedisModuleCtx*, RedisModuleBlockedClient* bc) {
-  if (GenerateJob* job = job_of(bc)) job->handle.cancel();
-  ++stats().disconnects;
+  try {
+    if (GenerateJob* job = job_of(bc)) job->handle.cancel();
+    ++stats().disconnects;
+  } catch (...) {
+  }
 }
 
 void free_job(RedisModuleCtx*, void* privdata) {
@@ -357,7 +364,13 @@ int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   engine::Callbacks cb;
   if (job->stream) {
     std::shared_ptr<StreamWriter> stream = job->stream;
-    cb.on_token = [stream](int32_t, const std::string& piece) { stream->append(piece); };
+    cb.on_token = [stream](int32_t, const std::string& piece) {
+      try {
+        stream->append(piece);
+      } catch (...) {
+        // Out of memory while buffering: that piece is missing from the stream, not from the reply.
+      }
+    };
   }
   cb.on_done = [job](engine::Result&& r) {
     // Engine thread. After UnblockClient the job belongs to the main thread: touch nothing after it.

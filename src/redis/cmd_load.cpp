@@ -36,16 +36,23 @@ void finish(LoadJob* job) {
 }
 
 int load_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  MainThreadTimer timer("infer.load reply");
-  auto* job = static_cast<LoadJob*>(rm::GetBlockedClientPrivateData(ctx));
-  finish(job);
-  if (!job->error.empty()) return reply_error(ctx, "cannot load model '" + job->model->name + "': " + job->error);
-  return rm::ReplyWithSimpleString(ctx, "OK");
+  try {
+    MainThreadTimer timer("infer.load reply");
+    auto* job = static_cast<LoadJob*>(rm::GetBlockedClientPrivateData(ctx));
+    finish(job);
+    if (!job->error.empty()) return reply_error(ctx, "cannot load model '" + job->model->name + "': " + job->error);
+    return rm::ReplyWithSimpleString(ctx, "OK");
+  } catch (...) {
+    return rm::ReplyWithError(ctx, "ERR internal error while registering the model");
+  }
 }
 
 void load_free(RedisModuleCtx*, void* privdata) {
   auto* job = static_cast<LoadJob*>(privdata);
-  finish(job);  // the client may have disconnected: the model still gets registered
+  try {
+    finish(job);  // the client may have disconnected: the model still gets registered
+  } catch (...) {
+  }
   delete job;
 }
 

@@ -50,7 +50,7 @@ int set_numeric(const char*, long long v, void* priv, RedisModuleString**) {
 }
 
 RedisModuleString* get_model_dir(const char*, void*) {
-  // Redis frees nothing here: a string with a NULL ctx would leak, so keep one alive per value.
+  // Redis does not free what a string getter returns: keep the last one and free it on the next call.
   static RedisModuleString* cached = nullptr;
   if (cached) rm::FreeString(nullptr, cached);
   cached = rm::CreateString(nullptr, settings().model_dir.data(), settings().model_dir.size());
@@ -58,8 +58,12 @@ RedisModuleString* get_model_dir(const char*, void*) {
 }
 
 int set_model_dir(const char*, RedisModuleString* v, void*, RedisModuleString**) {
-  settings().model_dir = str(v);
-  return REDISMODULE_OK;
+  try {
+    settings().model_dir = str(v);
+    return REDISMODULE_OK;
+  } catch (...) {
+    return REDISMODULE_ERR;
+  }
 }
 
 }  // namespace

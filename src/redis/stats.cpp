@@ -13,13 +13,16 @@ ModuleStats& stats() {
 MainThreadTimer::MainThreadTimer(const char* name) : name_(name), start_us_(rm::MonotonicMicroseconds()) {}
 
 MainThreadTimer::~MainThreadTimer() {
-  uint64_t us = rm::MonotonicMicroseconds() - start_us_;
-  auto it = stats().timing.find(name_);
-  if (it == stats().timing.end()) it = stats().timing.emplace(name_, CommandTiming{}).first;
-  CommandTiming& t = it->second;
-  ++t.calls;
-  t.total_us += us;
-  if (us > t.max_us) t.max_us = us;
+  try {
+    uint64_t us = rm::MonotonicMicroseconds() - start_us_;
+    auto it = stats().timing.find(name_);
+    if (it == stats().timing.end()) it = stats().timing.emplace(name_, CommandTiming{}).first;
+    CommandTiming& t = it->second;
+    ++t.calls;
+    t.total_us += us;
+    if (us > t.max_us) t.max_us = us;
+  } catch (...) {  // a destructor must not throw; losing one sample is fine
+  }
 }
 
 namespace {
