@@ -47,9 +47,7 @@ TokenId find_any(const Vocab& vocab, std::initializer_list<std::string_view> tex
   return -1;
 }
 
-void make_control(Vocab& vocab, TokenId id) {
-  if (vocab.tokens[id].type != TokenType::Control) vocab.tokens[id].type = TokenType::Control;
-}
+void make_control(Vocab& vocab, TokenId id) { vocab.tokens[id].type = TokenType::Control; }
 
 // Detects an id by text when its key was absent; such a token becomes Control (llama.cpp).
 void detect_by_text(Vocab& vocab, TokenId& id, std::initializer_list<std::string_view> texts) {

@@ -5,6 +5,7 @@
 // Thread-safety: immutable after load_vocab(); lookups may run concurrently.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>

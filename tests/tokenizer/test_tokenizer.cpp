@@ -108,6 +108,14 @@ TEST(SpecialTokens, SpmParsesControlTextOnlyWhenAsked) {
   EXPECT_EQ(on[1], tok->encode("Hello", {.add_special = false})[0]);
 }
 
+TEST(SpecialTokens, Phi3StripsWhitespaceAfterSpecialTokens) {
+  INFER_REQUIRE_DIR(test::vectors_dir());
+  const auto tok = load(vocab("phi-3"));  // general.name "Phi3": llama.cpp sets rstrip on its special tokens
+  EXPECT_EQ(tok->encode("<|user|>\nHello<|end|>\n<|assistant|>", {.add_special = false}),
+            (std::vector<TokenId>{32010, 15043, 32007, 32001}));
+  EXPECT_TRUE(tok->is_eog(32007));  // <|end|>
+}
+
 TEST(SpecialTokens, Qwen2ChatMarkersAndUserDefinedTokens) {
   INFER_REQUIRE_DIR(test::vectors_dir());
   const auto tok = load(vocab("qwen2"));
