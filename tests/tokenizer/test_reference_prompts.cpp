@@ -1,0 +1,73 @@
+// The reference implementation's outputs (../shared/reference/out/*.jsonl): every prompt must tokenise
+// to its `prompt_ids` exactly (BOS as the metadata says, special text not parsed), and the pieces of
+// `greedy_ids` must concatenate to `greedy_text` (or `greedy_bytes_hex`).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "gguf/file.h"
+#include "support/data_dirs.h"
+#include "tokenizer/tokenizer.h"
+
+namespace infer::tokenizer {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string hex(const std::string& bytes) {
+  std::string out;
+  char buf[3];
+  for (unsigned char c : bytes) {
+    std::snprintf(buf, sizeof buf, "%02x", c);
+    out += buf;
+  }
+  return out;
+}
+
+std::string model_path_for(const std::string& stem) {
+  if (stem == "stories260K") return test::models_dir() + "/stories260K.gguf";
+  return test::reference_dir() + "/models/" + stem + ".gguf";
+}
+
+TEST(ReferencePrompts, PromptIdsAndGreedyTextMatch) {
+  const std::string out_dir = test::reference_dir() + "/out";
+  INFER_REQUIRE_DIR(out_dir);
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(out_dir)) {
+    if (entry.path().extension() != ".jsonl") continue;
+    const std::string stem = entry.path().stem().string();
+    const std::string model = model_path_for(stem);
+    if (!fs::exists(model)) {
+      ADD_FAILURE() << "no model file for " << entry.path() << " (looked for " << model << ")";
+      continue;
+    }
+    const auto file = gguf::File::open(model);
+    const auto tok = Tokenizer::from_gguf(*file);
+    std::ifstream in(entry.path());
+    int lines = 0;
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      const auto j = nlohmann::json::parse(line);
+      const std::string prompt = j.at("prompt");
+      EXPECT_EQ(tok->encode(prompt, {.add_special = true, .parse_special = false}),
+                j.at("prompt_ids").get<std::vector<TokenId>>())
+          << stem << ": [" << prompt << "]";
+      std::string text;
+      for (TokenId id : j.at("greedy_ids").get<std::vector<TokenId>>()) text += tok->token_to_piece(id);
+      if (j.contains("greedy_bytes_hex"))
+        EXPECT_EQ(hex(text), j.at("greedy_bytes_hex").get<std::string>()) << stem << ": [" << prompt << "]";
+      else
+        EXPECT_EQ(text, j.at("greedy_text").get<std::string>()) << stem << ": [" << prompt << "]";
+      ++lines;
+    }
+    EXPECT_GT(lines, 0) << entry.path();
+    ++files;
+  }
+  EXPECT_GT(files, 0) << "no *.jsonl in " << out_dir;
+}
+
+}  // namespace
+}  // namespace infer::tokenizer
