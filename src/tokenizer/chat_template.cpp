@@ -7,7 +7,8 @@ namespace {
 
 constexpr std::pair<ChatFamily, std::string_view> kNames[] = {
     {ChatFamily::ChatML, "chatml"}, {ChatFamily::Llama3, "llama3"}, {ChatFamily::Llama2, "llama2"},
-    {ChatFamily::Mistral, "mistral"}, {ChatFamily::Gemma, "gemma"}, {ChatFamily::Phi3, "phi3"},
+    {ChatFamily::Mistral, "mistral"}, {ChatFamily::MistralV1, "mistral-v1"}, {ChatFamily::MistralV3, "mistral-v3"},
+    {ChatFamily::MistralV3Tekken, "mistral-v3-tekken"}, {ChatFamily::Gemma, "gemma"}, {ChatFamily::Phi3, "phi3"},
     {ChatFamily::Zephyr, "zephyr"},
 };
 
@@ -24,12 +25,13 @@ void check_roles(const std::vector<ChatMessage>& messages) {
       throw std::invalid_argument("chat message role '" + m.role + "' is not system, user or assistant");
 }
 
+// llama.cpp's "llama2 with system, stripped" variant: the first [INST] follows the BOS the tokenizer adds.
 std::string render_llama2(const std::vector<ChatMessage>& messages) {
   std::string out = "[INST] ";
-  bool inside_turn = true;  // the first [INST] follows the BOS the tokenizer adds
+  bool inside_turn = true;
   for (const auto& m : messages) {
     if (!inside_turn) {
-      out += "<s>[INST] ";
+      out += "[INST] ";
       inside_turn = true;
     }
     const std::string text = trim(m.text);
@@ -39,6 +41,30 @@ std::string render_llama2(const std::vector<ChatMessage>& messages) {
       out += text + " [/INST]";
     } else {
       out += text + "</s>";
+      inside_turn = false;
+    }
+  }
+  return out;
+}
+
+// Mistral's v1 / v3 / v3-tekken formats differ only in the spaces around [INST] and trimming.
+std::string render_mistral_legacy(ChatFamily family, const std::vector<ChatMessage>& messages) {
+  const std::string lead = family == ChatFamily::MistralV1 ? " " : "";
+  const std::string trail = family == ChatFamily::MistralV3Tekken ? "" : " ";
+  const bool trim_assistant = family == ChatFamily::MistralV3;
+  std::string out;
+  bool inside_turn = false;
+  for (const auto& m : messages) {
+    if (!inside_turn) {
+      out += lead + "[INST]" + trail;
+      inside_turn = true;
+    }
+    if (m.role == "system") {
+      out += m.text + "\n\n";
+    } else if (m.role == "user") {
+      out += m.text + lead + "[/INST]";
+    } else {
+      out += trail + (trim_assistant ? trim(m.text) : m.text) + "</s>";
       inside_turn = false;
     }
   }
@@ -69,8 +95,15 @@ std::string render_gemma(const std::vector<ChatMessage>& messages, bool add_gene
 std::optional<ChatFamily> detect_chat_family(std::string_view t) {
   const auto has = [&](std::string_view s) { return t.find(s) != std::string_view::npos; };
   if (has("<|im_start|>")) return ChatFamily::ChatML;
-  if (has("[SYSTEM_PROMPT]")) return ChatFamily::Mistral;
-  if (has("[INST]")) return ChatFamily::Llama2;
+  if (has("[INST]")) {
+    if (has("[SYSTEM_PROMPT]")) return ChatFamily::Mistral;
+    if (has("' [INST] ' + system_message") || has("[AVAILABLE_TOOLS]")) {
+      if (has(" [INST]")) return ChatFamily::MistralV1;
+      if (has("\"[INST]\"")) return ChatFamily::MistralV3Tekken;
+      return ChatFamily::MistralV3;
+    }
+    return ChatFamily::Llama2;
+  }
   if (has("<|assistant|>") && has("<|end|>")) return ChatFamily::Phi3;
   if (has("<|user|>") && has("<|endoftext|>")) return ChatFamily::Zephyr;
   if (has("<start_of_turn>")) return ChatFamily::Gemma;
@@ -81,7 +114,8 @@ std::optional<ChatFamily> detect_chat_family(std::string_view t) {
 ChatFamily require_chat_family(std::string_view template_text) {
   if (auto f = detect_chat_family(template_text)) return *f;
   if (template_text.empty()) throw std::runtime_error("unknown chat template: the model has none; choose a family by name");
-  throw std::runtime_error("unknown chat template (no marker of chatml, llama3, llama2, mistral, gemma, phi3 or zephyr)");
+  throw std::runtime_error(
+      "unknown chat template (no marker of chatml, llama3, llama2, mistral, gemma, phi3 or zephyr); choose a family by name");
 }
 
 std::optional<ChatFamily> chat_family_from_name(std::string_view name) {
@@ -119,6 +153,10 @@ std::string apply_chat_template(ChatFamily family, const std::vector<ChatMessage
         else out += " " + m.text + "</s>";
       }
       return out;
+    case ChatFamily::MistralV1:
+    case ChatFamily::MistralV3:
+    case ChatFamily::MistralV3Tekken:
+      return render_mistral_legacy(family, messages);
     case ChatFamily::Gemma:
       return render_gemma(messages, add_generation_prompt);
     case ChatFamily::Phi3:

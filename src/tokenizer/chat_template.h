@@ -6,8 +6,11 @@
 //   chatml   <|im_start|>{role}\n{text}<|im_end|>\n              prompt: <|im_start|>assistant\n
 //   llama3   <|start_header_id|>{role}<|end_header_id|>\n\n{trimmed text}<|eot_id|>
 //                                                     prompt: <|start_header_id|>assistant<|end_header_id|>\n\n
-//   llama2   [INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST]{assistant}</s><s>[INST] ... (texts trimmed)
+//   llama2   [INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST]{assistant}</s>[INST] ... (texts trimmed)
 //   mistral  [SYSTEM_PROMPT] {system}[/SYSTEM_PROMPT][INST] {user}[/INST] {assistant}</s>   (v7)
+//   mistral-v1         " [INST] {system}\n\n{user} [/INST] {assistant}</s>"
+//   mistral-v3         "[INST] {system}\n\n{user}[/INST] {trimmed assistant}</s>"
+//   mistral-v3-tekken  "[INST]{system}\n\n{user}[/INST]{assistant}</s>"
 //   gemma    <start_of_turn>{user|model}\n{trimmed text}<end_of_turn>\n; system text is put in front of
 //            the next user turn;                      prompt: <start_of_turn>model\n
 //   phi3     <|{role}|>\n{text}<|end|>\n              prompt: <|assistant|>\n
@@ -22,7 +25,7 @@
 
 namespace infer::tokenizer {
 
-enum class ChatFamily { ChatML, Llama3, Llama2, Mistral, Gemma, Phi3, Zephyr };
+enum class ChatFamily { ChatML, Llama3, Llama2, Mistral, MistralV1, MistralV3, MistralV3Tekken, Gemma, Phi3, Zephyr };
 
 struct ChatMessage {
   std::string role;  // "system", "user" or "assistant"

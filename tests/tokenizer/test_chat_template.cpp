@@ -18,6 +18,9 @@ TEST(ChatTemplate, DetectsFamiliesByMarkers) {
   EXPECT_EQ(detect_chat_family("<|start_header_id|>' + role + '<|end_header_id|>"), ChatFamily::Llama3);
   EXPECT_EQ(detect_chat_family("{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"), ChatFamily::Llama2);
   EXPECT_EQ(detect_chat_family("[SYSTEM_PROMPT]{{ system }}[/SYSTEM_PROMPT][INST]"), ChatFamily::Mistral);
+  EXPECT_EQ(detect_chat_family("{{ ' [INST] ' + system_message }}"), ChatFamily::MistralV1);
+  EXPECT_EQ(detect_chat_family("[AVAILABLE_TOOLS]{{ '[INST] ' + m }}"), ChatFamily::MistralV3);
+  EXPECT_EQ(detect_chat_family("[AVAILABLE_TOOLS]{{ \"[INST]\" + m }}"), ChatFamily::MistralV3Tekken);
   EXPECT_EQ(detect_chat_family("<start_of_turn>{{ role }}"), ChatFamily::Gemma);
   EXPECT_EQ(detect_chat_family("<|user|>{{ c }}<|end|><|assistant|>"), ChatFamily::Phi3);
   EXPECT_EQ(detect_chat_family("<|user|>{{ c }}<|endoftext|>"), ChatFamily::Zephyr);
@@ -39,8 +42,9 @@ TEST(ChatTemplate, DetectsQwen2TemplateFromRealVocab) {
 }
 
 TEST(ChatTemplate, FamiliesByName) {
-  for (auto f : {ChatFamily::ChatML, ChatFamily::Llama3, ChatFamily::Llama2, ChatFamily::Mistral, ChatFamily::Gemma,
-                 ChatFamily::Phi3, ChatFamily::Zephyr})
+  for (auto f : {ChatFamily::ChatML, ChatFamily::Llama3, ChatFamily::Llama2, ChatFamily::Mistral, ChatFamily::MistralV1,
+                 ChatFamily::MistralV3, ChatFamily::MistralV3Tekken, ChatFamily::Gemma, ChatFamily::Phi3,
+                 ChatFamily::Zephyr})
     EXPECT_EQ(chat_family_from_name(chat_family_name(f)), f);
   EXPECT_EQ(chat_family_from_name("vicuna"), std::nullopt);
 }
@@ -63,12 +67,21 @@ TEST(ChatTemplate, RendersLlama3) {
 
 TEST(ChatTemplate, RendersLlama2) {
   EXPECT_EQ(apply_chat_template(ChatFamily::Llama2, kChat, true),
-            "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]Hello.</s><s>[INST] Why? [/INST]");
+            "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]Hello.</s>[INST] Why? [/INST]");
 }
 
 TEST(ChatTemplate, RendersMistral) {
   EXPECT_EQ(apply_chat_template(ChatFamily::Mistral, kChat, true),
             "[SYSTEM_PROMPT] Be brief.[/SYSTEM_PROMPT][INST] Hi [/INST] Hello.</s>[INST] Why?[/INST]");
+}
+
+TEST(ChatTemplate, RendersMistralLegacyFormats) {
+  const std::vector<ChatMessage> chat = {{"system", "S"}, {"user", "Hi"}, {"assistant", " Hello. "}, {"user", "Why?"}};
+  EXPECT_EQ(apply_chat_template(ChatFamily::MistralV1, chat, true),
+            " [INST] S\n\nHi [/INST]  Hello. </s> [INST] Why? [/INST]");
+  EXPECT_EQ(apply_chat_template(ChatFamily::MistralV3, chat, true), "[INST] S\n\nHi[/INST] Hello.</s>[INST] Why?[/INST]");
+  EXPECT_EQ(apply_chat_template(ChatFamily::MistralV3Tekken, chat, true),
+            "[INST]S\n\nHi[/INST] Hello. </s>[INST]Why?[/INST]");
 }
 
 TEST(ChatTemplate, RendersGemmaWithSystemFoldedIntoUser) {
