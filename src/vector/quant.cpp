@@ -91,7 +91,11 @@ void decode(Quant q, const uint8_t* in, size_t dim, float* out) {
 
 namespace {
 
-float dot_f32(const float* a, const float* b, size_t dim) {
+// The three hot loops are plain C++; target_clones lets the compiler emit an AVX2 build of each next to
+// the baseline one and pick at load time (no hand-written SIMD here: that lives in src/kernels).
+#define INFER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+
+INFER_VECTOR_CLONES float dot_f32(const float* a, const float* b, size_t dim) {
   // Four partial sums let the compiler vectorise without -ffast-math.
   float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   size_t i = 0;
@@ -105,10 +109,23 @@ float dot_f32(const float* a, const float* b, size_t dim) {
   return (s0 + s1) + (s2 + s3);
 }
 
-int32_t dot_i8(const int8_t* a, const int8_t* b, size_t dim) {
+INFER_VECTOR_CLONES int32_t dot_i8(const int8_t* a, const int8_t* b, size_t dim) {
   int32_t s = 0;
   for (size_t i = 0; i < dim; ++i) s += int32_t(a[i]) * int32_t(b[i]);
   return s;
+}
+
+__attribute__((target_clones("popcnt", "default"))) uint32_t hamming(const uint8_t* a, const uint8_t* b, size_t n) {
+  size_t i = 0;
+  uint32_t differ = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    differ += std::popcount(x ^ y);
+  }
+  for (; i < n; ++i) differ += std::popcount(static_cast<uint8_t>(a[i] ^ b[i]));
+  return differ;
 }
 
 }  // namespace
@@ -127,18 +144,8 @@ float distance(Quant q, const uint8_t* a, const uint8_t* b, size_t dim) {
       return 1.0f - static_cast<float>(d) * sa * sb;
     }
     case Quant::Bin: {
-      const size_t n = (dim + 7) / 8;
-      size_t i = 0;
-      uint32_t differ = 0;
-      for (; i + 8 <= n; i += 8) {
-        uint64_t x, y;
-        std::memcpy(&x, a + i, 8);
-        std::memcpy(&y, b + i, 8);
-        differ += std::popcount(x ^ y);
-      }
-      for (; i < n; ++i) differ += std::popcount(static_cast<uint8_t>(a[i] ^ b[i]));
       // cos ≈ 1 - 2·hamming/dim, so 1 - cos = 2·hamming/dim.
-      return 2.0f * static_cast<float>(differ) / static_cast<float>(dim);
+      return 2.0f * static_cast<float>(hamming(a, b, (dim + 7) / 8)) / static_cast<float>(dim);
     }
   }
   return 2.0f;
