@@ -5,7 +5,8 @@
 
 namespace infer::kernels {
 
-// out[i] = x[i] / sqrt(mean(x²) + eps) * w[i]   (w may be null: no weight)
+// out[i] = x[i] / sqrt(mean(x²) + eps) * w[i]   (w may be null: no weight). The sum of squares is
+// accumulated in double (spec §3.2). x and out may be the same buffer.
 void rmsnorm(const float* x, const float* w, float* out, int64_t n, float eps);
 void rmsnorm_ref(const float* x, const float* w, float* out, int64_t n, float eps);
 
@@ -21,6 +22,7 @@ struct RopeParams {
   bool neox;
   const float* freq_factors = nullptr;
 };
+// rope/rope_ref: n_rot <= 1024 (throws std::invalid_argument otherwise).
 void rope(float* head, int head_dim, int pos, const RopeParams& p);
 void rope_ref(float* head, int head_dim, int pos, const RopeParams& p);
 // The same split in two, so that a row's angles are computed once for all its heads:
@@ -34,7 +36,7 @@ void rope_apply_ref(float* head, const float* cos, const float* sin, const RopeP
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_ref(const float* gate, const float* up, float* out, int64_t n);
 
-// In-place softmax over n values.
+// In-place softmax over n values: subtract the max, exp, sum in double, scale by the f32 reciprocal.
 void softmax(float* x, int64_t n);
 void softmax_ref(float* x, int64_t n);
 

@@ -2,6 +2,8 @@
 // theta_0 = pos, theta_{i+1} = theta_i · base^(-2/n_rot) by repeated f32 multiplication, then
 // angle_i = freq_scale · theta_i / freq_factors[i]. Pairs are adjacent (normal) or half-split (NeoX).
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
@@ -41,12 +43,20 @@ void rope_apply(float* head, const float* cos, const float* sin, const RopeParam
 }
 
 namespace {
-// Rotary spans are at most a few hundred dims; head_dim 512 would need 256 angles.
+// rope()/rope_ref() keep the angles on the stack; the forward pass uses rope_angles/rope_apply with
+// its own buffers and has no such limit.
 constexpr int kMaxPairs = 512;
+
+void check_pairs(const RopeParams& p) {
+  if (p.n_rot < 0 || p.n_rot / 2 > kMaxPairs) {
+    throw std::invalid_argument("rope: n_rot " + std::to_string(p.n_rot) + " exceeds " + std::to_string(2 * kMaxPairs));
+  }
+}
 }  // namespace
 
 void rope_ref(float* head, int head_dim, int pos, const RopeParams& p) {
   (void)head_dim;  // dims >= n_rot pass through unchanged
+  check_pairs(p);
   float c[kMaxPairs], s[kMaxPairs];
   rope_angles(pos, p, c, s);
   rope_apply_ref(head, c, s, p);
@@ -54,6 +64,7 @@ void rope_ref(float* head, int head_dim, int pos, const RopeParams& p) {
 
 void rope(float* head, int head_dim, int pos, const RopeParams& p) {
   (void)head_dim;
+  check_pairs(p);
   float c[kMaxPairs], s[kMaxPairs];
   rope_angles(pos, p, c, s);
   rope_apply(head, c, s, p);

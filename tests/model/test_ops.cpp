@@ -143,6 +143,11 @@ TEST(Rope, SplitFormEqualsWholeBitwise) {
   }
 }
 
+TEST(Rope, TooManyRotaryDimsIsRefused) {
+  std::vector<float> head(2048, 1.f);
+  EXPECT_THROW(rope(head.data(), 2048, 3, RopeParams{2048, 10000.f, 1.f, false}), std::invalid_argument);
+}
+
 TEST(Rope, Avx2MatchesReferenceBitwise) {
   REQUIRE_AVX2();
   for (bool neox : {false, true}) {
