@@ -14,10 +14,12 @@ namespace infer::kernels::avx2 {
 namespace {
 // 16 where qh's bit `bit` is set in a byte, else 0: the 5th bit of the codes of sub-block `bit`.
 inline __m256i fifth_bit(__m256i qh, int bit) {
-  const __m256i mask = _mm256_set1_epi8(static_cast<char>(1 << bit));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, mask), mask), _mm256_set1_epi8(16));
+  // Move bit `bit` of every byte to bit 4 with a 16-bit shift: bits that cross into the neighbouring
+  // byte land outside bit 4 (below it for left shifts, above it for right shifts) and are masked off.
+  const __m256i moved = bit <= 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - bit))
+                                 : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(bit - 4));
+  return _mm256_and_si256(moved, _mm256_set1_epi8(16));
 }
-
 // The 6-bit scales and mins of a super-block (§5.1), unpacked with 32-bit word arithmetic.
 struct KScaleVectors {
   __m256i scales;  // int16 sc[0..7], the same in both 128-bit lanes
