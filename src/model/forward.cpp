@@ -48,6 +48,48 @@ struct AttentionJob {
   }
 };
 
+// Validates every row against the model, the pool and the sequences' page tables, and lists the rows
+// that want outputs. Throws std::out_of_range / std::invalid_argument naming the row and the problem.
+void check_batch(const HParams& hp, const Batch& batch, const KvPool& kv, int max_rows, std::vector<int>& out_rows) {
+  const int n = int(batch.rows.size());
+  if (n > max_rows) {
+    throw std::invalid_argument("forward: batch of " + std::to_string(n) + " rows exceeds max_rows " +
+                                std::to_string(max_rows));
+  }
+  if (kv.kv_dim() != hp.kv_dim() || kv.page_stride() != int64_t(hp.n_layer) * 2 * kv.page_tokens() * hp.kv_dim()) {
+    throw std::invalid_argument("forward: KV pool was built for another model shape");
+  }
+  out_rows.clear();
+  for (int r = 0; r < n; ++r) {
+    const BatchRow& row = batch.rows[size_t(r)];
+    auto where = [r] { return "forward: row " + std::to_string(r) + ": "; };  // built only on error
+    if (row.token < 0 || row.token >= hp.n_vocab) {
+      throw std::out_of_range(where() + "token id " + std::to_string(row.token) + " out of range [0, " +
+                              std::to_string(hp.n_vocab) + ")");
+    }
+    if (row.pos < 0 || row.pos >= hp.n_ctx_train) {
+      throw std::out_of_range(where() + "position " + std::to_string(row.pos) + " out of the context [0, " +
+                              std::to_string(hp.n_ctx_train) + ")");
+    }
+    if (row.seq < 0 || row.seq >= int(batch.seqs.size())) {
+      throw std::out_of_range(where() + "sequence index " + std::to_string(row.seq) + " out of range");
+    }
+    const SeqPages& sp = batch.seqs[size_t(row.seq)];
+    const int last_page = row.pos / kv.page_tokens();
+    if (!sp.page_table || last_page >= sp.n_pages) {
+      throw std::out_of_range(where() + "position " + std::to_string(row.pos) + " is past the sequence's " +
+                              std::to_string(sp.n_pages) + " KV pages");
+    }
+    for (int p = 0; p <= last_page; ++p) {
+      if (sp.page_table[p] < 0 || sp.page_table[p] >= kv.n_pages()) {
+        throw std::out_of_range(where() + "page table entry " + std::to_string(p) + " = " +
+                                std::to_string(sp.page_table[p]) + " is not a page of the pool");
+      }
+    }
+    if (row.want_logits) out_rows.push_back(r);
+  }
+}
+
 }  // namespace
 
 struct Forward::Buffers {
@@ -99,43 +141,8 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
   const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff, HD = hp.head_dim;
   const int half_rot = hp.n_rot / 2;
 
-  // ---- validate the batch (bad input is an exception, never a wild write) ----
-  if (n > max_rows_) {
-    throw std::invalid_argument("forward: batch of " + std::to_string(n) + " rows exceeds max_rows " +
-                                std::to_string(max_rows_));
-  }
-  if (kv.kv_dim() != KV || kv.page_stride() != int64_t(hp.n_layer) * 2 * kv.page_tokens() * KV) {
-    throw std::invalid_argument("forward: KV pool was built for another model shape");
-  }
-  b.out_rows.clear();
-  for (int r = 0; r < n; ++r) {
-    const BatchRow& row = batch.rows[size_t(r)];
-    auto where = [r] { return "forward: row " + std::to_string(r) + ": "; };  // built only on error
-    if (row.token < 0 || row.token >= hp.n_vocab) {
-      throw std::out_of_range(where() + "token id " + std::to_string(row.token) + " out of range [0, " +
-                              std::to_string(hp.n_vocab) + ")");
-    }
-    if (row.pos < 0 || row.pos >= hp.n_ctx_train) {
-      throw std::out_of_range(where() + "position " + std::to_string(row.pos) + " out of the context [0, " +
-                              std::to_string(hp.n_ctx_train) + ")");
-    }
-    if (row.seq < 0 || row.seq >= int(batch.seqs.size())) {
-      throw std::out_of_range(where() + "sequence index " + std::to_string(row.seq) + " out of range");
-    }
-    const SeqPages& sp = batch.seqs[size_t(row.seq)];
-    const int last_page = row.pos / kv.page_tokens();
-    if (!sp.page_table || last_page >= sp.n_pages) {
-      throw std::out_of_range(where() + "position " + std::to_string(row.pos) + " is past the sequence's " +
-                              std::to_string(sp.n_pages) + " KV pages");
-    }
-    for (int p = 0; p <= last_page; ++p) {
-      if (sp.page_table[p] < 0 || sp.page_table[p] >= kv.n_pages()) {
-        throw std::out_of_range(where() + "page table entry " + std::to_string(p) + " = " +
-                                std::to_string(sp.page_table[p]) + " is not a page of the pool");
-      }
-    }
-    if (row.want_logits) b.out_rows.push_back(r);
-  }
+  // bad input is an exception, never a wild write
+  check_batch(hp, batch, kv, max_rows_, b.out_rows);
   if (!b.out_rows.empty() && !logits && !hidden) {
     throw std::invalid_argument("forward: rows want outputs but no logits or hidden buffer was given");
   }
