@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "forward_harness.h"
+#include "gguf_variant.h"
 #include "kernels/matmul.h"
 #include "model/model.h"
 #include "reference_data.h"
@@ -67,6 +68,47 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, MatchesReferenceForward, ::testing::Va
                            for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return s;
                          });
+
+// Optional tensors the reference files lack: llama3 `rope_freqs.weight` and qwen2 `output.bias`, added
+// to real files; the optimised pass must apply them as the reference pass does (and they must matter).
+void expect_optional_tensor_applied(const std::string& src_path, const GgufVariant& v, const std::string& tag) {
+  const auto src = gguf::File::open(src_path);
+  TempGguf tmp(*src, v, tag);
+  const auto model = model::Model::load(tmp.path());
+  const auto plain = model::Model::load(src_path);
+  const std::vector<int32_t> tokens{1, 403, 407, 261, 378, 432, 383, 286};
+  const auto want = ReferenceForward(*model).run(tokens);
+  const auto without = ReferenceForward(*plain).run(tokens);
+  ForwardHarness h(*model, 1, 1, 16);
+  const auto got = h.feed(0, tokens);
+  const double sigma = stddev(want.back());
+  double worst = 0, effect = 0;
+  for (size_t p = 0; p < tokens.size(); ++p) {
+    for (size_t j = 0; j < want[p].size(); ++j) {
+      worst = std::max(worst, double(std::abs(got[p][j] - want[p][j])));
+      effect = std::max(effect, double(std::abs(without[p][j] - want[p][j])));
+    }
+  }
+  EXPECT_LE(worst, 0.01 * sigma) << tag;
+  EXPECT_GT(effect, 0.1 * sigma) << tag << ": the tensor made no difference";
+}
+
+TEST(OptionalTensors, RopeFreqsDivideTheLlamaRopeAngles) {
+  INFER_REQUIRE_DIR(models_dir());
+  const std::vector<float> factors{1.f, 2.f, 8.f, 30.f};  // n_rot / 2 = 4 for stories260K
+  GgufVariant v;
+  v.put_tensors.push_back({"rope_freqs.weight", gguf::TensorType::F32, {4}, factors.data()});
+  expect_optional_tensor_applied(models_dir() + "/stories260K.gguf", v, "rope-freqs");
+}
+
+TEST(OptionalTensors, Qwen2OutputBiasIsAddedToTheLogits) {
+  INFER_REQUIRE_DIR(reference_dir());
+  std::vector<float> bias(512);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = float(int(i % 7) - 3) * 0.5f;
+  GgufVariant v;
+  v.put_tensors.push_back({"output.bias", gguf::TensorType::F32, {512}, bias.data()});
+  expect_optional_tensor_applied(reference_dir() + "/models/tiny-qwen2-f16.gguf", v, "output-bias");
+}
 
 // ---------------- (c) invariant 7 ----------------
 
