@@ -63,8 +63,8 @@ class Tokenizer {
   // Stable 64-bit hash of the vocabulary (DESIGN invariant 8), stored in token blobs: it must never
   // change. Definition: FNV-1a 64 (offset basis 0xcbf29ce484222325, prime 0x100000001b3) over
   //   F("redis-infer vocab v1") F(tokenizer.ggml.model) F(tokenizer.ggml.pre or "" when absent)
-  //   U(n_vocab) then per token: F(text, "[EMPTY_<id>]" for an empty one) U(declared token_type as u32,
-  //   1 when the key is absent); then U(n_merges) and F(merge) for each tokenizer.ggml.merges entry;
+  //   U(n_vocab) then per token: F(text as stored in the file) U(token_type as stored, as u32; 1 when
+  //   the key is absent); then U(n_merges) and F(merge) for each tokenizer.ggml.merges entry;
   // where U(x) is x as 8 little-endian bytes and F(s) is U(byte length) followed by the bytes.
   // Scores are left out: they change how text splits, not what an id means.
   virtual uint64_t fingerprint() const = 0;

@@ -85,8 +85,8 @@ class Fnv1a64 {
 }  // namespace
 
 uint64_t vocab_fingerprint(std::string_view model_name, std::string_view pre_name_file,
-                           const std::vector<std::string>& texts, const std::vector<int32_t>& types,
-                           const std::vector<std::string>& merges) {
+                           const std::vector<std::string_view>& texts, const std::vector<int32_t>& types,
+                           const std::vector<std::string_view>& merges) {
   Fnv1a64 h;
   h.field("redis-infer vocab v1");
   h.field(model_name);
@@ -124,7 +124,7 @@ Vocab load_vocab(const gguf::File& file) {
   if (types && (!types->is_array() || types->array_size() < token_values.size()))
     fail("tokenizer.ggml.token_type must be an array of at least " + std::to_string(n_vocab) + " entries");
 
-  std::vector<std::string> texts(n_vocab);
+  std::vector<std::string_view> texts(n_vocab);  // views into `file`, which outlives this call
   std::vector<int32_t> declared_types(n_vocab, static_cast<int32_t>(TokenType::Normal));
   vocab.tokens.resize(n_vocab);
   vocab.id_of_text.reserve(n_vocab);
@@ -132,7 +132,7 @@ Vocab load_vocab(const gguf::File& file) {
     if (!token_values[id].is_string()) fail("tokenizer.ggml.tokens[" + std::to_string(id) + "] is not a string");
     texts[id] = token_values[id].as_string();
     TokenEntry& t = vocab.tokens[id];
-    t.text = texts[id].empty() ? "[EMPTY_" + std::to_string(id) + "]" : texts[id];
+    t.text = texts[id].empty() ? "[EMPTY_" + std::to_string(id) + "]" : std::string(texts[id]);
     if (scores) t.score = static_cast<float>(scores->as_array()[id].as_float());
     if (types) declared_types[id] = static_cast<int32_t>(types->as_array()[id].as_int());
     t.type = type_from_int(declared_types[id]);
@@ -140,18 +140,21 @@ Vocab load_vocab(const gguf::File& file) {
   }
 
   // Merges (BPE).
-  std::vector<std::string> merges;
+  std::vector<std::string_view> merges;
   if (const gguf::Value* m = file.find("tokenizer.ggml.merges")) {
     if (!m->is_array()) fail("tokenizer.ggml.merges is not an array");
     merges.reserve(m->array_size());
-    for (const auto& v : m->as_array()) merges.push_back(v.as_string());
+    for (const auto& v : m->as_array()) {
+      if (!v.is_string()) fail("tokenizer.ggml.merges[" + std::to_string(merges.size()) + "] is not a string");
+      merges.push_back(v.as_string());
+    }
   } else if (vocab.kind == VocabKind::Bpe) {
     fail("missing key tokenizer.ggml.merges (required for gpt2 vocabularies)");
   }
   vocab.merge_rank.reserve(merges.size());
   for (size_t i = 0; i < merges.size(); ++i) {
-    if (merges[i].find(' ', 1) == std::string::npos) continue;  // no pair: can never apply
-    vocab.merge_rank.try_emplace(merges[i], static_cast<int32_t>(i));
+    if (merges[i].find(' ', 1) == std::string_view::npos) continue;  // no pair: can never apply
+    vocab.merge_rank.try_emplace(std::string(merges[i]), static_cast<int32_t>(i));
   }
 
   // Per-model defaults, then the pre-tokenizer.

@@ -69,7 +69,7 @@ Vocab load_vocab(const gguf::File& file);
 
 // FNV-1a 64 over the vocabulary's defining data; the exact byte sequence is documented in tokenizer.h.
 uint64_t vocab_fingerprint(std::string_view model_name, std::string_view pre_name_file,
-                           const std::vector<std::string>& texts, const std::vector<int32_t>& types,
-                           const std::vector<std::string>& merges);
+                           const std::vector<std::string_view>& texts, const std::vector<int32_t>& types,
+                           const std::vector<std::string_view>& merges);
 
 }  // namespace infer::tokenizer

@@ -138,6 +138,12 @@ TEST_F(VocabFile, ErrorsNameTheKey) {
               }),
               HasSubstr("tokenizer.ggml.scores must be an array of at least 2"));
   EXPECT_THAT(load_error([](gguf::Writer& w) {
+                w.add_string("tokenizer.ggml.model", "gpt2");
+                w.add_array("tokenizer.ggml.tokens", std::vector<std::string>{"a", "b"});
+                w.add_array("tokenizer.ggml.merges", std::vector<uint32_t>{1, 2});
+              }),
+              HasSubstr("tokenizer.ggml.merges[0] is not a string"));
+  EXPECT_THAT(load_error([](gguf::Writer& w) {
                 w.add_string("tokenizer.ggml.model", "llama");
                 w.add_array("tokenizer.ggml.tokens", std::vector<std::string>{});
               }),
