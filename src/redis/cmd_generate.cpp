@@ -154,7 +154,7 @@ struct GenerateJob {
   bool with_stats = false;
   long long timeout_ms = 0;
   engine::Result result;  // written by on_done before UnblockClient
-  bool timed_out = false;  // main thread
+  bool unblocked = false;  // main thread: CLIENT UNBLOCK replied already
 };
 
 // Blocked client → job, for the timeout and disconnect callbacks (main thread only).
@@ -177,7 +177,7 @@ int reply_result(RedisModuleCtx* ctx, GenerateJob* job) {
   switch (r.finish) {
     case engine::FinishReason::Error:
       return reply_error(ctx, "generation failed: " + r.error);
-    case engine::FinishReason::Deadline:  // the engine's deadline fired before the client's timeout
+    case engine::FinishReason::Deadline:
       ++stats().timeouts;
       return reply_timeout(ctx, job->timeout_ms);
     case engine::FinishReason::Cancelled:
@@ -226,20 +226,17 @@ int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
   }
 }
 
+// Only CLIENT UNBLOCK gets here: the client is blocked without a Redis timeout (see cmd_generate).
 int on_timeout(RedisModuleCtx* ctx, RedisModuleString**, int) {
   try {
-    MainThreadTimer timer("infer.generate timeout");
-    GenerateJob* job = job_of(rm::GetBlockedClientHandle(ctx));
-    long long ms = 0;
-    if (job) {
-      job->timed_out = true;
+    MainThreadTimer timer("infer.generate unblocked");
+    if (GenerateJob* job = job_of(rm::GetBlockedClientHandle(ctx))) {
+      job->unblocked = true;
       job->handle.cancel();  // the engine still finishes it (Cancelled) and on_done unblocks
-      ms = job->timeout_ms;
     }
-    ++stats().timeouts;
-    return reply_timeout(ctx, ms);
+    return reply_coded_error(ctx, "UNBLOCKED", "client unblocked; generation cancelled");
   } catch (...) {
-    return rm::ReplyWithError(ctx, "TIMEOUT generation did not finish in time");
+    return rm::ReplyWithError(ctx, "UNBLOCKED client unblocked; generation cancelled");
   }
 }
 
@@ -258,7 +255,7 @@ void free_job(RedisModuleCtx*, void* privdata) {
     live_jobs().erase(job->bc);
     if (job->stream) {
       // The reply callback did not run (disconnect or timeout): the stream still gets its last entry.
-      const char* reason = job->timed_out ? "timeout" : engine::finish_reason_name(job->result.finish);
+      const char* reason = job->unblocked ? "cancelled" : engine::finish_reason_name(job->result.finish);
       job->stream->finish(reason, job->result.timings.generated_tokens);
     }
   } catch (...) {
@@ -356,7 +353,11 @@ int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (a.stream_key)
     job->stream = std::make_shared<StreamWriter>(a.stream_key, rm::GetSelectedDb(ctx), settings().stream_maxlen);
 
-  RedisModuleBlockedClient* bc = rm::BlockClient(ctx, on_reply, on_timeout, free_job, a.timeout_ms);
+  // TIMEOUT is enforced by the engine's deadline (the request finishes with Deadline and on_reply sends
+  // -TIMEOUT), not by a Redis block timeout: in Redis 7.0, a block timeout that expires after
+  // UnblockClient but before the main thread processes it unblocks the client with no reply at all
+  // (moduleBlockedClientTimedOut returns early for an already unblocked handle), leaving it hanging.
+  RedisModuleBlockedClient* bc = rm::BlockClient(ctx, on_reply, on_timeout, free_job, 0);
   job->bc = bc;
   rm::SetDisconnectCallback(bc, on_disconnect);
   rm::BlockedClientMeasureTimeStart(bc);

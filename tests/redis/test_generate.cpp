@@ -131,9 +131,30 @@ TEST_F(GenerateTest, RefusedInsideMultiAndLua) {
 TEST_F(GenerateTest, TimeoutRepliesErrorAndCancels) {
   long long before = stat("client_timeouts");
   std::string r = run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "2000", "TIMEOUT", "1"});
+  if (r == "(no reply)") ADD_FAILURE() << server_->log();
   EXPECT_EQ(r, "(error) TIMEOUT generation did not finish within 1 ms");
   EXPECT_EQ(stat("client_timeouts"), before + 1);
   EXPECT_EQ(run({"PING"}), "PONG");
+}
+
+TEST_F(GenerateTest, ClientUnblockCancels) {
+  RedisConn other = server_->connect();
+  long long id = command(other.get(), {"CLIENT", "ID"})->integer;
+  long long accepted = stat("generate_requests");
+  redisAppendCommand(other.get(), "INFER.GENERATE stories PROMPT Once MAXTOKENS 2000 TEMP 0");
+  int done = 0;
+  while (!done) ASSERT_EQ(redisBufferWrite(other.get(), &done), REDIS_OK);
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (stat("generate_requests") == accepted && std::chrono::steady_clock::now() < end) std::this_thread::yield();
+  std::string unblocked = run({"CLIENT", "UNBLOCK", std::to_string(id)});
+  void* raw = nullptr;
+  ASSERT_EQ(redisGetReply(other.get(), &raw), REDIS_OK);
+  Reply r(static_cast<redisReply*>(raw));
+  if (unblocked == "1")
+    EXPECT_EQ(show(r.get()), "(error) UNBLOCKED client unblocked; generation cancelled");
+  else  // it finished first
+    EXPECT_EQ(r->type, REDIS_REPLY_STRING) << show(r.get());
+  EXPECT_EQ(show(command(other.get(), {"PING"}).get()), "PONG");
 }
 
 TEST_F(GenerateTest, DisconnectCancels) {
