@@ -58,13 +58,21 @@ inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, in
   }
 }
 
-// out[0..n) += p · v[0..n) with F16 v; the accumulator lives in `out` (L1), so a key's whole row is
-// consumed in one visit and each KV row is read from memory once per query row.
-inline void axpy_f16(float* out, float p, const uint16_t* v, int n) {
-  const __m256 pv = _mm256_set1_ps(p);
+// out_h[0..n) += p_h · v[0..n) for the n_gqa heads h of one KV group, with F16 v converted once for
+// all of them. The accumulators live in `out` (L1), so each V row is consumed in one visit.
+inline void accumulate_value(float* out, const float* p, int64_t p_stride, int n_gqa, const uint16_t* v, int n) {
   int d = 0;
-  for (; d + 8 <= n; d += 8) _mm256_storeu_ps(out + d, _mm256_fmadd_ps(pv, load_f16x8(v + d), _mm256_loadu_ps(out + d)));
-  for (; d < n; ++d) out[d] += p * f16_to_f32(v[d]);
+  for (; d + 8 <= n; d += 8) {
+    const __m256 vv = load_f16x8(v + d);
+    for (int h = 0; h < n_gqa; ++h) {
+      float* o = out + int64_t(h) * n + d;
+      _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_broadcast_ss(p + h * p_stride), vv, _mm256_loadu_ps(o)));
+    }
+  }
+  for (; d < n; ++d) {
+    const float vf = f16_to_f32(v[d]);
+    for (int h = 0; h < n_gqa; ++h) out[int64_t(h) * n + d] += p[h * p_stride] * vf;
+  }
 }
 
 }  // namespace
@@ -84,7 +92,7 @@ void attention_row_avx2(const float* q, const PagedKv& kv, int n_keys, int n_hea
     for (int h = 0; h < n_gqa; ++h) softmax_avx2(scratch + int64_t(h) * n_keys, n_keys);
     for (int64_t i = 0; i < int64_t(n_gqa) * head_dim; ++i) og[i] = 0.f;
     for_each_key(kv.v_base + head_off, kv, n_keys, head_dim, [&](int j, const uint16_t* v) {
-      for (int h = 0; h < n_gqa; ++h) axpy_f16(og + int64_t(h) * head_dim, scratch[int64_t(h) * n_keys + j], v, head_dim);
+      accumulate_value(og, scratch + j, n_keys, n_gqa, v, head_dim);
     });
   }
 }
