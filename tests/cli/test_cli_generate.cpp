@@ -164,5 +164,17 @@ TEST_F(CliTest, SynthThenInspectAndGenerate) {
   EXPECT_EQ(nlohmann::json::parse(g.out)["ids"].size(), 4u);
 }
 
+TEST_F(CliTest, BenchJsonReportsSpeedsAndBandwidthShare) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto r = run("bench -m " + stories_ + " -p 32 -n 8 -r 2 -t 1 --probe-mib 32 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"pp_tps", "tg_tps", "bandwidth_gbs", "tg_bandwidth_share"}) EXPECT_GT(j[k].get<double>(), 0) << k;
+  for (const char* k : {"pp_tps_stddev", "tg_tps_stddev"}) EXPECT_GE(j[k].get<double>(), 0) << k;
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_EQ(j["model_bytes"], 292800u * 4);  // stories260K: 292,800 F32 parameters
+  EXPECT_NE(r.err.find("tg8 rep 2/2"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace infer
