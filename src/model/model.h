@@ -91,6 +91,9 @@ class Forward {
   // writes n_vocab logits to `logits` (may be null if no row wants them) and, when `hidden` is not
   // null, the final-normed hidden state (n_embd floats) to `hidden`.
   // Invariant 7: a row's outputs are bitwise independent of the other rows and of the thread count.
+  // Throws std::out_of_range (token id, position past the context or the page table, bad page) or
+  // std::invalid_argument (more than max_rows rows, KV pool of another shape) before touching `kv`.
+  // Work runs on `pool`; matmuls and attention too small to repay waking it run on the caller alone.
   void run(const Batch& batch, KvPool& kv, float* logits, float* hidden = nullptr);
 
   int max_rows() const { return max_rows_; }
