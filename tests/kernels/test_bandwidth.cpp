@@ -1,0 +1,36 @@
+// The bandwidth probe and CPU feature detection used by `infer bench` and kernel dispatch.
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "kernels/bandwidth.h"
+#include "kernels/cpu_features.h"
+
+namespace infer::kernels {
+namespace {
+
+TEST(Bandwidth, ProbeReturnsAPlausibleRateForOneAndTwoThreads) {
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    const double gbs = measure_read_bandwidth_gbs(pool, size_t{16} << 20, 2);
+    EXPECT_TRUE(std::isfinite(gbs));
+    EXPECT_GT(gbs, 0.1);     // even a loaded machine reads 16 MiB faster than 0.1 GB/s
+    EXPECT_LT(gbs, 10000.0);  // and no machine reads it at 10 TB/s: the sum really ran
+  }
+}
+
+TEST(CpuFeatures, Avx2PathNeedsAllThreeExtensions) {
+  const CpuFeatures& f = cpu_features();
+  if (use_avx2()) {
+    EXPECT_TRUE(f.avx2 && f.fma && f.f16c);
+  }
+  const char* forced = std::getenv("INFER_FORCE_SCALAR");
+  if (forced && std::string(forced) == "1") {
+    EXPECT_FALSE(use_avx2());
+  }
+}
+
+}  // namespace
+}  // namespace infer::kernels
