@@ -50,7 +50,10 @@ uint64_t activation_bytes(TensorType weight, int64_t n);
 void quantize_activation_row(TensorType weight, const float* src, void* dst, int64_t n);
 
 // Reference dot product of one weight row (type `weight`) with one activation row already in
-// activation_type(weight). Accumulation order is fixed (block by block), see invariant 7.
+// activation_type(weight). Quantised types: an exact integer sum per block (super-block: scales and
+// mins applied in integers, §7.3), then f32 scaling accumulated block by block in order. Float types
+// accumulate in double. The AVX2 kernels give the same integer sums and differ only in the f32
+// accumulation order: within 1e-5 · Σ|w·x| of this value (tests/kernels/test_avx2_kernels.cpp).
 float dot_ref(TensorType weight, const void* w, const void* act, int64_t n);
 
 }  // namespace infer::kernels
