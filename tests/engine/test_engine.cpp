@@ -136,17 +136,19 @@ TEST(Engine, CancelFinishesWithCancelledAndFreesPages) {
   auto e = Engine::create(small_options());
   Collector c;
   std::atomic<int> tokens{0};
-  Callbacks cb = c.callbacks();
+  std::mutex handle_mu;  // the handle is published after submit returns, while tokens may flow
   Handle h;
+  Callbacks cb = c.callbacks();
   cb.on_token = [&](int32_t, const std::string&) {
-    if (++tokens == 3) h.cancel();  // cancel from inside a callback is allowed
+    std::lock_guard lk(handle_mu);
+    if (++tokens >= 3 && h) h.cancel();  // cancel from inside a callback is allowed
   };
   auto res = e->submit(greedy(kOnceUponATime, 200), cb);
-  h = std::get<Handle>(res);
-  // The handle is set after submit returns; the cancel may come from this thread instead.
-  while (!c.wait(1ms)) {
-    if (tokens >= 3) h.cancel();
+  {
+    std::lock_guard lk(handle_mu);
+    h = std::get<Handle>(res);
   }
+  ASSERT_TRUE(c.wait());
   EXPECT_EQ(c.result.finish, FinishReason::Cancelled);
   EXPECT_LT(c.result.ids.size(), 200u);
   EXPECT_EQ(e->stats().cancelled, 1u);
