@@ -9,10 +9,12 @@
 // The GenerateJob is owned by the blocked client from BlockClient on: free_job deletes it, always
 // (UnblockClient never gets NULL).
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 
 #include "redis/args.h"
+#include "redis/background.h"
 #include "redis/commands.h"
 #include "redis/models.h"
 #include "redis/settings.h"
@@ -146,10 +148,31 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
   return true;
 }
 
+// The engine handle of a request, set by whichever thread submitted it; cancel() may come first.
+// Shared, because a background submit may still be setting it when the finished job is freed.
+struct HandleSlot {
+  void set(engine::Handle h) {
+    std::lock_guard<std::mutex> lock(mu);
+    handle = std::move(h);
+    if (cancel_requested) handle.cancel();
+  }
+  void cancel() {
+    std::lock_guard<std::mutex> lock(mu);
+    cancel_requested = true;
+    if (handle) handle.cancel();
+  }
+  std::mutex mu;
+  engine::Handle handle;          // guarded by mu
+  bool cancel_requested = false;  // guarded by mu
+};
+
 struct GenerateJob {
   RedisModuleBlockedClient* bc = nullptr;
   std::shared_ptr<const LoadedModel> model;  // keeps the engine alive until the job is freed
-  engine::Handle handle;
+  std::optional<engine::SubmitError> refusal;  // submit refused on the background thread
+
+  std::shared_ptr<HandleSlot> slot = std::make_shared<HandleSlot>();
+  void cancel() { slot->cancel(); }
   std::shared_ptr<StreamWriter> stream;
   bool with_stats = false;
   long long timeout_ms = 0;
@@ -172,7 +195,17 @@ int reply_timeout(RedisModuleCtx* ctx, long long timeout_ms) {
   return reply_coded_error(ctx, "TIMEOUT", "generation did not finish within " + std::to_string(timeout_ms) + " ms");
 }
 
+int reply_refusal(RedisModuleCtx* ctx, const engine::SubmitError& refusal) {
+  if (refusal.kind == engine::SubmitError::Kind::Busy) {
+    ++stats().busy_replies;
+    return reply_coded_error(ctx, "BUSY",
+                             refusal.message + "; retry in " + std::to_string(refusal.retry_after_ms) + " ms");
+  }
+  return reply_error(ctx, refusal.message);
+}
+
 int reply_result(RedisModuleCtx* ctx, GenerateJob* job) {
+  if (job->refusal) return reply_refusal(ctx, *job->refusal);
   const engine::Result& r = job->result;
   switch (r.finish) {
     case engine::FinishReason::Error:
@@ -218,7 +251,7 @@ int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
   MainThreadTimer timer("infer.generate reply");
   try {
     auto* job = static_cast<GenerateJob*>(rm::GetBlockedClientPrivateData(ctx));
-    if (job->stream)
+    if (job->stream && !job->refusal)
       job->stream->finish(engine::finish_reason_name(job->result.finish), job->result.timings.generated_tokens);
     return reply_result(ctx, job);
   } catch (...) {
@@ -232,7 +265,7 @@ int on_timeout(RedisModuleCtx* ctx, RedisModuleString**, int) {
     MainThreadTimer timer("infer.generate unblocked");
     if (GenerateJob* job = job_of(rm::GetBlockedClientHandle(ctx))) {
       job->unblocked = true;
-      job->handle.cancel();  // the engine still finishes it (Cancelled) and on_done unblocks
+      job->cancel();  // the engine still finishes it (Cancelled) and on_done unblocks
     }
     return reply_coded_error(ctx, "UNBLOCKED", "client unblocked; generation cancelled");
   } catch (...) {
@@ -242,7 +275,7 @@ int on_timeout(RedisModuleCtx* ctx, RedisModuleString**, int) {
 
 void on_disconnect(RedisModuleCtx*, RedisModuleBlockedClient* bc) {
   try {
-    if (GenerateJob* job = job_of(bc)) job->handle.cancel();
+    if (GenerateJob* job = job_of(bc)) job->cancel();
     ++stats().disconnects;
   } catch (...) {
   }
@@ -253,8 +286,8 @@ void free_job(RedisModuleCtx*, void* privdata) {
   auto* job = static_cast<GenerateJob*>(privdata);
   try {
     live_jobs().erase(job->bc);
-    if (job->stream) {
-      // The reply callback did not run (disconnect or timeout): the stream still gets its last entry.
+    if (job->stream && !job->refusal) {
+      // The reply callback did not run (disconnect or unblock): the stream still gets its last entry.
       const char* reason = job->unblocked ? "cancelled" : engine::finish_reason_name(job->result.finish);
       job->stream->finish(reason, job->result.timings.generated_tokens);
     }
@@ -379,19 +412,38 @@ int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     rm::BlockedClientMeasureTimeEnd(job->bc);
     rm::UnblockClient(job->bc, job);
   };
+  live_jobs()[bc] = job;
+  if (req.prompt_ids.empty() && req.prompt_text.size() > kSyncTokenizeBytes) {
+    // Engine::submit tokenises prompt text on the calling thread: long texts go to the background
+    // thread so the main thread only parses and copies. A refusal there is replied by on_reply.
+    // Once submit succeeds the request may finish and the job be freed at any time: only the slot
+    // (shared) is touched after it.
+    auto task = [job, slot = job->slot, req = std::move(req), cb = std::move(cb)]() mutable {
+      auto submitted = job->model->engine->submit(std::move(req), std::move(cb));
+      if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
+        job->refusal = *refusal;  // no callback will run: the job is still ours
+        rm::UnblockClient(job->bc, job);
+      } else {
+        slot->set(std::get<engine::Handle>(submitted));
+      }
+    };
+    if (!run_in_background(std::move(task))) {
+      live_jobs().erase(bc);
+      rm::AbortBlock(bc);
+      delete job;
+      return reply_coded_error(ctx, "BUSY", "too many prompts waiting to be tokenised; retry later");
+    }
+    ++stats().generate_requests;
+    return REDISMODULE_OK;
+  }
   auto submitted = model->engine->submit(std::move(req), std::move(cb));
   if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
+    live_jobs().erase(bc);
     rm::AbortBlock(bc);  // no callbacks will run for this bc
     delete job;
-    if (refusal->kind == engine::SubmitError::Kind::Busy) {
-      ++stats().busy_replies;
-      return reply_coded_error(ctx, "BUSY", refusal->message + "; retry in " +
-                                                std::to_string(refusal->retry_after_ms) + " ms");
-    }
-    return reply_error(ctx, refusal->message);
+    return reply_refusal(ctx, *refusal);
   }
-  job->handle = std::get<engine::Handle>(submitted);
-  live_jobs()[bc] = job;
+  job->slot->set(std::get<engine::Handle>(submitted));
   ++stats().generate_requests;
   return REDISMODULE_OK;
 }

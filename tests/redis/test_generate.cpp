@@ -72,6 +72,25 @@ TEST_F(GenerateTest, TokenKeysGiveTheSameAnswerAsThePrompt) {
   EXPECT_EQ(r.find("(error)"), std::string::npos) << r;
 }
 
+// Texts over 4 KB are tokenised off the main thread (MULTI forces the inline path): same results.
+TEST_F(GenerateTest, LongTextsGoThroughTheBackgroundThread) {
+  std::string text;
+  while (text.size() < 5000) text += "Once upon a time there was a little dog. ";
+  Reply bg = command(c_.get(), {"INFER.TOKENIZE", "stories", text});
+  ASSERT_EQ(bg->type, REDIS_REPLY_ARRAY) << show(bg.get());
+  ASSERT_EQ(run({"MULTI"}), "OK");
+  run({"INFER.TOKENIZE", "stories", text});
+  Reply inl = command(c_.get(), {"EXEC"});
+  ASSERT_EQ(inl->type, REDIS_REPLY_ARRAY);
+  EXPECT_EQ(show(bg.get()), show(inl->element[0]));
+  EXPECT_EQ(run({"INFER.TOKENIZE", "stories", text, "STORE", "doc:long"}), std::to_string(bg->elements));
+  Reply r = command(c_.get(), {"INFER.GENERATE", "stories", text, "MAXTOKENS", "8", "TEMP", "0", "WITHSTATS"});
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY) << show(r.get());
+  EXPECT_EQ(r->element[5]->integer, static_cast<long long>(bg->elements));  // prompt_tokens
+  EXPECT_EQ(run({"INFER.GENERATE", "stories", "TOKENS", "doc:long", "MAXTOKENS", "8", "TEMP", "0"}),
+            std::string(r->element[1]->str, r->element[1]->len));
+}
+
 TEST_F(GenerateTest, WithStatsInResp2AndResp3) {
   Reply r = command(c_.get(), cat({"INFER.GENERATE", "stories", "PROMPT", "Once", "WITHSTATS"}, kGreedy));
   ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);

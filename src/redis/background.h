@@ -1,0 +1,15 @@
+// One background thread for main-thread work that can grow with its input (tokenising long texts),
+// so that no command handler holds the main thread for long (DESIGN invariant 5).
+// Thread-safe. Tasks run in order; they must not touch Redis except through UnblockClient.
+#pragma once
+#include <functional>
+
+namespace infer::redis {
+
+// Queues `task`; false (and the task is dropped) when kMaxQueued tasks are already waiting.
+bool run_in_background(std::function<void()> task);
+
+// Texts longer than this are tokenised off the main thread when the client may block.
+inline constexpr size_t kSyncTokenizeBytes = 4096;
+
+}  // namespace infer::redis
