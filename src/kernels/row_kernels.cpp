@@ -1,6 +1,8 @@
 // Run-time choice between the scalar and AVX2 row kernels.
 #include "kernels/row_kernels.h"
 
+#include <array>
+
 #include "kernels/cpu_features.h"
 #include "kernels/formats.h"
 
@@ -35,7 +37,8 @@ RowKernels scalar_row_kernels(TensorType weight) {
   return k;
 }
 
-RowKernels row_kernels(TensorType weight) {
+namespace {
+RowKernels choose(TensorType weight) {
   RowKernels k = scalar_row_kernels(weight);
   if (use_avx2()) {
     const RowKernels fast = avx2_row_kernels(weight);
@@ -47,6 +50,23 @@ RowKernels row_kernels(TensorType weight) {
     }
   }
   return k;
+}
+
+constexpr uint32_t kTypeIds = 64;  // above every ggml type id (spec §2)
+}  // namespace
+
+RowKernels row_kernels(TensorType weight) {
+  // Chosen once per type: matmul asks on every call, and a decode step makes hundreds of calls.
+  static const auto table = [] {
+    std::array<RowKernels, kTypeIds> t{};
+    for (uint32_t id = 0; id < kTypeIds; ++id) {
+      if (is_supported_weight_type(static_cast<TensorType>(id))) t[id] = choose(static_cast<TensorType>(id));
+    }
+    return t;
+  }();
+  const auto id = static_cast<uint32_t>(weight);
+  if (id >= kTypeIds || !table[id].dot_rows) return scalar_row_kernels(weight);  // throws: unsupported
+  return table[id];
 }
 
 }  // namespace infer::kernels
