@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Sanitizer sweeps: the test suites under AddressSanitizer+UBSan (preset asan) and ThreadSanitizer
+# (preset tsan), plus a libFuzzer run of the GGUF parser.
+# Usage: scripts/sanitize.sh [short|full]
+#   short (CI): ASan on the gguf, tokenizer, engine and vector suites, TSan on the engine suite,
+#               30 s of fuzzing.
+#   full:       ASan on every in-process suite, TSan on the kernels, model and engine suites,
+#               10 min of fuzzing. (The redis suite loads the module into Debian's uninstrumented
+#               redis-server, so it runs in the release build only.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-short}
+export INFER_MODELS_DIR=${INFER_MODELS_DIR:-$(realpath -m ../shared/models)}
+export INFER_VECTORS_DIR=${INFER_VECTORS_DIR:-$(realpath -m ../shared/tokenizer-vectors)}
+export INFER_REFERENCE_DIR=${INFER_REFERENCE_DIR:-$(realpath -m ../shared/reference)}
+scripts/setup.sh >/dev/null  # packages only matter here; the release build is cheap when up to date
+
+case "$mode" in
+  short) asan_suites=(gguf tokenizer engine vector); tsan_suites=(engine); fuzz_seconds=30 ;;
+  full)  asan_suites=(gguf tokenizer kernels model engine vector); tsan_suites=(kernels model engine); fuzz_seconds=600 ;;
+  *) echo "usage: $0 [short|full]" >&2; exit 2 ;;
+esac
+
+run_suites() {  # preset suite...
+  local preset=$1; shift
+  cmake --preset "$preset" >/dev/null
+  local targets=(); for s in "$@"; do targets+=("infer_${s}_tests"); done
+  echo "sanitize: building ${targets[*]} with preset $preset"
+  cmake --build --preset "$preset" --target "${targets[@]}"
+  for s in "$@"; do
+    echo "sanitize: $preset infer_${s}_tests"
+    INFER_BUILD_DIR=$(realpath "build/$preset") "build/$preset/tests/$s/infer_${s}_tests" --gtest_brief=1
+  done
+}
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+run_suites asan "${asan_suites[@]}"
+unset ASAN_OPTIONS
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+run_suites tsan "${tsan_suites[@]}"
+unset TSAN_OPTIONS
+scripts/fuzz.sh "$fuzz_seconds"
