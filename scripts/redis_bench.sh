@@ -68,12 +68,16 @@ wait "${loaders[@]}" 2>/dev/null || true
 loaders=()
 
 echo "module: $(cli INFO infer | grep -E '^infer_(completed|tokens_generated|stream_entries):' | tr -d '\r' | tr '\n' ' ')"
-echo "longest main-thread stall per command/callback (INFER.STATS main_thread_us):"
+echo "longest main-thread stall per command/callback (INFER.STATS main_thread_us; wall includes time"
+echo "the main thread was preempted by other processes, cpu is the module's own work):"
 cli --no-raw INFER.STATS >/dev/null  # warm
 cli INFER.STATS | awk '
   /^main_thread_us$/ { on = 1; next }
-  on && /^(calls|max_us|avg_us)$/ { key = $0; next }
+  on && /^(calls|max_us|max_cpu_us|avg_us)$/ { key = $0; next }
   on && key == "calls" { calls = $0; key = ""; next }
   on && key == "max_us" { maxus = $0; key = ""; next }
-  on && key == "avg_us" { printf "  %-32s calls %7d  max %6d us  avg %5d us\n", name, calls, maxus, $0; key = ""; next }
+  on && key == "max_cpu_us" { maxcpu = $0; key = ""; next }
+  on && key == "avg_us" {
+    printf "  %-30s calls %6d  max %6d us wall, %5d us cpu  avg %5d us\n", name, calls, maxus, maxcpu, $0
+    key = ""; next }
   on { name = $0 }'

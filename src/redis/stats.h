@@ -13,7 +13,9 @@ namespace infer::redis {
 struct CommandTiming {
   uint64_t calls = 0;
   uint64_t total_us = 0;
-  uint64_t max_us = 0;  // longest single main-thread stall of this command or callback
+  uint64_t max_us = 0;  // longest single main-thread stall (wall clock) of this command or callback
+  uint64_t max_cpu_us = 0;  // longest main-thread CPU time of one call: the module's own work, without
+                            // time the thread spent preempted by other processes
 };
 
 struct ModuleStats {
@@ -40,6 +42,7 @@ class MainThreadTimer {
  private:
   const char* name_;
   uint64_t start_us_;
+  uint64_t start_cpu_us_;
 };
 
 // The INFO callback (section "infer"); cheap and safe from a crash report.
