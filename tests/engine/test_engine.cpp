@@ -208,6 +208,40 @@ TEST(Engine, CancelWhileQueued) {
   EXPECT_TRUE(wait_pool_free(*e));
 }
 
+TEST(Engine, HigherPriorityIsAdmittedFirst) {
+  REQUIRE_STORIES();
+  EngineOptions o = small_options();
+  o.max_running = 1;
+  auto e = Engine::create(o);
+  Collector blocker, low, high;
+  std::mutex order_mu;
+  std::vector<char> order;
+  Callbacks slow = blocker.callbacks();
+  slow.on_token = [](int32_t, const std::string&) { std::this_thread::sleep_for(1ms); };
+  ASSERT_TRUE(std::holds_alternative<Handle>(e->submit(greedy({1}, 30), slow)));
+  auto tagged = [&](Collector& c, char tag) {
+    Callbacks cb = c.callbacks();
+    auto done = cb.on_done;
+    cb.on_done = [&, done, tag](Result&& r) {
+      {
+        std::lock_guard lk(order_mu);
+        order.push_back(tag);
+      }
+      done(std::move(r));
+    };
+    return cb;
+  };
+  Request lo = greedy({1, 5}, 3), hi = greedy({1, 6}, 3);
+  hi.priority = 5;
+  ASSERT_TRUE(std::holds_alternative<Handle>(e->submit(lo, tagged(low, 'l'))));
+  ASSERT_TRUE(std::holds_alternative<Handle>(e->submit(hi, tagged(high, 'h'))));
+  ASSERT_TRUE(low.wait());
+  ASSERT_TRUE(high.wait());
+  ASSERT_TRUE(blocker.wait());
+  EXPECT_EQ(order, (std::vector<char>{'h', 'l'}));
+  EXPECT_TRUE(wait_pool_free(*e));
+}
+
 TEST(Engine, ThrowingCallbackEndsOnlyThatRequestWithError) {
   REQUIRE_STORIES();
   auto e = Engine::create(small_options());
