@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "redis/args.h"
+#include "redis/background.h"
 #include "redis/models.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
@@ -29,6 +30,8 @@ struct EmbedJob {
   std::shared_ptr<const LoadedModel> model;  // keeps the engine alive until the job is freed
   engine::Handle handle;
   engine::Result result;                     // written by on_done before UnblockClient
+  std::optional<engine::SubmitError> refusal;
+  bool cancelled = false;                    // main thread: the client left before the submit
   bool array = false;
   RedisModuleString* store_key = nullptr;    // owned (NULL-context strings)
   RedisModuleString* element = nullptr;
@@ -73,6 +76,12 @@ int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
   MainThreadTimer timer("infer.embed reply");
   try {
     auto* job = static_cast<EmbedJob*>(rm::GetBlockedClientPrivateData(ctx));
+    if (job->refusal) {
+      if (job->refusal->kind == engine::SubmitError::Kind::Busy)
+        return reply_coded_error(ctx, "BUSY", job->refusal->message + "; retry in " +
+                                                  std::to_string(job->refusal->retry_after_ms) + " ms");
+      return reply_error(ctx, job->refusal->message);
+    }
     const engine::Result& r = job->result;
     if (r.finish == engine::FinishReason::Error) return reply_error(ctx, "embedding failed: " + r.error);
     if (r.finish == engine::FinishReason::Deadline) return reply_coded_error(ctx, "TIMEOUT", "embedding timed out");
@@ -100,7 +109,10 @@ int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
 
 void on_disconnect(RedisModuleCtx*, RedisModuleBlockedClient* bc) {
   auto it = live_jobs().find(bc);
-  if (it != live_jobs().end()) it->second->handle.cancel();
+  if (it != live_jobs().end()) {
+    it->second->cancelled = true;
+    it->second->handle.cancel();
+  }
   ++stats().disconnects;
 }
 
@@ -112,7 +124,58 @@ void free_job(RedisModuleCtx*, void* privdata) {
   delete job;
 }
 
+// A tokenised long text on its way back to the main thread.
+struct PendingSubmit {
+  std::shared_ptr<const LoadedModel> model;
+  engine::Request req;
+  std::function<void(engine::Handle)> submitted;
+  std::function<void(const engine::SubmitError&)> refused;
+  engine::Callbacks cb;
+};
+
+void submit_now(PendingSubmit& p) {
+  auto result = p.model->engine->submit(std::move(p.req), std::move(p.cb));
+  if (auto* refusal = std::get_if<engine::SubmitError>(&result)) return p.refused(*refusal);
+  p.submitted(std::get<engine::Handle>(result));
+}
+
+void submit_on_main(void* data) {
+  std::unique_ptr<PendingSubmit> p(static_cast<PendingSubmit*>(data));
+  try {
+    submit_now(*p);
+  } catch (const std::exception& e) {
+    p->refused({engine::SubmitError::Kind::Invalid, e.what(), 0});
+  }
+}
+
 }  // namespace
+
+void submit_embedding(std::shared_ptr<const LoadedModel> model, std::string text,
+                      std::chrono::steady_clock::time_point deadline, std::function<void(engine::Handle)> submitted,
+                      std::function<void(const engine::SubmitError&)> refused,
+                      std::function<void(engine::Result&&)> on_done) {
+  auto p = std::make_unique<PendingSubmit>();
+  p->model = std::move(model);
+  p->req.embedding = true;
+  p->req.deadline = deadline;
+  p->submitted = std::move(submitted);
+  p->refused = std::move(refused);
+  p->cb.on_done = std::move(on_done);
+  if (text.size() <= kSyncTokenizeBytes) {
+    p->req.prompt_text = std::move(text);  // the engine tokenises it in submit: short, so now is fine
+    return submit_now(*p);
+  }
+  PendingSubmit* raw = p.release();
+  const bool queued = run_in_background([raw, text = std::move(text)] {
+    // Tokenised here as the engine would (BOS per vocabulary); the tokenizer is thread-safe.
+    raw->req.prompt_ids = raw->model->engine->tokenizer().encode(text);
+    rm::EventLoopAddOneShot(submit_on_main, raw);
+  });
+  if (!queued) {
+    std::unique_ptr<PendingSubmit> back(raw);
+    back->refused({engine::SubmitError::Kind::Busy, "too many texts waiting to be tokenised", 100});
+  }
+}
 
 int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 3) return rm::WrongArity(ctx);
@@ -158,11 +221,9 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   if (refuse_if_cannot_block(ctx, "INFER.EMBED")) return REDISMODULE_OK;
 
-  engine::Request req;
-  req.prompt_text = str(argv[2]);  // tokenised by the engine, off the main thread
-  req.embedding = true;
+  auto deadline = std::chrono::steady_clock::time_point::max();
   if (settings().timeout_ms > 0)
-    req.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings().timeout_ms);
+    deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings().timeout_ms);
 
   auto* job = new EmbedJob;
   job->model = model;
@@ -176,26 +237,25 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   job->bc = bc;
   rm::SetDisconnectCallback(bc, on_disconnect);
   rm::BlockedClientMeasureTimeStart(bc);
-  engine::Callbacks cb;
-  cb.on_done = [job](engine::Result&& r) {
-    // Engine thread. After UnblockClient the job belongs to the main thread.
-    job->result = std::move(r);
-    rm::BlockedClientMeasureTimeEnd(job->bc);
-    rm::UnblockClient(job->bc, job);
-  };
-  auto submitted = model->engine->submit(std::move(req), std::move(cb));
-  if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
-    rm::AbortBlock(bc);  // no callbacks run for this bc
-    free_job(nullptr, job);
-    if (refusal->kind == engine::SubmitError::Kind::Busy) {
-      ++stats().busy_replies;
-      return reply_coded_error(ctx, "BUSY", refusal->message + "; retry in " +
-                                                std::to_string(refusal->retry_after_ms) + " ms");
-    }
-    return reply_error(ctx, refusal->message);
-  }
-  job->handle = std::get<engine::Handle>(submitted);
   live_jobs()[bc] = job;
+  submit_embedding(
+      model, str(argv[2]), deadline,
+      [job](engine::Handle h) {
+        job->handle = std::move(h);
+        if (job->cancelled) job->handle.cancel();
+      },
+      [job](const engine::SubmitError& refusal) {
+        if (refusal.kind == engine::SubmitError::Kind::Busy) ++stats().busy_replies;
+        job->refusal = refusal;
+        rm::BlockedClientMeasureTimeEnd(job->bc);
+        rm::UnblockClient(job->bc, job);
+      },
+      [job](engine::Result&& r) {
+        // Engine thread. After UnblockClient the job belongs to the main thread.
+        job->result = std::move(r);
+        rm::BlockedClientMeasureTimeEnd(job->bc);
+        rm::UnblockClient(job->bc, job);
+      });
   return REDISMODULE_OK;
 }
 

@@ -444,24 +444,22 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     retrieve_and_generate(ctx, j);
     return REDISMODULE_OK;
   }
-  engine::Request emb;
-  emb.prompt_text = *query_text;
-  emb.embedding = true;
-  emb.deadline = j->gen.deadline;
-  engine::Callbacks cb;
-  cb.on_done = [j](engine::Result&& r) {
-    // Engine thread: hand the rest to the main thread (retrieval must hold the lock).
-    j->result = std::move(r);
-    rm::EventLoopAddOneShot(after_embedding, j);
-  };
-  auto submitted = j->model->engine->submit(std::move(emb), std::move(cb));
-  if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
-    j->error_code = refusal->kind == engine::SubmitError::Kind::Busy ? "BUSY" : "ERR";
-    j->error = refusal->message;
-    unblock(j);
-    return REDISMODULE_OK;
-  }
-  j->handle = std::get<engine::Handle>(submitted);
+  submit_embedding(
+      j->model, *query_text, j->gen.deadline,
+      [j](engine::Handle h) {
+        j->handle = std::move(h);
+        if (j->cancelled) j->handle.cancel();
+      },
+      [j](const engine::SubmitError& refusal) {
+        j->error_code = refusal.kind == engine::SubmitError::Kind::Busy ? "BUSY" : "ERR";
+        j->error = refusal.message;
+        unblock(j);
+      },
+      [j](engine::Result&& r) {
+        // Engine thread: hand the rest to the main thread (retrieval must hold the lock).
+        j->result = std::move(r);
+        rm::EventLoopAddOneShot(after_embedding, j);
+      });
   return REDISMODULE_OK;
 }
 

@@ -213,6 +213,15 @@ TEST_F(VsetCommands, EmbedRepliesAndStores) {
   EXPECT_NE(run({"INFER.EMBED", "stories", "x", "STORE", "small", "b"}).find("dimension mismatch"), std::string::npos);
   EXPECT_NE(run({"INFER.EMBED", "stories", "x", "STORE", "kb", "b", "SETATTR", "{"}).find("invalid JSON"),
             std::string::npos);
+  // Long texts are tokenised off the main thread; one too long for the context is refused clearly.
+  std::string long_text;
+  for (int i = 0; i < 300; ++i) long_text += "The cat sat on the mat. ";
+  const std::string refused = run({"INFER.EMBED", "stories", long_text});
+  EXPECT_EQ(refused.rfind("(error)", 0), 0u) << refused;
+  std::string medium;
+  for (int i = 0; i < 220; ++i) medium += "a ";  // 440 bytes: the short path
+  Reply short_blob = command(c_.get(), {"INFER.EMBED", "stories", medium});
+  EXPECT_EQ(short_blob->type, REDIS_REPLY_STRING) << show(short_blob.get());
   EXPECT_NE(run({"MULTI"}).find("OK"), std::string::npos);
   run({"INFER.EMBED", "stories", "x"});
   EXPECT_NE(run({"EXEC"}).find("cannot run inside MULTI"), std::string::npos);
