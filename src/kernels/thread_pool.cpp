@@ -119,15 +119,23 @@ struct ThreadPool::Impl {
 ThreadPool::ThreadPool(int n_threads) : impl_(std::make_unique<Impl>()) {
   if (n_threads < 1) throw std::invalid_argument("ThreadPool needs at least 1 thread");
   impl_->n_threads = n_threads;
-  for (int i = 1; i < n_threads; ++i) impl_->threads.emplace_back([this] { impl_->worker_loop(); });
+  try {
+    for (int i = 1; i < n_threads; ++i) impl_->threads.emplace_back([this] { impl_->worker_loop(); });
+  } catch (...) {  // e.g. the OS refused a thread: stop the ones already started, then report
+    stop_workers();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::stop_workers() {
   impl_->stopping = true;
   impl_->generation.fetch_add(1);
   futex_wake_all(impl_->generation);
   for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
 }
+
+ThreadPool::~ThreadPool() { stop_workers(); }
 
 int ThreadPool::size() const { return impl_->n_threads; }
 

@@ -11,7 +11,7 @@ namespace infer::kernels {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int n_threads);  // n_threads >= 1
+  explicit ThreadPool(int n_threads);  // n_threads >= 1; throws if the OS cannot start the threads
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -24,6 +24,7 @@ class ThreadPool {
   void run(const std::function<void(int thread_index)>& fn);
 
  private:
+  void stop_workers();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
