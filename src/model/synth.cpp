@@ -343,7 +343,14 @@ SynthSummary write_synth(const SynthOptions& o, const std::string& path) {
   }
 
   uint64_t total = 0;
-  for (const auto& t : plan) total += gguf::Writer::tensor_bytes(t.type, t.ne);
+  for (const auto& t : plan) {
+    // Fail before writing anything when a fallback type (§9.5) is one the kernels cannot encode.
+    if (t.type != TensorType::F32 && !kernels::is_supported_weight_type(t.type))
+      throw std::invalid_argument("tensor " + t.name + " (rows of " + std::to_string(t.ne[0]) + ") gets type " +
+                                  std::string(gguf::type_name(t.type)) + " under the " + sh.name +
+                                  " mixture rules, which this project cannot quantise; pick another --type");
+    total += gguf::Writer::tensor_bytes(t.type, t.ne);
+  }
   sum.shape = sh;
   sum.tensor_bytes = total;
   sum.n_tensors = plan.size();

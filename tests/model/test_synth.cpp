@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "gguf/file.h"
+#include "kernels/quant.h"
 #include "kernels/thread_pool.h"
 #include "model/kv_pool.h"
 #include "model/model.h"
@@ -216,6 +217,23 @@ TEST_F(SynthTest, RejectsImpossibleShape) {
   o.like = "qwen3-0.6b";  // 16 heads x 128 != 1024
   EXPECT_THROW(write_synth(o, (dir_ / "x.gguf").string()), std::invalid_argument);
   EXPECT_FALSE(fs::exists(dir_ / "x.gguf"));
+}
+
+TEST_F(SynthTest, FallbackTypeTheKernelsCannotEncodeIsAClearError) {
+  // smollm2's rows of 576 are not a multiple of 256: Q4_K_M falls back to Q5_0 (§9.5).
+  SynthOptions o;
+  o.like = "smollm2-135m";
+  o.type = SynthType::Q4_K_M;
+  o.vocab_dirs = {(dir_ / "nowhere").string()};
+  const auto path = (dir_ / "smollm.gguf").string();
+  if (kernels::is_supported_weight_type(TensorType::Q5_0)) GTEST_SKIP() << "Q5_0 is supported now";
+  try {
+    write_synth(o, path);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("Q5_0"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(path));
 }
 
 }  // namespace
