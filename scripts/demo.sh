@@ -47,7 +47,8 @@ done
 echo "== redis-server $(redis-server --version | grep -o 'v=[^ ]*') on 127.0.0.1:$port with $(basename "$module")"
 echo "== INFER.MODELS"; cli INFER.MODELS
 echo "== INFER.GENERATE stories \"$prompt\" MAXTOKENS 60 TEMP 0"
-cli INFER.GENERATE stories "$prompt" MAXTOKENS 60 TEMP 0
+answer=$(cli INFER.GENERATE stories "$prompt" MAXTOKENS 60 TEMP 0)
+echo "$prompt$answer"
 echo
 echo "== token keys: INFER.TOKENIZE ... STORE doc:1, then INFER.GENERATE stories TOKENS doc:1 ... WITHSTATS"
 cli INFER.TOKENIZE stories "$prompt" STORE doc:1

@@ -73,6 +73,13 @@ TEST_F(ModuleTest, LoadUseUnload) {
   EXPECT_EQ(run({"INFER.MODELS"}), "[stories]");
 }
 
+TEST_F(ModuleTest, LoadRefusedInsideMulti) {
+  EXPECT_EQ(run({"MULTI"}), "OK");
+  EXPECT_EQ(run({"INFER.LOAD", "m", "stories260K.gguf"}), "QUEUED");
+  EXPECT_NE(run({"EXEC"}).find("INFER.LOAD blocks the client and cannot run inside MULTI/EXEC"), std::string::npos);
+  EXPECT_EQ(run({"INFER.MODELS"}), "[stories]");
+}
+
 TEST_F(ModuleTest, UnloadWhileGeneratingLetsRequestFinish) {
   ASSERT_EQ(run({"INFER.LOAD", "temp", "stories260K.gguf"}), "OK");
   RedisConn other = server_->connect();
