@@ -286,6 +286,7 @@ void free_job(RedisModuleCtx*, void* privdata) {
   auto* job = static_cast<GenerateJob*>(privdata);
   try {
     live_jobs().erase(job->bc);
+    if (job->refusal) --stats().generate_requests;  // counted when queued for the background submit
     if (job->stream && !job->refusal) {
       // The reply callback did not run (disconnect or unblock): the stream still gets its last entry.
       const char* reason = job->unblocked ? "cancelled" : engine::finish_reason_name(job->result.finish);
