@@ -2,7 +2,6 @@
 // Per super-block and row: integer Σ_j sc[j]·Σ code·y over the 8 sub-blocks (maddubs on the unsigned
 // codes, then madd with the sub-block scale), the min term Σ_g bsums[g]·m[g/2] (madd), then
 // acc += (d·dy)·sumi and acc −= (dmin·dy)·summ. The row's result is hsum(acc).
-#include <cstring>
 #include <type_traits>
 
 #include "kernels/avx2_common.h"
@@ -26,15 +25,17 @@ struct KScaleVectors {
   __m256i mins;    // int16 m[g / 2] for the 16 bsums groups g
 };
 
+// `s` points at the 12 scale bytes of a block; the 4 bytes after them (the block's codes) are read
+// too and ignored. Works on the three 32-bit words w0..w2: sc[0..3] = w0 & 0x3F.., m[0..3] = w1 & 0x3F..,
+// sc[4..7] = (w2 & 0x0F..) | top bits of w0, m[4..7] = (w2 >> 4 & 0x0F..) | top bits of w1.
 inline KScaleVectors k_scale_vectors(const uint8_t* s) {
-  uint32_t w[3];
-  std::memcpy(w, s, 12);
-  const uint32_t sc03 = w[0] & 0x3F3F3F3F;
-  const uint32_t m03 = w[1] & 0x3F3F3F3F;
-  const uint32_t sc47 = (w[2] & 0x0F0F0F0F) | (((w[0] >> 6) & 0x03030303) << 4);
-  const uint32_t m47 = ((w[2] >> 4) & 0x0F0F0F0F) | (((w[1] >> 6) & 0x03030303) << 4);
-  const __m128i bytes = _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(sc47),
-                                      static_cast<int>(sc03));
+  const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+  const __m128i low6 = _mm_and_si128(w, _mm_set1_epi8(0x3F));                 // [sc03, m03, ..]
+  const __m128i top2 = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(w, 6), _mm_set1_epi8(0x03)), 4);
+  const __m128i w2 = _mm_shuffle_epi32(w, _MM_SHUFFLE(2, 2, 2, 2));
+  const __m128i low4 = _mm_and_si128(_mm_srlv_epi32(w2, _mm_setr_epi32(0, 4, 0, 0)), _mm_set1_epi8(0x0F));
+  const __m128i high = _mm_or_si128(low4, top2);                               // [sc47, m47, ..]
+  const __m128i bytes = _mm_unpacklo_epi32(low6, high);                        // sc0..7, m0..7
   const __m128i mins_pairs = _mm_shuffle_epi8(bytes, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15));
   return {_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes)), _mm256_cvtepu8_epi16(mins_pairs)};
 }
