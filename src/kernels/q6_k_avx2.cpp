@@ -17,7 +17,7 @@ struct Q6_KKernel {
     for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(act + r * act_stride);
     __m256 acc[NR];
     for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2_at_4 = _mm256_set1_epi8(0x30);
     for (int64_t i = 0; i < n / kQKK; ++i) {
       const BlockQ6_K& b = x[i];
       _mm_prefetch(reinterpret_cast<const char*>(&b) + 2 * sizeof(BlockQ6_K), _MM_HINT_T0);
@@ -34,8 +34,11 @@ struct Q6_KKernel {
         for (int g = 0; g < 4; ++g) {
           const __m256i ql = (g % 2) ? ql1 : ql0;
           const __m256i low4 = (g / 2) ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4) : _mm256_and_si256(ql, m4);
-          const __m256i high2 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), m2);
-          const __m256i code = _mm256_or_si256(low4, _mm256_slli_epi16(high2, 4));
+          // Bits 2g+1..2g of each qh byte moved to bits 5..4 by one 16-bit shift; what crosses into the
+          // neighbouring byte lands outside bits 5..4 and is masked off.
+          const __m256i moved = g <= 2 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - 2 * g))
+                                       : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g - 4));
+          const __m256i code = _mm256_or_si256(low4, _mm256_and_si256(moved, m2_at_4));
           // Scale 8h+2g for elements 0..15 of this 32 (low lane), 8h+2g+1 for 16..31 (high lane).
           const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((4 * g + 2) | ((4 * g + 3) << 8))),
                                                 _mm_set1_epi16(static_cast<short>((4 * g) | ((4 * g + 1) << 8))));
