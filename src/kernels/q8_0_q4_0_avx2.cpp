@@ -40,7 +40,7 @@ struct Q8Act {
       auto block = [&](int64_t b, __m256* acc) {
         const __m256i wq = Decode::codes(x[b]);
         const __m256i wabs = _mm256_sign_epi8(wq, wq);
-        const __m256 dw = _mm256_set1_ps(f16(x[b].d));
+        const __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].d)));
         for (int r = 0; r < NR; ++r) {
           const __m256i ys = _mm256_sign_epi8(load(y[r][b].qs), wq);
           const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
