@@ -16,8 +16,10 @@ struct DecodeQ8_0 {
 struct DecodeQ4_0 {
   using Block = BlockQ4_0;
   static __m256i codes(const Block& b) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+    // Both 128-bit lanes get the 16 bytes; the high lane is shifted down to its high nibbles.
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
+    const __m256i shifted = _mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+    const __m256i nibbles = _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
     return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
   }
 };
