@@ -1,9 +1,10 @@
 // Matmul and bandwidth micro-benchmarks (Google Benchmark).
 //   decode (1 row): GB/s of weight bytes read; rotates over copies of the matrix that together
 //     exceed the caches, so the figure is memory bandwidth, not cache bandwidth.
+//   decode hot: the same from L2 on one thread (CPU time): the kernel's own speed.
 //   prefill (64..512 rows): GFLOP/s (2·n_in·n_out·rows per call).
 //   Qwen3-0.6B decode step: every matmul of one token of the real shape (28 layers + tied output),
-//     GB/s and its share of the bandwidth probe measured in the same process.
+//     GB/s, next to the bandwidth probe (probe_GB/s) measured in the same process.
 // Run: build/bench/bench_kernels --benchmark_filter=Decode   (compare ratios from one run only)
 #include <benchmark/benchmark.h>
 
