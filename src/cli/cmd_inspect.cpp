@@ -8,6 +8,7 @@
 
 #include "cli/command_registry.h"
 #include "gguf/file.h"
+#include "tokenizer/tokenizer.h"
 
 namespace infer::cli {
 namespace {
@@ -132,6 +133,17 @@ nlohmann::json tokenizer_summary(const gguf::File& f) {
   const Value* tmpl = f.find("tokenizer.chat_template");
   j["chat_template"] = tmpl != nullptr;
   if (tmpl && tmpl->is_string()) j["chat_template_bytes"] = tmpl->as_string().size();
+  // What our tokenizer makes of it; a vocabulary it refuses is reported, not fatal to inspect.
+  try {
+    auto tok = tokenizer::Tokenizer::from_gguf(f);
+    char fp[32];
+    std::snprintf(fp, sizeof fp, "%016llx", static_cast<unsigned long long>(tok->fingerprint()));
+    j["fingerprint"] = fp;
+    j["effective_pre"] = tok->pre_tokenizer();
+    j["pre_unknown"] = tok->pre_tokenizer_unknown();
+  } catch (const std::exception& e) {
+    j["load_error"] = e.what();
+  }
   return j;
 }
 
@@ -219,6 +231,13 @@ void run_inspect(const InspectArgs& a) {
     const auto& t = tok[which];
     std::printf("  %s %lld %s\n", which, static_cast<long long>(t["id"].get<int64_t>()),
                 t.contains("text") ? quote(t["text"].get<std::string>(), 32).c_str() : "(id outside the vocab)");
+  }
+  if (tok.contains("fingerprint")) {
+    std::printf("  fingerprint %s, effective pre-tokenizer %s%s\n", tok["fingerprint"].get<std::string>().c_str(),
+                tok["effective_pre"].get<std::string>().c_str(),
+                tok["pre_unknown"].get<bool>() ? " (the file names a pre-tokenizer this tokenizer does not know)" : "");
+  } else if (tok.contains("load_error")) {
+    std::printf("  tokenizer does not load: %s\n", tok["load_error"].get<std::string>().c_str());
   }
   std::printf("  chat template: %s\n",
               tok["chat_template"].get<bool>()
