@@ -137,6 +137,25 @@ TEST_F(GenerateTest, StreamReceivesTheTextAndAFinishEntry) {
             "(error) WRONGTYPE STREAM key holds a value that is not a stream");
 }
 
+TEST_F(GenerateTest, StreamWakesBlockedReaders) {
+  run({"DEL", "out:live"});
+  RedisConn reader = server_->connect();
+  redisAppendCommand(reader.get(), "XREAD BLOCK 10000 STREAMS out:live $");
+  int done = 0;
+  while (!done) ASSERT_EQ(redisBufferWrite(reader.get(), &done), REDIS_OK);
+  // Wait until the reader is blocked, then generate into the stream.
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (run({"INFO", "clients"}).find("blocked_clients:1") == std::string::npos &&
+         std::chrono::steady_clock::now() < end)
+    std::this_thread::yield();
+  run(cat({"INFER.GENERATE", "stories", "PROMPT", "Once", "STREAM", "out:live"}, kGreedy));
+  void* raw = nullptr;
+  ASSERT_EQ(redisGetReply(reader.get(), &raw), REDIS_OK);
+  Reply r(static_cast<redisReply*>(raw));
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY) << show(r.get());
+  EXPECT_NE(show(r.get()).find("out:live"), std::string::npos);
+}
+
 TEST_F(GenerateTest, RefusedInsideMultiAndLua) {
   EXPECT_EQ(run({"MULTI"}), "OK");
   EXPECT_EQ(run({"INFER.GENERATE", "stories", "PROMPT", "Once"}), "QUEUED");
