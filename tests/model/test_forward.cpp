@@ -69,6 +69,19 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, MatchesReferenceForward, ::testing::Va
                            return s;
                          });
 
+// The yardstick itself: ../shared/models/README.md lists stories260K's logits after BOS computed in
+// double precision from the F32 weights.
+TEST(ReferenceForwardItself, MatchesTheDoublePrecisionLogitsOfStories260K) {
+  INFER_REQUIRE_DIR(models_dir());
+  const auto model = model::Model::load(models_dir() + "/stories260K.gguf");
+  const auto logits = ReferenceForward(*model).run({1}).at(0);
+  const std::vector<std::pair<int, double>> want{{403, 17.0235}, {385, 15.4062}, {410, 13.1083}, {317, 12.7692},
+                                                 {407, 12.4181}, {0, -6.22291}, {1, 8.40434}, {2, -6.22374},
+                                                 {3, -6.22254}};
+  for (const auto& [id, value] : want) EXPECT_NEAR(logits[size_t(id)], value, 1e-4) << "token " << id;
+  EXPECT_EQ(argmax(logits), 403);
+}
+
 // Optional tensors the reference files lack: llama3 `rope_freqs.weight` and qwen2 `output.bias`, added
 // to real files; the optimised pass must apply them as the reference pass does (and they must matter).
 void expect_optional_tensor_applied(const std::string& src_path, const GgufVariant& v, const std::string& tag) {
