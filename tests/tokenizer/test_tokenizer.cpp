@@ -214,7 +214,9 @@ TEST(Robustness, RandomBytesEncodeAndAllIdsDecode) {
       for (TokenId id : ids) ASSERT_TRUE(id >= 0 && id < tok->n_vocab()) << name;
       // SPM byte fallback is lossless for valid UTF-8 (with invalid input, llama.cpp's character
       // splitter swallows bytes of a following ▁ into the bad sequence, so spaces come back as ▁).
-      if (tok->model_name() == "llama" && utf8::sanitize(bytes) == bytes) EXPECT_EQ(tok->decode(ids), bytes) << name;
+      if (tok->model_name() == "llama" && utf8::sanitize(bytes) == bytes) {
+        EXPECT_EQ(tok->decode(ids), bytes) << name;
+      }
     }
     std::vector<TokenId> all(tok->n_vocab());
     for (int i = 0; i < tok->n_vocab(); ++i) all[i] = i;

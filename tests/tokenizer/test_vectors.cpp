@@ -17,7 +17,10 @@ namespace fs = std::filesystem;
 
 std::string ids_to_string(const std::vector<TokenId>& ids) {
   std::string s;
-  for (TokenId id : ids) s += " " + std::to_string(id);
+  for (TokenId id : ids) {
+    s += ' ';
+    s += std::to_string(id);
+  }
   return s;
 }
 
@@ -83,8 +86,10 @@ TEST(VocabVectorsDir, HasVocabFilesAndNotesVectorsWithoutOne) {
   std::string missing;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const auto p = entry.path().string();
-    if (entry.path().extension() == ".inp" && !fs::exists(p.substr(0, p.size() - 4)))
-      missing += " " + entry.path().filename().string();
+    if (entry.path().extension() == ".inp" && !fs::exists(p.substr(0, p.size() - 4))) {
+      missing += ' ';
+      missing += entry.path().filename().string();
+    }
   }
   if (!missing.empty()) std::printf("note: vectors without a vocab file (not tested):%s\n", missing.c_str());
 }
