@@ -58,6 +58,56 @@ inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, in
   }
 }
 
+// Row of key j (its `base`-relative slice) through the page table.
+inline const uint16_t* key_row(const uint16_t* base, const PagedKv& kv, int j) {
+  return base + static_cast<int64_t>(kv.page_table[j / kv.page_tokens]) * kv.page_stride +
+         static_cast<int64_t>(j % kv.page_tokens) * kv.kv_dim;
+}
+
+// Dots of one query head with 8 keys at once (n a multiple of 8): an FMA chain per key over the
+// 8-wide chunks, then one add tree leaves the 8 sums in one vector. Every lane goes through the same
+// arithmetic, so a key's score does not depend on its place among the 8.
+inline __m256 dot8_f32_f16(const float* q, const uint16_t* const* k, int n) {
+  __m256 a[8];
+  for (auto& x : a) x = _mm256_setzero_ps();
+  for (int d = 0; d < n; d += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + d);
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, load_f16x8(k[i] + d), a[i]);
+  }
+  // hadd(a, b) = [a0+a1, a2+a3, b0+b1, b2+b3 | a4+a5, a6+a7, b4+b5, b6+b7]
+  const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  // lane i of s0123 holds key i's elements 0..3 (low half) and 4..7 (high half); likewise keys 4..7.
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+}
+
+// scores[h * n_keys + j] = (q_h · k_j) · scale for the n_gqa heads of one group, 8 keys at a time;
+// the last group repeats its final key to fill the vector and keeps only the real lanes.
+inline void scores_by_8(const float* qg, const uint16_t* k_base, const PagedKv& kv, int n_keys, int n_gqa,
+                        int head_dim, float scale, float* scratch) {
+  const __m256 sv = _mm256_set1_ps(scale);
+  for (int j0 = 0; j0 < n_keys; j0 += 8) {
+    const int m = std::min(8, n_keys - j0);
+    const uint16_t* rows[8];
+    for (int i = 0; i < 8; ++i) rows[i] = key_row(k_base, kv, j0 + std::min(i, m - 1));
+    for (int j = j0 + 8; j < std::min(j0 + 16, n_keys); ++j) {  // the next group's rows
+      const char* p = reinterpret_cast<const char*>(key_row(k_base, kv, j));
+      for (int b = 0; b < head_dim * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+    }
+    for (int h = 0; h < n_gqa; ++h) {
+      const __m256 sc = _mm256_mul_ps(dot8_f32_f16(qg + int64_t(h) * head_dim, rows, head_dim), sv);
+      float* dst = scratch + int64_t(h) * n_keys + j0;
+      if (m == 8) {
+        _mm256_storeu_ps(dst, sc);
+      } else {
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, sc);
+        for (int i = 0; i < m; ++i) dst[i] = lanes[i];
+      }
+    }
+  }
+}
+
 // out_h[0..n) += p_h · v[0..n) for the n_gqa heads h of one KV group, with F16 v converted once for
 // all of them. The accumulators live in `out` (L1), so each V row is consumed in one visit.
 inline void accumulate_value(float* out, const float* p, int64_t p_stride, int n_gqa, const uint16_t* v, int n) {
@@ -86,9 +136,15 @@ void attention_row_avx2(const float* q, const PagedKv& kv, int n_keys, int n_hea
     const int64_t head_off = int64_t(g) * head_dim;
     const float* qg = q + int64_t(g) * n_gqa * head_dim;
     float* og = out + int64_t(g) * n_gqa * head_dim;
-    for_each_key(kv.k_base + head_off, kv, n_keys, head_dim, [&](int j, const uint16_t* k) {
-      for (int h = 0; h < n_gqa; ++h) scratch[int64_t(h) * n_keys + j] = dot_f32_f16(qg + int64_t(h) * head_dim, k, head_dim) * scale;
-    });
+    if (head_dim % 8 == 0) {
+      scores_by_8(qg, kv.k_base + head_off, kv, n_keys, n_gqa, head_dim, scale, scratch);
+    } else {
+      for_each_key(kv.k_base + head_off, kv, n_keys, head_dim, [&](int j, const uint16_t* k) {
+        for (int h = 0; h < n_gqa; ++h) {
+          scratch[int64_t(h) * n_keys + j] = dot_f32_f16(qg + int64_t(h) * head_dim, k, head_dim) * scale;
+        }
+      });
+    }
     for (int h = 0; h < n_gqa; ++h) softmax_avx2(scratch + int64_t(h) * n_keys, n_keys);
     for (int64_t i = 0; i < int64_t(n_gqa) * head_dim; ++i) og[i] = 0.f;
     for_each_key(kv.v_base + head_off, kv, n_keys, head_dim, [&](int j, const uint16_t* v) {
