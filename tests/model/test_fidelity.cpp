@@ -94,7 +94,8 @@ TEST(FidelityStories260K, GreedyMatchesReference) {
     const int n_steps = int(rec.greedy_ids.size());
     ForwardHarness h(*model, 1, 1, int(rec.prompt_ids.size()) + n_steps + 1);
     std::vector<float> logits = h.feed(0, rec.prompt_ids).back();
-    for (int s = 0; s < n_steps; ++s) {
+    int matched = 0;
+    for (int s = 0; s < n_steps; ++s, matched = s) {
       const int32_t ours = argmax(logits);
       const auto& top = rec.steps_top.at(size_t(s));
       if (ours != rec.greedy_ids[size_t(s)]) {
@@ -105,6 +106,9 @@ TEST(FidelityStories260K, GreedyMatchesReference) {
       }
       if (s + 1 < n_steps) logits = h.feed(0, {ours})[0];
     }
+    std::string shown = rec.prompt.substr(0, 24);
+    std::replace(shown.begin(), shown.end(), '\n', ' ');
+    std::printf("[greedy] stories260K \"%s\": %d/%d tokens equal to the reference\n", shown.c_str(), matched, n_steps);
   }
 }
 
