@@ -17,6 +17,9 @@ static_assert(std::endian::native == std::endian::little, "the GGUF reader assum
 constexpr uint64_t kMaxStringBytes = uint64_t{1} << 30;    // llama.cpp's GGUF_MAX_STRING_LENGTH
 constexpr uint64_t kMaxArrayElements = uint64_t{1} << 30;  // llama.cpp's array cap
 constexpr int kMaxArrayDepth = 4;                          // arrays of arrays: at most 4 levels
+// Each array element becomes a ~48-byte Value, so a file of 1-byte elements could ask for 48× its size
+// in memory. Real vocabularies hold under 2M values in all; this bound keeps a hostile file near 1 GiB.
+constexpr uint64_t kMaxArrayElementsTotal = uint64_t{1} << 24;
 constexpr uint32_t kMaxDims = 4;
 constexpr size_t kMaxTensorNameBytes = 63;  // GGML_MAX_NAME is 64 including the NUL
 constexpr uint32_t kDefaultAlignment = 32;
@@ -125,6 +128,12 @@ class Parser {
         if (count > kMaxArrayElements) {
           fail(what + ": array count " + std::to_string(count) + " exceeds the limit of 2^30 elements", count_at);
         }
+        if (count > kMaxArrayElementsTotal - n_array_elements_) {
+          fail(what + ": array of " + std::to_string(count) + " elements takes the file's metadata past 2^24 " +
+                   "array elements in total",
+               count_at);
+        }
+        n_array_elements_ += count;
         if (count > left() / min_encoded_bytes(v.element_type)) {
           fail(what + ": array of " + std::to_string(count) + " " + std::string(value_type_name(v.element_type)) +
                    " cannot fit in the " + std::to_string(left()) + " bytes left",
@@ -147,6 +156,7 @@ class Parser {
   const uint8_t* base_;
   uint64_t size_;
   uint64_t pos_ = 0;
+  uint64_t n_array_elements_ = 0;  // over the whole file, nested arrays included
 };
 
 }  // namespace

@@ -128,6 +128,13 @@ TEST(GgufReaderRejects, ArrayCountsBeyondLimitOrFile) {
   EXPECT_THAT(error_of(strings), HasSubstr("array of 100 STRING cannot fit"));
 }
 
+TEST(GgufReaderRejects, MoreThan2To24ArrayElementsInTotal) {
+  // Refused before the bytes are even looked for: 2^24 Values would already take ~800 MB of memory.
+  RawGguf r;
+  r.header(3, 0, 1).str("a").i32(9).i32(0).u64((uint64_t{1} << 24) + 1).zeros(64);
+  EXPECT_THAT(error_of(r), HasSubstr("key a: array of 16777217 elements takes the file's metadata past 2^24"));
+}
+
 TEST(GgufReaderRejects, ArraysNestedDeeperThanFourLevels) {
   auto nested = [](int levels) {
     RawGguf r;
