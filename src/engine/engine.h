@@ -66,7 +66,9 @@ struct Result {
 };
 
 struct Callbacks {
-  // One produced token and its text piece (may be empty while a UTF-8 sequence is incomplete).
+  // One produced token and its text piece (may be empty while a UTF-8 sequence is incomplete or the
+  // text could still be the start of a stop string). Result.text is authoritative: text held back when
+  // generation ends appears there only. End-of-generation tokens are not reported.
   std::function<void(int32_t id, const std::string& piece)> on_token;
   // Exactly once per accepted request, last.
   std::function<void(Result&&)> on_done;
