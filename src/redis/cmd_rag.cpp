@@ -14,18 +14,17 @@
 // what INFER.GENERATE TOKENS k1 k2 ... PROMPT "<that text>" builds. TEMPLATE chat: the model's chat
 // template with a system turn "Answer the question using the documents below.\n\n<documents>" and
 // a user turn holding the question; each document's ids go in without BOS/EOS, separated by "\n\n".
-// COUNT defaults to 3 documents. Reply: the generated text; with WITHSOURCES a map {text, sources: [[element, score, key]...],
+// COUNT defaults to 3 documents. TIMEOUT covers the whole command (embedding, retrieval, generation)
+// through the engine requests' deadline, never a Redis block timeout (see generation_job.h).
+// Reply: the generated text; with WITHSOURCES a map {text, sources: [[element, score, key]...],
 // prompt_tokens}.
-#include <chrono>
 #include <memory>
-#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "redis/args.h"
+#include "redis/generation_job.h"
 #include "redis/models.h"
-#include "redis/settings.h"
-#include "redis/stats.h"
 #include "redis/token_keys.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_type.h"
@@ -45,37 +44,45 @@ struct Source {
   std::string key;
 };
 
-struct RagJob {
-  RedisModuleBlockedClient* bc = nullptr;
-  std::shared_ptr<const LoadedModel> model;
-  engine::Handle handle;  // the embedding, then the generation
-  bool cancelled = false;  // main thread: timeout or disconnect
-  bool generating = false;
+// The generation job plus what retrieval needs; replies like INFER.GENERATE, plus sources WITHSOURCES.
+struct RagJob : GenerationJob {
+  explicit RagJob(std::shared_ptr<const LoadedModel> m) : GenerationJob(std::move(m), "infer.rag") {
+    timeout_subject = "INFER.RAG";
+  }
+  ~RagJob() override {
+    if (vset) rm::FreeString(nullptr, vset);
+    if (user) rm::FreeString(nullptr, user);
+  }
+  int extra_reply_fields() const override { return with_sources ? 2 : 0; }
+  void reply_extra_fields(RedisModuleCtx* ctx) const override {
+    if (!with_sources) return;
+    rm::ReplyWithCString(ctx, "sources");
+    rm::ReplyWithArray(ctx, static_cast<long>(sources.size()));
+    for (const auto& s : sources) {
+      rm::ReplyWithArray(ctx, 3);
+      rm::ReplyWithStringBuffer(ctx, s.element.data(), s.element.size());
+      rm::ReplyWithDouble(ctx, s.score);
+      rm::ReplyWithStringBuffer(ctx, s.key.data(), s.key.size());
+    }
+    rm::ReplyWithCString(ctx, "prompt_tokens");
+    rm::ReplyWithLongLong(ctx, static_cast<long long>(prompt_tokens));
+  }
+
   // Inputs for step 2 (owned copies: argv is gone by then).
   RedisModuleString* vset = nullptr;
   RedisModuleString* user = nullptr;  // caller's ACL user name
-  int db = 0;
   std::vector<float> query;
   std::string question;
   vector::SearchOptions search;
   std::optional<vector::Filter> filter;
   std::string dockey = "tokens";
   bool chat = false;
-  engine::Request gen;  // sampling, max_tokens, stop, deadline
+  engine::Request gen;  // sampling, max_tokens, stop, deadline; then the prompt
   bool with_sources = false;
-  long long timeout_ms = 0;
-  // Results.
+  // Results of step 2.
   std::vector<Source> sources;
   size_t prompt_tokens = 0;
-  std::string error;        // set: reply it
-  const char* error_code = "ERR";
-  engine::Result result;
 };
-
-std::unordered_map<RedisModuleBlockedClient*, RagJob*>& live_jobs() {
-  static std::unordered_map<RedisModuleBlockedClient*, RagJob*> m;
-  return m;
-}
 
 // CRC16-XMODEM of the key's hash tag, mod 16384: the cluster slot (7.0 has no ClusterKeySlot API).
 unsigned key_slot(std::string_view key) {
@@ -90,11 +97,6 @@ unsigned key_slot(std::string_view key) {
     for (int b = 0; b < 8; ++b) crc = static_cast<uint16_t>(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
   }
   return crc & 16383;
-}
-
-void unblock(RagJob* job) {
-  rm::BlockedClientMeasureTimeEnd(job->bc);
-  rm::UnblockClient(job->bc, job);
 }
 
 // Step 2 on the main thread: search, read documents, assemble; returns false with job->error set.
@@ -204,37 +206,21 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
 // Step 2 then 3, on the main thread with the client blocked. Always ends in UnblockClient, now or
 // from the engine.
 void retrieve_and_generate(RedisModuleCtx* ctx, RagJob* job) {
-  if (job->cancelled) return unblock(job);
-  if (!retrieve_and_assemble(ctx, job)) return unblock(job);
-  engine::Callbacks cb;
-  cb.on_done = [job](engine::Result&& r) {
-    job->result = std::move(r);  // engine thread; the job belongs to the main thread after unblock
-    unblock(job);
-  };
-  job->generating = true;
-  auto submitted = job->model->engine->submit(std::move(job->gen), std::move(cb));
-  if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
-    if (refusal->kind == engine::SubmitError::Kind::Busy) {
-      ++stats().busy_replies;
-      job->error_code = "BUSY";
-      job->error = refusal->message + "; retry in " + std::to_string(refusal->retry_after_ms) + " ms";
-    } else {
-      job->error = refusal->message;
-    }
-    return unblock(job);
-  }
-  job->handle = std::get<engine::Handle>(submitted);
-  ++stats().generate_requests;
+  if (job->slot->cancel_requested()) return unblock_generation(job);
+  if (!retrieve_and_assemble(ctx, job)) return unblock_generation(job);
+  submit_generation(job, std::move(job->gen));
 }
 
 // Main thread (event-loop one-shot) after the query embedding is done.
 void after_embedding(void* data) {
   auto* job = static_cast<RagJob*>(data);
   try {
+    // Past the deadline: replied as -TIMEOUT from the result.
+    if (job->result.finish == engine::FinishReason::Deadline) return unblock_generation(job);
     if (job->result.finish != engine::FinishReason::Stop || job->result.embedding.empty()) {
       job->error = job->result.finish == engine::FinishReason::Error ? "query embedding failed: " + job->result.error
                                                                     : "query embedding did not finish";
-      return unblock(job);
+      return unblock_generation(job);
     }
     job->query = std::move(job->result.embedding);
     job->result = engine::Result{};
@@ -244,124 +230,16 @@ void after_embedding(void* data) {
     rm::FreeThreadSafeContext(ctx);
   } catch (const std::exception& e) {
     job->error = std::string("internal error: ") + e.what();
-    unblock(job);
+    unblock_generation(job);
   }
-}
-
-int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  MainThreadTimer timer("infer.rag reply");
-  try {
-    auto* job = static_cast<RagJob*>(rm::GetBlockedClientPrivateData(ctx));
-    if (!job->error.empty()) return reply_coded_error(ctx, job->error_code, job->error);
-    const engine::Result& r = job->result;
-    if (r.finish == engine::FinishReason::Error) return reply_error(ctx, "generation failed: " + r.error);
-    if (r.finish == engine::FinishReason::Deadline)
-      return reply_coded_error(ctx, "TIMEOUT", "generation did not finish within " + std::to_string(job->timeout_ms) + " ms");
-    if (r.finish == engine::FinishReason::Cancelled) return reply_error(ctx, "generation cancelled");
-    if (!job->with_sources) return rm::ReplyWithStringBuffer(ctx, r.text.data(), r.text.size());
-    rm::ReplyWithMap(ctx, 3);
-    rm::ReplyWithCString(ctx, "text");
-    rm::ReplyWithStringBuffer(ctx, r.text.data(), r.text.size());
-    rm::ReplyWithCString(ctx, "sources");
-    rm::ReplyWithArray(ctx, static_cast<long>(job->sources.size()));
-    for (const auto& s : job->sources) {
-      rm::ReplyWithArray(ctx, 3);
-      rm::ReplyWithStringBuffer(ctx, s.element.data(), s.element.size());
-      rm::ReplyWithDouble(ctx, s.score);
-      rm::ReplyWithStringBuffer(ctx, s.key.data(), s.key.size());
-    }
-    rm::ReplyWithCString(ctx, "prompt_tokens");
-    return rm::ReplyWithLongLong(ctx, static_cast<long long>(job->prompt_tokens));
-  } catch (...) {
-    return reply_error(ctx, "internal error while replying");
-  }
-}
-
-void cancel(RagJob* job) {
-  job->cancelled = true;
-  job->handle.cancel();
-}
-
-int on_timeout(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  auto it = live_jobs().find(rm::GetBlockedClientHandle(ctx));
-  long long ms = 0;
-  if (it != live_jobs().end()) {
-    cancel(it->second);
-    ms = it->second->timeout_ms;
-  }
-  ++stats().timeouts;
-  return reply_coded_error(ctx, "TIMEOUT", "INFER.RAG did not finish within " + std::to_string(ms) + " ms");
-}
-
-void on_disconnect(RedisModuleCtx*, RedisModuleBlockedClient* bc) {
-  auto it = live_jobs().find(bc);
-  if (it != live_jobs().end()) cancel(it->second);
-  ++stats().disconnects;
-}
-
-void free_job(RedisModuleCtx*, void* privdata) {
-  auto* job = static_cast<RagJob*>(privdata);
-  live_jobs().erase(job->bc);
-  if (job->vset) rm::FreeString(nullptr, job->vset);
-  if (job->user) rm::FreeString(nullptr, job->user);
-  delete job;
-}
-
-// Generation options shared with INFER.GENERATE's grammar; returns false with err set.
-bool parse_generation_option(RedisModuleString** argv, int argc, int* i, engine::Request* req, long long* timeout_ms,
-                             std::string* err, bool* matched) {
-  const Settings& s = settings();
-  RedisModuleString* w = argv[*i];
-  *matched = true;
-  if (*i + 1 >= argc) {
-    *matched = false;
-    return true;
-  }
-  RedisModuleString* v = argv[*i + 1];
-  long long n = 0;
-  double d = 0;
-  if (is_word(w, "MAXTOKENS")) {
-    if (!parse_int(v, 1, s.max_tokens, "MAXTOKENS", &n, err)) return false;
-    req->max_tokens = static_cast<int>(n);
-  } else if (is_word(w, "TEMP")) {
-    if (!parse_real(v, 0, 100, "TEMP", &d, err)) return false;
-    req->sampling.temperature = static_cast<float>(d);
-  } else if (is_word(w, "TOPK")) {
-    if (!parse_int(v, 0, 1 << 24, "TOPK", &n, err)) return false;
-    req->sampling.top_k = static_cast<int>(n);
-  } else if (is_word(w, "TOPP")) {
-    if (!parse_real(v, 0, 1, "TOPP", &d, err)) return false;
-    req->sampling.top_p = static_cast<float>(d);
-  } else if (is_word(w, "MINP")) {
-    if (!parse_real(v, 0, 1, "MINP", &d, err)) return false;
-    req->sampling.min_p = static_cast<float>(d);
-  } else if (is_word(w, "REPEAT-PENALTY")) {
-    if (!parse_real(v, 0, 100, "REPEAT-PENALTY", &d, err)) return false;
-    req->sampling.repeat_penalty = static_cast<float>(d);
-  } else if (is_word(w, "SEED")) {
-    if (!parse_int(v, 0, LLONG_MAX, "SEED", &n, err)) return false;
-    req->sampling.seed = static_cast<uint64_t>(n);
-  } else if (is_word(w, "STOP")) {
-    if (view(v).empty()) return *err = "STOP string must not be empty", false;
-    if (req->stop.size() >= 16) return *err = "at most 16 STOP strings", false;
-    req->stop.push_back(str(v));
-  } else if (is_word(w, "TIMEOUT")) {
-    if (!parse_int(v, 0, 86400000, "TIMEOUT", timeout_ms, err)) return false;
-  } else {
-    *matched = false;
-    return true;
-  }
-  ++*i;
-  return true;
 }
 
 }  // namespace
 
 int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 5) return rm::WrongArity(ctx);
-  auto job = std::make_unique<RagJob>();
-  job->gen.max_tokens = static_cast<int>(settings().default_max_tokens);
-  job->timeout_ms = settings().timeout_ms;
+  auto job = std::make_unique<RagJob>(nullptr);
+  GenerationOptions options = default_generation_options();
   job->search.count = 3;  // a few documents by default
   std::string err;
   std::optional<std::string> query_text;
@@ -380,7 +258,6 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     RedisModuleString* w = argv[i];
     const bool has_value = i + 1 < argc;
     long long n = 0;
-    bool matched = false;
     if (is_word(w, "WITHSOURCES")) {
       job->with_sources = true;
     } else if (is_word(w, "QUESTION") && has_value) {
@@ -406,10 +283,9 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     } else if (is_word(w, "TEMPLATE") && has_value) {
       template_name = str(argv[++i]);
       if (template_name != "plain" && template_name != "chat") return reply_error(ctx, "TEMPLATE must be plain or chat");
-    } else if (!parse_generation_option(argv, argc, &i, &job->gen, &job->timeout_ms, &err, &matched)) {
-      return reply_error(ctx, err);
-    } else if (!matched) {
-      return reply_error(ctx, "unknown option '" + str(w) + "'");
+    } else if (OptionParse p = parse_generation_option(argv, argc, &i, &options, &err, kNoExtras);
+               p != OptionParse::Parsed) {
+      return reply_error(ctx, p == OptionParse::Error ? err : "unknown option '" + str(w) + "'");
     }
   }
   if (job->filter) job->search.filter = &*job->filter;
@@ -431,29 +307,22 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   if (refuse_if_cannot_block(ctx, "INFER.RAG")) return REDISMODULE_OK;
 
-  if (job->timeout_ms > 0)
-    job->gen.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(job->timeout_ms);
+  configure_generation(ctx, job.get(), options);
+  apply_generation_options(options, &job->gen);
   job->vset = rm::CreateStringFromString(nullptr, argv[2]);
   job->user = rm::GetCurrentUserName(ctx);
-  RagJob* j = job.release();  // owned by the blocked client from here: free_job deletes it
-  j->bc = rm::BlockClient(ctx, on_reply, on_timeout, free_job, j->timeout_ms);
-  rm::SetDisconnectCallback(j->bc, on_disconnect);
-  rm::BlockedClientMeasureTimeStart(j->bc);
-  live_jobs()[j->bc] = j;
+  auto* j = static_cast<RagJob*>(block_generation(ctx, std::move(job)));  // owned by the client now
   if (!query_text) {
     retrieve_and_generate(ctx, j);
     return REDISMODULE_OK;
   }
   submit_embedding(
       j->model, *query_text, j->gen.deadline,
-      [j](engine::Handle h) {
-        j->handle = std::move(h);
-        if (j->cancelled) j->handle.cancel();
-      },
+      [j](engine::Handle h) { j->slot->set(std::move(h)); },
       [j](const engine::SubmitError& refusal) {
         j->error_code = refusal.kind == engine::SubmitError::Kind::Busy ? "BUSY" : "ERR";
         j->error = refusal.message;
-        unblock(j);
+        unblock_generation(j);
       },
       [j](engine::Result&& r) {
         // Engine thread: hand the rest to the main thread (retrieval must hold the lock).

@@ -106,6 +106,23 @@ TEST_F(Rag, ChecksDocumentKeysAgainstTheCallersAcl) {
   run({"ACL", "DELUSER", "limited"});
 }
 
+// TIMEOUT is the engine requests' deadline, not a Redis block timeout (which in 7.0 can leave a client
+// with no reply): wherever the deadline lands (embedding, retrieval, generation) the client gets
+// -TIMEOUT or the answer, and the connection stays usable.
+TEST_F(Rag, TimeoutAlwaysReplies) {
+  int timeouts = 0;
+  for (int i = 0; i < 20; ++i) {
+    const std::string r =
+        run({"INFER.RAG", "stories", "kb", "QUERY", kDocs[i % kDocs.size()], "MAXTOKENS", "200", "TIMEOUT", "1"});
+    if (r == "(error) TIMEOUT INFER.RAG did not finish within 1 ms")
+      ++timeouts;
+    else
+      EXPECT_EQ(r.find("(error)"), std::string::npos) << r;  // "(no reply)" would fail here too
+    ASSERT_EQ(run({"PING"}), "PONG");
+  }
+  EXPECT_GT(timeouts, 0);
+}
+
 TEST_F(Rag, ErrorPaths) {
   EXPECT_NE(run({"INFER.RAG", "nope", "kb", "QUERY", "x"}).find("unknown model"), std::string::npos);
   run({"SET", "str", "x"});
