@@ -1,8 +1,9 @@
 // `infer serve-bench`: serving throughput and latency through the Engine API (continuous batching).
 // For each concurrency level C a fresh engine with C slots serves C closed-loop clients, each sending
 // `rounds` requests of --prompt-tokens random ids and --gen-tokens generated tokens one after another.
-// Reports aggregate decode tok/s (generated tokens / wall time of the level, prefills included) and
-// time-to-first-token p50/p99. With --shared-prefix N every prompt starts with the same N tokens: the
+// Reports aggregate decode tok/s (C × the mean of each request's own decode rate, i.e. tokens after the
+// first / time after the first, while C requests share every step), end-to-end tok/s (generated tokens /
+// wall time of the level, prefills included) and time-to-first-token p50/p99. With --shared-prefix N every prompt starts with the same N tokens: the
 // level also measures one cold and one warm request alone, and the prefix cache's token hit rate.
 #include <algorithm>
 #include <chrono>
@@ -38,7 +39,7 @@ struct ServeBenchArgs {
 
 struct LevelResult {
   int concurrency = 0;
-  double decode_tps = 0, ttft_p50_ms = 0, ttft_p99_ms = 0;
+  double decode_tps = 0, end_to_end_tps = 0, ttft_p50_ms = 0, ttft_p99_ms = 0;
   uint64_t generated = 0;
   double wall_s = 0;
   double ttft_cold_ms = 0, ttft_warm_ms = 0, cache_hit_rate = 0;
@@ -150,11 +151,14 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::vector<double> ttft;
+  double decode_rate_sum = 0;
   for (const auto& r : results) {
     ttft.push_back(r.timings.ttft_ms);
     out.generated += uint64_t(r.timings.generated_tokens);
+    decode_rate_sum += r.timings.decode_tps;
   }
-  out.decode_tps = out.wall_s > 0 ? double(out.generated) / out.wall_s : 0;
+  out.decode_tps = results.empty() ? 0 : c * decode_rate_sum / double(results.size());
+  out.end_to_end_tps = out.wall_s > 0 ? double(out.generated) / out.wall_s : 0;
   out.ttft_p50_ms = percentile(ttft, 0.50);
   out.ttft_p99_ms = percentile(ttft, 0.99);
   const engine::EngineStats after = e->stats();
@@ -169,7 +173,7 @@ void run_serve_bench(const ServeBenchArgs& a) {
   const std::vector<int> levels = parse_levels(a.concurrency);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (!a.json) {
-    std::printf("%-12s %12s %14s %14s", "concurrency", "decode tok/s", "ttft p50 ms", "ttft p99 ms");
+    std::printf("%-12s %12s %12s %14s %14s", "concurrency", "decode tok/s", "e2e tok/s", "ttft p50 ms", "ttft p99 ms");
     if (a.shared_prefix > 0) std::printf(" %13s %13s %10s", "ttft cold ms", "ttft warm ms", "cache hit");
     std::printf("\n");
   }
@@ -178,6 +182,7 @@ void run_serve_bench(const ServeBenchArgs& a) {
     if (a.json) {
       nlohmann::ordered_json row = {{"concurrency", r.concurrency},
                             {"decode_tps", r.decode_tps},
+                            {"end_to_end_tps", r.end_to_end_tps},
                             {"ttft_p50_ms", r.ttft_p50_ms},
                             {"ttft_p99_ms", r.ttft_p99_ms}};
       if (a.shared_prefix > 0) {
@@ -187,7 +192,8 @@ void run_serve_bench(const ServeBenchArgs& a) {
       }
       rows.push_back(row);
     } else {
-      std::printf("%-12d %12.1f %14.2f %14.2f", r.concurrency, r.decode_tps, r.ttft_p50_ms, r.ttft_p99_ms);
+      std::printf("%-12d %12.1f %12.1f %14.2f %14.2f", r.concurrency, r.decode_tps, r.end_to_end_tps, r.ttft_p50_ms,
+                  r.ttft_p99_ms);
       if (a.shared_prefix > 0) std::printf(" %13.2f %13.2f %9.1f%%", r.ttft_cold_ms, r.ttft_warm_ms, 100 * r.cache_hit_rate);
       std::printf("\n");
       std::fflush(stdout);
