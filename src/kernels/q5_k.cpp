@@ -2,6 +2,7 @@
 #include "kernels/blocks.h"
 #include "kernels/formats.h"
 #include "kernels/k_quantize.h"
+#include "kernels/k_superblock.h"
 #include "kernels/quant.h"
 
 namespace infer::kernels::ref {
@@ -16,18 +17,7 @@ int q5_k_code(const BlockQ5_K& b, int e) {
 }  // namespace
 
 void dequantize_q5_k(const void* src, float* dst, int64_t n) {
-  const auto* b = static_cast<const BlockQ5_K*>(src);
-  for (int64_t i = 0; i < n / kQKK; ++i) {
-    uint8_t sc[8], m[8];
-    unpack_k_scales(b[i].scales, sc, m);
-    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
-    for (int e = 0; e < kQKK; ++e) {
-      const float d1 = d * sc[e / 32];
-      const float m1 = dmin * m[e / 32];
-      const float v = d1 * q5_k_code(b[i], e);
-      dst[i * kQKK + e] = v - m1;
-    }
-  }
+  dequantize_k_superblocks(static_cast<const BlockQ5_K*>(src), dst, n, q5_k_code);
 }
 
 void quantize_q5_k(const float* src, void* dst, int64_t n) {
@@ -52,26 +42,7 @@ void quantize_q5_k(const float* src, void* dst, int64_t n) {
 }
 
 float dot_q5_k(const void* w, const void* act, int64_t n) {
-  const auto* x = static_cast<const BlockQ5_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(act);
-  float acc = 0;
-  for (int64_t i = 0; i < n / kQKK; ++i) {
-    uint8_t sc[8], m[8];
-    unpack_k_scales(x[i].scales, sc, m);
-    int32_t sumi = 0;
-    for (int j = 0; j < 8; ++j) {
-      int32_t isum = 0;
-      for (int l = 0; l < 32; ++l) isum += q5_k_code(x[i], 32 * j + l) * y[i].qs[32 * j + l];
-      sumi += sc[j] * isum;
-    }
-    int32_t summ = 0;
-    for (int g = 0; g < 16; ++g) summ += y[i].bsums[g] * m[g / 2];
-    const float dxy = f16_to_f32(x[i].d) * y[i].d;
-    const float dmxy = f16_to_f32(x[i].dmin) * y[i].d;
-    acc += dxy * static_cast<float>(sumi);
-    acc -= dmxy * static_cast<float>(summ);
-  }
-  return acc;
+  return dot_k_superblocks(static_cast<const BlockQ5_K*>(w), static_cast<const BlockQ8_K*>(act), n, q5_k_code);
 }
 
 }  // namespace infer::kernels::ref
