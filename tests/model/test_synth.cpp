@@ -125,7 +125,9 @@ TEST_F(SynthTest, MatchesLlamaCppTinyModelLayout) {
         const auto* v = ours->find(key);
         ASSERT_NE(v, nullptr) << key;
         EXPECT_EQ(v->type, value.type) << key;
-        if (!value.is_array() && !value.is_string()) EXPECT_EQ(v->as_float(), value.as_float()) << key;
+        if (!value.is_array() && !value.is_string()) {
+          EXPECT_EQ(v->as_float(), value.as_float()) << key;
+        }
       }
       ++compared;
     }

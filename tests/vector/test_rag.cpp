@@ -20,7 +20,6 @@ const std::vector<std::string> kDocs = {
     "A little bird sang a song in the tree.",
 };
 
-std::string run(redisContext* c, const std::vector<std::string>& argv) { return show(command(c, argv).get()); }
 
 class Rag : public ::testing::Test {
  protected:
