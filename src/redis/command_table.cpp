@@ -1,28 +1,10 @@
 // Every INFER.* command in one table: flags, arity and exact key specs (spec §0.4: the legacy
 // first/last/step form makes every key read-write for ACL, so each key argument gets a spec here).
-#include <exception>
-#include <string>
-
-#include "redis/args.h"
+#include "redis/command_registration.h"
 #include "redis/commands.h"
-#include "redis/stats.h"
 
 namespace infer::redis {
 namespace {
-
-// Runs a handler with its main-thread time recorded and every exception turned into -ERR.
-template <RedisModuleCmdFunc F, const char* Name>
-int guarded(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) noexcept {
-  try {
-    if (rm::IsKeysPositionRequest(ctx)) return F(ctx, argv, argc);
-    MainThreadTimer timer(Name);
-    return F(ctx, argv, argc);
-  } catch (const std::exception& e) {
-    return reply_error(ctx, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return reply_error(ctx, "internal error");
-  }
-}
 
 constexpr char kLoad[] = "infer.load";
 constexpr char kUnload[] = "infer.unload";
@@ -32,24 +14,6 @@ constexpr char kStats[] = "infer.stats";
 constexpr char kTokenize[] = "infer.tokenize";
 constexpr char kDetokenize[] = "infer.detokenize";
 constexpr char kGenerate[] = "infer.generate";
-
-const RedisModuleCommandInfoVersion kInfoVersion = {1, sizeof(RedisModuleCommandHistoryEntry),
-                                                    sizeof(RedisModuleCommandKeySpec), sizeof(RedisModuleCommandArg)};
-
-RedisModuleCommandKeySpec keyword_spec(const char* notes, uint64_t flags, const char* keyword, int startfrom,
-                                       int lastkey) {
-  RedisModuleCommandKeySpec s{};
-  s.notes = notes;
-  s.flags = flags;
-  s.begin_search_type = REDISMODULE_KSPEC_BS_KEYWORD;
-  s.bs.keyword.keyword = keyword;
-  s.bs.keyword.startfrom = startfrom;
-  s.find_keys_type = REDISMODULE_KSPEC_FK_RANGE;
-  s.fk.range.lastkey = lastkey;
-  s.fk.range.keystep = 1;
-  s.fk.range.limit = 0;
-  return s;
-}
 
 // STORE key of INFER.TOKENIZE: overwritten like a plain SET. "STORE" is searched from argv[3] so that
 // the text argument itself is never taken for the keyword.
@@ -61,32 +25,23 @@ RedisModuleCommandKeySpec detokenize_specs[2];
 // for the exact keys and their flags; the specs still document them in COMMAND INFO.
 RedisModuleCommandKeySpec generate_specs[3];
 
-struct Command {
-  const char* name;
-  RedisModuleCmdFunc fn;
-  const char* flags;
-  int arity;
-  const char* summary;
-  RedisModuleCommandKeySpec* key_specs;
-};
-
 }  // namespace
 
 int register_commands(RedisModuleCtx* ctx) {
-  tokenize_specs[0] = keyword_spec("token blob written here", REDISMODULE_CMD_KEY_OW | REDISMODULE_CMD_KEY_UPDATE,
-                                   "STORE", 3, 0);
+  tokenize_specs[0] = keyword_key_spec("token blob written here",
+                                       REDISMODULE_CMD_KEY_OW | REDISMODULE_CMD_KEY_UPDATE, "STORE", 3, 0);
   detokenize_specs[0] =
-      keyword_spec("token blob read here", REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS, "KEY", 2, 0);
-  generate_specs[0] = keyword_spec("token keys, up to the next keyword",
-                                   REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS |
-                                       REDISMODULE_CMD_KEY_VARIABLE_FLAGS,
-                                   "TOKENS", 2, -1);
-  generate_specs[1] = keyword_spec("stream the output is appended to",
-                                   REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT |
-                                       REDISMODULE_CMD_KEY_VARIABLE_FLAGS,
-                                   "STREAM", -1, 0);
+      keyword_key_spec("token blob read here", REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS, "KEY", 2, 0);
+  generate_specs[0] = keyword_key_spec("token keys, up to the next keyword",
+                                       REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS |
+                                           REDISMODULE_CMD_KEY_VARIABLE_FLAGS,
+                                       "TOKENS", 2, -1);
+  generate_specs[1] = keyword_key_spec("stream the output is appended to",
+                                       REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT |
+                                           REDISMODULE_CMD_KEY_VARIABLE_FLAGS,
+                                       "STREAM", -1, 0);
 
-  const Command commands[] = {
+  const CommandDef commands[] = {
       {"infer.load", guarded<cmd_load, kLoad>, "admin deny-oom deny-script", -3,
        "Load a GGUF model from the model directory under a name (off the main thread)", nullptr},
       {"infer.unload", guarded<cmd_unload, kUnload>, "admin", 2,
@@ -102,23 +57,7 @@ int register_commands(RedisModuleCtx* ctx) {
        "readonly deny-oom deny-script may-replicate getkeys-api no-mandatory-keys", -3,
        "Generate text (blocks only the caller)", generate_specs},
   };
-  for (const Command& c : commands) {
-    if (rm::CreateCommand(ctx, c.name, c.fn, c.flags, 0, 0, 0) != REDISMODULE_OK) {
-      rm::Log(ctx, "warning", "infer: CreateCommand %s failed", c.name);
-      return REDISMODULE_ERR;
-    }
-    RedisModuleCommandInfo info{};
-    info.version = &kInfoVersion;
-    info.summary = c.summary;
-    info.since = "0.1.0";
-    info.arity = c.arity;
-    info.key_specs = c.key_specs;
-    if (rm::SetCommandInfo(rm::GetCommand(ctx, c.name), &info) != REDISMODULE_OK) {
-      rm::Log(ctx, "warning", "infer: SetCommandInfo %s failed", c.name);
-      return REDISMODULE_ERR;
-    }
-  }
-  return REDISMODULE_OK;
+  return create_commands(ctx, commands);
 }
 
 }  // namespace infer::redis
