@@ -78,37 +78,41 @@ uint64_t max_stall_us() {
   return m;
 }
 
-// One engine's counters as map pairs; returns the number of pairs written.
-long reply_engine_stats(RedisModuleCtx* ctx, const engine::EngineStats& s) {
+// Writes key/value pairs into a map reply of postponed or known length, counting them.
+struct MapPairs {
+  RedisModuleCtx* ctx;
   long n = 0;
-  auto ll = [&](const char* k, long long v) {
+  void ll(const char* k, long long v) {
     rm::ReplyWithCString(ctx, k);
     rm::ReplyWithLongLong(ctx, v);
     ++n;
-  };
-  auto dbl = [&](const char* k, double v) {
+  }
+  void dbl(const char* k, double v) {
     rm::ReplyWithCString(ctx, k);
     rm::ReplyWithDouble(ctx, v);
     ++n;
-  };
-  ll("queued", s.queued);
-  ll("running", s.running);
-  ll("completed", static_cast<long long>(s.completed));
-  ll("rejected", static_cast<long long>(s.rejected_busy));
-  ll("timeouts", static_cast<long long>(s.timeouts));
-  ll("cancelled", static_cast<long long>(s.cancelled));
-  ll("errors", static_cast<long long>(s.errors));
-  ll("tokens_generated", static_cast<long long>(s.tokens_generated));
-  ll("prompt_tokens", static_cast<long long>(s.prompt_tokens));
-  ll("cached_tokens", static_cast<long long>(s.cached_tokens));
-  dbl("tokens_per_second", s.decode_tps);
-  dbl("prefix_cache_hit_rate", hit_rate(s));
-  ll("kv_pages_used", s.kv_pages_used);
-  ll("kv_pages_total", s.kv_pages_total);
-  ll("kv_pages_cached", s.kv_pages_cached);
-  ll("kv_bytes", static_cast<long long>(s.kv_bytes));
-  ll("model_bytes", static_cast<long long>(s.model_bytes));
-  return n;
+  }
+};
+
+// One engine's counters as map pairs.
+void reply_engine_stats(MapPairs& out, const engine::EngineStats& s) {
+  out.ll("queued", s.queued);
+  out.ll("running", s.running);
+  out.ll("completed", static_cast<long long>(s.completed));
+  out.ll("rejected", static_cast<long long>(s.rejected_busy));
+  out.ll("timeouts", static_cast<long long>(s.timeouts));
+  out.ll("cancelled", static_cast<long long>(s.cancelled));
+  out.ll("errors", static_cast<long long>(s.errors));
+  out.ll("tokens_generated", static_cast<long long>(s.tokens_generated));
+  out.ll("prompt_tokens", static_cast<long long>(s.prompt_tokens));
+  out.ll("cached_tokens", static_cast<long long>(s.cached_tokens));
+  out.dbl("tokens_per_second", s.decode_tps);
+  out.dbl("prefix_cache_hit_rate", hit_rate(s));
+  out.ll("kv_pages_used", s.kv_pages_used);
+  out.ll("kv_pages_total", s.kv_pages_total);
+  out.ll("kv_pages_cached", s.kv_pages_cached);
+  out.ll("kv_bytes", static_cast<long long>(s.kv_bytes));
+  out.ll("model_bytes", static_cast<long long>(s.model_bytes));
 }
 
 }  // namespace
@@ -119,41 +123,36 @@ int cmd_stats(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     auto m = models().find(view(argv[1]));
     if (!m) return reply_error(ctx, "unknown model '" + str(argv[1]) + "'");
     rm::ReplyWithMap(ctx, REDISMODULE_POSTPONED_LEN);
-    rm::ReplySetMapLength(ctx, reply_engine_stats(ctx, m->engine->stats()));
+    MapPairs out{ctx};
+    reply_engine_stats(out, m->engine->stats());
+    rm::ReplySetMapLength(ctx, out.n);
     return REDISMODULE_OK;
   }
   const ModuleStats& ms = stats();
   rm::ReplyWithMap(ctx, REDISMODULE_POSTPONED_LEN);
-  long n = reply_engine_stats(ctx, total_engine_stats());
-  auto ll = [&](const char* k, long long v) {
-    rm::ReplyWithCString(ctx, k);
-    rm::ReplyWithLongLong(ctx, v);
-    ++n;
-  };
-  ll("models", static_cast<long long>(models().all().size()));
-  ll("generate_requests", static_cast<long long>(ms.generate_requests));
-  ll("busy_replies", static_cast<long long>(ms.busy_replies));
-  ll("client_timeouts", static_cast<long long>(ms.timeouts));
-  ll("client_disconnects", static_cast<long long>(ms.disconnects));
-  ll("stream_entries", static_cast<long long>(ms.stream_entries));
-  ll("max_main_thread_stall_us", static_cast<long long>(max_stall_us()));
+  MapPairs out{ctx};
+  reply_engine_stats(out, total_engine_stats());
+  out.ll("models", static_cast<long long>(models().all().size()));
+  out.ll("generate_requests", static_cast<long long>(ms.generate_requests));
+  out.ll("busy_replies", static_cast<long long>(ms.busy_replies));
+  out.ll("client_timeouts", static_cast<long long>(ms.timeouts));
+  out.ll("client_disconnects", static_cast<long long>(ms.disconnects));
+  out.ll("stream_entries", static_cast<long long>(ms.stream_entries));
+  out.ll("max_main_thread_stall_us", static_cast<long long>(max_stall_us()));
   // Per command: calls, max_us (wall), max_cpu_us, avg_us.
   rm::ReplyWithCString(ctx, "main_thread_us");
   rm::ReplyWithMap(ctx, static_cast<long>(ms.timing.size()));
   for (const auto& [name, t] : ms.timing) {
     rm::ReplyWithCString(ctx, name.c_str());
     rm::ReplyWithMap(ctx, 4);
-    rm::ReplyWithCString(ctx, "calls");
-    rm::ReplyWithLongLong(ctx, static_cast<long long>(t.calls));
-    rm::ReplyWithCString(ctx, "max_us");
-    rm::ReplyWithLongLong(ctx, static_cast<long long>(t.max_us));
-    rm::ReplyWithCString(ctx, "max_cpu_us");
-    rm::ReplyWithLongLong(ctx, static_cast<long long>(t.max_cpu_us));
-    rm::ReplyWithCString(ctx, "avg_us");
-    rm::ReplyWithLongLong(ctx, static_cast<long long>(t.calls ? t.total_us / t.calls : 0));
+    MapPairs timing{ctx};
+    timing.ll("calls", static_cast<long long>(t.calls));
+    timing.ll("max_us", static_cast<long long>(t.max_us));
+    timing.ll("max_cpu_us", static_cast<long long>(t.max_cpu_us));
+    timing.ll("avg_us", static_cast<long long>(t.calls ? t.total_us / t.calls : 0));
   }
-  ++n;
-  rm::ReplySetMapLength(ctx, n);
+  ++out.n;  // the main_thread_us pair
+  rm::ReplySetMapLength(ctx, out.n);
   return REDISMODULE_OK;
 }
 
