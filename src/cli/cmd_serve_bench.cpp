@@ -34,6 +34,7 @@ struct ServeBenchArgs {
   int rounds = 2;
   int shared_prefix = 0;
   int step_tokens = 512;
+  bool no_prefix_cache = false;
   bool json = false;
 };
 
@@ -102,6 +103,7 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
   o.queue_depth = std::max(16, c);
   o.context = a.prompt_tokens + a.gen_tokens + 1;
   o.step_tokens = a.step_tokens;
+  o.prefix_cache = !a.no_prefix_cache;
   auto e = engine::Engine::create(o);
   const int n_vocab = e->n_vocab();
 
@@ -213,6 +215,7 @@ void setup_serve_bench(CLI::App& app) {
   cmd->add_option("--rounds", args->rounds, "requests per client, one after another");
   cmd->add_option("--shared-prefix", args->shared_prefix, "tokens every prompt shares (prefix cache); adds cold/warm TTFT and hit rate");
   cmd->add_option("--step-tokens", args->step_tokens, "per-step token budget of the scheduler");
+  cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "run the engine with its prefix cache off (to compare)");
   cmd->add_flag("--json", args->json, "print a JSON list of {concurrency, decode_tps, ttft_p50_ms, ttft_p99_ms, ...}");
   cmd->callback([args] { run_serve_bench(*args); });
 }
