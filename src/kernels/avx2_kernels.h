@@ -17,6 +17,9 @@ INFER_AVX2_DOT_ROWS(dot_rows_f32);
 INFER_AVX2_DOT_ROWS(dot_rows_f16);
 INFER_AVX2_DOT_ROWS(dot_rows_bf16);
 #undef INFER_AVX2_DOT_ROWS
+// Contract as DotOutputsFn.
+void dot_outputs_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out);
+void dot_outputs_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out);
 
 // Q8_0 codes and scales, written as BlockQ8_0F.
 void quantize_act_q8_0f(const float* src, void* dst, int64_t n);

@@ -60,6 +60,10 @@ struct MatmulJob {
 
   void multiply_chunk(int64_t o0, int64_t o1) const {
     const auto* wdata = static_cast<const uint8_t*>(w->data);
+    if (n_rows == 1 && k.dot_outputs) {
+      k.dot_outputs(w->n_in, wdata + o0 * w->row_bytes, w->row_bytes, o1 - o0, act, y + o0);
+      return;
+    }
     for (int64_t r = 0; r < n_rows; r += kMaxRows) {
       const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r));
       const uint8_t* a = act + r * act_row_bytes;

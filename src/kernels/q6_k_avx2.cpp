@@ -60,7 +60,64 @@ struct Q6_KKernel {
     for (int r = 0; r < NR; ++r) out[r * out_stride] = hsum(acc[r]);
   }
 };
+
+// One activation row against NW weight rows (decode): per weight row exactly the arithmetic above
+// with NR = 1 (same super-block order and float operations; integer sums are exact), NW streams in flight.
+constexpr int kPrefetchBlocks = 16;
+
+template <int NW>
+void q6_k_outputs_n(int64_t n, const uint8_t* w, uint64_t row_bytes, const uint8_t* act, float* out) {
+  const BlockQ6_K* x[NW];
+  for (int o = 0; o < NW; ++o) x[o] = reinterpret_cast<const BlockQ6_K*>(w + o * row_bytes);
+  const auto* y = reinterpret_cast<const BlockQ8_K*>(act);
+  __m256 acc[NW];
+  for (int o = 0; o < NW; ++o) acc[o] = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2_at_4 = _mm256_set1_epi8(0x30);
+  for (int64_t i = 0; i < n / kQKK; ++i) {
+    const __m256i bsums = load(y[i].bsums);
+    for (int o = 0; o < NW; ++o) {
+      const BlockQ6_K& b = x[o][i];
+      // 16 super-blocks (~2-3 KiB) ahead of each stream: measured best for decode (2 ahead: -9%).
+      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBlocks * sizeof(BlockQ6_K), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBlocks * sizeof(BlockQ6_K) + 64, _MM_HINT_T0);
+      __m256i sumi = _mm256_setzero_si256();
+      const __m128i scales8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+      const __m256i half_scales[2] = {_mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(scales8)),
+                                      _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(scales8, 8)))};
+      for (int h = 0; h < 2; ++h) {
+        const __m256i ql0 = load(b.ql + 64 * h), ql1 = load(b.ql + 64 * h + 32);
+        const __m256i qh = load(b.qh + 32 * h);
+        for (int g = 0; g < 4; ++g) {
+          const __m256i ql = (g % 2) ? ql1 : ql0;
+          const __m256i low4 = (g / 2) ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4) : _mm256_and_si256(ql, m4);
+          const __m256i moved = g <= 2 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - 2 * g))
+                                       : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g - 4));
+          const __m256i code = _mm256_or_si256(low4, _mm256_and_si256(moved, m2_at_4));
+          const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((4 * g + 2) | ((4 * g + 3) << 8))),
+                                                _mm_set1_epi16(static_cast<short>((4 * g) | ((4 * g + 1) << 8))));
+          const __m256i scale = _mm256_shuffle_epi8(half_scales[h], pick);
+          const __m256i p = _mm256_maddubs_epi16(code, load(y[i].qs + 128 * h + 32 * g));
+          sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale));
+        }
+      }
+      const __m256i scales16 = _mm256_cvtepi8_epi16(scales8);
+      const float d = f16(b.d);
+      const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales16), 5);
+      const __m256i total = _mm256_sub_epi32(sumi, offset);
+      acc[o] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[i].d), _mm256_cvtepi32_ps(total), acc[o]);
+    }
+  }
+  for (int o = 0; o < NW; ++o) out[o] = hsum(acc[o]);
+}
 }  // namespace
+
+void dot_outputs_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
+  constexpr int kNW = 2;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  int64_t o = 0;
+  for (; o + kNW <= n_w; o += kNW) q6_k_outputs_n<kNW>(n, wb + o * row_bytes, row_bytes, act, out + o);
+  for (; o < n_w; ++o) q6_k_outputs_n<1>(n, wb + o * row_bytes, row_bytes, act, out + o);
+}
 
 void dot_rows_q6_k(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
                    int64_t out_stride) {

@@ -43,6 +43,7 @@ RowKernels choose(TensorType weight) {
   if (use_avx2()) {
     const RowKernels fast = avx2_row_kernels(weight);
     if (fast.dot_rows) k.dot_rows = fast.dot_rows;
+    if (fast.dot_rows && fast.quantize_act) k.dot_outputs = fast.dot_outputs;
     if (fast.quantize_act) {  // the fast dot reads the fast quantiser's blocks
       k.quantize_act = fast.quantize_act;
       k.act_block_elements = fast.act_block_elements;

@@ -15,6 +15,10 @@ using DotRowsFn = void (*)(int64_t n, const void* w_row, const uint8_t* act, uin
 // quantize_activation_row, except that the AVX2 Q8_0/Q4_0 set writes BlockQ8_0F (same codes, the same
 // scale value held as f32).
 using QuantizeActFn = void (*)(const float* src, void* dst, int64_t n);
+// Dots `n_w` consecutive weight rows (row_bytes apart) with one activation row: out[o] = w[o] · act.
+// Decode only: keeps several weight streams in flight. Each out[o] is bitwise what dot_rows gives.
+using DotOutputsFn = void (*)(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                              float* out);
 
 inline constexpr int kMaxRows = 4;
 
@@ -23,6 +27,7 @@ struct RowKernels {
   QuantizeActFn quantize_act;
   int64_t act_block_elements;  // geometry of quantize_act's blocks
   uint64_t act_block_bytes;
+  DotOutputsFn dot_outputs = nullptr;  // optional (AVX2 only); null: call dot_rows per weight row
 
   uint64_t act_row_bytes(int64_t n) const { return static_cast<uint64_t>(n / act_block_elements) * act_block_bytes; }
 };

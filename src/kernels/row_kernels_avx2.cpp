@@ -12,9 +12,11 @@ RowKernels avx2_row_kernels(TensorType weight) {
     case TensorType::BF16: return {avx2::dot_rows_bf16, nullptr, 1, 2};
     case TensorType::Q8_0: return {avx2::dot_rows_q8_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F)};
     case TensorType::Q4_0: return {avx2::dot_rows_q4_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F)};
-    case TensorType::Q4_K: return {avx2::dot_rows_q4_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K)};
+    case TensorType::Q4_K:
+      return {avx2::dot_rows_q4_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K), avx2::dot_outputs_q4_k};
     case TensorType::Q5_K: return {avx2::dot_rows_q5_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K)};
-    case TensorType::Q6_K: return {avx2::dot_rows_q6_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K)};
+    case TensorType::Q6_K:
+      return {avx2::dot_rows_q6_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K), avx2::dot_outputs_q6_k};
     default: return {nullptr, nullptr, 1, 0};
   }
 }
