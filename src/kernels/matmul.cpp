@@ -17,7 +17,9 @@ namespace infer::kernels {
 
 namespace {
 constexpr uint64_t kTileBytes = 192 * 1024;   // prefill chunk: weight rows well inside a 512 KiB L2
-constexpr uint64_t kStreamBytes = 64 * 1024;  // decode chunk: small enough to balance two threads
+// Decode chunk: small enough to balance two threads, long enough that a thread's prefetch stream is
+// not cut short too often (64 KiB → 128 KiB: +3% decode tok/s on Q8_0 and Q4_K_M with 2 threads).
+constexpr uint64_t kStreamBytes = 128 * 1024;
 constexpr int64_t kQuantizeChunkRows = 8;     // activation rows per claim when quantising in parallel
 // Below this much work (weight bytes × rows) waking the pool costs more than it saves (tiny models).
 constexpr uint64_t kMinParallelBytes = 64 * 1024;
