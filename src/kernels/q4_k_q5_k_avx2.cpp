@@ -115,7 +115,10 @@ void q4_k_outputs_n(int64_t n, const uint8_t* w, uint64_t row_bytes, const uint8
     for (int o = 0; o < NW; ++o) {
       const BlockQ4_K& b = x[o][i];
       // 16 super-blocks (~2-3 KiB) ahead of each stream: measured best for decode (2 ahead: -9%).
-      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBlocks * sizeof(BlockQ4_K), _MM_HINT_T0);
+      // Every cache line of the block 16 ahead (a block is 144 bytes: up to 3 lines).
+      for (int l = 0; l < 3; ++l) {
+        _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBlocks * sizeof(BlockQ4_K) + 64 * l, _MM_HINT_T0);
+      }
       const KScaleVectors sv = k_scale_vectors(b.scales);
       __m256i sumi = _mm256_setzero_si256();
       for (int c = 0; c < 4; ++c) {

@@ -78,8 +78,10 @@ void q6_k_outputs_n(int64_t n, const uint8_t* w, uint64_t row_bytes, const uint8
     for (int o = 0; o < NW; ++o) {
       const BlockQ6_K& b = x[o][i];
       // 16 super-blocks (~2-3 KiB) ahead of each stream: measured best for decode (2 ahead: -9%).
-      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBlocks * sizeof(BlockQ6_K), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBlocks * sizeof(BlockQ6_K) + 64, _MM_HINT_T0);
+      // Every cache line of the block 16 ahead (a block is 210 bytes: up to 4 lines).
+      for (int l = 0; l < 4; ++l) {
+        _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBlocks * sizeof(BlockQ6_K) + 64 * l, _MM_HINT_T0);
+      }
       __m256i sumi = _mm256_setzero_si256();
       const __m128i scales8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
       const __m256i half_scales[2] = {_mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(scales8)),
