@@ -82,7 +82,8 @@ void run_bench(const BenchArgs& a) {
   // Warm-up: pages of the mapping fault in, caches and the thread pool settle.
   std::fprintf(stderr, "bench: %s, %d threads, warm-up\n", a.model.c_str(), a.threads);
   gen.forward(prompt.data(), std::min<int>(int(prompt.size()), 16), 0);
-  for (int i = 0; i < std::min(a.n, 4); ++i) gen.forward(&prompt[i], 1, i);
+  // The prompt holds at least one token (p may be 0), so the decode warm-up cycles through it.
+  for (int i = 0; i < std::min(a.n, 4); ++i) gen.forward(&prompt[size_t(i) % prompt.size()], 1, i);
 
   std::vector<double> pp, tg;
   for (int r = 0; r < a.reps; ++r) {
