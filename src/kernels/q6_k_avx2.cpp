@@ -8,6 +8,26 @@
 namespace infer::kernels::avx2 {
 
 namespace {
+// The 32 6-bit codes of group g (0..3) in half h of a super-block, from that half's ql bytes (ql0, ql1)
+// and qh bytes. Bits 2g+1..2g of each qh byte are moved to bits 5..4 by one 16-bit shift; what crosses
+// into the neighbouring byte lands outside bits 5..4 and is masked off.
+[[gnu::always_inline]] inline __m256i q6_codes(__m256i ql0, __m256i ql1, __m256i qh, int g) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2_at_4 = _mm256_set1_epi8(0x30);
+  const __m256i ql = (g % 2) ? ql1 : ql0;
+  const __m256i low4 = (g / 2) ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4) : _mm256_and_si256(ql, m4);
+  const __m256i moved = g <= 2 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - 2 * g))
+                               : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g - 4));
+  return _mm256_or_si256(low4, _mm256_and_si256(moved, m2_at_4));
+}
+
+// int16 scales of group g: scale 8h+2g for elements 0..15 (low lane), 8h+2g+1 for 16..31 (high lane),
+// picked from the half's scales broadcast to both lanes.
+[[gnu::always_inline]] inline __m256i q6_group_scales(__m256i half_scales, int g) {
+  const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((4 * g + 2) | ((4 * g + 3) << 8))),
+                                        _mm_set1_epi16(static_cast<short>((4 * g) | ((4 * g + 1) << 8))));
+  return _mm256_shuffle_epi8(half_scales, pick);
+}
+
 template <int NR>
 struct Q6_KKernel {
   static void run(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, float* out,
@@ -17,7 +37,6 @@ struct Q6_KKernel {
     for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(act + r * act_stride);
     __m256 acc[NR];
     for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2_at_4 = _mm256_set1_epi8(0x30);
     for (int64_t i = 0; i < n / kQKK; ++i) {
       const BlockQ6_K& b = x[i];
       _mm_prefetch(reinterpret_cast<const char*>(&b) + 2 * sizeof(BlockQ6_K), _MM_HINT_T0);
@@ -32,17 +51,8 @@ struct Q6_KKernel {
         const __m256i ql0 = load(b.ql + 64 * h), ql1 = load(b.ql + 64 * h + 32);
         const __m256i qh = load(b.qh + 32 * h);
         for (int g = 0; g < 4; ++g) {
-          const __m256i ql = (g % 2) ? ql1 : ql0;
-          const __m256i low4 = (g / 2) ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4) : _mm256_and_si256(ql, m4);
-          // Bits 2g+1..2g of each qh byte moved to bits 5..4 by one 16-bit shift; what crosses into the
-          // neighbouring byte lands outside bits 5..4 and is masked off.
-          const __m256i moved = g <= 2 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - 2 * g))
-                                       : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g - 4));
-          const __m256i code = _mm256_or_si256(low4, _mm256_and_si256(moved, m2_at_4));
-          // Scale 8h+2g for elements 0..15 of this 32 (low lane), 8h+2g+1 for 16..31 (high lane).
-          const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((4 * g + 2) | ((4 * g + 3) << 8))),
-                                                _mm_set1_epi16(static_cast<short>((4 * g) | ((4 * g + 1) << 8))));
-          const __m256i scale = _mm256_shuffle_epi8(half_scales[h], pick);
+          const __m256i code = q6_codes(ql0, ql1, qh, g);
+          const __m256i scale = q6_group_scales(half_scales[h], g);
           for (int r = 0; r < NR; ++r) {
             const __m256i p = _mm256_maddubs_epi16(code, load(y[r][i].qs + 128 * h + 32 * g));
             sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, scale));
@@ -72,7 +82,6 @@ void q6_k_outputs_n(int64_t n, const uint8_t* w, uint64_t row_bytes, const uint8
   const auto* y = reinterpret_cast<const BlockQ8_K*>(act);
   __m256 acc[NW];
   for (int o = 0; o < NW; ++o) acc[o] = _mm256_setzero_ps();
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m2_at_4 = _mm256_set1_epi8(0x30);
   for (int64_t i = 0; i < n / kQKK; ++i) {
     const __m256i bsums = load(y[i].bsums);
     for (int o = 0; o < NW; ++o) {
@@ -90,14 +99,8 @@ void q6_k_outputs_n(int64_t n, const uint8_t* w, uint64_t row_bytes, const uint8
         const __m256i ql0 = load(b.ql + 64 * h), ql1 = load(b.ql + 64 * h + 32);
         const __m256i qh = load(b.qh + 32 * h);
         for (int g = 0; g < 4; ++g) {
-          const __m256i ql = (g % 2) ? ql1 : ql0;
-          const __m256i low4 = (g / 2) ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4) : _mm256_and_si256(ql, m4);
-          const __m256i moved = g <= 2 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - 2 * g))
-                                       : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g - 4));
-          const __m256i code = _mm256_or_si256(low4, _mm256_and_si256(moved, m2_at_4));
-          const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>((4 * g + 2) | ((4 * g + 3) << 8))),
-                                                _mm_set1_epi16(static_cast<short>((4 * g) | ((4 * g + 1) << 8))));
-          const __m256i scale = _mm256_shuffle_epi8(half_scales[h], pick);
+          const __m256i code = q6_codes(ql0, ql1, qh, g);
+          const __m256i scale = q6_group_scales(half_scales[h], g);
           const __m256i p = _mm256_maddubs_epi16(code, load(y[i].qs + 128 * h + 32 * g));
           sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale));
         }
