@@ -6,12 +6,15 @@
 // on failure) and stopped in the destructor (SIGTERM, then SIGKILL after a timeout). Each server gets
 // its own temporary directory for its log and data files.
 #pragma once
+#include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 #include <sys/types.h>
 
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "support/data_dirs.h"
 
 namespace infer::test {
 
@@ -88,6 +91,27 @@ class Resp3Client {
   int timeout_ms_;
   std::string buf_;
   size_t pos_ = 0;
+};
+
+// A test suite sharing one redis-server with the module, started once per suite with
+// Suite::module_args(); each test gets its own connection c_. Usage:
+//   class TokensTest : public SharedServerTest<TokensTest> { public: static std::vector<std::string> module_args(); };
+template <class Suite>
+class SharedServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new RedisServer({.module_args = Suite::module_args()}); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    INFER_REQUIRE_DIR(models_dir());
+    c_ = server_->connect();
+  }
+  std::string run(const std::vector<std::string>& argv) { return show(command(c_.get(), argv).get()); }
+
+  static inline RedisServer* server_ = nullptr;
+  RedisConn c_;
 };
 
 }  // namespace infer::test

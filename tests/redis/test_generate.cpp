@@ -12,30 +12,17 @@
 namespace infer::test {
 namespace {
 
-class GenerateTest : public ::testing::Test {
+class GenerateTest : public SharedServerTest<GenerateTest> {
+ public:
+  static std::vector<std::string> module_args() { return {"MODEL", "stories", stories_model_path()}; }
+
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer({.module_args = {"MODEL", "stories", stories_model_path()}});
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    INFER_REQUIRE_DIR(models_dir());
-    c_ = server_->connect();
-  }
-  std::string run(const std::vector<std::string>& argv) { return show(command(c_.get(), argv).get()); }
   long long stat(const std::string& field) {
     std::string info = run({"INFO", "infer"});
     size_t p = info.find("infer_" + field + ":");
     return p == std::string::npos ? -1 : std::stoll(info.substr(p + field.size() + 7));
   }
-
-  static RedisServer* server_;
-  RedisConn c_;
 };
-RedisServer* GenerateTest::server_ = nullptr;
 
 const std::vector<std::string> kGreedy = {"MAXTOKENS", "24", "TEMP", "0"};
 

@@ -10,26 +10,12 @@
 namespace infer::test {
 namespace {
 
-class ModuleTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer({.module_args = {"MODEL", "stories", stories_model_path(), "MODEL-DIR", models_dir(),
-                                               "QUEUE", "8"}});
+class ModuleTest : public SharedServerTest<ModuleTest> {
+ public:
+  static std::vector<std::string> module_args() {
+    return {"MODEL", "stories", stories_model_path(), "MODEL-DIR", models_dir(), "QUEUE", "8"};
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    INFER_REQUIRE_DIR(models_dir());
-    c_ = server_->connect();
-  }
-  std::string run(const std::vector<std::string>& argv) { return show(command(c_.get(), argv).get()); }
-
-  static RedisServer* server_;
-  RedisConn c_;
 };
-RedisServer* ModuleTest::server_ = nullptr;
 
 TEST_F(ModuleTest, ListsAndDescribesStartupModel) {
   EXPECT_EQ(run({"INFER.MODELS"}), "[stories]");

@@ -12,25 +12,10 @@
 namespace infer::test {
 namespace {
 
-class TokensTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer({.module_args = {"MODEL", "stories", stories_model_path()}});
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    INFER_REQUIRE_DIR(models_dir());
-    c_ = server_->connect();
-  }
-  std::string run(const std::vector<std::string>& argv) { return show(command(c_.get(), argv).get()); }
-
-  static RedisServer* server_;
-  RedisConn c_;
+class TokensTest : public SharedServerTest<TokensTest> {
+ public:
+  static std::vector<std::string> module_args() { return {"MODEL", "stories", stories_model_path()}; }
 };
-RedisServer* TokensTest::server_ = nullptr;
 
 std::string raw_array(const std::vector<uint32_t>& ids) {
   std::string s(ids.size() * 4, '\0');
