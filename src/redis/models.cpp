@@ -1,8 +1,10 @@
 #include "redis/models.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -72,7 +74,17 @@ std::shared_ptr<engine::Engine> create_engine(const engine::EngineOptions& opts)
   });
 }
 
+namespace {
+
+// True when `path` names `dir` itself or something below it (both absolute and normalised).
+bool is_inside(const std::filesystem::path& dir, const std::filesystem::path& path) {
+  return std::mismatch(dir.begin(), dir.end(), path.begin(), path.end()).first == dir.end();
+}
+
+}  // namespace
+
 std::string resolve_inside(const std::string& dir, const std::string& path, std::string* err) {
+  namespace fs = std::filesystem;
   if (dir.empty()) {
     *err = "INFER.LOAD is disabled: no model directory configured (MODEL-DIR / infer.model-dir)";
     return "";
@@ -82,19 +94,25 @@ std::string resolve_inside(const std::string& dir, const std::string& path, std:
     *err = "model directory '" + dir + "' does not exist";
     return "";
   }
-  std::string joined = (!path.empty() && path[0] == '/') ? path : std::string(dir_real) + "/" + path;
+  const fs::path base = fs::path(dir_real);
+  const std::string outside = "model path '" + path + "' resolves outside the model directory";
+  // Lexical check first, so that '../x' is refused as outside whether or not x exists.
+  const fs::path joined = (base / path).lexically_normal();
+  if (!is_inside(base, joined)) {
+    *err = outside;
+    return "";
+  }
+  // Then the real path, so that a symlink inside the directory cannot point out of it.
   char file_real[PATH_MAX];
   if (!realpath(joined.c_str(), file_real)) {
     *err = "model file '" + path + "' not found in the model directory";
     return "";
   }
-  std::string d = dir_real, f = file_real;
-  if (d != "/" && d.back() != '/') d += '/';
-  if (f.compare(0, d.size(), d) != 0) {
-    *err = "model path '" + path + "' resolves outside the model directory";
+  if (!is_inside(base, fs::path(file_real))) {
+    *err = outside;
     return "";
   }
-  return f;
+  return file_real;
 }
 
 }  // namespace infer::redis

@@ -1,7 +1,11 @@
 // Module loading, configs, model registry commands, INFO and STATS against a real redis-server.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "redis/redis_server.h"
@@ -10,10 +14,34 @@
 namespace infer::test {
 namespace {
 
+// The suite's own model directory: a copy of the model, a file that is not a model, and a symlink that
+// points out of the directory. Created once per process, removed at exit.
+const std::string& own_model_dir() {
+  namespace fs = std::filesystem;
+  struct RemovedAtExit {
+    fs::path root = fs::temp_directory_path() / ("infer-model-dir-" + std::to_string(::getpid()));
+    ~RemovedAtExit() {
+      std::error_code ec;
+      fs::remove_all(root, ec);
+    }
+  };
+  static const RemovedAtExit tree;
+  static const std::string dir = [] {
+    fs::path d = tree.root / "a" / "b" / "models";
+    fs::create_directories(d);
+    fs::copy_file(stories_model_path(), d / "stories260K.gguf", fs::copy_options::overwrite_existing);
+    std::ofstream(d / "notes.txt") << "not a model\n";
+    fs::remove(d / "escape.gguf");
+    fs::create_symlink(stories_model_path(), d / "escape.gguf");
+    return d.string();
+  }();
+  return dir;
+}
+
 class ModuleTest : public SharedServerTest<ModuleTest> {
  public:
   static std::vector<std::string> module_args() {
-    return {"MODEL", "stories", stories_model_path(), "MODEL-DIR", models_dir(), "QUEUE", "8"};
+    return {"MODEL", "stories", stories_model_path(), "MODEL-DIR", own_model_dir(), "QUEUE", "8"};
   }
 };
 
@@ -39,9 +67,15 @@ TEST_F(ModuleTest, ConfigsAreVisibleAndSettable) {
 
 TEST_F(ModuleTest, LoadOnlyInsideModelDir) {
   EXPECT_NE(run({"INFER.LOAD", "x", "/etc/passwd"}).find("outside the model directory"), std::string::npos);
+  // Outside whether or not the target exists, and however deep the directory is.
   EXPECT_NE(run({"INFER.LOAD", "x", "../../../etc/passwd"}).find("outside the model directory"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "x", "../no-such.gguf"}).find("outside the model directory"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "x", "sub/../../models/../x.gguf"}).find("outside the model directory"),
+            std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "x", "escape.gguf"}).find("outside the model directory"), std::string::npos);
   EXPECT_NE(run({"INFER.LOAD", "x", "missing.gguf"}).find("not found"), std::string::npos);
-  EXPECT_NE(run({"INFER.LOAD", "x", "README.md"}).find("cannot load model 'x'"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "x", own_model_dir() + "/missing.gguf"}).find("not found"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "x", "notes.txt"}).find("cannot load model 'x'"), std::string::npos);
   EXPECT_NE(run({"INFER.LOAD", "stories", "stories260K.gguf"}).find("already loaded"), std::string::npos);
   EXPECT_NE(run({"INFER.LOAD", "y", "stories260K.gguf", "BOGUS", "1"}).find("unknown option"), std::string::npos);
   EXPECT_NE(run({"INFER.LOAD", "y", "stories260K.gguf", "QUEUE", "zero"}).find("QUEUE must be"), std::string::npos);
