@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "vector/shrink.h"
+
 namespace infer::vector {
 
 namespace {
@@ -25,9 +27,38 @@ void erase_one(std::vector<uint32_t>& v, uint32_t x) {
     v.pop_back();
   }
 }
+
+// Visited marks by epoch, one array per thread: concurrent searches of one set (shared lock) never share
+// it, and a new search is one increment instead of a clear. Sized to the largest set this thread saw.
+struct Visited {
+  std::vector<uint32_t> mark;
+  uint32_t epoch = 0;
+
+  void begin(size_t slots) {
+    if (mark.size() < slots) mark.resize(slots, 0);
+    if (++epoch == 0) {  // wrapped: clear stale marks
+      std::fill(mark.begin(), mark.end(), 0);
+      epoch = 1;
+    }
+  }
+  // True when `id` was already seen in this search; marks it.
+  bool seen(uint32_t id) {
+    if (mark[id] == epoch) return true;
+    mark[id] = epoch;
+    return false;
+  }
+};
+thread_local Visited t_visited;
+
+using MinHeap = std::priority_queue<std::pair<float, uint32_t>, std::vector<std::pair<float, uint32_t>>, std::greater<>>;
+using MaxHeap = std::priority_queue<std::pair<float, uint32_t>>;
 }  // namespace
 
-Hnsw::Hnsw(const Params& p) : p_(p) {
+Hnsw::Hnsw(const Params& p)
+    : p_(p),
+      dist_(distance_fn(p.quant)),
+      vec_bytes_(encoded_size(p.quant, p.dim)),
+      stride_((vec_bytes_ + 3) & ~size_t{3}) {
   if (p_.m < 2) throw std::invalid_argument("HNSW M must be at least 2");
   if (p_.dim == 0) throw std::invalid_argument("vector dimension must be at least 1");
 }
@@ -39,12 +70,10 @@ int Hnsw::level_for_seed(uint64_t seed, uint32_t m) {
   return std::min(level, kMaxLevel);
 }
 
-void Hnsw::begin_visit() const {
-  if (visited_.size() < nodes_.size()) visited_.resize(nodes_.size(), 0);
-  if (++epoch_ == 0) {  // wrapped: clear stale marks
-    std::fill(visited_.begin(), visited_.end(), 0);
-    epoch_ = 1;
-  }
+void Hnsw::prefetch(uint32_t id) const {
+  // The graph walk jumps between random slots: ask for the vector's cache lines before they are needed.
+  const uint8_t* p = vector(id);
+  for (size_t off = 0; off < vec_bytes_ && off < 512; off += 64) __builtin_prefetch(p + off);
 }
 
 uint32_t Hnsw::greedy(const uint8_t* q, uint32_t ep, int from_level, int to_level) const {
@@ -52,7 +81,7 @@ uint32_t Hnsw::greedy(const uint8_t* q, uint32_t ep, int from_level, int to_leve
   for (int lv = from_level; lv > to_level; --lv) {
     for (bool moved = true; moved;) {
       moved = false;
-      for (uint32_t nb : nodes_[ep]->out[lv]) {
+      for (uint32_t nb : links(ep, lv)) {
         const float d = dist(q, nb);
         if (d < best) {
           best = d;
@@ -66,20 +95,29 @@ uint32_t Hnsw::greedy(const uint8_t* q, uint32_t ep, int from_level, int to_leve
 }
 
 std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t ef, int level) const {
-  begin_visit();
-  std::priority_queue<Pair, std::vector<Pair>, std::greater<>> cand;  // closest first
-  std::priority_queue<Pair> best;                                     // farthest first
+  Visited& vis = t_visited;
+  vis.begin(slots());
+  std::vector<Pair> storage;
+  storage.reserve(ef + 1);
+  MaxHeap best(MaxHeap::value_compare(), std::move(storage));  // farthest of the ef best on top
+  MinHeap cand;                                     // closest unexpanded on top
+  std::vector<uint32_t> fresh;
+  fresh.reserve(max_links(level));
   const float d0 = dist(q, ep);
   cand.emplace(d0, ep);
   best.emplace(d0, ep);
-  visited_[ep] = epoch_;
+  vis.seen(ep);
   while (!cand.empty()) {
     const auto [d, c] = cand.top();
     if (d > best.top().first && best.size() >= ef) break;
     cand.pop();
-    for (uint32_t nb : nodes_[c]->out[level]) {
-      if (visited_[nb] == epoch_) continue;
-      visited_[nb] = epoch_;
+    fresh.clear();
+    for (uint32_t nb : links(c, level))
+      if (!vis.seen(nb)) {
+        prefetch(nb);
+        fresh.push_back(nb);
+      }
+    for (uint32_t nb : fresh) {
       const float dn = dist(q, nb);
       if (best.size() < ef || dn < best.top().first) {
         cand.emplace(dn, nb);
@@ -101,7 +139,7 @@ std::vector<uint32_t> Hnsw::select(const std::vector<Pair>& cands, size_t max) c
     if (kept.size() >= max) break;
     bool good = true;
     for (uint32_t k : kept)
-      if (dist(c, k) < d) {
+      if (dist(vector(c), k) < d) {
         good = false;
         break;
       }
@@ -110,62 +148,68 @@ std::vector<uint32_t> Hnsw::select(const std::vector<Pair>& cands, size_t max) c
   return kept;
 }
 
-void Hnsw::set_links(uint32_t id, int level, std::vector<uint32_t> links) {
-  auto& out = nodes_[id]->out[level];
-  for (uint32_t old : out)
-    if (std::find(links.begin(), links.end(), old) == links.end()) erase_one(nodes_[old]->in[level], id);
+void Hnsw::set_links(uint32_t id, int level, const std::vector<uint32_t>& links) {
+  uint32_t* b = block(id, level);
+  const std::span<const uint32_t> old(b + 1, b[0]);
+  for (uint32_t o : old)
+    if (std::find(links.begin(), links.end(), o) == links.end()) erase_one(in_[o][level], id);
   for (uint32_t nw : links)
-    if (std::find(out.begin(), out.end(), nw) == out.end()) nodes_[nw]->in[level].push_back(id);
-  out = std::move(links);
+    if (std::find(old.begin(), old.end(), nw) == old.end()) in_[nw][level].push_back(id);
+  b[0] = static_cast<uint32_t>(links.size());
+  std::copy(links.begin(), links.end(), b + 1);
 }
 
 void Hnsw::add_link(uint32_t from, uint32_t to, int level) {
-  auto& out = nodes_[from]->out[level];
+  uint32_t* b = block(from, level);
+  const std::span<const uint32_t> out(b + 1, b[0]);
   if (std::find(out.begin(), out.end(), to) != out.end()) return;
   if (out.size() < max_links(level)) {
-    out.push_back(to);
-    nodes_[to]->in[level].push_back(from);
+    b[1 + b[0]++] = to;
+    in_[to][level].push_back(from);
     return;
   }
   // Full: choose again among the old links plus the new one.
   std::vector<Pair> cands;
   cands.reserve(out.size() + 1);
-  for (uint32_t o : out) cands.emplace_back(dist(from, o), o);
-  cands.emplace_back(dist(from, to), to);
+  const uint8_t* base = vector(from);
+  for (uint32_t o : out) cands.emplace_back(dist(base, o), o);
+  cands.emplace_back(dist(base, to), to);
   std::sort(cands.begin(), cands.end());
   set_links(from, level, select(cands, max_links(level)));
 }
 
+uint32_t Hnsw::new_slot(int level) {
+  const uint32_t id = slots();
+  vecs_.resize(vecs_.size() + stride_);
+  links0_.resize(links0_.size() + 1 + 2 * p_.m);
+  upper_.emplace_back();
+  in_.emplace_back();
+  levels_.push_back(-1);
+  levels_[id] = static_cast<int8_t>(level);
+  block(id, 0)[0] = 0;
+  upper_[id].assign(static_cast<size_t>(level) * (1 + p_.m), 0);
+  in_[id].assign(static_cast<size_t>(level) + 1, {});
+  return id;
+}
+
 uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) {
   const int level = level_for_seed(level_seed, p_.m);
-  auto node = std::make_unique<Node>();
-  node->vec.assign(encoded, encoded + encoded_size(p_.quant, p_.dim));
-  node->level = level;
-  node->out.resize(level + 1);
-  node->in.resize(level + 1);
-  uint32_t id;
-  if (!free_.empty()) {
-    id = free_.back();
-    free_.pop_back();
-    nodes_[id] = std::move(node);
-  } else {
-    id = static_cast<uint32_t>(nodes_.size());
-    nodes_.push_back(std::move(node));
-  }
+  const uint32_t id = new_slot(level);
+  std::copy(encoded, encoded + vec_bytes_, vecs_.data() + static_cast<size_t>(id) * stride_);
   ++count_;
   if (count_ == 1) {
     entry_ = id;
     max_level_ = level;
     return id;
   }
-  const uint8_t* q = nodes_[id]->vec.data();
+  const uint8_t* q = vector(id);
   uint32_t ep = greedy(q, entry_, max_level_, level);
   for (int lv = std::min(level, max_level_); lv >= 0; --lv) {
     auto cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv);
     std::sort(cands.begin(), cands.end());
     if (cands.empty()) continue;
     ep = cands.front().second;
-    auto chosen = select(cands, p_.m);
+    const auto chosen = select(cands, p_.m);
     set_links(id, lv, chosen);
     for (uint32_t nb : chosen) add_link(nb, id, lv);
   }
@@ -176,49 +220,84 @@ uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) 
   return id;
 }
 
-void Hnsw::remove(uint32_t id) {
+std::optional<uint32_t> Hnsw::remove(uint32_t id) {
   if (!contains(id)) throw std::out_of_range("HNSW remove: no node " + std::to_string(id));
-  Node& gone = *nodes_[id];
-  for (int lv = 0; lv <= gone.level; ++lv) {
-    const std::vector<uint32_t> pointing = gone.in[lv];
-    const std::vector<uint32_t> onward = gone.out[lv];
+  for (int lv = 0; lv <= levels_[id]; ++lv) {
+    const std::vector<uint32_t> pointing = in_[id][lv];
+    const auto onward_span = links(id, lv);
+    const std::vector<uint32_t> onward(onward_span.begin(), onward_span.end());
     for (uint32_t p : pointing) {
       // Reconnect p through the removed node's neighbours, so nothing reachable only via it is lost.
       std::vector<uint32_t> merged;
-      for (uint32_t x : nodes_[p]->out[lv])
+      for (uint32_t x : links(p, lv))
         if (x != id) merged.push_back(x);
       for (uint32_t x : onward)
         if (x != p && std::find(merged.begin(), merged.end(), x) == merged.end()) merged.push_back(x);
       if (merged.size() > max_links(lv)) {
         std::vector<Pair> cands;
         cands.reserve(merged.size());
-        for (uint32_t x : merged) cands.emplace_back(dist(p, x), x);
+        for (uint32_t x : merged) cands.emplace_back(dist(vector(p), x), x);
         std::sort(cands.begin(), cands.end());
         merged = select(cands, max_links(lv));
       }
-      set_links(p, lv, std::move(merged));
+      set_links(p, lv, merged);
     }
     set_links(id, lv, {});
   }
-  nodes_[id].reset();
-  free_.push_back(id);
+  const bool was_entry = entry_ == id;
+  const uint32_t last = slots() - 1;
+  std::optional<uint32_t> moved;
+  if (id != last) {
+    move_node(last, id);
+    moved = last;
+  }
+  drop_last_slot();
   --count_;
   if (count_ == 0) {
     max_level_ = -1;
     entry_ = 0;
-    nodes_.clear();  // all slots free: start afresh
-    free_.clear();
-    return;
-  }
-  if (entry_ == id) {
+  } else if (was_entry) {
     // The new entry point is the highest remaining node; the scan only happens when the entry goes.
     max_level_ = -1;
-    for (uint32_t i = 0; i < nodes_.size(); ++i)
-      if (nodes_[i] && nodes_[i]->level > max_level_) {
-        max_level_ = nodes_[i]->level;
+    for (uint32_t i = 0; i < slots(); ++i)
+      if (levels_[i] > max_level_) {
+        max_level_ = levels_[i];
         entry_ = i;
       }
   }
+  return moved;
+}
+
+void Hnsw::move_node(uint32_t from, uint32_t to) {
+  // `to` is unlinked. Everything naming `from` (its neighbours' incoming lists, the out-links of the
+  // nodes pointing at it) is renamed, then its data moves.
+  auto rename = [](uint32_t* first, uint32_t* last, uint32_t a, uint32_t b) { std::replace(first, last, a, b); };
+  for (int lv = 0; lv <= levels_[from]; ++lv) {
+    for (uint32_t t : links(from, lv)) rename(in_[t][lv].data(), in_[t][lv].data() + in_[t][lv].size(), from, to);
+    for (uint32_t p : in_[from][lv]) {
+      uint32_t* b = block(p, lv);
+      rename(b + 1, b + 1 + b[0], from, to);
+    }
+  }
+  std::copy_n(vector(from), vec_bytes_, vecs_.data() + static_cast<size_t>(to) * stride_);
+  std::copy_n(block(from, 0), 1 + 2 * p_.m, block(to, 0));
+  upper_[to] = std::move(upper_[from]);
+  in_[to] = std::move(in_[from]);
+  levels_[to] = levels_[from];
+  if (entry_ == from) entry_ = to;
+}
+
+void Hnsw::drop_last_slot() {
+  vecs_.resize(vecs_.size() - stride_);
+  links0_.resize(links0_.size() - (1 + 2 * p_.m));
+  upper_.pop_back();
+  in_.pop_back();
+  levels_.pop_back();
+  shrink_if_sparse(vecs_);
+  shrink_if_sparse(links0_);
+  shrink_if_sparse(upper_);
+  shrink_if_sparse(in_);
+  shrink_if_sparse(levels_);
 }
 
 std::vector<Hnsw::Hit> Hnsw::search(const uint8_t* q, size_t k, size_t ef, const Predicate* accept,
@@ -234,12 +313,13 @@ std::vector<Hnsw::Hit> Hnsw::search(const uint8_t* q, size_t k, size_t ef, const
     return hits;
   }
   // Filtered walk: `best` steers the beam over all nodes, `kept` collects accepted ones.
-  begin_visit();
-  std::priority_queue<Pair, std::vector<Pair>, std::greater<>> cand;
-  std::priority_queue<Pair> best, kept;
+  Visited& vis = t_visited;
+  vis.begin(slots());
+  MinHeap cand;
+  MaxHeap best, kept;
   size_t inspected = 1;
   const float d0 = dist(q, ep);
-  visited_[ep] = epoch_;
+  vis.seen(ep);
   cand.emplace(d0, ep);
   best.emplace(d0, ep);
   if ((*accept)(ep)) kept.emplace(d0, ep);
@@ -248,9 +328,8 @@ std::vector<Hnsw::Hit> Hnsw::search(const uint8_t* q, size_t k, size_t ef, const
     if (best.size() >= ef && d > best.top().first && kept.size() >= k) break;
     if (filter_ef && inspected >= filter_ef) break;
     cand.pop();
-    for (uint32_t nb : nodes_[c]->out[0]) {
-      if (visited_[nb] == epoch_) continue;
-      visited_[nb] = epoch_;
+    for (uint32_t nb : links(c, 0)) {
+      if (vis.seen(nb)) continue;
       const float dn = dist(q, nb);
       ++inspected;
       if ((*accept)(nb)) {
@@ -270,9 +349,9 @@ std::vector<Hnsw::Hit> Hnsw::search(const uint8_t* q, size_t k, size_t ef, const
 }
 
 std::vector<Hnsw::Hit> Hnsw::brute_force(const uint8_t* q, size_t k, const Predicate* accept) const {
-  std::priority_queue<Pair> kept;
-  for (uint32_t i = 0; i < nodes_.size(); ++i) {
-    if (!nodes_[i] || (accept && !(*accept)(i))) continue;
+  MaxHeap kept;
+  for (uint32_t i = 0; i < slots(); ++i) {
+    if (!contains(i) || (accept && !(*accept)(i))) continue;
     const float d = dist(q, i);
     if (kept.size() < k || d < kept.top().first) {
       kept.emplace(d, i);
@@ -286,53 +365,55 @@ std::vector<Hnsw::Hit> Hnsw::brute_force(const uint8_t* q, size_t k, const Predi
 }
 
 size_t Hnsw::memory_bytes() const {
-  size_t bytes = sizeof(*this) + nodes_.capacity() * sizeof(nodes_[0]) + visited_.capacity() * 4;
-  for (const auto& n : nodes_) {
-    if (!n) continue;
-    bytes += sizeof(Node) + n->vec.capacity();
-    for (int lv = 0; lv <= n->level; ++lv)
-      bytes += 2 * sizeof(std::vector<uint32_t>) + 4 * (n->out[lv].capacity() + n->in[lv].capacity());
+  size_t bytes = sizeof(*this) + vecs_.capacity() + 4 * links0_.capacity() + levels_.capacity() +
+                 upper_.capacity() * sizeof(upper_[0]) + in_.capacity() * sizeof(in_[0]);
+  for (const auto& u : upper_) bytes += 4 * u.capacity();
+  for (const auto& levels : in_) {
+    bytes += levels.capacity() * sizeof(levels[0]);
+    for (const auto& l : levels) bytes += 4 * l.capacity();
   }
   return bytes;
 }
 
-void Hnsw::restore_node(uint32_t id, int level, const uint8_t* encoded, std::vector<std::vector<uint32_t>> out) {
+void Hnsw::restore_node(uint32_t id, int level, const uint8_t* encoded,
+                        const std::vector<std::vector<uint32_t>>& out) {
   if (level < 0 || level > kMaxLevel) throw std::runtime_error("node " + std::to_string(id) + ": bad level");
   if (out.size() != static_cast<size_t>(level) + 1)
     throw std::runtime_error("node " + std::to_string(id) + ": link levels do not match its level");
-  if (id >= nodes_.size()) nodes_.resize(static_cast<size_t>(id) + 1);
-  if (nodes_[id]) throw std::runtime_error("node " + std::to_string(id) + " appears twice");
-  auto node = std::make_unique<Node>();
-  node->vec.assign(encoded, encoded + encoded_size(p_.quant, p_.dim));
-  node->level = level;
-  node->out = std::move(out);
-  node->in.resize(level + 1);
-  nodes_[id] = std::move(node);
+  for (int lv = 0; lv <= level; ++lv)
+    if (out[lv].size() > max_links(lv)) throw std::runtime_error("node " + std::to_string(id) + ": too many links");
+  if (contains(id)) throw std::runtime_error("node " + std::to_string(id) + " appears twice");
+  while (slots() <= id) {  // slots not restored yet stay at level -1; finish_restore checks none is left
+    const uint32_t hole = new_slot(0);
+    levels_[hole] = -1;
+  }
+  levels_[id] = static_cast<int8_t>(level);
+  upper_[id].assign(static_cast<size_t>(level) * (1 + p_.m), 0);
+  in_[id].assign(static_cast<size_t>(level) + 1, {});
+  std::copy(encoded, encoded + vec_bytes_, vecs_.data() + static_cast<size_t>(id) * stride_);
+  for (int lv = 0; lv <= level; ++lv) {
+    uint32_t* b = block(id, lv);
+    b[0] = static_cast<uint32_t>(out[lv].size());
+    std::copy(out[lv].begin(), out[lv].end(), b + 1);
+  }
   ++count_;
 }
 
 void Hnsw::finish_restore(uint32_t entry) {
   max_level_ = -1;
-  free_.clear();
-  for (uint32_t i = 0; i < nodes_.size(); ++i) {
-    if (!nodes_[i]) {
-      free_.push_back(i);
-      continue;
-    }
-    max_level_ = std::max(max_level_, nodes_[i]->level);
-    for (int lv = 0; lv <= nodes_[i]->level; ++lv) {
-      if (nodes_[i]->out[lv].size() > max_links(lv))
-        throw std::runtime_error("node " + std::to_string(i) + ": too many links");
-      for (uint32_t t : nodes_[i]->out[lv]) {
-        if (t >= nodes_.size() || !nodes_[t] || nodes_[t]->level < lv || t == i)
+  for (uint32_t i = 0; i < slots(); ++i) {
+    if (!contains(i)) throw std::runtime_error("node " + std::to_string(i) + " missing");
+    max_level_ = std::max<int>(max_level_, levels_[i]);
+    for (int lv = 0; lv <= levels_[i]; ++lv) {
+      for (uint32_t t : links(i, lv)) {
+        if (!contains(t) || levels_[t] < lv || t == i)
           throw std::runtime_error("node " + std::to_string(i) + ": link to missing node " + std::to_string(t));
-        nodes_[t]->in[lv].push_back(i);
+        in_[t][lv].push_back(i);
       }
     }
   }
-  std::reverse(free_.begin(), free_.end());  // reuse low slots first
   if (count_ == 0) return;
-  if (!contains(entry) || nodes_[entry]->level != max_level_) throw std::runtime_error("bad HNSW entry point");
+  if (!contains(entry) || levels_[entry] != max_level_) throw std::runtime_error("bad HNSW entry point");
   entry_ = entry;
 }
 

@@ -3,17 +3,23 @@
 // neighbours (no tombstones), search with a filter predicate and a bound on inspected candidates, our own
 // quantised storage, and a graph that can be saved and restored node by node without re-inserting.
 //
-// Ids are dense slot numbers; a removed node's slot is reused by a later insert. Links are directed as in
-// HNSW, and every node also keeps its incoming links so that removal touches only its neighbourhood.
-// Node levels come from a caller-provided 64-bit seed, so the same operations in the same order build the
-// same graph (masters and replicas agree).
+// Layout: ids are dense slot numbers 0..size()-1 (removal moves the last node into the freed slot). The vectors of
+// all slots sit in one flat buffer and the level-0 links in another (count + 2·M ids per slot), so a
+// search touches two arrays instead of chasing a pointer per node; the few upper-level links live per
+// node. Links are directed as in HNSW, and every node also keeps its incoming links so that removal
+// touches only its neighbourhood. Node levels come from a caller-provided 64-bit seed, so the same
+// operations in the same order build the same graph (masters and replicas agree, on CPUs with the same
+// distance kernels).
 //
-// Thread-safety: none. One caller at a time, including searches (they share a visited-list buffer).
+// Thread-safety: const members (search, brute_force, accessors) may run concurrently with each other
+// (each thread keeps its own visited marks); insert, remove and restore need exclusive access.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
+#include <optional>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "vector/quant.h"
@@ -40,8 +46,10 @@ class Hnsw {
   // Inserts an encoded vector (encoded_size(quant, dim) bytes, copied) and returns its id. `ef`: beam
   // width for this insert, 0 → params().ef_construction.
   uint32_t insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef = 0);
-  // Unlinks the node, reconnects the nodes that pointed at it, frees its memory and slot.
-  void remove(uint32_t id);
+  // Unlinks the node and reconnects the nodes that pointed at it; then the last node moves into its slot
+  // so that ids stay dense and the memory shrinks. Returns the old id of the node that now has `id`, or
+  // nullopt when `id` was the last one.
+  std::optional<uint32_t> remove(uint32_t id);
 
   // Approximate k nearest neighbours of an encoded query, closest first. `ef` is the beam width (raised
   // to k). With a predicate, only accepted nodes are returned and the walk goes on past the usual
@@ -53,11 +61,14 @@ class Hnsw {
 
   const Params& params() const { return p_; }
   size_t size() const { return count_; }
-  uint32_t slots() const { return static_cast<uint32_t>(nodes_.size()); }  // ids are < slots()
-  bool contains(uint32_t id) const { return id < nodes_.size() && nodes_[id] != nullptr; }
-  const uint8_t* vector(uint32_t id) const { return nodes_[id]->vec.data(); }
-  int level(uint32_t id) const { return nodes_[id]->level; }
-  const std::vector<uint32_t>& links(uint32_t id, int level) const { return nodes_[id]->out[level]; }
+  uint32_t slots() const { return static_cast<uint32_t>(levels_.size()); }  // ids are < slots(); == size() but while restoring
+  bool contains(uint32_t id) const { return id < levels_.size() && levels_[id] >= 0; }
+  const uint8_t* vector(uint32_t id) const { return vecs_.data() + static_cast<size_t>(id) * stride_; }
+  int level(uint32_t id) const { return levels_[id]; }
+  std::span<const uint32_t> links(uint32_t id, int level) const {
+    const uint32_t* b = block(id, level);
+    return {b + 1, b[0]};
+  }
   int max_level() const { return max_level_; }
   int64_t entry_point() const { return count_ ? static_cast<int64_t>(entry_) : -1; }
   size_t memory_bytes() const;
@@ -65,39 +76,46 @@ class Hnsw {
 
   // Restoring a saved graph: place every node with its out-links, then finish_restore() rebuilds the
   // incoming links and checks that every link names a node that exists. Throws std::runtime_error.
-  void restore_node(uint32_t id, int level, const uint8_t* encoded, std::vector<std::vector<uint32_t>> out);
+  void restore_node(uint32_t id, int level, const uint8_t* encoded, const std::vector<std::vector<uint32_t>>& out);
   void finish_restore(uint32_t entry);
 
   static int level_for_seed(uint64_t seed, uint32_t m);
 
  private:
-  struct Node {
-    std::vector<uint8_t> vec;
-    std::vector<std::vector<uint32_t>> out, in;  // per level
-    int level = 0;
-  };
   using Pair = std::pair<float, uint32_t>;  // (distance, id)
 
-  float dist(const uint8_t* q, uint32_t id) const { return distance(p_.quant, q, nodes_[id]->vec.data(), p_.dim); }
-  float dist(uint32_t a, uint32_t b) const { return dist(nodes_[a]->vec.data(), b); }
+  // A node's links on one level: [count, id, id, ...] with room for max_links(level) ids.
+  const uint32_t* block(uint32_t id, int level) const {
+    return level == 0 ? links0_.data() + static_cast<size_t>(id) * (1 + 2 * p_.m)
+                      : upper_[id].data() + static_cast<size_t>(level - 1) * (1 + p_.m);
+  }
+  uint32_t* block(uint32_t id, int level) { return const_cast<uint32_t*>(std::as_const(*this).block(id, level)); }
+  float dist(const uint8_t* q, uint32_t id) const { return dist_(q, vector(id), p_.dim); }
+  void prefetch(uint32_t id) const;
+  uint32_t new_slot(int level);
+  void move_node(uint32_t from, uint32_t to);
+  void drop_last_slot();
   uint32_t greedy(const uint8_t* q, uint32_t ep, int from_level, int to_level) const;
   // Beam search on one level; returns up to ef (distance, id) pairs, unordered.
   std::vector<Pair> search_level(const uint8_t* q, uint32_t ep, size_t ef, int level) const;
   // HNSW neighbour-selection heuristic: keeps a candidate only when it is closer to the base than to
   // every candidate already kept. `cands` must be sorted by distance to the base.
   std::vector<uint32_t> select(const std::vector<Pair>& cands, size_t max) const;
-  void set_links(uint32_t id, int level, std::vector<uint32_t> links);
+  void set_links(uint32_t id, int level, const std::vector<uint32_t>& links);
   void add_link(uint32_t from, uint32_t to, int level);
-  void begin_visit() const;
 
   Params p_;
-  std::vector<std::unique_ptr<Node>> nodes_;
-  std::vector<uint32_t> free_;
+  DistanceFn dist_;
+  size_t vec_bytes_;                                // encoded_size(quant, dim)
+  size_t stride_;                                   // vec_bytes_ rounded up to 4 (F32 alignment)
+  std::vector<uint8_t> vecs_;                       // slot · stride_
+  std::vector<uint32_t> links0_;                    // slot · (1 + 2m)
+  std::vector<std::vector<uint32_t>> upper_;        // per slot: levels 1..L, (1 + m) each
+  std::vector<std::vector<std::vector<uint32_t>>> in_;  // per slot, per level: nodes linking here
+  std::vector<int8_t> levels_;                      // per slot; -1 = not restored yet
   size_t count_ = 0;
   uint32_t entry_ = 0;
   int max_level_ = -1;
-  mutable std::vector<uint32_t> visited_;
-  mutable uint32_t epoch_ = 0;
 };
 
 }  // namespace infer::vector

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "vector/distance_simd.h"
+
 namespace infer::vector {
 
 const char* quant_name(Quant q) {
@@ -89,13 +91,9 @@ void decode(Quant q, const uint8_t* in, size_t dim, float* out) {
   }
 }
 
-namespace {
+namespace reference {
 
-// The three hot loops are plain C++; target_clones lets the compiler emit an AVX2 build of each next to
-// the baseline one and pick at load time (no hand-written SIMD here: that lives in src/kernels).
-#define INFER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-
-INFER_VECTOR_CLONES float dot_f32(const float* a, const float* b, size_t dim) {
+float dot_f32(const float* a, const float* b, size_t dim) {
   // Four partial sums let the compiler vectorise without -ffast-math.
   float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   size_t i = 0;
@@ -109,11 +107,20 @@ INFER_VECTOR_CLONES float dot_f32(const float* a, const float* b, size_t dim) {
   return (s0 + s1) + (s2 + s3);
 }
 
-INFER_VECTOR_CLONES int32_t dot_i8(const int8_t* a, const int8_t* b, size_t dim) {
+int32_t dot_i8(const int8_t* a, const int8_t* b, size_t dim) {
   int32_t s = 0;
   for (size_t i = 0; i < dim; ++i) s += int32_t(a[i]) * int32_t(b[i]);
   return s;
 }
+
+}  // namespace reference
+
+bool cpu_has_avx2_fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+namespace {
 
 __attribute__((target_clones("popcnt", "default"))) uint32_t hamming(const uint8_t* a, const uint8_t* b, size_t n) {
   size_t i = 0;
@@ -128,28 +135,48 @@ __attribute__((target_clones("popcnt", "default"))) uint32_t hamming(const uint8
   return differ;
 }
 
+// Stored vectors sit in byte buffers; F32 ones are read as floats (the buffers are 4-byte aligned).
+template <float (*Dot)(const float*, const float*, size_t)>
+float f32_distance(const uint8_t* a, const uint8_t* b, size_t dim) {
+  return 1.0f - Dot(reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b), dim);
+}
+
+template <int32_t (*Dot)(const int8_t*, const int8_t*, size_t)>
+float q8_distance(const uint8_t* a, const uint8_t* b, size_t dim) {
+  float sa, sb;
+  std::memcpy(&sa, a, 4);
+  std::memcpy(&sb, b, 4);
+  const int32_t d = Dot(reinterpret_cast<const int8_t*>(a + 4), reinterpret_cast<const int8_t*>(b + 4), dim);
+  return 1.0f - static_cast<float>(d) * sa * sb;
+}
+
+float bin_distance(const uint8_t* a, const uint8_t* b, size_t dim) {
+  // cos ≈ 1 - 2·hamming/dim, so 1 - cos = 2·hamming/dim.
+  return 2.0f * static_cast<float>(hamming(a, b, (dim + 7) / 8)) / static_cast<float>(dim);
+}
+
 }  // namespace
 
-float distance(Quant q, const uint8_t* a, const uint8_t* b, size_t dim) {
+DistanceFn reference_distance_fn(Quant q) {
   switch (q) {
-    case Quant::F32: {
-      // Stored vectors sit in byte buffers from operator new, which are suitably aligned for float.
-      return 1.0f - dot_f32(reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b), dim);
-    }
-    case Quant::Q8: {
-      float sa, sb;
-      std::memcpy(&sa, a, 4);
-      std::memcpy(&sb, b, 4);
-      const int32_t d = dot_i8(reinterpret_cast<const int8_t*>(a + 4), reinterpret_cast<const int8_t*>(b + 4), dim);
-      return 1.0f - static_cast<float>(d) * sa * sb;
-    }
-    case Quant::Bin: {
-      // cos ≈ 1 - 2·hamming/dim, so 1 - cos = 2·hamming/dim.
-      return 2.0f * static_cast<float>(hamming(a, b, (dim + 7) / 8)) / static_cast<float>(dim);
-    }
+    case Quant::F32: return f32_distance<reference::dot_f32>;
+    case Quant::Q8: return q8_distance<reference::dot_i8>;
+    case Quant::Bin: return bin_distance;
   }
-  return 2.0f;
+  return bin_distance;
 }
+
+DistanceFn distance_fn(Quant q) {
+  if (!cpu_has_avx2_fma()) return reference_distance_fn(q);
+  switch (q) {
+    case Quant::F32: return f32_distance<avx2::dot_f32>;
+    case Quant::Q8: return q8_distance<avx2::dot_i8>;
+    case Quant::Bin: return bin_distance;
+  }
+  return bin_distance;
+}
+
+float distance(Quant q, const uint8_t* a, const uint8_t* b, size_t dim) { return distance_fn(q)(a, b, dim); }
 
 float normalize(float* x, size_t dim) {
   double sum = 0;

@@ -28,8 +28,14 @@ void encode(Quant q, const float* x, size_t dim, uint8_t* out);
 // Decodes back to floats (still unit length, up to quantisation error).
 void decode(Quant q, const uint8_t* in, size_t dim, float* out);
 
-// 1 - cos between two encoded vectors of the same format. Hot path: plain loops the compiler vectorises.
+// 1 - cos between two encoded vectors of the same format.
 float distance(Quant q, const uint8_t* a, const uint8_t* b, size_t dim);
+// The same as a function pointer chosen once per set (AVX2/FMA when the CPU has it, else scalar): the HNSW
+// hot loops call it without a switch per distance.
+using DistanceFn = float (*)(const uint8_t* a, const uint8_t* b, size_t dim);
+DistanceFn distance_fn(Quant q);
+// The scalar version, whatever the CPU (tests compare the two).
+DistanceFn reference_distance_fn(Quant q);
 
 // Scales `x` to unit length in place and returns the original L2 norm (0 leaves x unchanged).
 float normalize(float* x, size_t dim);

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vector/shrink.h"
+
 namespace infer::vector {
 
 namespace {
@@ -61,11 +63,15 @@ bool VectorSet::remove(std::string_view name) {
   auto it = ids_.find(std::string(name));
   if (it == ids_.end()) return false;
   const uint32_t id = it->second;
-  index_.remove(id);
   if (!elems_[id].attrs.empty()) --n_attrs_;
-  elems_[id] = Element{};
   ids_.erase(it);
-  if (index_.slots() < elems_.size()) elems_.resize(index_.slots());
+  // The index moves its last node into the freed id; the element follows it.
+  if (const auto moved = index_.remove(id)) {
+    elems_[id] = std::move(elems_[*moved]);
+    ids_[elems_[id].name] = id;
+  }
+  elems_.resize(index_.slots());
+  shrink_if_sparse(elems_);
   return true;
 }
 
