@@ -40,6 +40,7 @@ void check_options(const EngineOptions& o) {
   if (o.kv_tokens < 0) bad("kv_tokens must be >= 0");
   if (o.page_tokens < 1) bad("page_tokens must be >= 1");
   if (o.step_tokens < 1) bad("step_tokens must be >= 1");
+  if (o.nice < 0 || o.nice > 19) bad("nice must be in 0..19");
 }
 
 class EngineImpl final : public Engine {
@@ -73,7 +74,7 @@ class EngineImpl final : public Engine {
                                std::to_string(opts_.page_tokens) + " tokens, " + mib(kv_bytes) + " at " +
                                std::to_string(hp.kv_bytes_per_token()) + " bytes/token): " + e.what());
     }
-    pool_ = std::make_unique<kernels::ThreadPool>(opts_.threads);
+    pool_ = std::make_unique<kernels::ThreadPool>(opts_.threads, opts_.nice);
     scheduler_ = std::make_unique<Scheduler>(*model_, *tok_, *pool_, *kv_, opts_);
   }
 

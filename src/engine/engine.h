@@ -107,6 +107,8 @@ struct EngineOptions {
   int page_tokens = 16;
   int step_tokens = 512;       // per-step token budget (decode rows + prefill chunks)
   bool prefix_cache = true;
+  int nice = 0;                // niceness (0..19) of the scheduler and compute threads: a host such as
+                               // Redis raises it so that its own main thread wins a shared core
 };
 // Engine::create resolves the options it was given: threads (0 → hardware concurrency), context
 // (capped at the model's training context), kv_tokens (0 → kv_bytes / bytes per token when kv_bytes is

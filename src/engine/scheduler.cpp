@@ -61,7 +61,10 @@ Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok,
   stats_.model_bytes = model.weight_bytes();
   stats_.kv_page_tokens = kv.page_tokens();
   stats_.max_seq_tokens = opts.context;
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this, nice = opts.nice] {
+    if (nice != 0) kernels::set_thread_nice(nice);  // this thread is also the compute pool's worker 0
+    loop();
+  });
 }
 
 Scheduler::~Scheduler() {

@@ -5,6 +5,7 @@
 
 #include <immintrin.h>
 #include <linux/futex.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -116,11 +117,20 @@ struct ThreadPool::Impl {
   }
 };
 
-ThreadPool::ThreadPool(int n_threads) : impl_(std::make_unique<Impl>()) {
+bool set_thread_nice(int nice) {
+  return setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice) == 0;
+}
+
+ThreadPool::ThreadPool(int n_threads, int nice) : impl_(std::make_unique<Impl>()) {
   if (n_threads < 1) throw std::invalid_argument("ThreadPool needs at least 1 thread");
+  if (nice < 0 || nice > 19) throw std::invalid_argument("ThreadPool nice must be in 0..19");
   impl_->n_threads = n_threads;
   try {
-    for (int i = 1; i < n_threads; ++i) impl_->threads.emplace_back([this] { impl_->worker_loop(); });
+    for (int i = 1; i < n_threads; ++i)
+      impl_->threads.emplace_back([this, nice] {
+        if (nice != 0) set_thread_nice(nice);  // best effort: a refusal only costs priority
+        impl_->worker_loop();
+      });
   } catch (...) {  // e.g. the OS refused a thread: stop the ones already started, then report
     stop_workers();
     throw;

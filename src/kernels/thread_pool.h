@@ -11,7 +11,9 @@ namespace infer::kernels {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int n_threads);  // n_threads >= 1; throws if the OS cannot start the threads
+  // n_threads >= 1; throws if the OS cannot start the threads. Workers run at niceness `nice` (0..19;
+  // see set_thread_nice) so that a host process's own threads can keep priority over compute.
+  explicit ThreadPool(int n_threads, int nice = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -28,6 +30,10 @@ class ThreadPool {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Sets the calling thread's niceness (Linux: per thread). Raising it needs no privilege; returns false
+// when the OS refuses (e.g. lowering it without CAP_SYS_NICE).
+bool set_thread_nice(int nice);
 
 // The [begin, end) share of `n` items for thread `index` of `count`, split in contiguous chunks that
 // are multiples of `granule` (except the last). Deterministic: depends only on its arguments.

@@ -5,6 +5,7 @@
 // The handler parses, copies token keys out of the keyspace and hands the request to
 // start_generation (generation_job.h), which blocks the client, submits, and replies from the result.
 #include "redis/args.h"
+#include "redis/background.h"
 #include "redis/commands.h"
 #include "redis/generation_job.h"
 #include "redis/models.h"
@@ -66,6 +67,8 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
         i += 2;
       }
       if (a->chat.empty()) return *err = "CHAT needs role/text pairs", false;
+      if (i + 1 < argc && !is_keyword(argv[i + 1]))  // a last role without its text
+        return *err = "CHAT needs role/text pairs: role '" + str(argv[i + 1]) + "' has no text", false;
     } else if (OptionParse p = parse_generation_option(argv, argc, &i, &a->options, err, kWithStats | kStream);
                p != OptionParse::NotOption) {
       if (p == OptionParse::Error) return false;
@@ -82,8 +85,10 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
 }
 
 // Builds the engine request from parsed arguments, copying token keys now (invariant 3).
+// A PROMPT suffix after TOKENS longer than kSyncTokenizeBytes is left in *deferred_suffix for the
+// background thread.
 std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, const LoadedModel& m, engine::Request* req,
-                          const char** code) {
+                          const char** code, std::string* deferred_suffix) {
   const tokenizer::Tokenizer& tok = m.engine->tokenizer();
   if (!a.token_keys.empty()) {
     for (RedisModuleString* key : a.token_keys) {
@@ -93,18 +98,16 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, const Load
         return e.message;
       }
     }
-    if (a.prompt) {
-      // The suffix is short text typed by the client; encoding it here keeps one path for the ids.
+    if (a.prompt && view(a.prompt).size() > kSyncTokenizeBytes) {
+      *deferred_suffix = str(a.prompt);
+    } else if (a.prompt) {
       tokenizer::EncodeOptions o;
       o.add_special = false;
       std::vector<int32_t> suffix = tok.encode(view(a.prompt), o);
       req->prompt_ids.insert(req->prompt_ids.end(), suffix.begin(), suffix.end());
     }
-    if (req->prompt_ids.empty()) return "the token keys hold no tokens";
-    long long need = static_cast<long long>(req->prompt_ids.size()) + a.options.max_tokens;
-    if (need > m.engine->options().context)
-      return "prompt of " + std::to_string(req->prompt_ids.size()) + " tokens plus MAXTOKENS " +
-             std::to_string(a.options.max_tokens) + " exceeds the context of " + std::to_string(m.engine->options().context);
+    if (req->prompt_ids.empty() && deferred_suffix->empty()) return "the token keys hold no tokens";
+    if (std::string e = check_fits_context(m, req->prompt_ids.size(), a.options.max_tokens); !e.empty()) return e;
   } else if (!a.chat.empty()) {
     if (tok.chat_template().empty()) return "CHAT: the model has no chat template; use PROMPT";
     auto family = tokenizer::detect_chat_family(tok.chat_template());
@@ -158,11 +161,13 @@ int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 
   engine::Request req;
   const char* code = "ERR";
-  if (std::string e = build_request(ctx, a, *model, &req, &code); !e.empty()) return reply_coded_error(ctx, code, e);
+  std::string deferred_suffix;
+  if (std::string e = build_request(ctx, a, *model, &req, &code, &deferred_suffix); !e.empty())
+    return reply_coded_error(ctx, code, e);
 
   auto job = std::make_unique<GenerationJob>(model, "infer.generate");
   configure_generation(ctx, job.get(), a.options);
-  return start_generation(ctx, std::move(job), std::move(req));
+  return start_generation(ctx, std::move(job), std::move(req), std::move(deferred_suffix));
 }
 
 }  // namespace infer::redis

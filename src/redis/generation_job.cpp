@@ -284,15 +284,33 @@ void unblock_generation(GenerationJob* job) {
   rm::UnblockClient(job->bc, job);
 }
 
-int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, engine::Request req) {
+std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long max_tokens) {
+  const long long need = static_cast<long long>(n_prompt) + max_tokens;
+  if (need <= m.engine->options().context) return "";
+  return "prompt of " + std::to_string(n_prompt) + " tokens plus MAXTOKENS " + std::to_string(max_tokens) +
+         " exceeds the context of " + std::to_string(m.engine->options().context);
+}
+
+int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, engine::Request req,
+                     std::string suffix) {
   GenerationJob* job = block_generation(ctx, std::move(owned));
   engine::Callbacks cb = callbacks_for(job);
-  if (req.prompt_ids.empty() && req.prompt_text.size() > kSyncTokenizeBytes) {
+  if (!suffix.empty() || (req.prompt_ids.empty() && req.prompt_text.size() > kSyncTokenizeBytes)) {
     // Engine::submit tokenises prompt text on the calling thread: long texts go to the background
     // thread so the main thread only parses and copies. A refusal there is replied by on_reply.
     // Once submit succeeds the request may finish and the job be freed at any time: only the slot
     // (shared) is touched after it.
-    auto task = [job, slot = job->slot, req = std::move(req), cb = std::move(cb)]() mutable {
+    auto task = [job, slot = job->slot, req = std::move(req), cb = std::move(cb), suffix = std::move(suffix)]() mutable {
+      if (!suffix.empty()) {
+        tokenizer::EncodeOptions o;
+        o.add_special = false;
+        std::vector<int32_t> ids = job->model->engine->tokenizer().encode(suffix, o);
+        req.prompt_ids.insert(req.prompt_ids.end(), ids.begin(), ids.end());
+        if (std::string e = check_fits_context(*job->model, req.prompt_ids.size(), req.max_tokens); !e.empty()) {
+          job->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(e), 0};
+          return unblock_generation(job);
+        }
+      }
       auto submitted = job->model->engine->submit(std::move(req), std::move(cb));
       if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
         job->refusal = *refusal;  // no callback will run: the job is still ours

@@ -103,8 +103,14 @@ GenerationJob* block_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJ
 void unblock_generation(GenerationJob* job);
 
 // INFER.GENERATE's path: blocks the client and submits req, tokenising long prompt texts on the
-// background thread. A refusal met here is replied at once. Main thread; returns REDISMODULE_OK.
-int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job, engine::Request req);
+// background thread. `suffix`, when not empty, is text to encode (no special tokens) and append to
+// req.prompt_ids there too; the prompt must then still leave room for MAXTOKENS in the context. A
+// refusal met on the main thread is replied at once. Main thread; returns REDISMODULE_OK.
+int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job, engine::Request req,
+                     std::string suffix = {});
+
+// Error message when `n_prompt` ids plus max_tokens do not fit the model's context, else "".
+std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long max_tokens);
 
 // Submits req for a job already blocked (INFER.RAG after retrieval); a refusal unblocks the job and is
 // replied by the reply callback. Main thread.

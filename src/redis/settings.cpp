@@ -30,6 +30,7 @@ struct NumericOption {
 
 constexpr NumericOption kNumeric[] = {
     {"THREADS", "threads", &Settings::threads, 0, 1024, REDISMODULE_CONFIG_IMMUTABLE},
+    {"NICE", "nice", &Settings::nice, 0, 19, REDISMODULE_CONFIG_DEFAULT},
     {"QUEUE", "queue-depth", &Settings::queue_depth, 1, 1 << 20, REDISMODULE_CONFIG_DEFAULT},
     {"MAX-RUNNING", "max-running", &Settings::max_running, 1, 4096, REDISMODULE_CONFIG_DEFAULT},
     {"CONTEXT", "context", &Settings::context, 16, 1 << 20, REDISMODULE_CONFIG_DEFAULT},

@@ -13,6 +13,8 @@ namespace infer::redis {
 struct Settings {
   std::string model_dir;        // INFER.LOAD only opens files under it (empty: INFER.LOAD refused)
   long long threads = 0;        // compute threads per model; 0 = all cores (immutable)
+  long long nice = 10;          // niceness of compute threads (models loaded later): Redis's main
+                                // thread then wins a core shared with inference (0 = same priority)
   long long queue_depth = 16;   // waiting requests per model (models loaded later)
   long long max_running = 8;    // concurrent sequences per model (models loaded later)
   long long context = 2048;     // tokens per sequence (models loaded later)
@@ -25,7 +27,7 @@ struct Settings {
 
 Settings& settings();
 
-// Parses `[MODEL name path]... [MODEL-DIR dir] [THREADS n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n]
+// Parses `[MODEL name path]... [MODEL-DIR dir] [THREADS n] [NICE n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n]
 // [MAX-TOKENS n] [TIMEOUT ms] [STREAM-MAXLEN n]` into settings(). Returns an error message, or "".
 std::string parse_module_args(RedisModuleString** argv, int argc);
 

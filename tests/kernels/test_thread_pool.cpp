@@ -1,6 +1,13 @@
 // ThreadPool and split_range: every index runs once per run, many runs back to back, errors reach the
 // caller, and ranges tile the items exactly.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -29,6 +36,38 @@ TEST(ThreadPool, CallerIsWorkerZero) {
     if (i == 0) zero = std::this_thread::get_id();
   });
   EXPECT_EQ(zero, std::this_thread::get_id());
+}
+
+// The niceness of thread `tid` of this process, from /proc (field 19 of stat).
+int nice_of(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));  // after "pid (comm) "
+  std::string field;
+  for (int i = 3; i <= 19; ++i) rest >> field;
+  return std::stoi(field);
+}
+
+TEST(ThreadPool, WorkersRunAtTheGivenNicenessAndTheCallerKeepsItsOwn) {
+  const pid_t caller = static_cast<pid_t>(::syscall(SYS_gettid));
+  const int caller_nice = nice_of(caller);
+  ThreadPool pool(3, 7);
+  std::vector<std::atomic<pid_t>> tids(3);
+  // Each index must run on a worker for the check: run until both workers have taken an index.
+  std::set<pid_t> seen;
+  for (int run = 0; run < 2000 && seen.size() < 2; ++run) {
+    pool.run([&](int i) {
+      tids[i] = static_cast<pid_t>(::syscall(SYS_gettid));
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    });
+    for (int i = 1; i < 3; ++i)
+      if (tids[i] != caller) seen.insert(tids[i]);
+  }
+  ASSERT_EQ(seen.size(), 2u);
+  for (pid_t t : seen) EXPECT_EQ(nice_of(t), 7) << "worker " << t;
+  EXPECT_EQ(nice_of(caller), caller_nice);
+  EXPECT_THROW(ThreadPool(2, 20), std::invalid_argument);
+  EXPECT_THROW(ThreadPool(2, -1), std::invalid_argument);
 }
 
 TEST(ThreadPool, WakesAfterSleepingIdle) {

@@ -48,6 +48,7 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   const std::string& dir() const { return dir_; }
   // A new RESP2 connection with a read timeout (default 30 s); throws when it cannot connect.
   RedisConn connect(int timeout_ms = 30000) const;

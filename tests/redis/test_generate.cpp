@@ -59,7 +59,8 @@ TEST_F(GenerateTest, TokenKeysGiveTheSameAnswerAsThePrompt) {
   EXPECT_EQ(r.find("(error)"), std::string::npos) << r;
 }
 
-// Texts over 4 KB are tokenised off the main thread (MULTI forces the inline path): same results.
+// Texts over kSyncTokenizeBytes (256) are tokenised off the main thread (MULTI forces the inline
+// path): same results, for prompts and for PROMPT suffixes after TOKENS.
 TEST_F(GenerateTest, LongTextsGoThroughTheBackgroundThread) {
   std::string text;
   while (text.size() < 5000) text += "Once upon a time there was a little dog. ";
@@ -74,8 +75,26 @@ TEST_F(GenerateTest, LongTextsGoThroughTheBackgroundThread) {
   Reply r = command(c_.get(), {"INFER.GENERATE", "stories", text, "MAXTOKENS", "8", "TEMP", "0", "WITHSTATS"});
   ASSERT_EQ(r->type, REDIS_REPLY_ARRAY) << show(r.get());
   EXPECT_EQ(r->element[5]->integer, static_cast<long long>(bg->elements));  // prompt_tokens
-  EXPECT_EQ(run({"INFER.GENERATE", "stories", "TOKENS", "doc:long", "MAXTOKENS", "8", "TEMP", "0"}),
-            std::string(r->element[1]->str, r->element[1]->len));
+  const std::string from_text(r->element[1]->str, r->element[1]->len);
+  EXPECT_EQ(run({"INFER.GENERATE", "stories", "TOKENS", "doc:long", "MAXTOKENS", "8", "TEMP", "0"}), from_text);
+  // TOKENS (BOS + first sentence) followed by a long suffix that is tokenised in the background.
+  const std::string first = "Once upon a time there was a little dog.";
+  run({"INFER.TOKENIZE", "stories", first, "STORE", "doc:first"});
+  const std::string suffix = text.substr(first.size());
+  ASSERT_GT(suffix.size(), 256u);
+  Reply split = command(c_.get(), {"INFER.GENERATE", "stories", "TOKENS", "doc:first", "PROMPT", suffix, "MAXTOKENS",
+                                   "8", "TEMP", "0", "WITHSTATS"});
+  ASSERT_EQ(split->type, REDIS_REPLY_ARRAY) << show(split.get());
+  Reply suffix_ids = command(c_.get(), {"INFER.TOKENIZE", "stories", suffix, "NOBOS"});
+  EXPECT_EQ(split->element[5]->integer,
+            static_cast<long long>(command(c_.get(), {"INFER.TOKENIZE", "stories", first})->elements + suffix_ids->elements));
+  // A background suffix that overflows the context is refused with the same clear error.
+  std::string huge;
+  while (huge.size() < 20000) huge += " and the dog ran";
+  EXPECT_NE(run({"INFER.GENERATE", "stories", "TOKENS", "doc:first", "PROMPT", huge, "MAXTOKENS", "8"}).find(
+                "exceeds the context"),
+            std::string::npos);
+  EXPECT_EQ(run({"PING"}), "PONG");
 }
 
 TEST_F(GenerateTest, WithStatsInResp2AndResp3) {

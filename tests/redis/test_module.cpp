@@ -6,6 +6,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "redis/redis_server.h"
@@ -119,6 +121,32 @@ TEST_F(ModuleTest, UnloadWhileGeneratingLetsRequestFinish) {
   Reply r(static_cast<redisReply*>(raw));
   EXPECT_EQ(r->type, REDIS_REPLY_STRING) << show(r.get());
   EXPECT_EQ(run({"PING"}), "PONG");
+}
+
+// Niceness of every thread of process `pid`, by thread id (field 19 of /proc/pid/task/tid/stat).
+std::map<pid_t, int> thread_nice(pid_t pid) {
+  std::map<pid_t, int> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream f(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19; ++i) rest >> field;
+    out[static_cast<pid_t>(std::stoi(task.path().filename().string()))] = std::stoi(field);
+  }
+  return out;
+}
+
+TEST_F(ModuleTest, ComputeThreadsYieldToTheMainThread) {
+  EXPECT_EQ(run({"CONFIG", "GET", "infer.nice"}), "[infer.nice, 10]");
+  // Wake the engine (its threads exist from load; a request makes sure all have started).
+  EXPECT_EQ(run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "2", "TEMP", "0"}).rfind("(error)", 0),
+            std::string::npos);
+  std::map<pid_t, int> nice = thread_nice(server_->pid());
+  EXPECT_EQ(nice.at(server_->pid()), 0) << "Redis's main thread keeps its priority";
+  int niced = 0;
+  for (const auto& [tid, n] : nice) niced += n == 10;
+  EXPECT_GE(niced, 1) << "the scheduler thread (and compute workers) run at nice 10";
 }
 
 TEST_F(ModuleTest, InfoSectionAndStats) {
