@@ -131,7 +131,7 @@ int cmd_vinfo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   rm::ReplyWithCString(ctx, "vector-dim");
   rm::ReplyWithLongLong(ctx, s.config().dim);
   rm::ReplyWithCString(ctx, "projection-input-dim");
-  rm::ReplyWithLongLong(ctx, 0);
+  rm::ReplyWithLongLong(ctx, s.config().projection_input_dim);
   rm::ReplyWithCString(ctx, "size");
   rm::ReplyWithLongLong(ctx, static_cast<long long>(s.size()));
   rm::ReplyWithCString(ctx, "max-level");

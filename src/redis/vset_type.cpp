@@ -41,7 +41,7 @@ void vset_rdb_save(RedisModuleIO* io, void* value) noexcept {
   const auto* set = static_cast<const vector::VectorSet*>(value);
   try {
     // Runs in the fork child: streams record by record, no lock taken.
-    rm::SaveUnsigned(io, set->size() + 1);
+    rm::SaveUnsigned(io, vector::record_count(*set));
     vector::save_records(*set, [&](std::string_view rec) { rm::SaveStringBuffer(io, rec.data(), rec.size()); });
   } catch (...) {
     rm::LogIOError(io, "warning", "infer: out of memory while saving a vector set");
@@ -53,16 +53,25 @@ void vset_aof_rewrite(RedisModuleIO* io, RedisModuleString* key, void* value) no
   try {
     const auto& c = set->config();
     const char* quant = c.quant == vector::Quant::F32 ? "NOQUANT" : c.quant == vector::Quant::Bin ? "BIN" : "Q8";
+    // A REDUCE set keeps only reduced vectors: they are re-added as such (REDUCED-FROM), and the set
+    // rebuilds the same projection from its dimensions.
+    const auto from = static_cast<long long>(c.projection_input_dim);
     set->for_each([&](const std::string& name, const std::vector<float>& v, const std::string& attrs) {
       const char* blob = reinterpret_cast<const char*>(v.data());
       const size_t blob_len = v.size() * sizeof(float);
-      if (attrs.empty()) {
+      const auto m = static_cast<long long>(c.m), ef = static_cast<long long>(c.ef_construction);
+      if (attrs.empty() && !from) {
         rm::EmitAOF(io, "INFER.VADD", "scbbcclcl", key, "FP32", blob, blob_len, name.data(), name.size(), quant, "M",
-                    static_cast<long long>(c.m), "EF", static_cast<long long>(c.ef_construction));
-      } else {
+                    m, "EF", ef);
+      } else if (!from) {
         rm::EmitAOF(io, "INFER.VADD", "scbbcclclcb", key, "FP32", blob, blob_len, name.data(), name.size(), quant,
-                    "M", static_cast<long long>(c.m), "EF", static_cast<long long>(c.ef_construction), "SETATTR",
-                    attrs.data(), attrs.size());
+                    "M", m, "EF", ef, "SETATTR", attrs.data(), attrs.size());
+      } else if (attrs.empty()) {
+        rm::EmitAOF(io, "INFER.VADD", "scbbcclclcl", key, "FP32", blob, blob_len, name.data(), name.size(), quant,
+                    "M", m, "EF", ef, "REDUCED-FROM", from);
+      } else {
+        rm::EmitAOF(io, "INFER.VADD", "scbbcclclclcb", key, "FP32", blob, blob_len, name.data(), name.size(), quant,
+                    "M", m, "EF", ef, "REDUCED-FROM", from, "SETATTR", attrs.data(), attrs.size());
       }
     });
   } catch (...) {

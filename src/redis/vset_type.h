@@ -3,8 +3,8 @@
 //
 // Persistence: RDB saves the set's records (vector/serialize.h) with the type's encoding version, graph
 // included, so loading does not re-insert. AOF rewrite emits one INFER.VADD per element (FP32 vector as
-// stored, quantisation, M, attributes): the graph is rebuilt on AOF load, the results stay the same up
-// to HNSW approximation. It is mandatory on Redis 7.0 (spec §0.8).
+// stored, quantisation, M, attributes, and REDUCED-FROM for a REDUCE set): the graph is rebuilt on AOF
+// load, the results stay the same up to HNSW approximation. It is mandatory on Redis 7.0 (spec §0.8).
 #pragma once
 #include <memory>
 

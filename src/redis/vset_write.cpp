@@ -13,13 +13,24 @@ int reply_wrongtype(RedisModuleCtx* ctx) { return rm::ReplyWithError(ctx, REDISM
 }  // namespace
 
 // INFER.VADD key [REDUCE dim] (FP32 blob | VALUES n v...) element [CAS] [NOQUANT|Q8|BIN] [EF n]
-//            [SETATTR json] [M n]
+//            [SETATTR json] [M n] [REDUCED-FROM n]
+// REDUCE creates the set with a random projection (vector/projection.h); later VADDs and VSIMs pass
+// full-size vectors. REDUCED-FROM n (what AOF rewrite emits) adds a vector that is already reduced to a
+// set that projects from n dimensions.
 int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 4) return rm::WrongArity(ctx);
   int i = 2;
-  if (is_word(argv[i], "REDUCE"))
-    return reply_error(ctx, "REDUCE (random projection) is not supported; add vectors at their full dimension");
   std::string err;
+  long long n = 0;
+  std::optional<uint32_t> reduce, reduced_from;
+  if (is_word(argv[i], "REDUCE")) {
+    if (i + 1 >= argc || !parse_int(argv[i + 1], 1, 65536, "REDUCE", &n, &err))
+      return reply_error(ctx, err.empty() ? "REDUCE needs a dimension" : err);
+    reduce = static_cast<uint32_t>(n);
+    i += 2;
+    if (i >= argc || !is_vector_start(argv[i]))
+      return reply_error(ctx, "REDUCE must come immediately before the vector (FP32 or VALUES)");
+  }
   auto vec = parse_vector(argv, argc, &i, &err);
   if (!vec) return reply_error(ctx, err);
   if (i >= argc) return reply_error(ctx, "missing element name after the vector");
@@ -27,7 +38,6 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   std::optional<vector::Quant> quant;
   std::optional<uint32_t> m, ef;
   std::optional<std::string> attrs;
-  long long n = 0;
   for (; i < argc; ++i) {
     RedisModuleString* a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -45,10 +55,16 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       m = static_cast<uint32_t>(n);
     } else if (is_word(a, "SETATTR") && has_value) {
       attrs = str(argv[++i]);
+    } else if (is_word(a, "REDUCED-FROM") && has_value) {
+      if (!parse_int(argv[++i], 1, 65536, "REDUCED-FROM", &n, &err)) return reply_error(ctx, err);
+      reduced_from = static_cast<uint32_t>(n);
     } else {
       return reply_error(ctx, "syntax error at '" + str(a) + "'");
     }
   }
+
+  if (reduce && reduced_from) return reply_error(ctx, "REDUCE and REDUCED-FROM cannot be combined");
+  const auto size = static_cast<uint32_t>(vec->size());
 
   VsetKey k(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
   if (k.wrong_type) return reply_wrongtype(ctx);
@@ -56,23 +72,36 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   try {
     if (!k.set) {
       vector::SetConfig cfg;
-      cfg.dim = static_cast<uint32_t>(vec->size());
+      cfg.dim = reduce.value_or(size);
+      cfg.projection_input_dim = reduce ? size : reduced_from.value_or(0);
       cfg.quant = quant.value_or(vector::Quant::Q8);
       cfg.m = m.value_or(16);
       cfg.ef_construction = ef.value_or(200);
       // Build the first element before touching the key, so a bad request leaves nothing behind.
       auto fresh = std::make_unique<vector::VectorSet>(cfg);
-      added = fresh->add(view(element), *vec, attrs);
+      added = fresh->add(view(element), *vec, attrs, 0, reduced_from.has_value());
       k.store(std::move(fresh));
     } else {
       const auto& cfg = k.set->config();
       if (quant && *quant != cfg.quant)
         return reply_error(ctx, "asked quantization mismatch with existing vector set");
       if (m && *m != cfg.m) return reply_error(ctx, "asked M value mismatch with existing vector set");
-      if (vec->size() != cfg.dim)
-        return reply_error(ctx, "vector dimension mismatch: got " + std::to_string(vec->size()) + ", set has " +
-                                    std::to_string(cfg.dim));
-      added = k.set->add(view(element), *vec, attrs, ef.value_or(0));
+      if (reduce && !cfg.projection_input_dim)
+        return reply_error(ctx, "REDUCE mismatch: the vector set was created without REDUCE");
+      if (reduce && *reduce != cfg.dim)
+        return reply_error(ctx, "REDUCE mismatch: the vector set reduces to " + std::to_string(cfg.dim) +
+                                    " dimensions, asked " + std::to_string(*reduce));
+      if (reduced_from && *reduced_from != cfg.projection_input_dim)
+        return reply_error(ctx, "REDUCED-FROM mismatch: the vector set projects from " +
+                                    std::to_string(cfg.projection_input_dim) + " dimensions");
+      const uint32_t want = reduced_from ? cfg.dim : k.set->input_dim();
+      if (size != want) {
+        std::string msg = "vector dimension mismatch: got " + std::to_string(size) + ", set has " + std::to_string(want);
+        if (cfg.projection_input_dim && !reduced_from)
+          msg += " (it reduces " + std::to_string(want) + "-dimensional vectors to " + std::to_string(cfg.dim) + ")";
+        return reply_error(ctx, msg);
+      }
+      added = k.set->add(view(element), *vec, attrs, ef.value_or(0), reduced_from.has_value());
     }
   } catch (const vector::VectorSetError& e) {
     return reply_error(ctx, e.what());

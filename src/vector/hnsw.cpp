@@ -111,8 +111,13 @@ std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t
     const auto [d, c] = cand.top();
     if (d > best.top().first && best.size() >= ef) break;
     cand.pop();
+    // The walk is bound by memory latency: fetch the next candidate's links and these neighbours'
+    // visited marks while the current ones are read.
+    if (!cand.empty()) __builtin_prefetch(block(cand.top().second, level));
+    const auto nbs = links(c, level);
+    for (uint32_t nb : nbs) __builtin_prefetch(&vis.mark[nb]);
     fresh.clear();
-    for (uint32_t nb : links(c, level))
+    for (uint32_t nb : nbs)
       if (!vis.seen(nb)) {
         prefetch(nb);
         fresh.push_back(nb);

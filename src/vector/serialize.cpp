@@ -61,6 +61,8 @@ class Reader {
 
 }  // namespace
 
+uint64_t record_count(const VectorSet& set) { return 1 + (set.projection().empty() ? 0 : 1) + set.size(); }
+
 uint64_t save_records(const VectorSet& set, const std::function<void(std::string_view)>& emit) {
   const Hnsw& g = set.index();
   const SetConfig& c = set.config();
@@ -78,9 +80,15 @@ uint64_t save_records(const VectorSet& set, const std::function<void(std::string
   h.put<uint64_t>(set.insert_counter());
   h.put<uint64_t>(set.size());
   h.put<int64_t>(g.entry_point() < 0 ? -1 : static_cast<int64_t>(dense[g.entry_point()]));
+  h.put<uint32_t>(c.projection_input_dim);
   emit(h.out());
-  const size_t vec_bytes = encoded_size(c.quant, c.dim);
   uint64_t records = 1;
+  if (c.projection_input_dim) {
+    const auto& m = set.projection();
+    emit(std::string_view(reinterpret_cast<const char*>(m.data()), m.size() * sizeof(float)));
+    ++records;
+  }
+  const size_t vec_bytes = encoded_size(c.quant, c.dim);
   for (uint32_t id = 0; id < g.slots(); ++id) {
     const VectorSet::Element* e = set.element(id);
     if (!e) continue;
@@ -102,7 +110,8 @@ uint64_t save_records(const VectorSet& set, const std::function<void(std::string
 }
 
 std::unique_ptr<VectorSet> load_records(uint32_t version, const std::function<std::optional<std::string>()>& next) {
-  if (version != 1) throw VectorSetError("unknown vector set encoding version " + std::to_string(version));
+  if (version < 1 || version > kEncodingVersion)
+    throw VectorSetError("unknown vector set encoding version " + std::to_string(version));
   auto header = next();
   if (!header) throw VectorSetError("vector set header missing");
   Reader h(*header, "vector set header");
@@ -117,12 +126,22 @@ std::unique_ptr<VectorSet> load_records(uint32_t version, const std::function<st
   const uint64_t counter = h.get<uint64_t>();
   const uint64_t count = h.get<uint64_t>();
   const int64_t entry = h.get<int64_t>();
+  if (version >= 2) c.projection_input_dim = h.get<uint32_t>();
   h.done();
   if (count > UINT32_MAX) throw VectorSetError("vector set header: too many elements");
   const auto slots = static_cast<uint32_t>(count);  // saved ids are dense
   if ((count == 0) != (entry < 0) || entry >= static_cast<int64_t>(slots))
     throw VectorSetError("vector set header: bad entry point");
-  auto set = std::make_unique<VectorSet>(c);  // validates dim, M, EF
+  auto set = std::make_unique<VectorSet>(c);  // validates dim, M, EF, REDUCE
+  if (c.projection_input_dim) {
+    auto rec = next();
+    if (!rec) throw VectorSetError("vector set: REDUCE matrix record missing");
+    if (rec->size() != set->projection().size() * sizeof(float))
+      throw VectorSetError("vector set: REDUCE matrix record has the wrong size");
+    std::vector<float> m(set->projection().size());
+    std::memcpy(m.data(), rec->data(), rec->size());
+    set->restore_projection(std::move(m));
+  }
   const size_t vec_bytes = encoded_size(c.quant, c.dim);
   for (uint32_t id = 0; id < slots; ++id) {
     auto rec = next();

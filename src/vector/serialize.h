@@ -3,7 +3,10 @@
 // building one huge buffer in the fork child. Loading restores the graph as saved (no re-insertion)
 // and checks every count, length, id and link against the data; it trusts nothing.
 //
-// Encoding versions: 1 = this layout. Loaders must keep accepting every older version.
+// Encoding versions (loaders keep accepting every older one):
+//   1: header, element records.
+//   2: the header adds the REDUCE input dimension; when it is not 0, a record with the projection
+//      matrix (dim × input floats) follows the header.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -16,9 +19,11 @@
 
 namespace infer::vector {
 
-constexpr uint32_t kEncodingVersion = 1;
+constexpr uint32_t kEncodingVersion = 2;
 
-// Calls `emit` with the header then each element record; returns the number of records.
+// Number of records save_records() emits (RDB writes the count first).
+uint64_t record_count(const VectorSet& set);
+// Calls `emit` with the header then each record; returns the number of records.
 uint64_t save_records(const VectorSet& set, const std::function<void(std::string_view record)>& emit);
 // Reads records from `next` (nullopt: input ended early). Throws VectorSetError naming the problem.
 std::unique_ptr<VectorSet> load_records(uint32_t encoding_version,

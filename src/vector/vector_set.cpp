@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vector/projection.h"
 #include "vector/shrink.h"
 
 namespace infer::vector {
@@ -15,13 +16,47 @@ const std::string kNoAttrs;
 
 Hnsw::Params index_params(const SetConfig& c) {
   if (c.dim == 0 || c.dim > 65536) throw VectorSetError("vector dimension must be in 1..65536");
+  if (c.projection_input_dim && (c.projection_input_dim > 65536 || c.dim > c.projection_input_dim))
+    throw VectorSetError("REDUCE dimension must not exceed the vector dimension (at most 65536)");
+  if (uint64_t{c.projection_input_dim} * c.dim > (uint64_t{1} << 24))
+    throw VectorSetError("REDUCE matrix too large: input dimension × REDUCE dimension must be at most 16777216");
   if (c.m < 4 || c.m > 4096) throw VectorSetError("M must be in 4..4096");
   if (c.ef_construction < 1 || c.ef_construction > 1000000) throw VectorSetError("EF must be in 1..1000000");
   return Hnsw::Params{c.quant, c.dim, c.m, c.ef_construction};
 }
 }  // namespace
 
-VectorSet::VectorSet(const SetConfig& cfg) : cfg_(cfg), index_(index_params(cfg)) {}
+VectorSet::VectorSet(const SetConfig& cfg) : cfg_(cfg), index_(index_params(cfg)) {
+  if (cfg_.projection_input_dim) projection_ = make_projection(cfg_.projection_input_dim, cfg_.dim);
+}
+
+void VectorSet::restore_projection(std::vector<float> m) {
+  if (!cfg_.projection_input_dim || m.size() != projection_.size())
+    throw VectorSetError("REDUCE matrix does not match the set's dimensions");
+  for (float x : m)
+    if (!std::isfinite(x)) throw VectorSetError("REDUCE matrix has a non-finite entry");
+  projection_ = std::move(m);
+}
+
+float VectorSet::prepare(const std::vector<float>& v, bool projected, std::vector<uint8_t>* encoded) const {
+  const uint32_t want = projected ? cfg_.dim : input_dim();
+  if (v.size() != want) {
+    std::string msg = "vector dimension mismatch: got " + std::to_string(v.size()) + ", set has " + std::to_string(want);
+    if (cfg_.projection_input_dim && !projected) msg += " (REDUCE " + std::to_string(cfg_.dim) + " from " + std::to_string(want) + ")";
+    throw VectorSetError(msg);
+  }
+  for (float x : v)
+    if (!std::isfinite(x)) throw VectorSetError("vector components must be finite");
+  std::vector<float> unit(cfg_.dim);
+  if (cfg_.projection_input_dim && !projected)
+    project(projection_, cfg_.projection_input_dim, cfg_.dim, v.data(), unit.data());
+  else
+    unit = v;
+  const float norm = normalize(unit.data(), unit.size());
+  encoded->resize(encoded_size(cfg_.quant, cfg_.dim));
+  encode(cfg_.quant, unit.data(), unit.size(), encoded->data());
+  return norm;
+}
 
 void VectorSet::check_json(const std::string& json) {
   if (json.empty()) return;
@@ -29,17 +64,10 @@ void VectorSet::check_json(const std::string& json) {
 }
 
 bool VectorSet::add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs,
-                    uint32_t ef) {
-  if (v.size() != cfg_.dim)
-    throw VectorSetError("vector dimension mismatch: got " + std::to_string(v.size()) + ", set has " +
-                         std::to_string(cfg_.dim));
-  for (float x : v)
-    if (!std::isfinite(x)) throw VectorSetError("vector components must be finite");
+                    uint32_t ef, bool projected) {
+  std::vector<uint8_t> enc;
+  const float norm = prepare(v, projected, &enc);
   if (attrs) check_json(*attrs);
-  std::vector<float> unit = v;
-  const float norm = normalize(unit.data(), unit.size());
-  std::vector<uint8_t> enc(encoded_size(cfg_.quant, cfg_.dim));
-  encode(cfg_.quant, unit.data(), unit.size(), enc.data());
 
   std::string old_attrs;
   const std::string key(name);
@@ -139,13 +167,8 @@ std::vector<SearchHit> VectorSet::run_search(const uint8_t* q, const SearchOptio
 }
 
 std::vector<SearchHit> VectorSet::search(const std::vector<float>& query, const SearchOptions& opt) const {
-  if (query.size() != cfg_.dim)
-    throw VectorSetError("vector dimension mismatch: got " + std::to_string(query.size()) + ", set has " +
-                         std::to_string(cfg_.dim));
-  std::vector<float> unit = query;
-  normalize(unit.data(), unit.size());
-  std::vector<uint8_t> enc(encoded_size(cfg_.quant, cfg_.dim));
-  encode(cfg_.quant, unit.data(), unit.size(), enc.data());
+  std::vector<uint8_t> enc;
+  prepare(query, false, &enc);
   return run_search(enc.data(), opt);
 }
 
@@ -171,6 +194,7 @@ size_t VectorSet::memory_bytes() const {
   for (const auto& e : elems_) bytes += e.name.capacity() + e.attrs.capacity();
   // Hash map: one node per element plus the bucket array.
   bytes += ids_.size() * (sizeof(std::string) + 32 + 16) + ids_.bucket_count() * sizeof(void*);
+  bytes += projection_.capacity() * sizeof(float);
   for (const auto& [k, v] : ids_) bytes += k.capacity();
   return bytes;
 }

@@ -26,7 +26,8 @@ struct VectorSetError : std::runtime_error {
 };
 
 struct SetConfig {
-  uint32_t dim = 0;
+  uint32_t dim = 0;                    // stored dimension (the reduced one with REDUCE)
+  uint32_t projection_input_dim = 0;   // REDUCE: vectors arrive at this size and are projected to dim; 0 = none
   Quant quant = Quant::Q8;
   uint32_t m = 16;
   uint32_t ef_construction = 200;
@@ -59,6 +60,10 @@ class VectorSet {
   explicit VectorSet(const SetConfig& cfg);
 
   const SetConfig& config() const { return cfg_; }
+  // Size of the vectors add() and search() take: projection_input_dim with REDUCE, else dim.
+  uint32_t input_dim() const { return cfg_.projection_input_dim ? cfg_.projection_input_dim : cfg_.dim; }
+  // The REDUCE matrix (projection.h), dim × projection_input_dim; empty without REDUCE.
+  const std::vector<float>& projection() const { return projection_; }
   size_t size() const { return index_.size(); }
   size_t attributes_count() const { return n_attrs_; }
   int max_level() const { return index_.max_level(); }
@@ -66,12 +71,13 @@ class VectorSet {
   bool contains(std::string_view name) const { return ids_.count(std::string(name)) != 0; }
   size_t memory_bytes() const;
 
-  // Adds `name` with vector `v` (config().dim floats). Re-adding a name replaces its vector (remove and
-  // insert again) and returns false. `attrs`: nullopt keeps the old attributes, "" removes them,
-  // otherwise valid JSON. `ef`: build beam width for this insert (0: the set's). Throws VectorSetError
-  // (wrong dimension, non-finite component, bad JSON) before changing anything.
+  // Adds `name` with vector `v` (input_dim() floats, projected with REDUCE). Re-adding a name replaces its
+  // vector (remove and insert again) and returns false. `attrs`: nullopt keeps the old attributes, ""
+  // removes them, otherwise valid JSON. `ef`: build beam width for this insert (0: the set's).
+  // `projected`: `v` is already reduced (config().dim floats; AOF rewrite of a REDUCE set). Throws
+  // VectorSetError (wrong dimension, non-finite component, bad JSON) before changing anything.
   bool add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs = std::nullopt,
-           uint32_t ef = 0);
+           uint32_t ef = 0, bool projected = false);
   // Returns false when the element is not there. Memory and graph links really go.
   bool remove(std::string_view name);
 
@@ -83,12 +89,13 @@ class VectorSet {
   // Returns false when absent; "" removes; throws VectorSetError on invalid JSON.
   bool set_attributes(std::string_view name, const std::string& json);
 
-  // Nearest elements to a query vector (config().dim floats; throws VectorSetError otherwise) or to
+  // Nearest elements to a query vector (input_dim() floats; throws VectorSetError otherwise) or to
   // an element already in the set (throws when absent). Closest first.
   std::vector<SearchHit> search(const std::vector<float>& query, const SearchOptions& opt) const;
   std::vector<SearchHit> search_element(std::string_view name, const SearchOptions& opt) const;
 
-  // Visits every element in id order: name, vector as embedding() gives it, attributes ("" when none).
+  // Visits every element in id order: name, vector as embedding() gives it (reduced with REDUCE),
+  // attributes ("" when none).
   void for_each(const std::function<void(const std::string&, const std::vector<float>&, const std::string&)>& fn) const;
 
   // For serialize.cpp: the whole state.
@@ -103,12 +110,17 @@ class VectorSet {
   // Restores one element exactly as saved (graph links included); then call finish_restore().
   void restore_element(uint32_t id, Element e, int level, const uint8_t* encoded, std::vector<std::vector<uint32_t>> links);
   void finish_restore(uint32_t entry, uint64_t insert_counter);
+  // Restores the saved REDUCE matrix (dim × projection_input_dim finite floats; throws otherwise).
+  void restore_projection(std::vector<float> m);
 
  private:
   std::vector<SearchHit> run_search(const uint8_t* encoded_query, const SearchOptions& opt) const;
+  // Checks the size of an incoming vector, projects it (REDUCE), normalises and encodes it; returns the norm.
+  float prepare(const std::vector<float>& v, bool projected, std::vector<uint8_t>* encoded) const;
   static void check_json(const std::string& json);
 
   SetConfig cfg_;
+  std::vector<float> projection_;
   Hnsw index_;
   std::vector<Element> elems_;                      // by node id
   std::unordered_map<std::string, uint32_t> ids_;   // name → node id
