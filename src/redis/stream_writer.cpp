@@ -20,15 +20,20 @@ StreamWriter::StreamWriter(const RedisModuleString* key, int db, long long maxle
 void StreamWriter::append(const std::string& piece) {
   if (piece.empty()) return;
   auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (pending_pieces_++ == 0) pending_since_ = now;
-  pending_ += piece;
-  if (scheduled_ || (pending_pieces_ < kBatchTokens && now - pending_since_ < kBatchMs)) return;
-  scheduled_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_pieces_++ == 0) pending_since_ = now;
+    pending_ += piece;
+    if (scheduled_ || (pending_pieces_ < kBatchTokens && now - pending_since_ < kBatchMs)) return;
+    scheduled_ = true;
+  }
+  // Scheduled outside the lock: the call wakes the main thread, which then locks mu_ in flush(); were
+  // the (lower-priority) engine thread still holding it, the main thread would wait for it to run.
   // The event owns one reference, so the writer outlives the request if need be.
   auto* ref = new std::shared_ptr<StreamWriter>(shared_from_this());
   if (rm::EventLoopAddOneShot(flush_event, ref) != REDISMODULE_OK) {
     delete ref;  // the final flush will write what is buffered
+    std::lock_guard<std::mutex> lock(mu_);
     scheduled_ = false;
   }
 }
