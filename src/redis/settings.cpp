@@ -39,6 +39,8 @@ constexpr NumericOption kNumeric[] = {
      REDISMODULE_CONFIG_DEFAULT},
     {"TIMEOUT", "timeout-ms", &Settings::timeout_ms, 0, INT_MAX, REDISMODULE_CONFIG_DEFAULT},
     {"STREAM-MAXLEN", "stream-maxlen", &Settings::stream_maxlen, 0, LLONG_MAX, REDISMODULE_CONFIG_DEFAULT},
+    {"VSIM-THREAD-THRESHOLD", "vsim-thread-threshold", &Settings::vsim_thread_threshold, 0, LLONG_MAX,
+     REDISMODULE_CONFIG_DEFAULT},
 };
 
 long long get_numeric(const char*, void* priv) {

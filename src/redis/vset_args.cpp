@@ -79,7 +79,7 @@ bool parse_search_options(RedisModuleString** argv, int argc, int i, vector::Sea
     } else if (is_word(a, "TRUTH")) {
       opt->truth = true;
     } else if (is_word(a, "NOTHREAD")) {
-      // Searches always run on the main thread here; accepted for compatibility.
+      // cmd_vsim looks for it: this search runs on the main thread whatever the set's size.
     } else if (is_word(a, "COUNT") && has_value) {
       if (!parse_int(argv[++i], 1, 1000000, "COUNT", &n, err)) return false;
       opt->count = static_cast<size_t>(n);

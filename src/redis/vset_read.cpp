@@ -1,11 +1,17 @@
 // INFER.VSIM, INFER.VEMB, INFER.VCARD, INFER.VDIM, INFER.VINFO, INFER.VGETATTR: the reads of vector sets.
-// VSIM runs synchronously on the main thread (simple; no locking of sets against concurrent writers).
-// Its cost grows with EF and FILTER-EF, and TRUTH scans the whole set: large values stall the server
-// for that long (bench/bench_vector.cpp and scripts/vector_bench.sh measure it). NOTHREAD is accepted.
+// VSIM on a set of at least infer.vsim-thread-threshold elements runs off the main thread (spec §3.1):
+// the handler parses, blocks the client and queues the search with a reference to the set
+// (vset_threads.h); the search thread reads under the set's read lock, copies the hits out and unblocks;
+// the reply callback replies on the main thread. Inside MULTI, Lua, or with NOTHREAD it runs here,
+// synchronously, as it does for small sets. Both paths run the same search and give the same reply.
 #include <cstring>
+#include <memory>
+#include <string_view>
 
 #include "redis/args.h"
+#include "redis/settings.h"
 #include "redis/vset_handlers.h"
+#include "redis/vset_threads.h"
 #include "redis/vset_type.h"
 
 namespace infer::redis {
@@ -14,62 +20,135 @@ namespace {
 
 int reply_wrongtype(RedisModuleCtx* ctx) { return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE); }
 
-int reply_attrs(RedisModuleCtx* ctx, const std::string& attrs) {
+int reply_attrs(RedisModuleCtx* ctx, std::string_view attrs) {
   return attrs.empty() ? rm::ReplyWithNull(ctx) : rm::ReplyWithStringBuffer(ctx, attrs.data(), attrs.size());
+}
+
+struct HitView {
+  std::string_view name;
+  float score;
+  std::string_view attrs;
+};
+
+// RESP2: flat array of element[, score][, attributes]. RESP3 with WITHSCORES or WITHATTRIBS: a map from
+// element to its score, its attributes, or [score, attributes] when both are asked for.
+int reply_hits(RedisModuleCtx* ctx, const std::vector<HitView>& hits, const VsimReplyOptions& ro) {
+  const bool resp3 = rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_RESP3;
+  const long per_hit = 1 + (ro.with_scores ? 1 : 0) + (ro.with_attribs ? 1 : 0);
+  if (resp3 && per_hit > 1) {
+    rm::ReplyWithMap(ctx, static_cast<long>(hits.size()));
+    for (const auto& h : hits) {
+      rm::ReplyWithStringBuffer(ctx, h.name.data(), h.name.size());
+      if (per_hit == 3) rm::ReplyWithArray(ctx, 2);
+      if (ro.with_scores) rm::ReplyWithDouble(ctx, h.score);
+      if (ro.with_attribs) reply_attrs(ctx, h.attrs);
+    }
+    return REDISMODULE_OK;
+  }
+  rm::ReplyWithArray(ctx, static_cast<long>(hits.size()) * per_hit);
+  for (const auto& h : hits) {
+    rm::ReplyWithStringBuffer(ctx, h.name.data(), h.name.size());
+    if (ro.with_scores) rm::ReplyWithDouble(ctx, h.score);
+    if (ro.with_attribs) reply_attrs(ctx, h.attrs);
+  }
+  return REDISMODULE_OK;
+}
+
+// One VSIM request: what the handler parsed, and what the search found (copied out of the set, whose
+// strings may change once the read lock is released).
+struct VsimJob {
+  std::optional<std::vector<float>> query;
+  std::string element;  // ELE: the element whose vector is the query
+  vector::SearchOptions opt;
+  std::optional<vector::Filter> filter;
+  VsimReplyOptions ro;
+
+  VsetRef set;                                          // threaded: keeps the set alive
+  std::vector<std::pair<std::string, std::string>> names_attrs;
+  std::vector<float> scores;
+  std::string error;                                    // set when the search failed
+
+  // Runs on a search thread under the set's read lock, or on the main thread.
+  void search(const vector::VectorSet& s) {
+    opt.filter = filter ? &*filter : nullptr;  // the job may have moved since parsing
+    try {
+      const auto hits = query ? s.search(*query, opt) : s.search_element(element, opt);
+      for (const auto& h : hits) {
+        names_attrs.emplace_back(*h.name, ro.with_attribs ? *h.attrs : std::string());
+        scores.push_back(h.score);
+      }
+    } catch (const vector::VectorSetError& e) {
+      error = e.what();
+    }
+  }
+  int reply(RedisModuleCtx* ctx) const {
+    if (!error.empty()) return reply_error(ctx, error);
+    std::vector<HitView> views;
+    views.reserve(scores.size());
+    for (size_t i = 0; i < scores.size(); ++i) views.push_back({names_attrs[i].first, scores[i], names_attrs[i].second});
+    return reply_hits(ctx, views, ro);
+  }
+};
+
+int vsim_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
+  return static_cast<const VsimJob*>(rm::GetBlockedClientPrivateData(ctx))->reply(ctx);
+}
+
+void vsim_free(RedisModuleCtx*, void* privdata) { delete static_cast<VsimJob*>(privdata); }
+
+// True when this call may block the client: not in MULTI, Lua or a module's RM_Call.
+bool can_block(RedisModuleCtx* ctx) {
+  const int flags = rm::GetContextFlags(ctx);
+  return !(flags & (REDISMODULE_CTX_FLAGS_MULTI | REDISMODULE_CTX_FLAGS_LUA | REDISMODULE_CTX_FLAGS_DENY_BLOCKING));
 }
 
 }  // namespace
 
 // INFER.VSIM key (ELE e | FP32 blob | VALUES n v...) [WITHSCORES] [WITHATTRIBS] [COUNT n] [EPSILON d] [EF n]
 //            [FILTER expr] [FILTER-EF n] [TRUTH] [NOTHREAD]
-// RESP2: flat array of element[, score][, attributes]. RESP3 with WITHSCORES or WITHATTRIBS: a map from
-// element to its score, its attributes, or [score, attributes] when both are asked for.
 int cmd_vsim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 4) return rm::WrongArity(ctx);
+  auto job = std::make_unique<VsimJob>();
   int i = 2;
   std::string err;
-  std::optional<std::vector<float>> query;
-  RedisModuleString* element = nullptr;
   if (is_word(argv[i], "ELE")) {
-    element = argv[i + 1];
+    job->element = str(argv[i + 1]);
     i += 2;
   } else {
-    query = parse_vector(argv, argc, &i, &err);
-    if (!query) return reply_error(ctx, err);
+    job->query = parse_vector(argv, argc, &i, &err);
+    if (!job->query) return reply_error(ctx, err);
   }
-  vector::SearchOptions opt;
-  std::optional<vector::Filter> filter;
-  VsimReplyOptions ro;
-  if (!parse_search_options(argv, argc, i, &opt, &filter, &ro, &err)) return reply_error(ctx, err);
+  if (!parse_search_options(argv, argc, i, &job->opt, &job->filter, &job->ro, &err)) return reply_error(ctx, err);
+  bool nothread = false;
+  for (int j = i; j < argc; ++j) nothread = nothread || is_word(argv[j], "NOTHREAD");
 
   VsetKey k(ctx, argv[1], REDISMODULE_READ);
   if (k.wrong_type) return reply_wrongtype(ctx);
   if (!k.set) return rm::ReplyWithEmptyArray(ctx);
-  std::vector<vector::SearchHit> hits;
-  try {
-    hits = element ? k.set->search_element(view(element), opt) : k.set->search(*query, opt);
-  } catch (const vector::VectorSetError& e) {
-    return reply_error(ctx, e.what());
-  }
-  const bool resp3 = rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_RESP3;
-  const long per_hit = 1 + (ro.with_scores ? 1 : 0) + (ro.with_attribs ? 1 : 0);
-  if (resp3 && per_hit > 1) {
-    rm::ReplyWithMap(ctx, static_cast<long>(hits.size()));
-    for (const auto& h : hits) {
-      rm::ReplyWithStringBuffer(ctx, h.name->data(), h.name->size());
-      if (per_hit == 3) rm::ReplyWithArray(ctx, 2);
-      if (ro.with_scores) rm::ReplyWithDouble(ctx, h.score);
-      if (ro.with_attribs) reply_attrs(ctx, *h.attrs);
+  const bool threaded = !nothread && k.set->size() >= static_cast<size_t>(settings().vsim_thread_threshold) &&
+                        can_block(ctx);
+  if (threaded) {
+    job->set = k.shared;
+    RedisModuleBlockedClient* bc = rm::BlockClient(ctx, vsim_reply, nullptr, vsim_free, 0);
+    VsimJob* raw = job.get();
+    auto task = [raw, bc] {
+      {
+        auto lock = raw->set->read();
+        raw->search(raw->set->set());
+      }
+      raw->set.reset();  // the search is done: a DEL may free the set now
+      rm::UnblockClient(bc, raw);  // non-null: vsim_free always runs and deletes the job
+    };
+    if (run_search_thread(task)) {
+      job.release();  // owned by the blocked client now
+      return REDISMODULE_OK;
     }
-    return REDISMODULE_OK;
+    rm::AbortBlock(bc);  // queue full: search here instead
+    job->set.reset();
   }
-  rm::ReplyWithArray(ctx, static_cast<long>(hits.size()) * per_hit);
-  for (const auto& h : hits) {
-    rm::ReplyWithStringBuffer(ctx, h.name->data(), h.name->size());
-    if (ro.with_scores) rm::ReplyWithDouble(ctx, h.score);
-    if (ro.with_attribs) reply_attrs(ctx, *h.attrs);
-  }
-  return REDISMODULE_OK;
+  // Synchronous: the main thread holds the global lock and writers run only here, so no set lock.
+  job->search(*k.set);
+  return job->reply(ctx);
 }
 
 // INFER.VEMB key element [RAW]: the vector as added (up to quantisation), or null. RAW: [quantisation,

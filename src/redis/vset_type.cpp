@@ -11,6 +11,10 @@ namespace {
 
 RedisModuleType* g_type = nullptr;
 
+// The module value is a heap-allocated VsetRef: the key's reference to the shared set.
+void* new_value(std::unique_ptr<vector::VectorSet> set) { return new VsetRef(std::make_shared<SharedVset>(std::move(set))); }
+const vector::VectorSet& set_of(const void* value) { return (*static_cast<const VsetRef*>(value))->set(); }
+
 // Every callback is noexcept: no C++ exception crosses into Redis.
 void* vset_rdb_load(RedisModuleIO* io, int encver) noexcept {
   try {
@@ -28,7 +32,7 @@ void* vset_rdb_load(RedisModuleIO* io, int encver) noexcept {
       return rec;
     });
     if (read != records) throw vector::VectorSetError("record count does not match the saved set");
-    return set.release();
+    return new_value(std::move(set));
   } catch (const std::exception& e) {
     rm::LogIOError(io, "warning", "infer: cannot load vector set: %s", e.what());
   } catch (...) {
@@ -38,9 +42,9 @@ void* vset_rdb_load(RedisModuleIO* io, int encver) noexcept {
 }
 
 void vset_rdb_save(RedisModuleIO* io, void* value) noexcept {
-  const auto* set = static_cast<const vector::VectorSet*>(value);
+  const auto* set = &set_of(value);
   try {
-    // Runs in the fork child: streams record by record, no lock taken.
+    // Runs in the fork child (or on the main thread for SAVE, where searches may read alongside): streams record by record, no lock taken.
     rm::SaveUnsigned(io, vector::record_count(*set));
     vector::save_records(*set, [&](std::string_view rec) { rm::SaveStringBuffer(io, rec.data(), rec.size()); });
   } catch (...) {
@@ -49,7 +53,7 @@ void vset_rdb_save(RedisModuleIO* io, void* value) noexcept {
 }
 
 void vset_aof_rewrite(RedisModuleIO* io, RedisModuleString* key, void* value) noexcept {
-  const auto* set = static_cast<const vector::VectorSet*>(value);
+  const auto* set = &set_of(value);
   try {
     const auto& c = set->config();
     const char* quant = c.quant == vector::Quant::F32 ? "NOQUANT" : c.quant == vector::Quant::Bin ? "BIN" : "Q8";
@@ -80,19 +84,20 @@ void vset_aof_rewrite(RedisModuleIO* io, RedisModuleString* key, void* value) no
 }
 
 size_t vset_mem_usage(const void* value) noexcept {
-  return static_cast<const vector::VectorSet*>(value)->memory_bytes();
+  return set_of(value).memory_bytes();
 }
 
-void vset_free(void* value) noexcept { delete static_cast<vector::VectorSet*>(value); }
+// Drops the key's reference; a search still running keeps the set until it finishes.
+void vset_free(void* value) noexcept { delete static_cast<VsetRef*>(value); }
 
 // Roughly one allocation per element: lets Redis free large sets lazily (UNLINK, FLUSHALL ASYNC).
 size_t vset_free_effort(RedisModuleString*, const void* value) noexcept {
-  return static_cast<const vector::VectorSet*>(value)->size() + 1;
+  return set_of(value).size() + 1;
 }
 
 void* vset_copy(RedisModuleString*, RedisModuleString*, const void* value) noexcept {
   try {
-    return vector::from_bytes(vector::to_bytes(*static_cast<const vector::VectorSet*>(value))).release();
+    return new_value(vector::from_bytes(vector::to_bytes(set_of(value))));
   } catch (...) {
     return nullptr;  // Redis reports the COPY as failed
   }
@@ -100,7 +105,7 @@ void* vset_copy(RedisModuleString*, RedisModuleString*, const void* value) noexc
 
 void vset_digest(RedisModuleDigest* md, void* value) noexcept {
   try {
-    const std::string bytes = vector::to_bytes(*static_cast<const vector::VectorSet*>(value));
+    const std::string bytes = vector::to_bytes(set_of(value));
     rm::DigestAddStringBuffer(md, bytes.data(), bytes.size());
     rm::DigestEndSequence(md);
   } catch (...) {
@@ -135,7 +140,9 @@ VsetKey::VsetKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode) {
     wrong_type = true;
     return;
   }
-  set = static_cast<vector::VectorSet*>(rm::ModuleTypeGetValue(key));
+  shared = *static_cast<VsetRef*>(rm::ModuleTypeGetValue(key));
+  set = &shared->set();
+  if (mode & REDISMODULE_WRITE) write_lock = shared->write();
 }
 
 VsetKey::~VsetKey() {
@@ -143,9 +150,13 @@ VsetKey::~VsetKey() {
 }
 
 vector::VectorSet* VsetKey::store(std::unique_ptr<vector::VectorSet> fresh) {
-  if (rm::ModuleTypeSetValue(key, g_type, fresh.get()) != REDISMODULE_OK)
+  auto* value = static_cast<VsetRef*>(new_value(std::move(fresh)));
+  if (rm::ModuleTypeSetValue(key, g_type, value) != REDISMODULE_OK) {
+    delete value;
     throw std::runtime_error("cannot store the vector set in the key");
-  set = fresh.release();
+  }
+  shared = *value;  // new: no search can hold it yet, so no lock
+  set = &shared->set();
   return set;
 }
 
