@@ -105,6 +105,8 @@ class EngineImpl final : public Engine {
         return invalid(e.what());
       }
     }
+    if (req.embedding && req.pooling == Pooling::Default)
+      req.pooling = model_->hparams().pooling_type == 1 ? Pooling::Mean : Pooling::Last;
     if (req.embedding ? n_prompt > opts_.context : n_prompt >= opts_.context)
       return invalid("prompt of " + std::to_string(n_prompt) + " tokens does not fit the context of " +
                      std::to_string(opts_.context) + " tokens" + (req.embedding ? "" : " with room to generate"));

@@ -33,6 +33,14 @@ struct SamplingParams {
 enum class FinishReason { Stop, Length, Cancelled, Deadline, Error };
 const char* finish_reason_name(FinishReason r);  // "stop", "length", ...
 
+// How an embedding request pools the prompt's final-normed hidden states.
+enum class Pooling {
+  Default,  // the model's GGUF <arch>.pooling_type when that is mean (1), else Last
+  Last,     // the last prompt token's state (decoder embedding models: qwen3 family)
+  Mean,     // the average over every prompt position; such a request computes every position itself
+            // (no prefix-cache reuse: cached positions have no hidden states)
+};
+
 struct Request {
   std::string prompt_text;               // tokenised by the engine (BOS per vocab) when prompt_ids empty
   std::vector<int32_t> prompt_ids;       // used as-is when non-empty
@@ -40,8 +48,10 @@ struct Request {
   int max_tokens = 128;
   std::vector<std::string> stop;         // stop strings (not included in the output text)
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  bool embedding = false;                // prefill only; result carries the embedding: the last prompt
-                                         // token's final-normed hidden state, L2-normalised (n_embd floats)
+  bool embedding = false;                // prefill only; result carries the embedding (n_embd floats)
+                                         // pooled from the prompt's final-normed hidden states
+  Pooling pooling = Pooling::Default;    // embeddings: which states are pooled (see Pooling)
+  bool normalize = true;                 // embeddings: L2-normalise the pooled vector
   int priority = 0;                      // higher first; FIFO within a priority
 };
 

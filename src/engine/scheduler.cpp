@@ -29,6 +29,8 @@ struct Scheduler::Sequence {
   std::vector<int32_t> pages;   // page table, all pages the sequence can ever need
   RadixTree::Node* lock = nullptr;
   std::optional<Sampler> sampler;  // absent for embeddings
+  std::vector<double> pooled;   // embeddings: sum of the pooled hidden states, added in position order
+  int n_pooled = 0;             // how many states `pooled` holds
   TextStream text;
   std::string piece;            // text released while handling the current token
   Result result;
@@ -55,7 +57,8 @@ Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok,
       window_start_(Clock::now()),
       queue_(size_t(opts.queue_depth)) {
   logits_.resize(size_t(opts.max_running) * size_t(n_vocab_));
-  hidden_.resize(size_t(opts.max_running) * size_t(n_embd_));
+  // Every row of a step can want its hidden state (mean-pooled embeddings).
+  hidden_.resize(size_t(forward_.max_rows()) * size_t(n_embd_));
   stats_.kv_pages_total = kv.n_pages();
   stats_.kv_bytes = kv.bytes();
   stats_.model_bytes = model.weight_bytes();
@@ -178,10 +181,14 @@ void Scheduler::expire_running() {
   std::erase_if(running_, [](const auto& s) { return s->finished; });
 }
 
+bool Scheduler::uses_prefix_cache(const Request& req) const {
+  return opts_.prefix_cache && !(req.embedding && req.pooling == Pooling::Mean);
+}
+
 std::optional<Scheduler::Reservation> Scheduler::reserve(const PendingRequest& p) {
   Reservation r;
   const auto& prompt = p.req.prompt_ids;
-  if (opts_.prefix_cache) {
+  if (uses_prefix_cache(p.req)) {
     // Keep at least the last prompt token to compute: its logits start generation.
     r.match = tree_.match(prompt, (int(prompt.size()) - 1) / kv_.page_tokens());
   }
@@ -224,11 +231,14 @@ void Scheduler::admit() {
     s->n_past = s->n_cached = r.match.n_tokens();
     s->pages = std::move(r.pages);
     s->lock = r.match.node;
-    if (!req.embedding) s->sampler.emplace(req.sampling, n_vocab_);
+    if (req.embedding)
+      s->pooled.assign(size_t(n_embd_), 0.0);
+    else
+      s->sampler.emplace(req.sampling, n_vocab_);
     s->admitted = now;
     local_.prompt_tokens += uint64_t(s->n_prompt);
     local_.cached_tokens += uint64_t(s->n_cached);
-    if (opts_.prefix_cache) {
+    if (uses_prefix_cache(req)) {
       ++local_.cache_lookups;
       if (s->n_cached > 0) ++local_.cache_hits;
     }
@@ -242,6 +252,7 @@ bool Scheduler::build_batch() {
   batch_seqs_.clear();
   batch_rows_.clear();
   logit_seqs_.clear();
+  hidden_seqs_.clear();
   auto add_seq = [&](Sequence& s, int n_rows) {
     batch_.seqs.push_back(model::SeqPages{s.pages.data(), int(s.pages.size())});
     batch_seqs_.push_back(&s);
@@ -261,10 +272,18 @@ bool Scheduler::build_batch() {
     if (s->decoding() || budget == 0) continue;
     const int chunk = std::min(s->n_prompt - s->n_past, budget);
     const int idx = add_seq(*s, chunk);
+    const Request& req = s->p->req;
     for (int pos = s->n_past; pos < s->n_past + chunk; ++pos) {
       const bool last = pos == s->n_prompt - 1;
-      batch_.rows.push_back(model::BatchRow{idx, pos, s->tokens[size_t(pos)], last});
-      if (last) logit_seqs_.push_back(s.get());
+      if (!req.embedding) {
+        batch_.rows.push_back(model::BatchRow{idx, pos, s->tokens[size_t(pos)], last});
+        if (last) logit_seqs_.push_back(s.get());
+        continue;
+      }
+      // Embeddings need hidden states only, never logits.
+      const bool pooled = last || req.pooling == Pooling::Mean;
+      batch_.rows.push_back(model::BatchRow{idx, pos, s->tokens[size_t(pos)], false, pooled});
+      if (pooled) hidden_seqs_.push_back(s.get());
     }
     budget -= chunk;
   }
@@ -275,21 +294,34 @@ void Scheduler::process_outputs() {
   for (size_t i = 0; i < batch_seqs_.size(); ++i) batch_seqs_[i]->n_past += batch_rows_[i];
   for (size_t k = 0; k < logit_seqs_.size(); ++k) {
     Sequence& s = *logit_seqs_[k];
-    if (s.finished) continue;
-    if (s.p->req.embedding) {
-      const float* h = &hidden_[k * size_t(n_embd_)];
-      double norm = 0;
-      for (int i = 0; i < n_embd_; ++i) norm += double(h[i]) * h[i];
-      const float inv = norm > 0 ? float(1.0 / std::sqrt(norm)) : 0.f;
-      s.result.embedding.resize(size_t(n_embd_));
-      for (int i = 0; i < n_embd_; ++i) s.result.embedding[size_t(i)] = h[i] * inv;
-      s.first_token = Clock::now();
-      s.has_first_token = true;
-      finish(s, FinishReason::Stop);
-      continue;
-    }
-    sample_next(s, &logits_[k * size_t(n_vocab_)]);
+    if (!s.finished) sample_next(s, &logits_[k * size_t(n_vocab_)]);
   }
+  // Hidden-only rows follow the logits rows in hidden_, in row order: each sequence's in position
+  // order, so a mean is summed in the same order however the prompt was chunked.
+  const float* hidden_only = &hidden_[logit_seqs_.size() * size_t(n_embd_)];
+  for (size_t k = 0; k < hidden_seqs_.size(); ++k) {
+    Sequence& s = *hidden_seqs_[k];
+    const float* h = hidden_only + k * size_t(n_embd_);
+    for (int i = 0; i < n_embd_; ++i) s.pooled[size_t(i)] += h[i];
+    ++s.n_pooled;
+  }
+  for (Sequence* s : batch_seqs_)
+    if (s->p->req.embedding && !s->finished && s->n_past == s->n_prompt) finish_embedding(*s);
+}
+
+void Scheduler::finish_embedding(Sequence& s) {
+  std::vector<float>& e = s.result.embedding;
+  e.resize(size_t(n_embd_));
+  for (int i = 0; i < n_embd_; ++i) e[size_t(i)] = float(s.pooled[size_t(i)] / s.n_pooled);
+  if (s.p->req.normalize) {
+    double norm = 0;
+    for (float x : e) norm += double(x) * x;
+    const float inv = norm > 0 ? float(1.0 / std::sqrt(norm)) : 0.f;
+    for (float& x : e) x *= inv;
+  }
+  s.first_token = Clock::now();
+  s.has_first_token = true;
+  finish(s, FinishReason::Stop);
 }
 
 void Scheduler::sample_next(Sequence& s, const float* logits) {

@@ -12,7 +12,13 @@
 // Prefix cache: at admission the longest cached prefix, in whole pages and leaving at least the last
 // prompt token to compute (its logits start generation), is locked and reused; the rest of the prompt,
 // including a partial last page, is computed into private pages. On completion (any finish but Error)
-// the sequence's computed tokens, whole pages only, are inserted into the tree.
+// the sequence's computed tokens, whole pages only, are inserted into the tree. A mean-pooled embedding
+// skips the match: it needs every prompt position's hidden state, and cached positions have none; it
+// still inserts its pages afterwards (the tree keeps its own pages for prefixes it already holds).
+//
+// Embeddings are prefill-only sequences whose rows ask the forward pass for hidden states, never logits
+// (the last row for Last pooling, every row for Mean); the states are summed per sequence in position
+// order across prefill chunks, and the request finishes in the step that computes its last prompt row.
 //
 // Threads: submit(), stats(), request_flush() are thread-safe and never wait on inference. Everything
 // else, including every user callback, runs on the scheduler thread.
@@ -85,6 +91,8 @@ class Scheduler {
   bool build_batch();
   void process_outputs();
   void sample_next(Sequence& s, const float* logits);
+  void finish_embedding(Sequence& s);
+  bool uses_prefix_cache(const Request& req) const;
   void finish(Sequence& s, FinishReason why, std::string error = {});
   void finish_queued(std::unique_ptr<PendingRequest>& p, FinishReason why);
   void fail_batch(const std::string& error);
@@ -106,6 +114,7 @@ class Scheduler {
   std::vector<Sequence*> batch_seqs_;    // batch_.seqs[i] belongs to batch_seqs_[i]
   std::vector<int> batch_rows_;          // rows each batch sequence got this step
   std::vector<Sequence*> logit_seqs_;    // owner of each logits row, in row order
+  std::vector<Sequence*> hidden_seqs_;   // owner of each hidden-only row (embeddings), in row order
   std::vector<float> logits_, hidden_;
   EngineStats local_;                    // counters, copied into stats_ once per step
   Clock::time_point window_start_;       // decode throughput window

@@ -49,8 +49,10 @@ struct AttentionJob {
 };
 
 // Validates every row against the model, the pool and the sequences' page tables, and lists the rows
-// that want outputs. Throws std::out_of_range / std::invalid_argument naming the row and the problem.
-void check_batch(const HParams& hp, const Batch& batch, const KvPool& kv, int max_rows, std::vector<int>& out_rows) {
+// that want outputs: the want_logits rows first (the classifier reads them as one block), then the
+// hidden-only rows. Returns how many want logits. Throws std::out_of_range / std::invalid_argument
+// naming the row and the problem.
+int check_batch(const HParams& hp, const Batch& batch, const KvPool& kv, int max_rows, std::vector<int>& out_rows) {
   const int n = int(batch.rows.size());
   if (n > max_rows) {
     throw std::invalid_argument("forward: batch of " + std::to_string(n) + " rows exceeds max_rows " +
@@ -88,6 +90,12 @@ void check_batch(const HParams& hp, const Batch& batch, const KvPool& kv, int ma
     }
     if (row.want_logits) out_rows.push_back(r);
   }
+  const int n_logits = int(out_rows.size());
+  for (int r = 0; r < n; ++r) {
+    const BatchRow& row = batch.rows[size_t(r)];
+    if (row.want_hidden && !row.want_logits) out_rows.push_back(r);
+  }
+  return n_logits;
 }
 
 }  // namespace
@@ -103,7 +111,7 @@ struct Forward::Buffers {
   std::vector<float> final_rows;  // final-normed rows that want outputs [max_rows × n_embd]
   std::vector<float> rope_cos, rope_sin;  // per row, n_rot/2 each
   std::vector<std::vector<float>> att_scratch;  // per thread: scores over up to n_ctx_train keys
-  std::vector<int> out_rows;  // indices of rows with want_logits
+  std::vector<int> out_rows;  // indices of output rows: want_logits ones, then want_hidden-only ones
   kernels::MatmulScratch mm;
   kernels::ThreadPool solo{1};
 };
@@ -142,9 +150,12 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
   const int half_rot = hp.n_rot / 2;
 
   // bad input is an exception, never a wild write
-  check_batch(hp, batch, kv, max_rows_, b.out_rows);
+  const int n_logit_rows = check_batch(hp, batch, kv, max_rows_, b.out_rows);
   if (!b.out_rows.empty() && !logits && !hidden) {
     throw std::invalid_argument("forward: rows want outputs but no logits or hidden buffer was given");
+  }
+  if (int(b.out_rows.size()) > n_logit_rows && !hidden) {
+    throw std::invalid_argument("forward: rows want hidden states but no hidden buffer was given");
   }
   if (n == 0) return;
 
@@ -247,12 +258,12 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
   }
   if (hidden) std::memcpy(hidden, b.final_rows.data(), sizeof(float) * size_t(n_out) * E);
 
-  // classifier
-  if (logits) {
+  // classifier, over the leading want_logits rows only
+  if (logits && n_logit_rows > 0) {
     const kernels::WeightMatrix& out = m.output();
-    kernels::matmul(out, b.final_rows.data(), n_out, E, logits, hp.n_vocab, mm_pool(out, n_out), b.mm);
+    kernels::matmul(out, b.final_rows.data(), n_logit_rows, E, logits, hp.n_vocab, mm_pool(out, n_logit_rows), b.mm);
     if (const float* bias = m.output_bias()) {
-      for (int i = 0; i < n_out; ++i) {
+      for (int i = 0; i < n_logit_rows; ++i) {
         float* lr = logits + int64_t(i) * hp.n_vocab;
         for (int j = 0; j < hp.n_vocab; ++j) lr[j] += bias[j];
       }

@@ -161,6 +161,7 @@ HParams read_hparams(const gguf::File& file) {
     if (v->as_float() != 1.0) throw key_error(a + "rope.scaling.attn_factor", "values other than 1 are not supported");
   }
 
+  hp.pooling_type = int(get_u32(file, a + "pooling_type", false, -1));
   hp.rope_neox = hp.arch != Arch::Llama;
   hp.tied_output = file.tensor("output.weight") == nullptr;
   if (get_u32(file, a + "expert_count", false, 0) > 0) {

@@ -26,6 +26,8 @@ struct HParams {
   float rope_freq_scale = 1.f;  // 1 / rope.scaling.factor for linear scaling
   bool rope_neox = false;       // qwen2/qwen3: true; llama: false
   bool tied_output = false;     // no output.weight: reuse token_embd
+  int pooling_type = -1;        // <arch>.pooling_type, llama.cpp's enum (0 none, 1 mean, 2 cls, 3 last,
+                                // 4 rank): how the model's embeddings are meant to be pooled; -1 absent
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_kv_head * head_dim; }

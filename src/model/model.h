@@ -67,7 +67,9 @@ struct BatchRow {
   int seq;
   int pos;
   int32_t token;
-  bool want_logits;  // write this row's logits (and/or hidden state) to the output
+  bool want_logits;           // write this row's logits (and hidden state, when asked) to the output
+  bool want_hidden = false;   // write only this row's final-normed hidden state, skipping the classifier
+                              // (embeddings); ignored when want_logits is set
 };
 
 struct SeqPages {
@@ -88,11 +90,14 @@ class Forward {
   ~Forward();
 
   // Runs the batch, writing K/V of every row into `kv`. For each row with want_logits, in row order,
-  // writes n_vocab logits to `logits` (may be null if no row wants them) and, when `hidden` is not
-  // null, the final-normed hidden state (n_embd floats) to `hidden`.
+  // writes n_vocab logits to `logits` (may be null if no row wants them). When `hidden` is not null it
+  // receives the final-normed hidden state (n_embd floats) of every output row: first the want_logits
+  // rows in row order, then the want_hidden-only rows in row order. `hidden` must not be null when a
+  // row has want_hidden alone.
   // Invariant 7: a row's outputs are bitwise independent of the other rows and of the thread count.
   // Throws std::out_of_range (token id, position past the context or the page table, bad page) or
-  // std::invalid_argument (more than max_rows rows, KV pool of another shape) before touching `kv`.
+  // std::invalid_argument (more than max_rows rows, KV pool of another shape, hidden-only rows and no
+  // `hidden`) before touching `kv`.
   // Work runs on `pool`; matmuls and attention too small to repay waking it run on the caller alone.
   void run(const Batch& batch, KvPool& kv, float* logits, float* hidden = nullptr);
 

@@ -1,9 +1,12 @@
 // INFER.EMBED model text [POOLING last|mean] [NORMALIZE] [ARRAY] [STORE key element [SETATTR json]]
 //
-// The model embeds `text` off the main thread (engine Request::embedding): the final-normed hidden
-// state of the last prompt token, L2-normalised (the engine always normalises, so NORMALIZE changes
-// nothing; POOLING mean needs engine support and is refused). Reply: the vector as an FP32 blob, or
-// with ARRAY as an array of doubles.
+// The model embeds `text` off the main thread (engine Request::embedding) from the prompt's final-normed
+// hidden states: POOLING last takes the last token's, POOLING mean averages every token's (such a request
+// computes the whole text, never reusing the prefix cache). Without POOLING the model's GGUF
+// <arch>.pooling_type decides (mean when it says mean, else last). NORMALIZE L2-normalises the vector;
+// without it the pooled vector is returned as the model produced it (vector sets normalise on add, so
+// STORE and cosine search do not depend on it). Reply: the vector as an FP32 blob, or with ARRAY as an
+// array of doubles.
 // STORE adds it to the vector set `key` as `element` (created Q8, M 16 when missing) in the reply
 // callback on the main thread, and replies like INFER.VADD (1 added, 0 updated). The add is
 // replicated as a plain INFER.VADD with the FP32 blob, so replicas and the AOF need no model. If the
@@ -150,13 +153,16 @@ void submit_on_main(void* data) {
 
 }  // namespace
 
-void submit_embedding(std::shared_ptr<const LoadedModel> model, std::string text,
-                      std::chrono::steady_clock::time_point deadline, std::function<void(engine::Handle)> submitted,
+void submit_embedding(std::shared_ptr<const LoadedModel> model, std::string text, engine::Pooling pooling,
+                      bool normalize, std::chrono::steady_clock::time_point deadline,
+                      std::function<void(engine::Handle)> submitted,
                       std::function<void(const engine::SubmitError&)> refused,
                       std::function<void(engine::Result&&)> on_done) {
   auto p = std::make_unique<PendingSubmit>();
   p->model = std::move(model);
   p->req.embedding = true;
+  p->req.pooling = pooling;
+  p->req.normalize = normalize;
   p->req.deadline = deadline;
   p->submitted = std::move(submitted);
   p->refused = std::move(refused);
@@ -180,16 +186,22 @@ void submit_embedding(std::shared_ptr<const LoadedModel> model, std::string text
 int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 3) return rm::WrongArity(ctx);
   bool array = false;
+  engine::Pooling pooling = engine::Pooling::Default;
+  bool normalize = false;
   RedisModuleString* store_key = nullptr;
   RedisModuleString* element = nullptr;
   std::optional<std::string> attrs;
   for (int i = 3; i < argc; ++i) {
     if (is_word(argv[i], "POOLING") && i + 1 < argc) {
       ++i;
-      if (is_word(argv[i], "mean")) return reply_error(ctx, "POOLING mean is not supported by the engine; use POOLING last");
-      if (!is_word(argv[i], "last")) return reply_error(ctx, "POOLING must be last or mean");
+      if (is_word(argv[i], "mean"))
+        pooling = engine::Pooling::Mean;
+      else if (is_word(argv[i], "last"))
+        pooling = engine::Pooling::Last;
+      else
+        return reply_error(ctx, "POOLING must be last or mean");
     } else if (is_word(argv[i], "NORMALIZE")) {
-      // Embeddings are always L2-normalised.
+      normalize = true;
     } else if (is_word(argv[i], "ARRAY")) {
       array = true;
     } else if (is_word(argv[i], "STORE") && i + 2 < argc) {
@@ -202,7 +214,7 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       }
     } else {
       return reply_error(ctx, "unknown option '" + str(argv[i]) +
-                                  "' (POOLING last, NORMALIZE, ARRAY, STORE key element [SETATTR json])");
+                                  "' (POOLING last|mean, NORMALIZE, ARRAY, STORE key element [SETATTR json])");
     }
   }
   auto model = models().find(view(argv[1]));
@@ -239,7 +251,7 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   rm::BlockedClientMeasureTimeStart(bc);
   live_jobs()[bc] = job;
   submit_embedding(
-      model, str(argv[2]), deadline,
+      model, str(argv[2]), pooling, normalize, deadline,
       [job](engine::Handle h) {
         job->handle = std::move(h);
         if (job->cancelled) job->handle.cancel();

@@ -3,7 +3,8 @@
 //   [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms] [WITHSOURCES]
 //
 // One-command retrieval-augmented generation, in up to three steps:
-//   1. QUERY text is embedded by the model off the main thread (skipped for a vector query);
+//   1. QUERY text is embedded by the model off the main thread with its default pooling, as INFER.EMBED
+//      without POOLING embeds documents (skipped for a vector query);
 //   2. on the main thread, in one step (a consistent snapshot): search the set, take each hit's
 //      document key from its attribute DOCKEY (default "tokens"), check the caller may read it (ACL)
 //      and that it lives in the set's hash slot (cluster), copy its token blob out, and assemble the
@@ -13,7 +14,8 @@
 // in rank order, then the text "\n\nQuestion: <question>\nAnswer:" tokenised without BOS, which is exactly
 // what INFER.GENERATE TOKENS k1 k2 ... PROMPT "<that text>" builds. TEMPLATE chat: the model's chat
 // template with a system turn "Answer the question using the documents below.\n\n<documents>" and
-// a user turn holding the question; each document's ids go in without BOS/EOS, separated by "\n\n".
+// a user turn holding the question; each document's ids go in without BOS/EOS, each followed by "\n\n".
+// TEMPLATE chat is the default when the model has a chat template.
 // COUNT defaults to 3 documents. TIMEOUT covers the whole command (embedding, retrieval, generation)
 // through the engine requests' deadline, never a Redis block timeout (see generation_job.h).
 // Reply: the generated text; with WITHSOURCES a map {text, sources: [[element, score, key]...],
@@ -316,8 +318,10 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     retrieve_and_generate(ctx, j);
     return REDISMODULE_OK;
   }
+  // The query is pooled as INFER.EMBED pools without POOLING (the model's pooling_type), as documents
+  // stored with INFER.EMBED ... STORE are; normalising changes nothing for cosine search.
   submit_embedding(
-      j->model, *query_text, j->gen.deadline,
+      j->model, *query_text, engine::Pooling::Default, true, j->gen.deadline,
       [j](engine::Handle h) { j->slot->set(std::move(h)); },
       [j](const engine::SubmitError& refusal) {
         j->error_code = refusal.kind == engine::SubmitError::Kind::Busy ? "BUSY" : "ERR";

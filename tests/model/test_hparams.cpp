@@ -49,7 +49,20 @@ TEST(HParams, Stories260K) {
   EXPECT_EQ(hp.rope_freq_scale, 1.f);
   EXPECT_FALSE(hp.rope_neox);
   EXPECT_FALSE(hp.tied_output);
+  EXPECT_EQ(hp.pooling_type, -1);  // key absent
   EXPECT_EQ(hp.kv_bytes_per_token(), 5u * 2 * 32 * 2);
+}
+
+TEST(HParams, PoolingTypeIsReadWhenPresent) {
+  INFER_REQUIRE_DIR(models_dir());
+  GgufVariant v;
+  v.kv["llama.pooling_type"] = gguf::make_uint(ValueType::UINT32, 1);
+  model::HParams hp;
+  ASSERT_EQ(error_of(v, "pooling", &hp), "");
+  EXPECT_EQ(hp.pooling_type, 1);
+  v.kv["llama.pooling_type"] = gguf::make_string("mean");
+  const std::string e = error_of(v, "pooling_string");
+  EXPECT_NE(e.find("llama.pooling_type"), std::string::npos) << e;
 }
 
 TEST(HParams, Qwen3HeadDimComesFromKeyLength) {

@@ -186,7 +186,7 @@ TEST_F(VsetCommands, Resp3RepliesAreMaps) {
 }
 
 TEST_F(VsetCommands, EmbedRepliesAndStores) {
-  Reply blob = command(c_.get(), {"INFER.EMBED", "stories", "Once upon a time"});
+  Reply blob = command(c_.get(), {"INFER.EMBED", "stories", "Once upon a time", "NORMALIZE"});
   ASSERT_EQ(blob->type, REDIS_REPLY_STRING) << show(blob.get());
   const size_t dim = blob->len / 4;
   ASSERT_GT(dim, 0u);
@@ -205,8 +205,9 @@ TEST_F(VsetCommands, EmbedRepliesAndStores) {
   EXPECT_EQ(run({"INFER.VSIM", "kb", "FP32", std::string(blob->str, blob->len), "WITHSCORES"}), "[d1, 1]");
   // Same text, same embedding: deterministic.
   EXPECT_EQ(std::string(blob->str, blob->len),
-            show(command(c_.get(), {"INFER.EMBED", "stories", "Once upon a time"}).get()));
-  EXPECT_NE(run({"INFER.EMBED", "stories", "x", "POOLING", "mean"}).find("not supported"), std::string::npos);
+            show(command(c_.get(), {"INFER.EMBED", "stories", "Once upon a time", "NORMALIZE"}).get()));
+  EXPECT_NE(run({"INFER.EMBED", "stories", "x", "POOLING", "cls"}).find("POOLING must be last or mean"),
+            std::string::npos);
   EXPECT_NE(run({"INFER.EMBED", "nope", "x"}).find("unknown model"), std::string::npos);
   EXPECT_NE(run({"INFER.EMBED", "stories", "x", "BOGUS"}).find("unknown option"), std::string::npos);
   run({"INFER.VADD", "small", "VALUES", "2", "1", "0", "a"});

@@ -1,0 +1,98 @@
+// INFER.EMBED through a real redis-server: POOLING last / mean, NORMALIZE, the model's default pooling,
+// and that mean pooling does not depend on a warm prefix cache.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "redis/redis_server.h"
+#include "support/data_dirs.h"
+
+namespace infer::test {
+namespace {
+
+class EmbedTest : public SharedServerTest<EmbedTest> {
+ public:
+  static std::vector<std::string> module_args() { return {"MODEL", "stories", stories_model_path()}; }
+
+ protected:
+  // The FP32 blob reply of INFER.EMBED stories `text` `options...`, as floats (empty on error).
+  std::vector<float> embed(const std::string& text, std::vector<std::string> options = {}) {
+    std::vector<std::string> argv = {"INFER.EMBED", "stories", text};
+    argv.insert(argv.end(), options.begin(), options.end());
+    Reply r = command(c_.get(), argv);
+    EXPECT_EQ(r->type, REDIS_REPLY_STRING) << show(r.get());
+    if (r->type != REDIS_REPLY_STRING || r->len % 4 != 0) return {};
+    std::vector<float> v(r->len / 4);
+    std::memcpy(v.data(), r->str, r->len);
+    return v;
+  }
+};
+
+// Long enough to span several KV pages.
+const std::string kText =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
+    "friends. One day she saw a big red ball under a tree.";
+
+double norm(const std::vector<float>& v) {
+  double n = 0;
+  for (float x : v) n += double(x) * x;
+  return std::sqrt(n);
+}
+
+TEST_F(EmbedTest, MeanAndLastPoolingDifferAndAreDeterministic) {
+  const std::vector<float> last = embed(kText, {"POOLING", "last"});
+  const std::vector<float> mean = embed(kText, {"POOLING", "mean"});
+  ASSERT_FALSE(last.empty());
+  ASSERT_EQ(mean.size(), last.size());
+  EXPECT_NE(mean, last);
+  EXPECT_EQ(embed(kText, {"POOLING", "mean"}), mean);
+  EXPECT_EQ(embed(kText, {"POOLING", "LAST"}), last);  // the value is case-insensitive
+  // stories260K's GGUF has no pooling_type: the default is last.
+  EXPECT_EQ(embed(kText), last);
+}
+
+TEST_F(EmbedTest, NormalizeGivesUnitLengthOtherwiseTheRawVector) {
+  for (const char* pooling : {"last", "mean"}) {
+    const std::vector<float> raw = embed(kText, {"POOLING", pooling});
+    const std::vector<float> unit = embed(kText, {"POOLING", pooling, "NORMALIZE"});
+    ASSERT_EQ(raw.size(), unit.size());
+    const double n = norm(raw);
+    EXPECT_GT(std::abs(n - 1.0), 1e-3) << pooling;
+    EXPECT_NEAR(norm(unit), 1.0, 1e-5) << pooling;
+    for (size_t i = 0; i < raw.size(); ++i) ASSERT_NEAR(unit[i], raw[i] / n, 1e-6) << pooling << " " << i;
+  }
+  // ARRAY carries the same numbers.
+  const std::vector<float> mean = embed(kText, {"POOLING", "mean", "NORMALIZE"});
+  Reply arr = command(c_.get(), {"INFER.EMBED", "stories", kText, "NORMALIZE", "ARRAY", "POOLING", "mean"});
+  ASSERT_EQ(arr->type, REDIS_REPLY_ARRAY) << show(arr.get());
+  ASSERT_EQ(arr->elements, mean.size());
+  for (size_t i = 0; i < mean.size(); ++i) EXPECT_EQ(std::stof(arr->element[i]->str), mean[i]) << i;
+}
+
+// A generation over the same text leaves its pages in the prefix cache; mean pooling must still see
+// every position (it computes them all), so the vector is unchanged.
+TEST_F(EmbedTest, MeanPoolingIgnoresAWarmPrefixCache) {
+  const std::vector<float> cold = embed(kText, {"POOLING", "mean"});
+  const std::string gen = run({"INFER.GENERATE", "stories", "PROMPT", kText, "MAXTOKENS", "4", "TEMP", "0"});
+  ASSERT_EQ(gen.find("(error)"), std::string::npos) << gen;
+  EXPECT_EQ(embed(kText, {"POOLING", "mean"}), cold);
+}
+
+TEST_F(EmbedTest, MeanPooledVectorsStoreAndSearch) {
+  const std::vector<float> mean = embed(kText, {"POOLING", "mean"});
+  EXPECT_EQ(run({"INFER.EMBED", "stories", kText, "POOLING", "mean", "STORE", "emb:set", "doc"}), "1");
+  EXPECT_EQ(run({"INFER.EMBED", "stories", "A dog ran home.", "POOLING", "mean", "STORE", "emb:set", "other"}), "1");
+  const std::string blob(reinterpret_cast<const char*>(mean.data()), mean.size() * sizeof(float));
+  const std::string hits = run({"INFER.VSIM", "emb:set", "FP32", blob, "COUNT", "1"});
+  EXPECT_EQ(hits, "[doc]");
+}
+
+TEST_F(EmbedTest, BadPoolingIsAClearError) {
+  EXPECT_EQ(run({"INFER.EMBED", "stories", "x", "POOLING", "cls"}), "(error) ERR POOLING must be last or mean");
+  const std::string missing = run({"INFER.EMBED", "stories", "x", "POOLING"});
+  EXPECT_NE(missing.find("unknown option 'POOLING'"), std::string::npos) << missing;
+}
+
+}  // namespace
+}  // namespace infer::test
