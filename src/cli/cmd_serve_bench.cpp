@@ -113,7 +113,7 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
     for (auto& x : v) x = int32_t(rng() % uint64_t(n_vocab));
     return v;
   };
-  const std::vector<int32_t> prefix = random_ids(std::min(a.shared_prefix, a.prompt_tokens - 1));
+  const std::vector<int32_t> prefix = random_ids(a.shared_prefix);
   auto make_prompt = [&] {
     std::vector<int32_t> p = prefix;
     auto tail = random_ids(a.prompt_tokens - int(prefix.size()));
@@ -170,8 +170,11 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
 }
 
 void run_serve_bench(const ServeBenchArgs& a) {
-  if (a.prompt_tokens < 1 || a.gen_tokens < 1 || a.rounds < 1 || a.shared_prefix < 0)
+  if (a.prompt_tokens < 1 || a.gen_tokens < 1 || a.rounds < 1)
     throw std::invalid_argument("serve-bench: --prompt-tokens, --gen-tokens and --rounds must be >= 1");
+  // Each prompt needs at least one token of its own after the shared part (its question).
+  if (a.shared_prefix < 0 || a.shared_prefix >= a.prompt_tokens)
+    throw std::invalid_argument("serve-bench: --shared-prefix must be in [0, --prompt-tokens)");
   const std::vector<int> levels = parse_levels(a.concurrency);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (!a.json) {

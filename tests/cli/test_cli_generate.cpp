@@ -176,5 +176,50 @@ TEST_F(CliTest, BenchJsonReportsSpeedsAndBandwidthShare) {
   EXPECT_NE(r.err.find("tg8 rep 2/2"), std::string::npos) << r.err;
 }
 
+TEST_F(CliTest, ServeBenchJsonHasOneRowPerConcurrency) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto r = run("serve-bench -m " + stories_ + " --concurrency 1,2,4 --prompt-tokens 16 --gen-tokens 8 -t 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 3u);
+  const int levels[] = {1, 2, 4};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["concurrency"], levels[i]);
+    for (const char* k : {"decode_tps", "ttft_p50_ms", "ttft_p99_ms"}) EXPECT_GT(rows[i][k].get<double>(), 0) << k;
+    EXPECT_LE(rows[i]["ttft_p50_ms"].get<double>(), rows[i]["ttft_p99_ms"].get<double>());
+    EXPECT_FALSE(rows[i].contains("ttft_cold_ms")) << "prefix fields only with --shared-prefix";
+  }
+}
+
+TEST_F(CliTest, ServeBenchSharedPrefixReportsColdWarmAndHitRate) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto r = run("serve-bench -m " + stories_ + " --concurrency 2 --prompt-tokens 40 --shared-prefix 32 --gen-tokens 4 -t 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_GT(rows[0]["ttft_cold_ms"].get<double>(), 0);
+  EXPECT_GT(rows[0]["ttft_warm_ms"].get<double>(), 0);
+  // 32 of 40 tokens shared, reused in whole 16-token pages: 32 cached tokens per warm prompt.
+  EXPECT_GT(rows[0]["cache_hit_rate"].get<double>(), 0.5);
+  EXPECT_LE(rows[0]["cache_hit_rate"].get<double>(), 1.0);
+}
+
+TEST_F(CliTest, ServeBenchBadArgumentsFailCleanly) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  const std::pair<std::string, std::string> cases[] = {
+      {"--concurrency 0", "'0' is not a count"},
+      {"--concurrency abc", "'abc' is not a count"},
+      {"--concurrency 1,,2", "is not a count"},
+      {"--prompt-tokens 0", "must be >= 1"},
+      {"--prompt-tokens 50 --shared-prefix 50", "--shared-prefix must be in [0, --prompt-tokens)"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto r = run("serve-bench -m " + stories_ + " " + args + " --json");
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << " → " << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+  }
+}
+
 }  // namespace
 }  // namespace infer
