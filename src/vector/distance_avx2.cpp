@@ -1,7 +1,10 @@
-// AVX2/FMA versions of the Q8 and F32 dot products behind distance() (quant.cpp). Compiled with AVX2 flags
+// AVX2/FMA/POPCNT versions of the Q8 and F32 dot products and the BIN Hamming distance behind
+// distance() (quant.cpp). Compiled with AVX2 flags
 // (CMakeLists.txt) and reached only through the run-time check in quant.cpp; the scalar loops there are
 // the reference, and tests/vector/test_quant.cpp holds the two together.
 #include <immintrin.h>
+
+#include <cstring>
 
 #include "vector/distance_simd.h"
 
@@ -58,6 +61,20 @@ float dot_f32(const float* a, const float* b, size_t dim) {
   float r = _mm_cvtss_f32(s);
   for (; i < dim; ++i) r += a[i] * b[i];
   return r;
+}
+
+// Every AVX2 CPU has POPCNT; the flag is set here so that std::popcount-style code becomes one instruction.
+__attribute__((target("popcnt"))) uint32_t hamming(const uint8_t* a, const uint8_t* b, size_t n) {
+  size_t i = 0;
+  uint64_t differ = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    differ += static_cast<uint64_t>(_mm_popcnt_u64(x ^ y));
+  }
+  for (; i < n; ++i) differ += static_cast<uint64_t>(_mm_popcnt_u32(static_cast<uint8_t>(a[i] ^ b[i])));
+  return static_cast<uint32_t>(differ);
 }
 
 }  // namespace infer::vector::avx2

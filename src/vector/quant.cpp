@@ -113,16 +113,7 @@ int32_t dot_i8(const int8_t* a, const int8_t* b, size_t dim) {
   return s;
 }
 
-}  // namespace reference
-
-bool cpu_has_avx2_fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
-
-namespace {
-
-__attribute__((target_clones("popcnt", "default"))) uint32_t hamming(const uint8_t* a, const uint8_t* b, size_t n) {
+uint32_t hamming(const uint8_t* a, const uint8_t* b, size_t n) {
   size_t i = 0;
   uint32_t differ = 0;
   for (; i + 8 <= n; i += 8) {
@@ -134,6 +125,15 @@ __attribute__((target_clones("popcnt", "default"))) uint32_t hamming(const uint8
   for (; i < n; ++i) differ += std::popcount(static_cast<uint8_t>(a[i] ^ b[i]));
   return differ;
 }
+
+}  // namespace reference
+
+bool cpu_has_avx2_fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+namespace {
 
 // Stored vectors sit in byte buffers; F32 ones are read as floats (the buffers are 4-byte aligned).
 template <float (*Dot)(const float*, const float*, size_t)>
@@ -150,9 +150,10 @@ float q8_distance(const uint8_t* a, const uint8_t* b, size_t dim) {
   return 1.0f - static_cast<float>(d) * sa * sb;
 }
 
+template <uint32_t (*Hamming)(const uint8_t*, const uint8_t*, size_t)>
 float bin_distance(const uint8_t* a, const uint8_t* b, size_t dim) {
   // cos ≈ 1 - 2·hamming/dim, so 1 - cos = 2·hamming/dim.
-  return 2.0f * static_cast<float>(hamming(a, b, (dim + 7) / 8)) / static_cast<float>(dim);
+  return 2.0f * static_cast<float>(Hamming(a, b, (dim + 7) / 8)) / static_cast<float>(dim);
 }
 
 }  // namespace
@@ -161,9 +162,9 @@ DistanceFn reference_distance_fn(Quant q) {
   switch (q) {
     case Quant::F32: return f32_distance<reference::dot_f32>;
     case Quant::Q8: return q8_distance<reference::dot_i8>;
-    case Quant::Bin: return bin_distance;
+    case Quant::Bin: return bin_distance<reference::hamming>;
   }
-  return bin_distance;
+  return bin_distance<reference::hamming>;
 }
 
 DistanceFn distance_fn(Quant q) {
@@ -171,9 +172,9 @@ DistanceFn distance_fn(Quant q) {
   switch (q) {
     case Quant::F32: return f32_distance<avx2::dot_f32>;
     case Quant::Q8: return q8_distance<avx2::dot_i8>;
-    case Quant::Bin: return bin_distance;
+    case Quant::Bin: return bin_distance<avx2::hamming>;
   }
-  return bin_distance;
+  return bin_distance<avx2::hamming>;
 }
 
 float distance(Quant q, const uint8_t* a, const uint8_t* b, size_t dim) { return distance_fn(q)(a, b, dim); }
