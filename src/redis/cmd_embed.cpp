@@ -226,9 +226,9 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     VsetKey k(ctx, store_key, REDISMODULE_READ);
     if (k.wrong_type) return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
     const int n_embd = model->engine->n_embd();
-    if (k.set && k.set->config().dim != static_cast<uint32_t>(n_embd))
+    if (k.set && k.set->input_dim() != static_cast<uint32_t>(n_embd))
       return reply_error(ctx, "STORE: vector dimension mismatch: the model embeds in " + std::to_string(n_embd) +
-                                  " dimensions, the set has " + std::to_string(k.set->config().dim));
+                                  " dimensions, the set takes " + std::to_string(k.set->input_dim()));
     if (attrs && !attrs->empty() && !nlohmann::json::accept(*attrs)) return reply_error(ctx, "invalid JSON in SETATTR");
   }
   if (refuse_if_cannot_block(ctx, "INFER.EMBED")) return REDISMODULE_OK;

@@ -303,9 +303,9 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     if (k.wrong_type) return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
     const uint32_t want = query_text ? static_cast<uint32_t>(job->model->engine->n_embd())
                                      : static_cast<uint32_t>(job->query.size());
-    if (k.set && k.set->config().dim != want)
+    if (k.set && k.set->input_dim() != want)
       return reply_error(ctx, "vector dimension mismatch: the query has " + std::to_string(want) +
-                                  " dimensions, the set " + std::to_string(k.set->config().dim));
+                                  " dimensions, the set takes " + std::to_string(k.set->input_dim()));
   }
   if (refuse_if_cannot_block(ctx, "INFER.RAG")) return REDISMODULE_OK;
 

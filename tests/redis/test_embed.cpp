@@ -88,6 +88,33 @@ TEST_F(EmbedTest, MeanPooledVectorsStoreAndSearch) {
   EXPECT_EQ(hits, "[doc]");
 }
 
+// A set made with REDUCE takes full-size vectors: EMBED STORE and a RAG text query (both n_embd = 64
+// floats here) are projected like INFER.VADD / INFER.VSIM input.
+TEST_F(EmbedTest, StoreAndRagQueryIntoAReducedSet) {
+  std::vector<std::string> vadd = {"INFER.VADD", "emb:reduced", "REDUCE", "16", "VALUES", "64"};
+  for (int i = 0; i < 64; ++i) vadd.push_back(std::to_string(std::sin(0.1 * i)));
+  vadd.push_back("seed");
+  ASSERT_EQ(run(vadd), "1");
+  EXPECT_EQ(run({"INFER.VDIM", "emb:reduced"}), "16");
+  EXPECT_EQ(run({"INFER.EMBED", "stories", kText, "STORE", "emb:reduced", "doc", "SETATTR", R"({"tokens":"emb:doc"})"}),
+            "1");
+  const std::vector<float> v = embed(kText);
+  ASSERT_EQ(v.size(), 64u);
+  const std::string blob(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  EXPECT_EQ(run({"INFER.VSIM", "emb:reduced", "FP32", blob, "COUNT", "1"}), "[doc]");
+  EXPECT_EQ(run({"INFER.TOKENIZE", "stories", kText, "STORE", "emb:doc"}).rfind("(error)", 0), std::string::npos);
+  const std::string rag =
+      run({"INFER.RAG", "stories", "emb:reduced", "QUERY", kText, "COUNT", "1", "MAXTOKENS", "4", "TEMP", "0"});
+  EXPECT_EQ(rag.rfind("(error)", 0), std::string::npos) << rag;
+  // A set reduced from another size is refused with both sizes named.
+  std::vector<std::string> other = {"INFER.VADD", "emb:reduced32", "REDUCE", "8", "VALUES", "32"};
+  for (int i = 0; i < 32; ++i) other.push_back("1");
+  other.push_back("x");
+  ASSERT_EQ(run(other), "1");
+  EXPECT_EQ(run({"INFER.EMBED", "stories", kText, "STORE", "emb:reduced32", "doc"}),
+            "(error) ERR STORE: vector dimension mismatch: the model embeds in 64 dimensions, the set takes 32");
+}
+
 TEST_F(EmbedTest, BadPoolingIsAClearError) {
   EXPECT_EQ(run({"INFER.EMBED", "stories", "x", "POOLING", "cls"}), "(error) ERR POOLING must be last or mean");
   const std::string missing = run({"INFER.EMBED", "stories", "x", "POOLING"});
