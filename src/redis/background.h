@@ -2,12 +2,14 @@
 // so that no command handler holds the main thread for long (DESIGN invariant 5).
 // Thread-safe. Tasks run in order; they must not touch Redis except through UnblockClient.
 #pragma once
+#include <cstddef>
 #include <functional>
 
 namespace infer::redis {
 
-// Queues `task`; false (and the task is dropped) when kMaxQueued tasks are already waiting.
+// Queues `task`; false (and the task is dropped) when kMaxBackgroundTasks tasks are already waiting.
 bool run_in_background(std::function<void()> task);
+inline constexpr size_t kMaxBackgroundTasks = 1024;
 
 // Texts longer than this are tokenised off the main thread when the client may block. At the slowest
 // measured encode rate (about 2.3 M tokens per CPU-second) 256 bytes cost the main thread < 30 µs.
