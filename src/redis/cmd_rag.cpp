@@ -162,8 +162,9 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
   }
   // Assemble (no keyspace access from here on).
   std::vector<int32_t>& ids = job->gen.prompt_ids;
-  tokenizer::EncodeOptions no_special;
+  tokenizer::EncodeOptions no_special;  // for text that continues the assembled ids
   no_special.add_special = false;
+  no_special.continuation = true;
   try {
     if (!job->chat) {
       for (const auto& d : docs) ids.insert(ids.end(), d.begin(), d.end());

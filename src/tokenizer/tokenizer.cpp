@@ -90,7 +90,7 @@ class VocabTokenizer final : public Tokenizer {
     if (add_bos) out.push_back(vocab_.bos);
     const auto fragments = split_on_special_tokens(vocab_, text, opts.parse_special);
     if (vocab_.kind == VocabKind::Spm) {
-      bool prev_special = true;  // the dummy prefix goes at the start and after each special token
+      bool prev_special = !opts.continuation;  // the dummy prefix goes at the start and after each special token
       std::string piece;
       for (const auto& f : fragments) {
         if (f.token >= 0) {

@@ -23,6 +23,8 @@ enum class TokenType : int32_t { Undefined = 0, Normal = 1, Unknown = 2, Control
 struct EncodeOptions {
   bool add_special = true;    // BOS/EOS as the vocab's add_bos_token / add_eos_token say
   bool parse_special = true;  // recognise control/user-defined token text like <|im_start|>
+  bool continuation = false;  // the text continues earlier text (pieces assembled by id): SPM adds no
+                              // dummy-prefix space at its start (it still does after special tokens)
 };
 
 class Tokenizer {

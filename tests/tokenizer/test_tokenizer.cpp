@@ -108,6 +108,25 @@ TEST(SpecialTokens, SpmParsesControlTextOnlyWhenAsked) {
   EXPECT_EQ(on[1], tok->encode("Hello", {.add_special = false})[0]);
 }
 
+// Text appended to ids already assembled (INFER.RAG's separators) must not get a second dummy prefix:
+// encode(a) + encode(b, continuation) = encode(a + b) where the split falls on a word boundary.
+TEST(SpecialTokens, SpmContinuationAddsNoDummyPrefix) {
+  INFER_REQUIRE_DIR(test::vectors_dir());
+  const auto tok = load(vocab("llama-spm"));
+  const EncodeOptions plain{.add_special = false};
+  const EncodeOptions cont{.add_special = false, .continuation = true};
+  std::vector<TokenId> joined = tok->encode("Hello", plain);
+  const auto tail = tok->encode(" world\n\nBye", cont);
+  joined.insert(joined.end(), tail.begin(), tail.end());
+  EXPECT_EQ(joined, tok->encode("Hello world\n\nBye", plain));
+  EXPECT_NE(tok->encode("\n\n", cont), tok->encode("\n\n", plain));  // the latter starts with ▁
+  // After a special token the prefix still comes back, as in a whole-text encode.
+  EXPECT_EQ(tok->encode("</s>Hi", cont), tok->encode("</s>Hi", plain));
+  // BPE has no dummy prefix: the option changes nothing.
+  const auto bpe = load(vocab("qwen2"));
+  EXPECT_EQ(bpe->encode("\n\nHi there", cont), bpe->encode("\n\nHi there", plain));
+}
+
 TEST(SpecialTokens, Phi3StripsWhitespaceAfterSpecialTokens) {
   INFER_REQUIRE_DIR(test::vectors_dir());
   const auto tok = load(vocab("phi-3"));  // general.name "Phi3": llama.cpp sets rstrip on its special tokens
