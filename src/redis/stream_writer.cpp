@@ -42,27 +42,37 @@ void StreamWriter::flush_event(void* user_data) {
   std::unique_ptr<std::shared_ptr<StreamWriter>> ref(static_cast<std::shared_ptr<StreamWriter>*>(user_data));
   try {
     MainThreadTimer timer("infer.generate stream flush");
-    (*ref)->flush();
+    if (!(*ref)->flush(/*wait=*/false)) {
+      // The engine thread holds the buffer (it runs at a lower priority and may have been preempted
+      // inside its few instructions): never wait for it on the main thread, come back next turn.
+      if (rm::EventLoopAddOneShot(flush_event, ref.get()) == REDISMODULE_OK) ref.release();
+    }
   } catch (...) {
     // Nothing can be reported from an event callback; the final entry still says how it ended.
   }
 }
 
-void StreamWriter::flush() {
+bool StreamWriter::flush(bool wait) {
   std::string chunk;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+    if (wait) {
+      lock.lock();
+    } else if (!lock.try_lock()) {
+      return false;
+    }
     chunk.swap(pending_);
     pending_pieces_ = 0;
     scheduled_ = false;
   }
-  if (finished_ || chunk.empty()) return;
+  if (finished_ || chunk.empty()) return true;
   xadd("text", chunk);
+  return true;
 }
 
 void StreamWriter::finish(const char* reason, long long n_tokens) {
   if (finished_) return;
-  flush();
+  flush(/*wait=*/true);  // the engine has stopped appending: the lock is free or about to be
   xadd("finish", reason, "tokens", std::to_string(n_tokens));
   finished_ = true;
 }

@@ -34,7 +34,9 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
 
  private:
   static void flush_event(void* user_data);  // main thread (EventLoopAddOneShot)
-  void flush();                              // main thread
+  // Main thread: writes what is buffered. With wait false it gives up (false) instead of waiting when
+  // the engine thread holds the buffer.
+  bool flush(bool wait);
   void xadd(const char* f1, const std::string& v1, const char* f2 = nullptr, const std::string& v2 = "");
 
   std::string key_;
