@@ -10,6 +10,8 @@ namespace infer::redis {
 // Queues `task`; false (and the task is dropped) when kMaxBackgroundTasks tasks are already waiting.
 bool run_in_background(std::function<void()> task);
 inline constexpr size_t kMaxBackgroundTasks = 1024;
+// Starts the thread (OnLoad), so that no command pays for creating it.
+void start_background_thread();
 
 // Texts longer than this are tokenised off the main thread when the client may block. At the slowest
 // measured encode rate (about 2.3 M tokens per CPU-second) 256 bytes cost the main thread < 30 µs.

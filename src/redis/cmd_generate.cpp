@@ -5,7 +5,6 @@
 // The handler parses, copies token keys out of the keyspace and hands the request to
 // start_generation (generation_job.h), which blocks the client, submits, and replies from the result.
 #include "redis/args.h"
-#include "redis/background.h"
 #include "redis/commands.h"
 #include "redis/generation_job.h"
 #include "redis/models.h"
@@ -85,8 +84,7 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
 }
 
 // Builds the engine request from parsed arguments, copying token keys now (invariant 3).
-// A PROMPT suffix after TOKENS longer than kSyncTokenizeBytes is left in *deferred_suffix for the
-// background thread.
+// A PROMPT suffix after TOKENS is left in *deferred_suffix: the background thread encodes it.
 std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, const LoadedModel& m, engine::Request* req,
                           const char** code, std::string* deferred_suffix) {
   const tokenizer::Tokenizer& tok = m.engine->tokenizer();
@@ -98,14 +96,7 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, const Load
         return e.message;
       }
     }
-    if (a.prompt && view(a.prompt).size() > kSyncTokenizeBytes) {
-      *deferred_suffix = str(a.prompt);
-    } else if (a.prompt) {
-      tokenizer::EncodeOptions o;
-      o.add_special = false;
-      std::vector<int32_t> suffix = tok.encode(view(a.prompt), o);
-      req->prompt_ids.insert(req->prompt_ids.end(), suffix.begin(), suffix.end());
-    }
+    if (a.prompt) *deferred_suffix = str(a.prompt);
     if (req->prompt_ids.empty() && deferred_suffix->empty()) return "the token keys hold no tokens";
     if (std::string e = check_fits_context(m, req->prompt_ids.size(), a.options.max_tokens); !e.empty()) return e;
   } else if (!a.chat.empty()) {

@@ -295,44 +295,35 @@ int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, 
                      std::string suffix) {
   GenerationJob* job = block_generation(ctx, std::move(owned));
   engine::Callbacks cb = callbacks_for(job);
-  if (!suffix.empty() || (req.prompt_ids.empty() && req.prompt_text.size() > kSyncTokenizeBytes)) {
-    // Engine::submit tokenises prompt text on the calling thread: long texts go to the background
-    // thread so the main thread only parses and copies. A refusal there is replied by on_reply.
-    // Once submit succeeds the request may finish and the job be freed at any time: only the slot
-    // (shared) is touched after it.
-    auto task = [job, slot = job->slot, req = std::move(req), cb = std::move(cb), suffix = std::move(suffix)]() mutable {
-      if (!suffix.empty()) {
-        tokenizer::EncodeOptions o;
-        o.add_special = false;
-        std::vector<int32_t> ids = job->model->engine->tokenizer().encode(suffix, o);
-        req.prompt_ids.insert(req.prompt_ids.end(), ids.begin(), ids.end());
-        if (std::string e = check_fits_context(*job->model, req.prompt_ids.size(), req.max_tokens); !e.empty()) {
-          job->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(e), 0};
-          return unblock_generation(job);
-        }
+  // Tokenising (prompt text, suffix) and Engine::submit (validation, queueing, waking the scheduler)
+  // run on the background thread: the main thread only parses, copies token keys and blocks the
+  // client, which keeps its time per command small and independent of the prompt. A refusal there
+  // (BUSY included) is replied by on_reply. Once submit succeeds the request may finish and the job be
+  // freed at any time: only the slot (shared) is touched after it.
+  auto task = [job, slot = job->slot, req = std::move(req), cb = std::move(cb), suffix = std::move(suffix)]() mutable {
+    if (!suffix.empty()) {
+      tokenizer::EncodeOptions o;
+      o.add_special = false;
+      std::vector<int32_t> ids = job->model->engine->tokenizer().encode(suffix, o);
+      req.prompt_ids.insert(req.prompt_ids.end(), ids.begin(), ids.end());
+      if (std::string e = check_fits_context(*job->model, req.prompt_ids.size(), req.max_tokens); !e.empty()) {
+        job->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(e), 0};
+        return unblock_generation(job);
       }
-      auto submitted = job->model->engine->submit(std::move(req), std::move(cb));
-      if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
-        job->refusal = *refusal;  // no callback will run: the job is still ours
-        unblock_generation(job);
-      } else {
-        slot->set(std::get<engine::Handle>(submitted));
-      }
-    };
-    job->counted_before_submit = true;
-    if (!run_in_background(std::move(task))) {
-      abort_generation(job);
-      return reply_coded_error(ctx, "BUSY", "too many prompts waiting to be tokenised; retry later");
     }
-    ++stats().generate_requests;
-    return REDISMODULE_OK;
-  }
-  auto submitted = job->model->engine->submit(std::move(req), std::move(cb));
-  if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
+    auto submitted = job->model->engine->submit(std::move(req), std::move(cb));
+    if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
+      job->refusal = *refusal;  // no callback will run: the job is still ours
+      unblock_generation(job);
+    } else {
+      slot->set(std::get<engine::Handle>(submitted));
+    }
+  };
+  job->counted_before_submit = true;
+  if (!run_in_background(std::move(task))) {
     abort_generation(job);
-    return reply_refusal(ctx, *refusal);
+    return reply_coded_error(ctx, "BUSY", "too many requests waiting to be submitted; retry later");
   }
-  job->slot->set(std::get<engine::Handle>(submitted));
   ++stats().generate_requests;
   return REDISMODULE_OK;
 }

@@ -102,10 +102,10 @@ GenerationJob* block_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJ
 // job belongs to the main thread after it.
 void unblock_generation(GenerationJob* job);
 
-// INFER.GENERATE's path: blocks the client and submits req, tokenising long prompt texts on the
-// background thread. `suffix`, when not empty, is text to encode (no special tokens) and append to
-// req.prompt_ids there too; the prompt must then still leave room for MAXTOKENS in the context. A
-// refusal met on the main thread is replied at once. Main thread; returns REDISMODULE_OK.
+// INFER.GENERATE's path: blocks the client, then tokenises and submits req on the background thread.
+// `suffix`, when not empty, is text to encode (no special tokens) and append to req.prompt_ids there;
+// the prompt must then still leave room for MAXTOKENS in the context. Refusals are replied by the
+// reply callback. Main thread; returns REDISMODULE_OK.
 int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job, engine::Request req,
                      std::string suffix = {});
 

@@ -3,6 +3,7 @@
 #include <exception>
 #include <string>
 
+#include "redis/background.h"
 #include "redis/commands.h"
 #include "redis/module_api.h"
 #include "redis/models.h"
@@ -10,6 +11,7 @@
 #include "redis/stats.h"
 #include "redis/stream_writer.h"
 #include "redis/vector_commands.h"
+#include "redis/vset_threads.h"
 
 // Weak default so that the module links before the vector-set commands exist; vset_*.cpp provides the
 // strong definition.
@@ -41,6 +43,8 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     if (rm::RegisterInfoFunc(ctx, redis::info_callback) != REDISMODULE_OK) return fail(ctx, "cannot register INFO");
     if (redis::register_configs(ctx) != REDISMODULE_OK) return fail(ctx, "cannot load configs");
     redis::StreamWriter::init(ctx);
+    redis::start_background_thread();
+    redis::start_search_threads();
     for (const auto& [name, path] : redis::settings().startup_models) {
       // Startup models come from the operator's command line: any path is allowed. Loading is
       // O(metadata) (weights stay mapped), so doing it here does not delay the server much.

@@ -3,15 +3,23 @@
 #include <algorithm>
 #include <thread>
 
+#include "redis/settings.h"
 #include "redis/task_threads.h"
 
 namespace infer::redis {
 
-bool run_search_thread(std::function<void()> task) {
+namespace {
+TaskThreads& search_pool() {
   // Searches are memory-latency bound and short; a few threads are enough to keep the main thread free.
   static TaskThreads* pool =  // never destroyed (task_threads.h)
-      new TaskThreads(std::clamp(std::thread::hardware_concurrency(), 1u, 4u), kMaxQueuedSearches);
-  return pool->post(std::move(task));
+      new TaskThreads(std::clamp(std::thread::hardware_concurrency(), 1u, 4u), kMaxQueuedSearches,
+                                   static_cast<int>(settings().nice));
+  return *pool;
 }
+}  // namespace
+
+bool run_search_thread(std::function<void()> task) { return search_pool().post(std::move(task)); }
+
+void start_search_threads() { search_pool().start(); }
 
 }  // namespace infer::redis

@@ -9,6 +9,8 @@ namespace infer::redis {
 // Returns false, dropping the task, when kMaxQueuedSearches are already waiting: the caller then
 // searches synchronously, so the queue stays bounded.
 bool run_search_thread(std::function<void()> task);
+// Starts the threads (OnLoad), so that no command pays for creating them.
+void start_search_threads();
 
 inline constexpr size_t kMaxQueuedSearches = 256;
 
