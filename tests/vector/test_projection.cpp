@@ -10,16 +10,12 @@
 #include "vector/projection.h"
 #include "vector/serialize.h"
 #include "vector/vector_set.h"
+#include "vector_test_util.h"
 
 using namespace infer::vector;
+using namespace infer::test;
 
 namespace {
-std::vector<float> random_vec(size_t dim, std::mt19937& rng) {
-  std::normal_distribution<float> nd;
-  std::vector<float> v(dim);
-  for (auto& x : v) x = nd(rng);
-  return v;
-}
 
 VectorSet reduced_set(size_t n, std::mt19937& rng, std::vector<std::vector<float>>* added = nullptr) {
   VectorSet s({.dim = 32, .projection_input_dim = 128});

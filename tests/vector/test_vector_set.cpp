@@ -7,22 +7,12 @@
 
 #include "vector/serialize.h"
 #include "vector/vector_set.h"
+#include "vector_test_util.h"
 
 using namespace infer::vector;
+using namespace infer::test;
 
 namespace {
-std::vector<float> random_vec(size_t dim, std::mt19937& rng) {
-  std::normal_distribution<float> nd;
-  std::vector<float> v(dim);
-  for (auto& x : v) x = nd(rng);
-  return v;
-}
-
-std::vector<std::string> names(const std::vector<SearchHit>& hits) {
-  std::vector<std::string> out;
-  for (const auto& h : hits) out.push_back(*h.name);
-  return out;
-}
 
 // Recall@k of the graph search against the exact scan, averaged over `queries` random queries.
 double recall(const VectorSet& set, size_t dim, int queries, size_t k, size_t ef, std::mt19937& rng) {

@@ -8,15 +8,10 @@
 
 #include "redis/redis_server.h"
 #include "support/data_dirs.h"
+#include "vector_test_util.h"
 
 namespace infer::test {
 namespace {
-
-std::string fp32(const std::vector<float>& v) {
-  std::string s(v.size() * 4, '\0');
-  std::memcpy(s.data(), v.data(), s.size());
-  return s;
-}
 
 class VsetCommands : public ::testing::Test {
  protected:

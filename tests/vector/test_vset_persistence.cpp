@@ -15,17 +15,12 @@
 
 #include "redis/redis_server.h"
 #include "support/data_dirs.h"
+#include "vector_test_util.h"
 
 namespace infer::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string fp32(const std::vector<float>& v) {
-  std::string s(v.size() * 4, '\0');
-  std::memcpy(s.data(), v.data(), s.size());
-  return s;
-}
 
 std::string run(redisContext* c, const std::vector<std::string>& argv) { return show(command(c, argv).get()); }
 

@@ -12,24 +12,12 @@
 
 #include "redis/redis_server.h"
 #include "support/data_dirs.h"
+#include "vector_test_util.h"
 
 namespace infer::test {
 namespace {
 
-std::string fp32(const std::vector<float>& v) {
-  std::string s(v.size() * 4, '\0');
-  std::memcpy(s.data(), v.data(), s.size());
-  return s;
-}
-
 std::string run(redisContext* c, const std::vector<std::string>& argv) { return show(command(c, argv).get()); }
-
-std::vector<float> random_vec(size_t dim, std::mt19937& rng) {
-  std::normal_distribution<float> nd;
-  std::vector<float> v(dim);
-  for (auto& x : v) x = nd(rng);
-  return v;
-}
 
 void fill(redisContext* c, const std::string& key, int n, size_t dim, std::mt19937& rng) {
   for (int i = 0; i < n; ++i) {
