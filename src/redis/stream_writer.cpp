@@ -1,5 +1,6 @@
 #include "redis/stream_writer.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "redis/args.h"
@@ -78,31 +79,53 @@ void StreamWriter::finish(const char* reason, long long n_tokens) {
 }
 
 void StreamWriter::xadd(const char* f1, const std::string& v1, const char* f2, const std::string& v2) {
-  // A fresh context per batch: replication queued by RM_Call("!") goes out when it is freed, and the
-  // database is the requesting client's.
+  // StreamAdd on the key directly (no command dispatch through RM_Call), then what a client's XADD
+  // would do besides: trim, wake XREAD BLOCK readers (CloseKey), replicate, notify. A fresh context per
+  // batch: what Replicate queues goes out when the context is freed, and the database is the client's.
   RedisModuleCtx* ctx = rm::GetDetachedThreadSafeContext(g_module_ctx);
   rm::SelectDb(ctx, db_);
-  std::vector<RedisModuleString*> args;
-  auto add = [&](const std::string& a) { args.push_back(rm::CreateString(ctx, a.data(), a.size())); };
-  add(key_);
-  if (maxlen_ > 0) {  // 0: no cap
-    add("MAXLEN");
-    add("~");
-    add(std::to_string(maxlen_));
-  }
-  add("*");
-  add(f1);
-  add(v1);
+  std::vector<RedisModuleString*> fields;
+  auto make = [&](const std::string& a) { return rm::CreateString(ctx, a.data(), a.size()); };
+  RedisModuleString* key = make(key_);
+  fields.push_back(make(f1));
+  fields.push_back(make(v1));
   if (f2) {
-    add(f2);
-    add(v2);
+    fields.push_back(make(f2));
+    fields.push_back(make(v2));
   }
-  RedisModuleCallReply* r = rm::Call(ctx, "XADD", "!v", args.data(), args.size());
-  if (r) {
-    if (rm::CallReplyType(r) != REDISMODULE_REPLY_ERROR) ++stats().stream_entries;
-    rm::FreeCallReply(r);
+  RedisModuleKey* k = rm::OpenKey(ctx, key, REDISMODULE_READ | REDISMODULE_WRITE);
+  const int type = rm::KeyType(k);
+  RedisModuleStreamID id{};
+  bool added = false;
+  long long trimmed = 0, length = 0;
+  // The key may have been replaced by another type since the command checked it: then, like XADD,
+  // write nothing.
+  if ((type == REDISMODULE_KEYTYPE_EMPTY || type == REDISMODULE_KEYTYPE_STREAM) &&
+      rm::StreamAdd(k, REDISMODULE_STREAM_ADD_AUTOID, &id, fields.data(), static_cast<int64_t>(fields.size() / 2)) ==
+          REDISMODULE_OK) {
+    added = true;
+    if (maxlen_ > 0) trimmed = std::max(0LL, rm::StreamTrimByLength(k, REDISMODULE_STREAM_TRIM_APPROX, maxlen_));
+    length = static_cast<long long>(rm::ValueLength(k));
   }
-  for (RedisModuleString* a : args) rm::FreeString(ctx, a);
+  rm::CloseKey(k);  // wakes clients blocked in XREAD on the key
+  if (added) {
+    const std::string id_text = std::to_string(id.ms) + "-" + std::to_string(id.seq);
+    // Replicas and the AOF get the entry with its id and the exact length the approximate trim left.
+    if (maxlen_ > 0 && f2)
+      rm::Replicate(ctx, "XADD", "scclcssss", key, "MAXLEN", "=", length, id_text.c_str(), fields[0], fields[1],
+                    fields[2], fields[3]);
+    else if (maxlen_ > 0)
+      rm::Replicate(ctx, "XADD", "scclcss", key, "MAXLEN", "=", length, id_text.c_str(), fields[0], fields[1]);
+    else if (f2)
+      rm::Replicate(ctx, "XADD", "scssss", key, id_text.c_str(), fields[0], fields[1], fields[2], fields[3]);
+    else
+      rm::Replicate(ctx, "XADD", "scss", key, id_text.c_str(), fields[0], fields[1]);
+    rm::NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_STREAM, "xadd", key);
+    if (trimmed > 0) rm::NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_STREAM, "xtrim", key);
+    ++stats().stream_entries;
+  }
+  for (RedisModuleString* f : fields) rm::FreeString(ctx, f);
+  rm::FreeString(ctx, key);
   rm::FreeThreadSafeContext(ctx);
 }
 

@@ -4,8 +4,10 @@
 // (kBatchTokens pieces, or the oldest buffered piece is kBatchMs old) and no flush is pending,
 // schedules one with EventLoopAddOneShot; the flush runs on the main thread and writes everything
 // buffered so far as ONE entry (so the main thread is touched once per batch, never per token;
-// spec §3.2, DESIGN invariant 5). The final flush at the end writes whatever is left. Entries go through RM_Call("XADD", "!") so they are
-// replicated, written to the AOF and notified like a client's XADD.
+// spec §3.2, DESIGN invariant 5). The final flush at the end writes whatever is left. Each entry is
+// written with StreamAdd (trimmed to MAXLEN ~ n) and then replicated as an XADD with its id and the exact
+// length kept, and notified (`xadd`, `xtrim`), so replicas, the AOF, keyspace subscribers and XREAD BLOCK
+// readers see what a client's XADD would give them.
 //
 // Entry fields: `text <chunk>`; the last entry is `finish <reason> tokens <n>`.
 #pragma once

@@ -162,6 +162,33 @@ TEST_F(GenerateTest, StreamWakesBlockedReaders) {
   EXPECT_NE(show(r.get()).find("out:live"), std::string::npos);
 }
 
+// Stream entries notify keyspace subscribers like a client's XADD, and with a small STREAM-MAXLEN the
+// stream is trimmed (approximately, whole nodes) instead of growing without bound.
+TEST_F(GenerateTest, StreamNotifiesAndIsTrimmed) {
+  run({"DEL", "out:events"});
+  ASSERT_EQ(run({"CONFIG", "SET", "notify-keyspace-events", "Et"}), "OK");
+  RedisConn sub = server_->connect();
+  Reply subscribed = command(sub.get(), {"SUBSCRIBE", "__keyevent@0__:xadd"});
+  ASSERT_EQ(subscribed->type, REDIS_REPLY_ARRAY);
+  run(cat({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "8", "STREAM", "out:events"}, kGreedy));
+  void* raw = nullptr;
+  ASSERT_EQ(redisGetReply(sub.get(), &raw), REDIS_OK);
+  Reply event(static_cast<redisReply*>(raw));
+  EXPECT_EQ(show(event.get()), "[message, __keyevent@0__:xadd, out:events]");
+  ASSERT_EQ(run({"CONFIG", "SET", "notify-keyspace-events", ""}), "OK");
+
+  run({"DEL", "out:capped"});
+  ASSERT_EQ(run({"CONFIG", "SET", "infer.stream-maxlen", "1"}), "OK");
+  for (int i = 0; i < 70; ++i)
+    run(cat({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "4", "STREAM", "out:capped"}, kGreedy));
+  ASSERT_EQ(run({"CONFIG", "SET", "infer.stream-maxlen", "10000"}), "OK");
+  // 70 requests wrote at least 140 entries (text and finish each); a stream node holds at most 100, so
+  // approximate trimming to 1 keeps at most 100 + 1 (untrimmed there would be 140 or more).
+  const long long len = command(c_.get(), {"XLEN", "out:capped"})->integer;
+  EXPECT_GE(len, 1);
+  EXPECT_LE(len, 101);
+}
+
 TEST_F(GenerateTest, RefusedInsideMultiAndLua) {
   EXPECT_EQ(run({"MULTI"}), "OK");
   EXPECT_EQ(run({"INFER.GENERATE", "stories", "PROMPT", "Once"}), "QUEUED");
