@@ -7,7 +7,7 @@ namespace infer::redis {
 
 namespace {
 TaskThreads& worker() {
-  static TaskThreads* w = new TaskThreads(1, kMaxBackgroundTasks, static_cast<int>(settings().nice));  // never destroyed (task_threads.h)
+  static TaskThreads* w = new TaskThreads(1, kMaxBackgroundTasks, thread_nice());  // never destroyed (task_threads.h)
   return *w;
 }
 }  // namespace

@@ -59,7 +59,7 @@ engine::EngineOptions engine_options_for(const std::string& path) {
   engine::EngineOptions o;
   o.model_path = path;
   o.threads = static_cast<int>(s.threads);
-  o.nice = static_cast<int>(s.nice);
+  o.nice = thread_nice();
   o.max_running = static_cast<int>(s.max_running);
   o.queue_depth = static_cast<int>(s.queue_depth);
   o.context = static_cast<int>(s.context);

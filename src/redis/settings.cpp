@@ -4,12 +4,42 @@
 
 #include <climits>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 namespace infer::redis {
 
 Settings& settings() {
   static Settings s;
   return s;
+}
+
+namespace {
+
+// True when the process runs under a seccomp filter (/proc/self/status "Seccomp: 2").
+bool seccomp_filter_active() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Seccomp:", 0) == 0) return line.find('2') != std::string::npos;
+  return false;
+}
+
+}  // namespace
+
+int thread_nice() {
+  static const bool filtered = seccomp_filter_active();
+  if (settings().nice == 0) return 0;
+  if (filtered) {
+    static bool logged = false;
+    if (!logged) {
+      logged = true;
+      rm::Log(nullptr, "warning",
+              "infer: a seccomp filter is active (e.g. systemd SystemCallFilter): compute threads keep normal "
+              "priority, infer.nice is not applied (setpriority could kill the server)");
+    }
+    return 0;
+  }
+  return static_cast<int>(settings().nice);
 }
 
 namespace {

@@ -29,6 +29,10 @@ struct Settings {
 
 Settings& settings();
 
+// The niceness threads started by the module should take: settings().nice, or 0 when a seccomp filter
+// is active (Debian's systemd unit denies setpriority and kills the process with SIGSYS; spec §0.11).
+int thread_nice();
+
 // Parses `[MODEL name path]... [MODEL-DIR dir] [THREADS n] [NICE n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n]
 // [MAX-TOKENS n] [TIMEOUT ms] [STREAM-MAXLEN n] [VSIM-THREAD-THRESHOLD n]` into settings(). Returns an error message, or "".
 std::string parse_module_args(RedisModuleString** argv, int argc);

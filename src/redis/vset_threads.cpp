@@ -13,7 +13,7 @@ TaskThreads& search_pool() {
   // Searches are memory-latency bound and short; a few threads are enough to keep the main thread free.
   static TaskThreads* pool =  // never destroyed (task_threads.h)
       new TaskThreads(std::clamp(std::thread::hardware_concurrency(), 1u, 4u), kMaxQueuedSearches,
-                                   static_cast<int>(settings().nice));
+                                   thread_nice());
   return *pool;
 }
 }  // namespace

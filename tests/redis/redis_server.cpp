@@ -89,6 +89,11 @@ void RedisServer::start(const RedisServerOptions& opts) {
     args.insert(args.end(), opts.module_args.begin(), opts.module_args.end());
   }
   args.insert(args.end(), opts.server_args.begin(), opts.server_args.end());
+#ifdef INFER_SECCOMP_EXEC_PATH
+  if (opts.seccomp_like_systemd) args.insert(args.begin(), INFER_SECCOMP_EXEC_PATH);
+#else
+  if (opts.seccomp_like_systemd) throw std::runtime_error("seccomp_exec was not built");
+#endif
 
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -96,7 +101,7 @@ void RedisServer::start(const RedisServerOptions& opts) {
     std::vector<char*> cargv;
     for (auto& a : args) cargv.push_back(a.data());
     cargv.push_back(nullptr);
-    execvp("redis-server", cargv.data());
+    execvp(cargv[0], cargv.data());
     _exit(127);
   }
   auto deadline = Clock::now() + std::chrono::milliseconds(opts.start_timeout_ms);

@@ -24,6 +24,7 @@ struct RedisServerOptions {
   std::string module_path;               // default: redis_module_path()
   bool load_module = true;
   int start_timeout_ms = 10000;
+  bool seccomp_like_systemd = false;     // run under seccomp_exec (setpriority kills the server)
 };
 
 // $INFER_BUILD_DIR/src/redis/redis_infer.so, else the path compiled in.

@@ -156,6 +156,19 @@ TEST_F(ModuleTest, ComputeThreadsYieldToTheMainThread) {
   EXPECT_GE(niced, 1) << "the scheduler thread (and compute workers) run at nice 10";
 }
 
+// Under Debian's systemd unit a seccomp filter kills the server on setpriority: the module then leaves
+// its threads at normal priority (and says so in the log) instead of taking Redis down.
+TEST(ModuleSeccomp, UnderASetpriorityFilterThreadsKeepNormalPriority) {
+  INFER_REQUIRE_DIR(models_dir());
+  RedisServer server({.module_args = {"MODEL", "stories", stories_model_path()}, .seccomp_like_systemd = true});
+  RedisConn c = server.connect();
+  const std::string text = show(command(c.get(), {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "8"}).get());
+  EXPECT_EQ(text.rfind("(error)", 0), std::string::npos) << text;
+  EXPECT_TRUE(server.alive()) << server.log();
+  EXPECT_NE(server.log().find("seccomp filter is active"), std::string::npos) << server.log();
+  for (const auto& [tid, n] : thread_nice(server.pid())) EXPECT_EQ(n, 0) << "thread " << tid;
+}
+
 TEST_F(ModuleTest, InfoSectionAndStats) {
   run({"INFER.GENERATE", "stories", "PROMPT", "Hi", "MAXTOKENS", "3"});
   std::string info = run({"INFO", "infer"});
