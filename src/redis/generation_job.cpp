@@ -97,7 +97,7 @@ int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
     const std::string timer_name = std::string(job->command) + " reply";
     MainThreadTimer timer(timer_name.c_str());
     if (replies_from_stream(job))
-      job->stream->finish(engine::finish_reason_name(job->result.finish), job->result.timings.generated_tokens);
+      job->stream->finish(ctx, engine::finish_reason_name(job->result.finish), job->result.timings.generated_tokens);
     return reply_result(ctx, job);
   } catch (...) {
     return reply_error(ctx, "internal error while replying");
@@ -128,7 +128,7 @@ void on_disconnect(RedisModuleCtx*, RedisModuleBlockedClient* bc) {
   }
 }
 
-void free_job(RedisModuleCtx*, void* privdata) {
+void free_job(RedisModuleCtx* ctx, void* privdata) {
   auto* job = static_cast<GenerationJob*>(privdata);
   try {
     const std::string timer_name = std::string(job->command) + " free";
@@ -138,7 +138,7 @@ void free_job(RedisModuleCtx*, void* privdata) {
     if (replies_from_stream(job)) {
       // The reply callback did not run (disconnect or unblock): the stream still gets its last entry.
       const char* reason = job->unblocked ? "cancelled" : engine::finish_reason_name(job->result.finish);
-      job->stream->finish(reason, job->result.timings.generated_tokens);
+      job->stream->finish(ctx, reason, job->result.timings.generated_tokens);
     }
   } catch (...) {
   }

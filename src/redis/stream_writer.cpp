@@ -1,6 +1,6 @@
 #include "redis/stream_writer.h"
 
-#include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "redis/args.h"
@@ -39,21 +39,35 @@ void StreamWriter::append(const std::string& piece) {
   }
 }
 
+// Why a timer: the event-loop callback has no context, and what RM_Call("!") queues for replication and
+// the AOF is only sent when a non-thread-safe context is freed (a detached thread-safe context left it
+// queued, and Redis 7.0 then asserted in handleClientsBlockedOnKeys with the AOF on). A timer callback
+// gets such a context.
 void StreamWriter::flush_event(void* user_data) {
   std::unique_ptr<std::shared_ptr<StreamWriter>> ref(static_cast<std::shared_ptr<StreamWriter>*>(user_data));
   try {
-    MainThreadTimer timer("infer.generate stream flush");
-    if (!(*ref)->flush(/*wait=*/false)) {
-      // The engine thread holds the buffer (it runs at a lower priority and may have been preempted
-      // inside its few instructions): never wait for it on the main thread, come back next turn.
-      if (rm::EventLoopAddOneShot(flush_event, ref.get()) == REDISMODULE_OK) ref.release();
-    }
+    rm::CreateTimer(g_module_ctx, 0, flush_timer, ref.get());
+    ref.release();  // the timer owns it now
   } catch (...) {
-    // Nothing can be reported from an event callback; the final entry still says how it ended.
   }
 }
 
-bool StreamWriter::flush(bool wait) {
+void StreamWriter::flush_timer(RedisModuleCtx* ctx, void* user_data) {
+  std::unique_ptr<std::shared_ptr<StreamWriter>> ref(static_cast<std::shared_ptr<StreamWriter>*>(user_data));
+  try {
+    MainThreadTimer timer("infer.generate stream flush");
+    if (!(*ref)->flush(ctx, /*wait=*/false)) {
+      // The engine thread holds the buffer (it runs at a lower priority and may have been preempted
+      // inside its few instructions): never wait for it on the main thread, come back next turn.
+      rm::CreateTimer(ctx, 0, flush_timer, ref.get());
+      ref.release();
+    }
+  } catch (...) {
+    // Nothing can be reported from a timer; the final entry still says how it ended.
+  }
+}
+
+bool StreamWriter::flush(RedisModuleCtx* ctx, bool wait) {
   std::string chunk;
   {
     std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
@@ -67,66 +81,61 @@ bool StreamWriter::flush(bool wait) {
     scheduled_ = false;
   }
   if (finished_ || chunk.empty()) return true;
-  xadd("text", chunk);
+  xadd(ctx, "text", chunk);
   return true;
 }
 
-void StreamWriter::finish(const char* reason, long long n_tokens) {
+void StreamWriter::finish(RedisModuleCtx* ctx, const char* reason, long long n_tokens) {
   if (finished_) return;
-  flush(/*wait=*/true);  // the engine has stopped appending: the lock is free or about to be
-  xadd("finish", reason, "tokens", std::to_string(n_tokens));
+  if (!ctx) {  // a callback without a context: write from a timer's instead
+    struct Later {
+      std::shared_ptr<StreamWriter> writer;
+      std::string reason;
+      long long n_tokens;
+    };
+    auto* later = new Later{shared_from_this(), reason, n_tokens};
+    rm::CreateTimer(g_module_ctx, 0, [](RedisModuleCtx* timer_ctx, void* data) {
+      std::unique_ptr<Later> l(static_cast<Later*>(data));
+      try {
+        l->writer->finish(timer_ctx, l->reason.c_str(), l->n_tokens);
+      } catch (...) {
+      }
+    }, later);
+    return;
+  }
+  flush(ctx, /*wait=*/true);  // the engine has stopped appending: the lock is free or about to be
+  xadd(ctx, "finish", reason, "tokens", std::to_string(n_tokens));
   finished_ = true;
 }
 
-void StreamWriter::xadd(const char* f1, const std::string& v1, const char* f2, const std::string& v2) {
-  // StreamAdd on the key directly (no command dispatch through RM_Call), then what a client's XADD
-  // would do besides: trim, wake XREAD BLOCK readers (CloseKey), replicate, notify. A fresh context per
-  // batch: what Replicate queues goes out when the context is freed, and the database is the client's.
-  RedisModuleCtx* ctx = rm::GetDetachedThreadSafeContext(g_module_ctx);
-  rm::SelectDb(ctx, db_);
-  std::vector<RedisModuleString*> fields;
-  auto make = [&](const std::string& a) { return rm::CreateString(ctx, a.data(), a.size()); };
-  RedisModuleString* key = make(key_);
-  fields.push_back(make(f1));
-  fields.push_back(make(v1));
+void StreamWriter::xadd(RedisModuleCtx* ctx, const char* f1, const std::string& v1, const char* f2,
+                        const std::string& v2) {
+  // In the writer's database (the requesting client's), then back: `ctx` may be a reply context.
+  const int db = rm::GetSelectedDb(ctx);
+  if (db != db_) rm::SelectDb(ctx, db_);
+  std::vector<RedisModuleString*> args;
+  auto add = [&](const std::string& a) { args.push_back(rm::CreateString(ctx, a.data(), a.size())); };
+  add(key_);
+  if (maxlen_ > 0) {  // 0: no cap
+    add("MAXLEN");
+    add("~");
+    add(std::to_string(maxlen_));
+  }
+  add("*");
+  add(f1);
+  add(v1);
   if (f2) {
-    fields.push_back(make(f2));
-    fields.push_back(make(v2));
+    add(f2);
+    add(v2);
   }
-  RedisModuleKey* k = rm::OpenKey(ctx, key, REDISMODULE_READ | REDISMODULE_WRITE);
-  const int type = rm::KeyType(k);
-  RedisModuleStreamID id{};
-  bool added = false;
-  long long trimmed = 0, length = 0;
-  // The key may have been replaced by another type since the command checked it: then, like XADD,
-  // write nothing.
-  if ((type == REDISMODULE_KEYTYPE_EMPTY || type == REDISMODULE_KEYTYPE_STREAM) &&
-      rm::StreamAdd(k, REDISMODULE_STREAM_ADD_AUTOID, &id, fields.data(), static_cast<int64_t>(fields.size() / 2)) ==
-          REDISMODULE_OK) {
-    added = true;
-    if (maxlen_ > 0) trimmed = std::max(0LL, rm::StreamTrimByLength(k, REDISMODULE_STREAM_TRIM_APPROX, maxlen_));
-    length = static_cast<long long>(rm::ValueLength(k));
+  // "!": replicated and written to the AOF (when `ctx` is freed), notified like a client's XADD.
+  RedisModuleCallReply* r = rm::Call(ctx, "XADD", "!v", args.data(), args.size());
+  if (r) {
+    if (rm::CallReplyType(r) != REDISMODULE_REPLY_ERROR) ++stats().stream_entries;
+    rm::FreeCallReply(r);
   }
-  rm::CloseKey(k);  // wakes clients blocked in XREAD on the key
-  if (added) {
-    const std::string id_text = std::to_string(id.ms) + "-" + std::to_string(id.seq);
-    // Replicas and the AOF get the entry with its id and the exact length the approximate trim left.
-    if (maxlen_ > 0 && f2)
-      rm::Replicate(ctx, "XADD", "scclcssss", key, "MAXLEN", "=", length, id_text.c_str(), fields[0], fields[1],
-                    fields[2], fields[3]);
-    else if (maxlen_ > 0)
-      rm::Replicate(ctx, "XADD", "scclcss", key, "MAXLEN", "=", length, id_text.c_str(), fields[0], fields[1]);
-    else if (f2)
-      rm::Replicate(ctx, "XADD", "scssss", key, id_text.c_str(), fields[0], fields[1], fields[2], fields[3]);
-    else
-      rm::Replicate(ctx, "XADD", "scss", key, id_text.c_str(), fields[0], fields[1]);
-    rm::NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_STREAM, "xadd", key);
-    if (trimmed > 0) rm::NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_STREAM, "xtrim", key);
-    ++stats().stream_entries;
-  }
-  for (RedisModuleString* f : fields) rm::FreeString(ctx, f);
-  rm::FreeString(ctx, key);
-  rm::FreeThreadSafeContext(ctx);
+  for (RedisModuleString* a : args) rm::FreeString(ctx, a);
+  if (db != db_) rm::SelectDb(ctx, db);
 }
 
 }  // namespace infer::redis

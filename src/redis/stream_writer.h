@@ -4,10 +4,10 @@
 // (kBatchTokens pieces, or the oldest buffered piece is kBatchMs old) and no flush is pending,
 // schedules one with EventLoopAddOneShot; the flush runs on the main thread and writes everything
 // buffered so far as ONE entry (so the main thread is touched once per batch, never per token;
-// spec §3.2, DESIGN invariant 5). The final flush at the end writes whatever is left. Each entry is
-// written with StreamAdd (trimmed to MAXLEN ~ n) and then replicated as an XADD with its id and the exact
-// length kept, and notified (`xadd`, `xtrim`), so replicas, the AOF, keyspace subscribers and XREAD BLOCK
-// readers see what a client's XADD would give them.
+// spec §3.2, DESIGN invariant 5); the event schedules a 0 ms timer, whose callback has a context that
+// sends the writes to replicas and the AOF when it is released. The final flush at the end writes
+// whatever is left, from the reply (or free) callback's context. Entries go through RM_Call("XADD", "!")
+// so they are trimmed, replicated, written to the AOF and notified like a client's XADD.
 //
 // Entry fields: `text <chunk>`; the last entry is `finish <reason> tokens <n>`.
 #pragma once
@@ -28,18 +28,21 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
   // Engine thread: buffer one piece of text and make sure a flush is scheduled.
   void append(const std::string& piece);
 
-  // Main thread: write what is buffered, then the final entry. Idempotent; later flushes do nothing.
-  void finish(const char* reason, long long n_tokens);
+  // Main thread, in a command, reply or free callback (`ctx`: its context, whose release sends the
+  // writes to replicas and the AOF): write what is buffered, then the final entry. Idempotent.
+  void finish(RedisModuleCtx* ctx, const char* reason, long long n_tokens);
 
   // Main thread, OnLoad: the long-lived context the flushes use to reach the module (for RM_Call).
   static void init(RedisModuleCtx* onload_ctx);
 
  private:
-  static void flush_event(void* user_data);  // main thread (EventLoopAddOneShot)
+  static void flush_event(void* user_data);                    // main thread (EventLoopAddOneShot)
+  static void flush_timer(RedisModuleCtx* ctx, void* user_data);  // main thread (a 0 ms timer)
   // Main thread: writes what is buffered. With wait false it gives up (false) instead of waiting when
   // the engine thread holds the buffer.
-  bool flush(bool wait);
-  void xadd(const char* f1, const std::string& v1, const char* f2 = nullptr, const std::string& v2 = "");
+  bool flush(RedisModuleCtx* ctx, bool wait);
+  void xadd(RedisModuleCtx* ctx, const char* f1, const std::string& v1, const char* f2 = nullptr,
+            const std::string& v2 = "");
 
   std::string key_;
   int db_;

@@ -109,5 +109,39 @@ TEST(Replication, StoredBlobsAndStreamsReachAReplicaWithoutTheModule) {
   EXPECT_NE(master_stream.find("finish"), std::string::npos);
 }
 
+// With the AOF on and a reader blocked on the stream, streamed entries reach the AOF (the server once
+// asserted in handleClientsBlockedOnKeys because a flush left its propagation queued), and reloading
+// the AOF gives the same stream and blobs.
+TEST(Replication, StreamsWithAofOnAndABlockedReaderReloadIdentically) {
+  INFER_REQUIRE_DIR(models_dir());
+  RedisServer server({.module_args = {"MODEL", "stories", stories_model_path(), "STREAM-MAXLEN", "5"},
+                      .server_args = {"--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "no",
+                                      "--enable-debug-command", "yes"}});
+  RedisConn c = server.connect(), reader = server.connect();
+  redisAppendCommand(reader.get(), "XREAD BLOCK 20000 STREAMS out:aof $");
+  int done = 0;
+  while (!done) ASSERT_EQ(redisBufferWrite(reader.get(), &done), REDIS_OK);
+  ASSERT_TRUE(wait_for([&] { return show(command(c.get(), {"INFO", "clients"}).get()).find("blocked_clients:1") !=
+                                    std::string::npos; },
+                       10000));
+  for (int i = 0; i < 3; ++i) {
+    const std::string text = show(command(c.get(), {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "60",
+                                                     "TEMP", "0", "STREAM", "out:aof"}).get());
+    ASSERT_EQ(text.rfind("(error)", 0), std::string::npos) << text;
+  }
+  void* raw = nullptr;
+  ASSERT_EQ(redisGetReply(reader.get(), &raw), REDIS_OK);
+  Reply woke(static_cast<redisReply*>(raw));
+  EXPECT_NE(show(woke.get()).find("out:aof"), std::string::npos);
+  EXPECT_EQ(show(command(c.get(), {"INFER.TOKENIZE", "stories", "Once upon a time", "STORE", "doc:aof"}).get()), "5");
+  const std::string stream = show(command(c.get(), {"XRANGE", "out:aof", "-", "+"}).get());
+  const std::string blob = show(command(c.get(), {"GET", "doc:aof"}).get());
+  EXPECT_NE(stream.find("finish"), std::string::npos);
+  EXPECT_EQ(show(command(c.get(), {"DEBUG", "LOADAOF"}).get()), "OK");
+  EXPECT_EQ(show(command(c.get(), {"XRANGE", "out:aof", "-", "+"}).get()), stream);
+  EXPECT_EQ(show(command(c.get(), {"GET", "doc:aof"}).get()), blob);
+  EXPECT_TRUE(server.alive()) << server.log();
+}
+
 }  // namespace
 }  // namespace infer::test
