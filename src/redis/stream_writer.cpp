@@ -8,7 +8,7 @@
 
 namespace infer::redis {
 namespace {
-RedisModuleCtx* g_module_ctx = nullptr;  // detached thread-safe context made in OnLoad; never freed
+RedisModuleCtx* g_module_ctx = nullptr;  // made in OnLoad, never freed: names the module to CreateTimer
 }
 
 void StreamWriter::init(RedisModuleCtx* onload_ctx) {

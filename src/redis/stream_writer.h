@@ -32,7 +32,7 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
   // writes to replicas and the AOF): write what is buffered, then the final entry. Idempotent.
   void finish(RedisModuleCtx* ctx, const char* reason, long long n_tokens);
 
-  // Main thread, OnLoad: the long-lived context the flushes use to reach the module (for RM_Call).
+  // Main thread, OnLoad: the long-lived context that names the module when flushes create timers.
   static void init(RedisModuleCtx* onload_ctx);
 
  private:
