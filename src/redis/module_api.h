@@ -235,7 +235,6 @@ inline constexpr int REDISMODULE_AUX_BEFORE_RDB = 1 << 0;
 inline constexpr int REDISMODULE_AUX_AFTER_RDB = 1 << 1;
 
 inline constexpr int REDISMODULE_STREAM_ADD_AUTOID = 1 << 0;
-inline constexpr int REDISMODULE_STREAM_TRIM_APPROX = 1 << 0;
 
 inline constexpr int REDISMODULE_YIELD_FLAG_NONE = 1 << 0;
 inline constexpr int REDISMODULE_YIELD_FLAG_CLIENTS = 1 << 1;
@@ -422,7 +421,6 @@ inline constexpr const char* REDISMODULE_ERRORMSG_WRONGTYPE =
   /* streams */                                                                                                 \
   X(StreamAdd, int,                                                                                             \
     (RedisModuleKey * key, int flags, RedisModuleStreamID* id, RedisModuleString** argv, int64_t numfields))    \
-  X(StreamTrimByLength, long long, (RedisModuleKey * key, int flags, long long length))                         \
   /* blocking clients */                                                                                        \
   X(BlockClient, RedisModuleBlockedClient*,                                                                     \
     (RedisModuleCtx * ctx, RedisModuleCmdFunc reply_callback, RedisModuleCmdFunc timeout_callback,              \

@@ -156,6 +156,24 @@ int cmd_stats(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return REDISMODULE_OK;
 }
 
+namespace {
+// The engine counters of INFO: for all models together, and inside each model's dict field.
+void info_engine_fields(RedisModuleInfoCtx* ctx, const engine::EngineStats& s) {
+  rm::InfoAddFieldLongLong(ctx, "queued", s.queued);
+  rm::InfoAddFieldLongLong(ctx, "running", s.running);
+  rm::InfoAddFieldULongLong(ctx, "completed", s.completed);
+  rm::InfoAddFieldULongLong(ctx, "rejected", s.rejected_busy);
+  rm::InfoAddFieldULongLong(ctx, "timeouts", s.timeouts);
+  rm::InfoAddFieldULongLong(ctx, "cancelled", s.cancelled);
+  rm::InfoAddFieldULongLong(ctx, "errors", s.errors);
+  rm::InfoAddFieldULongLong(ctx, "tokens_generated", s.tokens_generated);
+  rm::InfoAddFieldDouble(ctx, "tokens_per_second", s.decode_tps);
+  rm::InfoAddFieldDouble(ctx, "prefix_cache_hit_rate", hit_rate(s));
+  rm::InfoAddFieldLongLong(ctx, "kv_pages_used", s.kv_pages_used);
+  rm::InfoAddFieldLongLong(ctx, "kv_pages_total", s.kv_pages_total);
+}
+}  // namespace
+
 void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
   // Nothing here may throw or allocate much; a crash report only gets the module counters.
   try {
@@ -169,34 +187,12 @@ void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
     rm::InfoAddFieldULongLong(ctx, "stream_entries", ms.stream_entries);
     rm::InfoAddFieldULongLong(ctx, "max_main_thread_stall_us", max_stall_us());
     if (for_crash_report) return;
-    engine::EngineStats t = total_engine_stats();
-    rm::InfoAddFieldLongLong(ctx, "queued", t.queued);
-    rm::InfoAddFieldLongLong(ctx, "running", t.running);
-    rm::InfoAddFieldULongLong(ctx, "completed", t.completed);
-    rm::InfoAddFieldULongLong(ctx, "rejected", t.rejected_busy);
-    rm::InfoAddFieldULongLong(ctx, "timeouts", t.timeouts);
-    rm::InfoAddFieldULongLong(ctx, "cancelled", t.cancelled);
-    rm::InfoAddFieldULongLong(ctx, "errors", t.errors);
-    rm::InfoAddFieldULongLong(ctx, "tokens_generated", t.tokens_generated);
-    rm::InfoAddFieldDouble(ctx, "tokens_per_second", t.decode_tps);
-    rm::InfoAddFieldDouble(ctx, "prefix_cache_hit_rate", hit_rate(t));
-    rm::InfoAddFieldLongLong(ctx, "kv_pages_used", t.kv_pages_used);
-    rm::InfoAddFieldLongLong(ctx, "kv_pages_total", t.kv_pages_total);
+    info_engine_fields(ctx, total_engine_stats());
     // One dict field per model: infer_model_<name>:queued=..,running=..,...
     for (const auto& [name, m] : models().all()) {
-      engine::EngineStats s = m->engine->stats();
       std::string field = "model_" + name;
       rm::InfoBeginDictField(ctx, field.c_str());
-      rm::InfoAddFieldLongLong(ctx, "queued", s.queued);
-      rm::InfoAddFieldLongLong(ctx, "running", s.running);
-      rm::InfoAddFieldULongLong(ctx, "completed", s.completed);
-      rm::InfoAddFieldULongLong(ctx, "rejected", s.rejected_busy);
-      rm::InfoAddFieldULongLong(ctx, "timeouts", s.timeouts);
-      rm::InfoAddFieldULongLong(ctx, "cancelled", s.cancelled);
-      rm::InfoAddFieldULongLong(ctx, "tokens_generated", s.tokens_generated);
-      rm::InfoAddFieldDouble(ctx, "tokens_per_second", s.decode_tps);
-      rm::InfoAddFieldDouble(ctx, "prefix_cache_hit_rate", hit_rate(s));
-      rm::InfoAddFieldLongLong(ctx, "kv_pages_used", s.kv_pages_used);
+      info_engine_fields(ctx, m->engine->stats());
       rm::InfoEndDictField(ctx);
     }
   } catch (...) {
