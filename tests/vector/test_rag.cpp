@@ -21,34 +21,26 @@ const std::vector<std::string> kDocs = {
 };
 
 
-class Rag : public ::testing::Test {
+class Rag : public SharedServerTest<Rag> {
+ public:
+  static std::vector<std::string> module_args() { return {"MODEL", "stories", stories_model_path()}; }
+
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer({.module_args = {"MODEL", "stories", stories_model_path()}});
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    INFER_REQUIRE_DIR(models_dir());
-    c_ = server_->connect();
-    run(c_.get(), {"FLUSHALL"});
+    SharedServerTest<Rag>::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    run({"FLUSHALL"});
     for (size_t i = 0; i < kDocs.size(); ++i) {
       const std::string key = "doc:" + std::to_string(i);
-      ASSERT_EQ(run(c_.get(), {"INFER.TOKENIZE", "stories", kDocs[i], "STORE", key}).find("(error)"), std::string::npos);
-      ASSERT_EQ(run(c_.get(), {"INFER.EMBED", "stories", kDocs[i], "STORE", "kb", key, "SETATTR",
-                               "{\"tokens\": \"" + key + "\", \"n\": " + std::to_string(i) + "}"}),
+      ASSERT_EQ(run({"INFER.TOKENIZE", "stories", kDocs[i], "STORE", key}).find("(error)"), std::string::npos);
+      ASSERT_EQ(run({"INFER.EMBED", "stories", kDocs[i], "STORE", "kb", key, "SETATTR",
+                     "{\"tokens\": \"" + key + "\", \"n\": " + std::to_string(i) + "}"}),
                 "1");
     }
   }
-  std::string run(const std::vector<std::string>& argv) { return run(c_.get(), argv); }
   static std::string run(redisContext* c, const std::vector<std::string>& argv) { return show(command(c, argv).get()); }
-
-  static RedisServer* server_;
-  RedisConn c_;
+  using SharedServerTest<Rag>::run;
 };
-RedisServer* Rag::server_ = nullptr;
 
 TEST_F(Rag, RetrievesTheMatchingDocumentAndGeneratesLikeGenerate) {
   const std::string q = kDocs[2];

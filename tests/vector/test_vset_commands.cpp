@@ -13,26 +13,17 @@
 namespace infer::test {
 namespace {
 
-class VsetCommands : public ::testing::Test {
+class VsetCommands : public SharedServerTest<VsetCommands> {
+ public:
+  static std::vector<std::string> module_args() { return {"MODEL", "stories", stories_model_path()}; }
+
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer({.module_args = {"MODEL", "stories", stories_model_path()}});
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    INFER_REQUIRE_DIR(models_dir());
-    c_ = server_->connect();
+    SharedServerTest<VsetCommands>::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     run({"FLUSHALL"});
   }
-  std::string run(const std::vector<std::string>& argv) { return show(command(c_.get(), argv).get()); }
-
-  static RedisServer* server_;
-  RedisConn c_;
 };
-RedisServer* VsetCommands::server_ = nullptr;
 
 TEST_F(VsetCommands, AddSearchAndReadBack) {
   EXPECT_EQ(run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "a", "SETATTR", R"({"year": 1990})"}), "1");
