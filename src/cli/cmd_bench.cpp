@@ -28,6 +28,7 @@ struct BenchArgs {
   int reps = 3;
   bool json = false;
   int probe_mib = 1024;
+  bool mmap = false;
 };
 
 struct Stat {
@@ -64,7 +65,10 @@ uint64_t weight_bytes_per_token(const model::Model& m) {
 void run_bench(const BenchArgs& a) {
   if (a.p < 0 || a.n < 0 || (a.p == 0 && a.n == 0)) throw std::invalid_argument("-p and -n must be >= 0, and not both 0");
   if (a.reps < 1) throw std::invalid_argument("-r must be >= 1");
-  auto model = model::Model::load(a.model, model::LoadOptions{true, false});
+  model::LoadOptions lo;
+  lo.prefetch = true;
+  lo.mmap = a.mmap;
+  auto model = model::Model::load(a.model, lo);
   const auto& hp = model->hparams();
   engine::GeneratorOptions go;
   go.threads = a.threads;
@@ -132,6 +136,7 @@ void run_bench(const BenchArgs& a) {
     j["tg_bandwidth_share"] = share;
     j["model_bytes"] = model_bytes;
     j["weight_bytes_per_token"] = per_token;
+    j["weights"] = a.mmap ? "mmap" : "huge-page copy";
     std::puts(j.dump().c_str());
     return;
   }
@@ -141,6 +146,7 @@ void run_bench(const BenchArgs& a) {
     std::printf("| %s | %.1f MiB | %d | pp%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.p, pps.mean, pps.stddev);
   if (a.n > 0)
     std::printf("| %s | %.1f MiB | %d | tg%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.n, tgs.mean, tgs.stddev);
+  std::printf("weights: %s\n", a.mmap ? "mapped file (--mmap)" : "copied into huge pages");
   std::printf("read bandwidth probe: %.2f GB/s; decode reads %.1f MiB/token = %.2f GB/s: share %.2f\n", bw_gbs,
               double(per_token) / (1 << 20), tg_gbs, share);
 }
@@ -155,6 +161,7 @@ void setup_bench(CLI::App& app) {
   cmd->add_option("-r,--repetitions", args->reps, "repetitions (mean ± stddev)")->check(CLI::PositiveNumber);
   cmd->add_option("--probe-mib", args->probe_mib, "bandwidth probe array size in MiB")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->callback([args] { run_bench(*args); });
 }
 

@@ -34,6 +34,7 @@ struct GenerateArgs {
   bool chat = false;
   std::string chat_template;  // family name; empty: detect from the model
   bool json = false;
+  bool mmap = false;
   std::string logits;  // "", "N" or "all"
   std::string force;   // "ID,ID,..."
   std::vector<std::string> stop;
@@ -103,7 +104,9 @@ void run_generate(const GenerateArgs& a) {
   g.capture_prompt_logits = g.logits_top_n != 0;
   if (!a.force.empty()) g.force = parse_ids(a.force);
 
-  auto model = model::Model::load(a.model);
+  model::LoadOptions lo;
+  lo.mmap = a.mmap;
+  auto model = model::Model::load(a.model, lo);
   auto tok = tokenizer::Tokenizer::from_gguf(model->file());
   auto prompt = engine::tokenize_prompt(*tok, a.prompt, a.chat || !a.chat_template.empty(), a.chat_template);
   engine::GeneratorOptions go;
@@ -163,6 +166,7 @@ void setup_generate(CLI::App& app) {
   cmd->add_flag("--chat", args->chat, "wrap the prompt in the model's chat template");
   cmd->add_option("--chat-template", args->chat_template, "chat format by name (chatml, llama3, ...); implies --chat");
   cmd->add_flag("--json", args->json, "print one JSON object instead of streaming text");
+  cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->add_option("--logits", args->logits, "with --json: top N logits (or 'all') per prompt position and step");
   cmd->add_option("--force", args->force, "teacher forcing: feed these ids (ID,ID,...) as the generated tokens");
   cmd->callback([args] { run_generate(*args); });

@@ -36,6 +36,7 @@ struct ServeBenchArgs {
   int step_tokens = 512;
   bool no_prefix_cache = false;
   bool json = false;
+  bool mmap = false;
 };
 
 struct LevelResult {
@@ -98,6 +99,7 @@ engine::Result run_one(engine::Engine& e, std::vector<int32_t> prompt, int gen_t
 LevelResult run_level(const ServeBenchArgs& a, int c) {
   engine::EngineOptions o;
   o.model_path = a.model;
+  o.mmap = a.mmap;
   o.threads = a.threads;
   o.max_running = c;
   o.queue_depth = std::max(16, c);
@@ -219,6 +221,7 @@ void setup_serve_bench(CLI::App& app) {
   cmd->add_option("--shared-prefix", args->shared_prefix, "tokens every prompt shares (prefix cache); adds cold/warm TTFT and hit rate");
   cmd->add_option("--step-tokens", args->step_tokens, "per-step token budget of the scheduler");
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "run the engine with its prefix cache off (to compare)");
+  cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->add_flag("--json", args->json, "print a JSON list of {concurrency, decode_tps, ttft_p50_ms, ttft_p99_ms, ...}");
   cmd->callback([args] { run_serve_bench(*args); });
 }

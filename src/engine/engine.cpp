@@ -47,7 +47,9 @@ class EngineImpl final : public Engine {
  public:
   explicit EngineImpl(const EngineOptions& opts) : opts_(opts) {
     check_options(opts_);
-    model_ = model::Model::load(opts_.model_path);
+    model::LoadOptions lo;
+    lo.mmap = opts_.mmap;
+    model_ = model::Model::load(opts_.model_path, lo);
     tok_ = tokenizer::Tokenizer::from_gguf(model_->file());
     const model::HParams& hp = model_->hparams();
 

@@ -108,6 +108,7 @@ class Handle {
 
 struct EngineOptions {
   std::string model_path;
+  bool mmap = false;           // map the model file instead of copying it into huge pages (see LoadOptions)
   int threads = 0;             // compute threads; 0 = hardware concurrency
   int max_running = 8;         // concurrent sequences
   int queue_depth = 16;        // waiting requests

@@ -23,6 +23,36 @@ struct FdGuard {
   }
 };
 
+constexpr uint64_t kHugePage = 2u << 20;
+
+// Anonymous memory rounded up to whole 2 MiB pages, advised for THP, filled from the file, then made
+// read-only. The mapping is over-allocated by one huge page so that it can start on a 2 MiB boundary
+// (THP only backs aligned 2 MiB ranges); the unused head and tail are unmapped again.
+uint8_t* copy_into_huge_pages(int fd, uint64_t size, uint64_t& mapped, const std::string& path) {
+  mapped = (size + kHugePage - 1) / kHugePage * kHugePage;
+  void* raw = ::mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw Error(path + ": cannot allocate " + std::to_string(size) + " bytes: " + errno_text());
+  const auto start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) ::munmap(raw, aligned - start);
+  if (const uintptr_t tail = start + mapped + kHugePage - (aligned + mapped)) {
+    ::munmap(reinterpret_cast<void*>(aligned + mapped), tail);
+  }
+  auto* base = reinterpret_cast<uint8_t*>(aligned);
+  ::madvise(base, mapped, MADV_HUGEPAGE);  // advice only: without THP this is plain memory
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t got = ::pread(fd, base + done, size - done, static_cast<off_t>(done));
+    if (got <= 0) {
+      const std::string why = got == 0 ? "file shrank while reading" : errno_text();
+      ::munmap(base, mapped);
+      throw Error(path + ": cannot read: " + why);
+    }
+    done += static_cast<uint64_t>(got);
+  }
+  ::mprotect(base, mapped, PROT_READ);
+  return base;
+}
+
 }  // namespace
 
 std::unique_ptr<File> File::open(const std::string& path, const OpenOptions& opts) {
@@ -35,10 +65,16 @@ std::unique_ptr<File> File::open(const std::string& path, const OpenOptions& opt
   std::unique_ptr<File> f(new File());
   f->path_ = path;
   f->size_ = static_cast<uint64_t>(st.st_size);
-  int flags = MAP_PRIVATE | (opts.populate ? MAP_POPULATE : 0);
-  void* p = ::mmap(nullptr, f->size_, PROT_READ, flags, fd.fd, 0);
-  if (p == MAP_FAILED) throw Error(path + ": cannot map " + std::to_string(f->size_) + " bytes: " + errno_text());
-  f->base_ = static_cast<const uint8_t*>(p);
+  if (opts.huge_page_copy) {
+    f->base_ = copy_into_huge_pages(fd.fd, f->size_, f->mapped_size_, path);
+    f->copied_ = true;
+  } else {
+    const int flags = MAP_PRIVATE | (opts.populate ? MAP_POPULATE : 0);
+    void* p = ::mmap(nullptr, f->size_, PROT_READ, flags, fd.fd, 0);
+    if (p == MAP_FAILED) throw Error(path + ": cannot map " + std::to_string(f->size_) + " bytes: " + errno_text());
+    f->base_ = static_cast<const uint8_t*>(p);
+    f->mapped_size_ = f->size_;
+  }
   f->owns_mapping_ = true;
   f->parse();  // on throw, ~File unmaps
   if (opts.lock_in_memory) f->locked_ = ::mlock(f->base_, f->size_) == 0;  // best effort: see locked()
@@ -57,7 +93,7 @@ std::unique_ptr<File> File::from_memory(const uint8_t* bytes, size_t size) {
 File::~File() {
   if (owns_mapping_ && base_) {
     if (locked_) ::munlock(base_, size_);
-    ::munmap(const_cast<uint8_t*>(base_), size_);
+    ::munmap(const_cast<uint8_t*>(base_), mapped_size_);
   }
 }
 
@@ -122,13 +158,13 @@ bool File::get_bool(std::string_view key, bool fallback) const {
 }
 
 void File::prefetch() const {
-  if (owns_mapping_) ::madvise(const_cast<uint8_t*>(base_), size_, MADV_WILLNEED);
+  if (owns_mapping_ && !copied_) ::madvise(const_cast<uint8_t*>(base_), size_, MADV_WILLNEED);
 }
 
 void File::release() const {
   // Locked pages cannot be dropped; the mapping is file-backed and private but never written, so
-  // dropped pages fault back in from the file.
-  if (owns_mapping_ && !locked_) ::madvise(const_cast<uint8_t*>(base_), size_, MADV_DONTNEED);
+  // dropped pages fault back in from the file. A copy has no file behind it: dropping would zero it.
+  if (owns_mapping_ && !copied_ && !locked_) ::madvise(const_cast<uint8_t*>(base_), size_, MADV_DONTNEED);
 }
 
 }  // namespace infer::gguf

@@ -34,4 +34,19 @@ void dot_rows_dispatch(int64_t n, const void* w, const uint8_t* act, uint64_t ac
   }
 }
 
+// Decode (one activation row): dots n_w consecutive weight rows by running NW memory streams at once,
+// one per equal part of the chunk (part k's row o is row k·part + o), which keeps more reads in flight
+// than one stream. Outputs<NW>::run(n, w, stream_bytes, act, out, out_stride) dots the NW rows
+// w + k·stream_bytes into out[k·out_stride]; each row's value is bitwise what Outputs<1> gives.
+template <int NW, template <int> class Outputs>
+void dot_outputs_in_streams(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                            float* out) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const int64_t part = n_w / NW;
+  for (int64_t o = 0; o < part; ++o) {
+    Outputs<NW>::run(n, wb + o * row_bytes, part * row_bytes, act, out + o, part);
+  }
+  for (int64_t o = NW * part; o < n_w; ++o) Outputs<1>::run(n, wb + o * row_bytes, 0, act, out + o, 0);
+}
+
 }  // namespace infer::kernels::avx2

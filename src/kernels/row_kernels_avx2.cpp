@@ -10,7 +10,8 @@ RowKernels avx2_row_kernels(TensorType weight) {
     case TensorType::F32: return {avx2::dot_rows_f32, nullptr, 1, 4};
     case TensorType::F16: return {avx2::dot_rows_f16, avx2::quantize_act_f16, 1, 2};
     case TensorType::BF16: return {avx2::dot_rows_bf16, nullptr, 1, 2};
-    case TensorType::Q8_0: return {avx2::dot_rows_q8_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F)};
+    case TensorType::Q8_0:
+      return {avx2::dot_rows_q8_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F), avx2::dot_outputs_q8_0};
     case TensorType::Q4_0: return {avx2::dot_rows_q4_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F)};
     case TensorType::Q4_K:
       return {avx2::dot_rows_q4_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K), avx2::dot_outputs_q4_k};

@@ -86,6 +86,7 @@ class Binder {
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
   gguf::OpenOptions oo;
   oo.lock_in_memory = opts.mlock;
+  oo.huge_page_copy = !opts.mmap;
   auto model = from_file(gguf::File::open(path, oo));
   if (opts.prefetch) model->file_->prefetch();
   return model;

@@ -15,8 +15,9 @@
 namespace infer::model {
 
 struct LoadOptions {
-  bool prefetch = false;  // MADV_WILLNEED the weights
+  bool prefetch = false;  // MADV_WILLNEED the weights (mapped files only)
   bool mlock = false;
+  bool mmap = false;      // map the file (shared page cache) instead of copying it into huge pages
 };
 
 struct LayerWeights {

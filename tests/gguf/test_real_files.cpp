@@ -125,6 +125,31 @@ TEST(GgufRealFiles, LockInMemoryIsBestEffort) {
   EXPECT_EQ(f->tensor("token_embd.weight")->ne[1], 512);
 }
 
+TEST(GgufRealFiles, HugePageCopyHoldsTheFileBytesAndIsReadOnly) {
+  INFER_REQUIRE_DIR(infer::test::models_dir());
+  OpenOptions opts;
+  opts.huge_page_copy = true;
+  auto copy = File::open(stories_path(), opts);
+  auto mapped = File::open(stories_path());
+  EXPECT_TRUE(copy->copied());
+  EXPECT_FALSE(mapped->copied());
+  ASSERT_EQ(copy->tensors().size(), mapped->tensors().size());
+  const TensorView& first = copy->tensors().front();
+  // The copy starts on a 2 MiB boundary (THP backs only aligned huge pages).
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first.data - copy->data_offset() - first.offset) % (2u << 20), 0u);
+  // release() must not drop a copy: anonymous pages would come back as zeros.
+  copy->prefetch();
+  copy->release();
+  for (size_t i = 0; i < copy->tensors().size(); ++i) {
+    const TensorView& a = copy->tensors()[i];
+    const TensorView& b = mapped->tensors()[i];
+    ASSERT_EQ(a.n_bytes, b.n_bytes) << a.name;
+    ASSERT_EQ(std::memcmp(a.data, b.data, a.n_bytes), 0) << a.name;
+  }
+  // Read-only like the mapping: a write faults.
+  EXPECT_DEATH(const_cast<uint8_t*>(first.data)[0] ^= 1, "");
+}
+
 TEST(GgufRealFiles, EveryTokenizerVocabFileOpens) {
   INFER_REQUIRE_DIR(infer::test::vectors_dir());
   int n_files = 0;
