@@ -17,6 +17,31 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// The four exact int32 sums of a, b, c, d (lanes 0..3 of the result).
+inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// K-quant rows (Q4_K, Q6_K) keep one float per row and add each super-block's exact integer sums in
+// super-block order: acc = fma(d·dy, float(S), acc), then acc = fma(−(dmin·dy), float(M), acc) for the
+// min term. Every kernel shape that gets the same integers (AVX2 lanes, AMX tiles) therefore gives
+// bitwise the same row (invariant 7), whichever of them a batch uses. Kernels hold up to four such
+// rows in the lanes of one __m128: the lane arithmetic is the same IEEE operation as a scalar one.
+template <int N>
+inline __m128i hsum_rows_i32(const __m256i (&v)[N]) {
+  static_assert(N >= 1 && N <= 4);
+  const __m256i z = _mm256_setzero_si256();
+  return hsum4_i32(v[0], N > 1 ? v[1 % N] : z, N > 2 ? v[2 % N] : z, N > 3 ? v[3 % N] : z);
+}
+
+template <int N>
+inline void store_rows(__m128 acc, float* out, int64_t out_stride) {
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, acc);
+  for (int r = 0; r < N; ++r) out[r * out_stride] = lanes[r];
+}
+
 inline float f16(uint16_t h) { return _cvtsh_ss(h); }  // exact, like f16_to_f32
 
 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
