@@ -1,11 +1,16 @@
-// CPUID/XGETBV detection of AVX2, FMA and F16C, and the INFER_FORCE_SCALAR override.
+// CPUID/XGETBV detection of AVX2, FMA, F16C, AVX-512 and AMX; the INFER_FORCE_SCALAR and INFER_NO_AMX
+// overrides; the one-time request for the AMX tile state.
 #include "kernels/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 namespace infer::kernels {
 
@@ -28,13 +33,37 @@ CpuFeatures detect() {
   f.avx2 = b & (1u << 5);
   f.fma = fma;
   f.f16c = f16c;
+  // AVX-512 F (b16), BW (b30), VL (b31), VNNI (c11); the OS saves opmask and ZMM state (XCR0 bits 5-7).
+  f.avx512 = (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)) && (c & (1u << 11)) &&
+             (xcr0_lo & 0xE0) == 0xE0;
+  // AMX-TILE (d24) and AMX-INT8 (d25); XTILECFG and XTILEDATA enabled in XCR0 (bits 17, 18).
+  f.amx_int8 = (d & (1u << 24)) && (d & (1u << 25)) && (xcr0_lo & 0x60000) == 0x60000;
   return f;
 }
 
-bool forced_scalar() {
-  const char* v = std::getenv("INFER_FORCE_SCALAR");
+bool env_is_1(const char* name) {
+  const char* v = std::getenv(name);
   return v && std::strcmp(v, "1") == 0;
 }
+
+// /proc/self/status "Seccomp: 2" means a filter is installed (for example by systemd).
+bool under_seccomp_filter() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Seccomp:", 0) == 0) return line.find('2') != std::string::npos;
+  }
+  return false;
+}
+
+// Linux (5.16+) hands out the 8 KiB AMX tile state only on request; without it tile instructions fault.
+bool request_amx_state() {
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+bool forced_scalar() { return env_is_1("INFER_FORCE_SCALAR"); }
 }  // namespace
 
 const CpuFeatures& cpu_features() {
@@ -46,6 +75,15 @@ bool use_avx2() {
   static const bool use = [] {
     const CpuFeatures& f = cpu_features();
     return f.avx2 && f.fma && f.f16c && !forced_scalar();
+  }();
+  return use;
+}
+
+bool use_amx() {
+  static const bool use = [] {
+    const CpuFeatures& f = cpu_features();
+    if (!use_avx2() || !f.avx512 || !f.amx_int8 || env_is_1("INFER_NO_AMX")) return false;
+    return !under_seccomp_filter() && request_amx_state();
   }();
   return use;
 }

@@ -4,9 +4,17 @@
 
 namespace infer::kernels {
 
-struct CpuFeatures { bool avx2 = false; bool fma = false; bool f16c = false; };
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512 = false;    // AVX-512 F, BW, VL and VNNI, with the OS saving the ZMM state
+  bool amx_int8 = false;  // AMX-TILE and AMX-INT8, with the OS supporting the tile state (XCR0)
+};
 const CpuFeatures& cpu_features();
 // AVX2 + FMA + F16C present and not disabled by INFER_FORCE_SCALAR.
 bool use_avx2();
+// The AMX tile kernels for batches of rows: use_avx2(), AVX-512 and AMX-INT8 present, INFER_NO_AMX not
+// set to 1, and Linux granted the process the tile state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
+// here). Never asked under a seccomp filter: a filter may kill the process on arch_prctl.
+bool use_amx();
 
 }  // namespace infer::kernels

@@ -1,4 +1,4 @@
-// Run-time choice between the scalar and AVX2 row kernels.
+// Run-time choice between the scalar, AVX2 and AMX row kernels.
 #include "kernels/row_kernels.h"
 
 #include <array>
@@ -44,6 +44,7 @@ RowKernels choose(TensorType weight) {
     const RowKernels fast = avx2_row_kernels(weight);
     if (fast.dot_rows) k.dot_rows = fast.dot_rows;
     if (fast.dot_rows && fast.quantize_act) k.dot_outputs = fast.dot_outputs;
+    if (use_amx() && fast.dot_rows && fast.quantize_act) k.dot_tile = amx_dot_tile(weight);
     if (fast.quantize_act) {  // the fast dot reads the fast quantiser's blocks
       k.quantize_act = fast.quantize_act;
       k.act_block_elements = fast.act_block_elements;

@@ -20,7 +20,14 @@ using QuantizeActFn = void (*)(const float* src, void* dst, int64_t n);
 using DotOutputsFn = void (*)(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                               float* out);
 
+// Dots `n_w` consecutive weight rows (row_bytes apart) with `n_rows` (1..kTileRows) activation rows:
+// out[r * out_stride + o] = w[o] · act[r]. Batches only (AMX tiles); each value is bitwise what
+// dot_rows and dot_outputs give.
+using DotTileFn = void (*)(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                           uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+
 inline constexpr int kMaxRows = 4;
+inline constexpr int kTileRows = 16;
 
 struct RowKernels {
   DotRowsFn dot_rows;
@@ -28,6 +35,7 @@ struct RowKernels {
   int64_t act_block_elements;  // geometry of quantize_act's blocks
   uint64_t act_block_bytes;
   DotOutputsFn dot_outputs = nullptr;  // optional (AVX2 only); null: call dot_rows per weight row
+  DotTileFn dot_tile = nullptr;        // optional (AMX only); null: call dot_rows per weight row
 
   uint64_t act_row_bytes(int64_t n) const { return static_cast<uint64_t>(n / act_block_elements) * act_block_bytes; }
 };
@@ -38,5 +46,7 @@ RowKernels row_kernels(TensorType weight);
 RowKernels scalar_row_kernels(TensorType weight);
 // The AVX2 kernels; null members where the type has no AVX2 version. Call only when use_avx2().
 RowKernels avx2_row_kernels(TensorType weight);
+// The AMX tile kernel of a type (null where there is none). Call only when use_amx().
+DotTileFn amx_dot_tile(TensorType weight);
 
 }  // namespace infer::kernels

@@ -1,0 +1,11 @@
+// Entry points of the AMX tile kernels (files *_amx.cpp), gathered by row_kernels_amx.cpp.
+// Call only when use_amx(). Internal to src/kernels. Contract as DotTileFn.
+#pragma once
+#include <cstdint>
+
+namespace infer::kernels::amx {
+
+void dot_tile_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+
+}  // namespace infer::kernels::amx

@@ -1,0 +1,14 @@
+// The AMX tile kernel per weight type.
+#include "kernels/amx_kernels.h"
+#include "kernels/row_kernels.h"
+
+namespace infer::kernels {
+
+DotTileFn amx_dot_tile(TensorType weight) {
+  switch (weight) {
+    case TensorType::Q4_K: return amx::dot_tile_q4_k;
+    default: return nullptr;
+  }
+}
+
+}  // namespace infer::kernels
