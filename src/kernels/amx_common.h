@@ -1,31 +1,32 @@
 // Helpers shared by the *_amx.cpp kernels (compiled with AVX-512 and AMX). Include only there.
 //
-// The tile kernels compute C[w][a] = Σ_k W[w][k]·Y[a][k] for 16 weight rows w and up to 16 activation
-// rows a over one sub-block of K codes: A holds the weight codes (16 rows × K bytes, unsigned), B the
-// activation codes in the VNNI layout TDPBUSD wants (K/4 rows; row r holds, for each activation row a,
-// its codes 4r..4r+3), C the exact int32 sums (16 rows × a). The activations are packed once per call.
+// The tile kernels compute C[a][w] = Σ_k Y[a][k]·W[w][k] for up to 16 activation rows a and 16 weight
+// rows w over one sub-block of K codes. A holds the activation codes, read in place from the Q8_K
+// blocks (row stride = the activation row stride). B holds the weight codes in the VNNI layout that
+// TDPBSUD wants: K/4 rows, where row r holds, for each weight row w, its codes 4r..4r+3. The kernels
+// build B with AVX-512 gathers, once per group of 16 weight rows, for all the activation rows. C holds
+// the exact int32 sums (a rows × 16 w), which AVX-512 then scales, vectorised over the 16 weight rows.
 #pragma once
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "kernels/blocks.h"
 
 namespace infer::kernels::amx {
 
-inline constexpr int kGroupRows = 16;  // weight rows per A tile
-inline constexpr int kMaxActRows = 16;  // activation rows per call (B and C tile columns)
-inline constexpr int kBRowBytes = 64;   // B and C tile row stride in the packed buffers
+inline constexpr int kGroupRows = 16;   // weight rows per B tile (16 int32 columns of C)
+inline constexpr int kTileActRows = 16;  // activation rows per A tile
+inline constexpr int kRowBytes = 64;     // B and C tile row stride in the staging buffers
 
-// tmm0..3: C accumulators (16 × 4·n_act bytes); tmm4, tmm6: A (16 × k_sub bytes); tmm5, tmm7: B
-// (k_sub/4 × 4·n_act bytes). Two A/B pairs let one sub-block load while the previous multiplies.
-// The 64-byte LDTILECFG record: byte 0 palette (1), bytes 16 + 2t the row bytes of tile t, byte 48 + t
-// its rows. Loaded with our own asm: GCC 12's _tile_loadconfig tells the compiler it reads only 8 bytes,
-// so the stores of the rest were dropped as dead.
+// Loads the tile configuration: tmm0..3 C accumulators (n_act × 64 bytes); tmm4, tmm6 A (n_act ×
+// k_sub bytes); tmm5, tmm7 B (k_sub/4 × 64 bytes). Two A/B pairs let one sub-block load while the
+// previous multiplies. The 64-byte LDTILECFG record: byte 0 palette (1), bytes 16 + 2t the row bytes of
+// tile t, byte 48 + t its rows. Loaded with our own asm: GCC 12's _tile_loadconfig tells the compiler
+// it reads only 8 bytes, so the stores of the rest were dropped as dead.
 inline void configure_tiles(int k_sub, int n_act) {
   alignas(64) uint8_t cfg[64] = {};
   cfg[0] = 1;
@@ -34,46 +35,33 @@ inline void configure_tiles(int k_sub, int n_act) {
     cfg[17 + 2 * t] = static_cast<uint8_t>(colsb >> 8);
     cfg[48 + t] = static_cast<uint8_t>(rows);
   };
-  for (int t = 0; t < 4; ++t) set(t, kGroupRows, 4 * n_act);
-  for (int t : {4, 6}) set(t, kGroupRows, k_sub);
-  for (int t : {5, 7}) set(t, k_sub / 4, 4 * n_act);
+  for (int t = 0; t < 4; ++t) set(t, n_act, kRowBytes);
+  for (int t : {4, 6}) set(t, n_act, k_sub);
+  for (int t : {5, 7}) set(t, k_sub / 4, kRowBytes);
   struct Record {
     uint8_t bytes[64];
   };
   __asm__ volatile("ldtilecfg %0" : : "m"(*reinterpret_cast<const Record*>(cfg)));
 }
 
-// Q8_K activation rows packed for the tile kernels, per super-block i:
-//   b_tiles: for each sub-block s of k_sub codes, k_sub/4 rows of kBRowBytes (VNNI layout);
-//   dy[i][a]: the row's scale (0 for a ≥ n_act);
-//   bsum_pairs[i][p][a]: the int16 pair (sums[2p], sums[2p+1]) as one int32, where sums[g] is the sum of
-//   codes of group g of `group_len` codes (16: the block's bsums; 32: pairs of them), for vpdpwssd.
-struct PackedActivations {
-  int n_act = 0, k_sub = 0, n_pairs = 0;
+// Per activation row and super-block: its scale dy, and its block sums reduced to groups of
+// `group_len` codes and packed as int16 pairs (sums[2p], sums[2p+1]) in one int32, for vpdpwssd.
+struct ActivationSums {
+  int n_pairs = 0;
   int64_t n_blocks = 0;
-  std::vector<uint8_t> b_tiles;
-  std::vector<float> dy;
-  std::vector<int32_t> bsum_pairs;
+  std::vector<float> dy;            // [row][block]
+  std::vector<int32_t> sum_pairs;   // [row][block][pair]
 
-  const uint8_t* b_tile(int64_t i, int s) const {
-    return b_tiles.data() + ((i * (kQKK / k_sub) + s) * (k_sub / 4)) * kBRowBytes;
-  }
-  const float* scales(int64_t i) const { return dy.data() + i * kMaxActRows; }
-  const int32_t* pairs(int64_t i, int p) const { return bsum_pairs.data() + (i * n_pairs + p) * kMaxActRows; }
-
-  void pack(const uint8_t* act, uint64_t act_stride, int rows, int64_t n, int sub_len, int group_len) {
-    n_act = rows;
-    k_sub = sub_len;
+  void build(const uint8_t* act, uint64_t act_stride, int n_rows, int64_t n, int group_len) {
     n_blocks = n / kQKK;
     const int n_groups = kQKK / group_len;
     n_pairs = n_groups / 2;
-    b_tiles.assign(static_cast<size_t>(n_blocks) * kQKK / 4 * kBRowBytes, 0);
-    dy.assign(static_cast<size_t>(n_blocks) * kMaxActRows, 0.0f);
-    bsum_pairs.assign(static_cast<size_t>(n_blocks * n_pairs) * kMaxActRows, 0);
-    for (int a = 0; a < rows; ++a) {
+    dy.resize(static_cast<size_t>(n_rows * n_blocks));
+    sum_pairs.resize(static_cast<size_t>(n_rows * n_blocks * n_pairs));
+    for (int a = 0; a < n_rows; ++a) {
       const auto* y = reinterpret_cast<const BlockQ8_K*>(act + a * act_stride);
       for (int64_t i = 0; i < n_blocks; ++i) {
-        dy[i * kMaxActRows + a] = y[i].d;
+        dy[a * n_blocks + i] = y[i].d;
         int16_t sums[kQKK / 16] = {};
         for (int g = 0; g < n_groups; ++g) {
           int sum = 0;
@@ -82,23 +70,39 @@ struct PackedActivations {
         }
         for (int p = 0; p < n_pairs; ++p) {
           const uint32_t lo = static_cast<uint16_t>(sums[2 * p]), hi = static_cast<uint16_t>(sums[2 * p + 1]);
-          bsum_pairs[(i * n_pairs + p) * kMaxActRows + a] = static_cast<int32_t>(lo | hi << 16);
-        }
-        for (int s = 0; s < kQKK / sub_len; ++s) {
-          uint8_t* tile = const_cast<uint8_t*>(b_tile(i, s));
-          for (int r = 0; r < sub_len / 4; ++r) std::memcpy(tile + r * kBRowBytes + 4 * a, y[i].qs + s * sub_len + 4 * r, 4);
+          sum_pairs[(a * n_blocks + i) * n_pairs + p] = static_cast<int32_t>(lo | hi << 16);
         }
       }
     }
   }
+  float scale(int a, int64_t i) const { return dy[a * n_blocks + i]; }
+  int32_t pair(int a, int64_t i, int p) const { return sum_pairs[(a * n_blocks + i) * n_pairs + p]; }
 };
 
-// Writes acc[w][a] (w < n_w, a < n_act) to out[a * out_stride + w].
-inline void store_outputs(const float (&acc)[kGroupRows][kMaxActRows], int n_w, int n_act, float* out,
-                          int64_t out_stride) {
-  for (int w = 0; w < n_w; ++w) {
-    for (int a = 0; a < n_act; ++a) out[a * out_stride + w] = acc[w][a];
+// Vectors kept in std::vector (wrapped: the vector types' attributes do not survive as template arguments).
+struct alignas(64) Zmm {
+  __m512i v;
+};
+struct alignas(64) ZmmF {
+  __m512 v;
+};
+
+// Byte offsets of the 16 weight rows of a group (row_bytes apart), and the mask of those that exist.
+struct GroupRows {
+  __m512i offsets;
+  __mmask16 mask;
+  GroupRows(uint64_t row_bytes, int rows)
+      : offsets(_mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                   _mm512_set1_epi32(static_cast<int32_t>(row_bytes)))),
+        mask(static_cast<__mmask16>((1u << rows) - 1)) {}
+  // The dword at byte `offset` of each row (0 for rows past the matrix).
+  __m512i gather(const uint8_t* base, int64_t offset) const {
+    return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, offsets, base + offset, 1);
   }
-}
+};
+
+// The f16 in the low (high) half of each dword, as 16 floats.
+inline __m512 low_halves_f32(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)); }
+inline __m512 high_halves_f32(__m512i v) { return low_halves_f32(_mm512_srli_epi32(v, 16)); }
 
 }  // namespace infer::kernels::amx

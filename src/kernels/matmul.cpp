@@ -74,11 +74,8 @@ struct MatmulJob {
       return;
     }
     if (n_rows > 1 && k.dot_tile) {
-      for (int64_t r = 0; r < n_rows; r += kTileRows) {
-        const int nr = static_cast<int>(std::min<int64_t>(kTileRows, n_rows - r));
-        k.dot_tile(w->n_in, wdata + o0 * w->row_bytes, w->row_bytes, o1 - o0, act + r * act_row_bytes,
-                   act_row_bytes, nr, y + r * y_stride + o0, y_stride);
-      }
+      k.dot_tile(w->n_in, wdata + o0 * w->row_bytes, w->row_bytes, o1 - o0, act, act_row_bytes,
+                 static_cast<int>(n_rows), y + o0, y_stride);
       return;
     }
     for (int64_t r = 0; r < n_rows; r += kMaxRows) {

@@ -20,14 +20,13 @@ using QuantizeActFn = void (*)(const float* src, void* dst, int64_t n);
 using DotOutputsFn = void (*)(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                               float* out);
 
-// Dots `n_w` consecutive weight rows (row_bytes apart) with `n_rows` (1..kTileRows) activation rows:
-// out[r * out_stride + o] = w[o] · act[r]. Batches only (AMX tiles); each value is bitwise what
-// dot_rows and dot_outputs give.
+// Dots `n_w` consecutive weight rows (row_bytes apart) with `n_rows` (≥ 1) activation rows:
+// out[r * out_stride + o] = w[o] · act[r]. Batches only (AMX tiles: weights unpacked once for all the
+// rows); each value is bitwise what dot_rows and dot_outputs give.
 using DotTileFn = void (*)(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                            uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
 inline constexpr int kMaxRows = 4;
-inline constexpr int kTileRows = 16;
 
 struct RowKernels {
   DotRowsFn dot_rows;
