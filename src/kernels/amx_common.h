@@ -11,6 +11,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -104,5 +106,89 @@ struct GroupRows {
 // The f16 in the low (high) half of each dword, as 16 floats.
 inline __m512 low_halves_f32(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)); }
 inline __m512 high_halves_f32(__m512i v) { return low_halves_f32(_mm512_srli_epi32(v, 16)); }
+
+// B tiles of a group in one 64-byte aligned buffer: [block][sub-block], `tile_bytes` each.
+class BTiles {
+ public:
+  void resize(int64_t n_tiles, int tile_bytes) {
+    tile_bytes_ = tile_bytes;
+    bytes_.resize(static_cast<size_t>(n_tiles * tile_bytes + 64));
+    const auto p = reinterpret_cast<uintptr_t>(bytes_.data());
+    base_ = reinterpret_cast<uint8_t*>((p + 63) / 64 * 64);
+  }
+  uint8_t* tile(int64_t index) const { return base_ + index * tile_bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  uint8_t* base_ = nullptr;
+  int tile_bytes_ = 0;
+};
+
+using CTiles = int32_t[kTileActRows][kGroupRows];  // one sub-block's sums: [activation row][weight row]
+
+// Sub-blocks j0..j0+3 of super-block i into tmm0..3, stored to c[j0..j0+3]. `a_codes`: the first
+// activation row's codes of the super-block; rows are act_stride apart.
+template <class Group>
+void multiply_four(const Group& g, const uint8_t* a_codes, uint64_t act_stride, int64_t i, int j0, CTiles* c) {
+  constexpr int kLen = Group::kSubLen;
+  const auto stride = static_cast<long>(act_stride);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, a_codes + kLen * j0, stride);
+  _tile_loadd(5, g.b_tile(i, j0), kRowBytes);
+  _tile_dpbsud(0, 4, 5);
+  _tile_loadd(6, a_codes + kLen * (j0 + 1), stride);
+  _tile_loadd(7, g.b_tile(i, j0 + 1), kRowBytes);
+  _tile_dpbsud(1, 6, 7);
+  _tile_loadd(4, a_codes + kLen * (j0 + 2), stride);
+  _tile_loadd(5, g.b_tile(i, j0 + 2), kRowBytes);
+  _tile_dpbsud(2, 4, 5);
+  _tile_loadd(6, a_codes + kLen * (j0 + 3), stride);
+  _tile_loadd(7, g.b_tile(i, j0 + 3), kRowBytes);
+  _tile_dpbsud(3, 6, 7);
+  _tile_stored(0, c[j0], kRowBytes);
+  _tile_stored(1, c[j0 + 1], kRowBytes);
+  _tile_stored(2, c[j0 + 2], kRowBytes);
+  _tile_stored(3, c[j0 + 3], kRowBytes);
+}
+
+// The tile kernel (contract as DotTileFn) for a weight format's Group: kSubLen and kSubs (sub-blocks
+// of a super-block, a multiple of 4), kSumGroupLen (ActivationSums grouping), unpack(w, row_bytes, rows,
+// n_blocks), b_tile(i, j), and accumulate(i, c, a, sums, row, acc): acc plus super-block i's terms for
+// activation row `row` (index a in the C tiles), vectorised over the group's 16 weight rows.
+template <class Group>
+void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,
+              int n_rows, float* out, int64_t out_stride) {
+  thread_local ActivationSums sums;
+  thread_local Group g;
+  sums.build(act, act_stride, n_rows, n, Group::kSumGroupLen);
+  const int64_t nb = sums.n_blocks;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  alignas(64) CTiles c[Group::kSubs];
+  alignas(64) float acc[kTileActRows][kGroupRows];
+  int configured = 0;
+  for (int64_t o0 = 0; o0 < n_w; o0 += kGroupRows) {
+    const int rows = static_cast<int>(std::min<int64_t>(kGroupRows, n_w - o0));
+    g.unpack(wb + o0 * row_bytes, row_bytes, rows, nb);
+    for (int a0 = 0; a0 < n_rows; a0 += kTileActRows) {
+      const int m = std::min(kTileActRows, n_rows - a0);
+      if (m != configured) {
+        configure_tiles(Group::kSubLen, m);
+        configured = m;
+      }
+      for (int a = 0; a < m; ++a) _mm512_store_ps(acc[a], _mm512_setzero_ps());
+      for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* a_codes = act + a0 * act_stride + i * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs);
+        for (int j0 = 0; j0 < Group::kSubs; j0 += 4) multiply_four(g, a_codes, act_stride, i, j0, c);
+        for (int a = 0; a < m; ++a) _mm512_store_ps(acc[a], g.accumulate(i, c, a, sums, a0 + a, _mm512_load_ps(acc[a])));
+      }
+      const auto mask = static_cast<__mmask16>((1u << rows) - 1);
+      for (int a = 0; a < m; ++a) _mm512_mask_storeu_ps(out + (a0 + a) * out_stride + o0, mask, _mm512_load_ps(acc[a]));
+    }
+  }
+  _tile_release();
+}
 
 }  // namespace infer::kernels::amx

@@ -7,6 +7,7 @@ namespace infer::kernels {
 DotTileFn amx_dot_tile(TensorType weight) {
   switch (weight) {
     case TensorType::Q4_K: return amx::dot_tile_q4_k;
+    case TensorType::Q6_K: return amx::dot_tile_q6_k;
     default: return nullptr;
   }
 }
