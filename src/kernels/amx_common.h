@@ -89,6 +89,8 @@ struct alignas(64) ZmmF {
   __m512 v;
 };
 
+inline constexpr int kPrefetchGroups = 1;
+
 // Byte offsets of the 16 weight rows of a group (row_bytes apart), and the mask of those that exist.
 struct GroupRows {
   __m512i offsets;
@@ -97,6 +99,16 @@ struct GroupRows {
       : offsets(_mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                    _mm512_set1_epi32(static_cast<int32_t>(row_bytes)))),
         mask(static_cast<__mmask16>((1u << rows) - 1)) {}
+  // Prefetches bytes [offset, offset + bytes) of each of the 16 rows kPrefetchGroups groups further on.
+  // A batch step reads every weight once, from memory: without this the gathers wait on it longer
+  // (bench_kernels BM_MatmulBatch/12/8, 2 threads: 10.1 ms without; 9.6 one group ahead, 9.6 two, 10.2
+  // four).
+  static void prefetch_ahead(const uint8_t* base, uint64_t row_bytes, int64_t offset, int bytes) {
+    const uint8_t* p = base + kPrefetchGroups * 16 * row_bytes + offset;
+    for (int r = 0; r < 16; ++r) {
+      for (int l = 0; l < bytes; l += 64) _mm_prefetch(reinterpret_cast<const char*>(p + r * row_bytes + l), _MM_HINT_T0);
+    }
+  }
   // The dword at byte `offset` of each row (0 for rows past the matrix).
   __m512i gather(const uint8_t* base, int64_t offset) const {
     return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, offsets, base + offset, 1);

@@ -35,6 +35,7 @@ struct Q4KGroup {
     const __m512i m6 = _mm512_set1_epi32(0x3F), m2 = _mm512_set1_epi32(0x03);
     for (int64_t i = 0; i < n_blocks; ++i) {
       const int64_t at = i * static_cast<int64_t>(sizeof(BlockQ4_K));
+      GroupRows::prefetch_ahead(w, row_bytes, at, sizeof(BlockQ4_K) + 63);
       const __m512i dd = g.gather(w, at);  // d | dmin << 16
       d[i].v = low_halves_f32(dd);
       dmin[i].v = high_halves_f32(dd);

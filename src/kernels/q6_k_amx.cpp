@@ -33,6 +33,7 @@ struct Q6KGroup {
     const __m512i low16 = _mm512_set1_epi32(0xFFFF);
     for (int64_t i = 0; i < n_blocks; ++i) {
       const int64_t at = i * static_cast<int64_t>(sizeof(BlockQ6_K));
+      GroupRows::prefetch_ahead(w, row_bytes, at, sizeof(BlockQ6_K) + 63);
       // d is the block's last 2 bytes: read the dword ending there (the scales 14, 15 and d).
       d[i].v = high_halves_f32(g.gather(w, at + offsetof(BlockQ6_K, d) - 2));
       for (int q = 0; q < 4; ++q) {

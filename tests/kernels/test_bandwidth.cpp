@@ -7,6 +7,7 @@
 
 #include "kernels/bandwidth.h"
 #include "kernels/cpu_features.h"
+#include "kernels/row_kernels.h"
 
 namespace infer::kernels {
 namespace {
@@ -30,6 +31,20 @@ TEST(CpuFeatures, Avx2PathNeedsAllThreeExtensions) {
   if (forced && std::string(forced) == "1") {
     EXPECT_FALSE(use_avx2());
   }
+}
+
+// Where the CPU and OS offer AMX, the batch kernels must really use it: the bitwise batch tests in
+// test_matmul.cpp then compare the AMX tiles with the AVX2 decode kernels.
+TEST(CpuFeatures, AmxTileKernelsAreUsedWhereAvailable) {
+  const CpuFeatures& f = cpu_features();
+  if (!use_amx()) {
+    GTEST_SKIP() << "AMX not in use here (avx512 " << f.avx512 << ", amx_int8 " << f.amx_int8
+                 << "; INFER_NO_AMX, INFER_FORCE_SCALAR, a seccomp filter or the kernel can turn it off)";
+  }
+  EXPECT_TRUE(use_avx2() && f.avx512 && f.amx_int8);
+  EXPECT_NE(row_kernels(TensorType::Q4_K).dot_tile, nullptr);
+  EXPECT_NE(row_kernels(TensorType::Q6_K).dot_tile, nullptr);
+  EXPECT_EQ(row_kernels(TensorType::Q8_0).dot_tile, nullptr);  // no tile kernel for Q8_0 yet
 }
 
 }  // namespace

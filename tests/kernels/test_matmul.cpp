@@ -66,6 +66,9 @@ TEST(Matmul, OutputIsBitwiseIndependentOfBatchPositionAndThreads) {
     };
     for (int threads : {2, 3}) same_rows(run(p, x, 0, rows, threads), 0, "64 rows, 2-3 threads");
     same_rows(run(p, x, 0, 7, 1), 0, "7 rows");
+    same_rows(run(p, x, 3, 2, 2), 3, "2 rows at offset 3 (decode kernel per row), 2 threads");
+    same_rows(run(p, x, 5, 3, 2), 5, "3 rows at offset 5 (batch kernel), 2 threads");
+    same_rows(run(p, x, 10, 17, 2), 10, "17 rows at offset 10 (a full and a 1-row tile block), 2 threads");
     same_rows(run(p, x, 9, 7, 3), 9, "7 rows at offset 9, 3 threads");
     for (int64_t r : {0, 5, 62, 63}) {
       same_rows(run(p, x, r, 1, 1), r, "one row, 1 thread");
