@@ -1,4 +1,4 @@
-// INFER.LOAD name path [THREADS n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n]
+// INFER.LOAD name path [THREADS n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n] [WEIGHTS copy|mmap]
 // Admin only. The path must resolve (realpath) inside the model directory. The engine is created on a
 // background thread; only the calling client waits. The model is registered on the main thread, in the
 // reply callback, or in the free callback when the client went away meanwhile.
@@ -87,8 +87,16 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     } else if (is_word(argv[i], "CONTEXT")) {
       if (!parse_int(argv[i + 1], 16, 1 << 20, "CONTEXT", &v, &err)) return reply_error(ctx, err);
       model->options.context = static_cast<int>(v);
+    } else if (is_word(argv[i], "WEIGHTS")) {
+      if (is_word(argv[i + 1], "mmap")) {
+        model->options.mmap = true;
+      } else if (is_word(argv[i + 1], "copy")) {
+        model->options.mmap = false;
+      } else {
+        return reply_error(ctx, "WEIGHTS must be copy (huge pages, the default) or mmap (the file's page cache)");
+      }
     } else {
-      return reply_error(ctx, "unknown option '" + str(argv[i]) + "' (THREADS, QUEUE, MAX-RUNNING, CONTEXT)");
+      return reply_error(ctx, "unknown option '" + str(argv[i]) + "' (THREADS, QUEUE, MAX-RUNNING, CONTEXT, WEIGHTS)");
     }
   }
   if (refuse_if_cannot_block(ctx, "INFER.LOAD")) return REDISMODULE_OK;

@@ -45,6 +45,7 @@ int cmd_info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   ll("max_running", o.max_running);
   ll("queue_depth", o.queue_depth);
   ll("threads", o.threads);
+  s("weights", o.mmap ? "mmap" : "copy");
   ll("model_bytes", static_cast<long long>(m->engine->stats().model_bytes));
   ll("loaded_at_ms", m->loaded_at_ms);
   ll("has_chat_template", tok.chat_template().empty() ? 0 : 1);

@@ -81,6 +81,8 @@ TEST_F(ModuleTest, LoadOnlyInsideModelDir) {
   EXPECT_NE(run({"INFER.LOAD", "stories", "stories260K.gguf"}).find("already loaded"), std::string::npos);
   EXPECT_NE(run({"INFER.LOAD", "y", "stories260K.gguf", "BOGUS", "1"}).find("unknown option"), std::string::npos);
   EXPECT_NE(run({"INFER.LOAD", "y", "stories260K.gguf", "QUEUE", "zero"}).find("QUEUE must be"), std::string::npos);
+  EXPECT_NE(run({"INFER.LOAD", "y", "stories260K.gguf", "WEIGHTS", "disk"}).find("WEIGHTS must be copy"),
+            std::string::npos);
   EXPECT_NE(run({"INFER.LOAD", "y"}).find("wrong number"), std::string::npos);
 }
 
@@ -88,8 +90,15 @@ TEST_F(ModuleTest, LoadUseUnload) {
   EXPECT_EQ(run({"INFER.LOAD", "second", "stories260K.gguf", "QUEUE", "4", "CONTEXT", "256"}), "OK");
   EXPECT_EQ(run({"INFER.MODELS"}), "[second, stories]");
   EXPECT_NE(show(command(c_.get(), {"INFER.INFO", "second"}).get()).find("context, 256"), std::string::npos);
+  EXPECT_NE(show(command(c_.get(), {"INFER.INFO", "second"}).get()).find("weights, copy"), std::string::npos);
   EXPECT_EQ(run({"INFER.GENERATE", "second", "PROMPT", "Once", "MAXTOKENS", "4", "TEMP", "0"}),
             run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "4", "TEMP", "0"}));
+  // The mapped file gives the same tokens as the huge-page copy.
+  EXPECT_EQ(run({"INFER.LOAD", "mapped", "stories260K.gguf", "WEIGHTS", "mmap"}), "OK");
+  EXPECT_NE(show(command(c_.get(), {"INFER.INFO", "mapped"}).get()).find("weights, mmap"), std::string::npos);
+  EXPECT_EQ(run({"INFER.GENERATE", "mapped", "PROMPT", "Once", "MAXTOKENS", "4", "TEMP", "0"}),
+            run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "4", "TEMP", "0"}));
+  EXPECT_EQ(run({"INFER.UNLOAD", "mapped"}), "OK");
   EXPECT_EQ(run({"INFER.UNLOAD", "second"}), "OK");
   EXPECT_EQ(run({"INFER.UNLOAD", "second"}), "(error) ERR unknown model 'second'");
   EXPECT_EQ(run({"INFER.MODELS"}), "[stories]");
