@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kernels/blocks.h"
 #include "kernels/row_kernels.h"
 
 namespace infer::kernels::avx2 {
@@ -33,6 +34,14 @@ inline __m128i hsum_rows_i32(const __m256i (&v)[N]) {
   static_assert(N >= 1 && N <= 4);
   const __m256i z = _mm256_setzero_si256();
   return hsum4_i32(v[0], N > 1 ? v[1 % N] : z, N > 2 ? v[2 % N] : z, N > 3 ? v[3 % N] : z);
+}
+
+// Lanes r < N: the activation scales y[r][i].d of super-block i (others 0), built in registers (a
+// vector load of scalars just stored would miss store forwarding).
+template <int N>
+inline __m128 row_scales(const BlockQ8_K* const (&y)[N], int64_t i) {
+  return _mm_setr_ps(y[0][i].d, N > 1 ? y[1 % N][i].d : 0.0f, N > 2 ? y[2 % N][i].d : 0.0f,
+                     N > 3 ? y[3 % N][i].d : 0.0f);
 }
 
 template <int N>
