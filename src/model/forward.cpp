@@ -21,6 +21,8 @@ constexpr int64_t kMinParallelWork = int64_t(1) << 20;
 
 // The attention of one layer for every row of a batch. Tasks are (row, KV head) pairs, dealt to the
 // threads round-robin: rows late in a prefill have more keys, so contiguous shares would be uneven.
+// Tasks run KV head by KV head, so that a thread reads one head's keys and values for many rows in a
+// row and finds them in L2 (row-major order cycled through all heads: 2,050-token prefill 17.3 s).
 // The job is captured by one pointer so that handing it to the pool allocates nothing.
 struct AttentionJob {
   const Batch* batch;
@@ -36,8 +38,9 @@ struct AttentionJob {
   void run(int t) const {
     const int64_t n_tasks = int64_t(batch->rows.size()) * n_kv_head;
     float* s = (*scratch)[size_t(t)].data();
+    const int64_t n_rows = int64_t(batch->rows.size());
     for (int64_t task = t; task < n_tasks; task += n_threads) {
-      const int r = int(task / n_kv_head), g = int(task % n_kv_head);
+      const int r = int(task % n_rows), g = int(task / n_rows);
       const BatchRow& row = batch->rows[size_t(r)];
       kernels::PagedKv view = kv->view(layer, batch->seqs[size_t(row.seq)].page_table);
       view.k_base += int64_t(g) * head_dim;  // KV head g; rows keep their kv_dim stride
@@ -58,7 +61,7 @@ int check_batch(const HParams& hp, const Batch& batch, const KvPool& kv, int max
     throw std::invalid_argument("forward: batch of " + std::to_string(n) + " rows exceeds max_rows " +
                                 std::to_string(max_rows));
   }
-  if (kv.kv_dim() != hp.kv_dim() || kv.page_stride() != int64_t(hp.n_layer) * 2 * kv.page_tokens() * hp.kv_dim()) {
+  if (kv.kv_dim() != hp.kv_dim() || kv.page_stride() != KvPool::page_stride_for(hp, kv.page_tokens())) {
     throw std::invalid_argument("forward: KV pool was built for another model shape");
   }
   out_rows.clear();

@@ -15,11 +15,15 @@ uint64_t KvPool::bytes_for(const HParams& hp, int page_tokens, int n_pages) {
     throw std::runtime_error("KV pool: page_tokens and n_pages must be positive (got " +
                              std::to_string(page_tokens) + ", " + std::to_string(n_pages) + ")");
   }
-  const uint64_t per_page = uint64_t(hp.n_layer) * 2 * uint64_t(page_tokens) * uint64_t(hp.kv_dim()) * 2;
+  const uint64_t per_page = uint64_t(page_stride_for(hp, page_tokens)) * 2;
   if (per_page != 0 && uint64_t(n_pages) > std::numeric_limits<uint64_t>::max() / per_page) {
     throw std::runtime_error("KV pool: size overflows");
   }
   return per_page * uint64_t(n_pages);
+}
+
+int64_t KvPool::page_stride_for(const HParams& hp, int page_tokens) {
+  return int64_t(hp.n_layer) * 2 * page_tokens * hp.kv_dim() + kPagePadHalves;
 }
 
 KvPool::KvPool(const HParams& hp, int page_tokens, int n_pages)
@@ -27,7 +31,7 @@ KvPool::KvPool(const HParams& hp, int page_tokens, int n_pages)
       kv_dim_(hp.kv_dim()),
       page_tokens_(page_tokens),
       n_pages_(n_pages),
-      page_stride_(int64_t(hp.n_layer) * 2 * page_tokens * hp.kv_dim()),
+      page_stride_(page_stride_for(hp, page_tokens)),
       bytes_(bytes_for(hp, page_tokens, n_pages)) {
   // 64-byte alignment keeps every page's rows on their own cache lines.
   const uint64_t rounded = (bytes_ + 63) / 64 * 64;

@@ -23,9 +23,13 @@ HParams shape() {
 TEST(KvPool, SizeIsLayersTimesKAndVTimesPages) {
   const HParams hp = shape();
   KvPool kv(hp, 16, 5);
-  EXPECT_EQ(kv.bytes(), uint64_t(3) * 2 * 16 * 16 * 2 * 5);
+  const int64_t stride = int64_t(3) * 2 * 16 * 16 + KvPool::kPagePadHalves;
+  EXPECT_EQ(kv.bytes(), uint64_t(stride) * 2 * 5);
   EXPECT_EQ(KvPool::bytes_for(hp, 16, 5), kv.bytes());
-  EXPECT_EQ(kv.page_stride(), int64_t(3) * 2 * 16 * 16);
+  EXPECT_EQ(kv.page_stride(), stride);
+  // The pad is whole cache lines, and an odd number of them: pages land on different cache sets.
+  EXPECT_EQ(KvPool::kPagePadHalves * 2 % 64, 0);
+  EXPECT_EQ(KvPool::kPagePadHalves * 2 / 64 % 2, 1);
   EXPECT_EQ(kv.kv_dim(), 16);
   EXPECT_THROW(KvPool(hp, 0, 5), std::runtime_error);
 }
@@ -48,8 +52,9 @@ TEST(KvPool, LayoutMatchesTheHeaderFormula) {
     EXPECT_EQ(v.kv_dim, D);
     EXPECT_EQ(v.page_table, table);
   }
-  // Page p of layer l: ((p * n_layer + l) * 2) * T * D from the base.
-  EXPECT_EQ(kv.k_base(1) + 2 * kv.page_stride(), base + ((2 * 3 + 1) * 2) * int64_t(T) * D);
+  // Page p of layer l: p * page_stride + l * 2 * T * D from the base.
+  EXPECT_EQ(kv.k_base(1) + 2 * kv.page_stride(),
+            base + 2 * (int64_t(3) * 2 * T * D + KvPool::kPagePadHalves) + int64_t(1) * 2 * T * D);
 }
 
 TEST(KvPool, CopyPageCopiesEveryLayersFirstRows) {
