@@ -59,8 +59,9 @@ class EngineImpl final : public Engine {
     int64_t kv_tokens = int64_t(opts_.max_running) * opts_.context;
     if (opts_.kv_tokens > 0)
       kv_tokens = opts_.kv_tokens;
-    else if (opts_.kv_bytes > 0)
-      kv_tokens = int64_t(std::min<uint64_t>(opts_.kv_bytes / hp.kv_bytes_per_token(), INT32_MAX));
+    else if (opts_.kv_bytes > 0)  // whole pages within the budget (a page is its tokens plus a small pad)
+      kv_tokens = int64_t(std::min<uint64_t>(opts_.kv_bytes / model::KvPool::bytes_for(hp, opts_.page_tokens, 1),
+                                             INT32_MAX / opts_.page_tokens)) * opts_.page_tokens;
     if (kv_tokens < opts_.page_tokens)
       throw std::invalid_argument("engine options: the KV pool holds less than one page (" + std::to_string(kv_tokens) +
                                   " tokens at " + std::to_string(hp.kv_bytes_per_token()) + " bytes/token)");

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine_test_util.h"
+#include "model/kv_pool.h"
 
 using namespace infer::engine;
 using namespace infer::engine::test;
@@ -58,12 +59,15 @@ TEST(Engine, ReportsResolvedPlan) {
   EXPECT_EQ(s.kv_pages_total, 63);
   EXPECT_EQ(s.kv_page_tokens, 16);
   EXPECT_EQ(s.max_seq_tokens, 2048);
-  EXPECT_EQ(s.kv_bytes, 63ull * 16 * 5 * 2 * 32 * 2);  // pages × tokens × layers × K,V × kv_dim × F16
+  // pages × (tokens × layers × K,V × kv_dim + the page pad) × F16
+  EXPECT_EQ(s.kv_bytes, 63ull * (16 * 5 * 2 * 32 + infer::model::KvPool::kPagePadHalves) * 2);
   EXPECT_GT(s.model_bytes, 1000000u);
 
   o.kv_tokens = 0;
-  o.kv_bytes = 100 * 16 * 640;  // 640 bytes/token: 100 pages
+  o.kv_bytes = 100 * (16 * 640 + 320);  // 640 bytes/token, 320 bytes of pad per page: 100 pages
   EXPECT_EQ(Engine::create(o)->stats().kv_pages_total, 100);
+  o.kv_bytes -= 1;  // never over the budget
+  EXPECT_EQ(Engine::create(o)->stats().kv_pages_total, 99);
   o.kv_bytes = 100;  // not even one token
   EXPECT_THROW(Engine::create(o), std::invalid_argument);
 }
