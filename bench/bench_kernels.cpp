@@ -116,17 +116,22 @@ void BM_MatmulDecodeHot(benchmark::State& state) {
 }
 
 // Args: type id, n_in, n_out, rows, threads.
-void BM_MatmulPrefill(benchmark::State& state) {
-  const auto t = static_cast<TensorType>(state.range(0));
-  const int64_t n_in = state.range(1), n_out = state.range(2), rows = state.range(3);
+// Times matmul of `rows` random activation rows with a random n_in × n_out matrix of type t.
+void time_matmul(benchmark::State& state, TensorType t, int64_t n_in, int64_t n_out, int64_t rows, int threads) {
   const std::vector<uint8_t> w = weights(t, n_in, n_out);
   const std::vector<float> x = activations(n_in * rows);
   std::vector<float> y(n_out * rows);
-  ThreadPool pool(static_cast<int>(state.range(4)));
+  ThreadPool pool(threads);
   MatmulScratch scratch;
   const WeightMatrix m{t, w.data(), n_in, n_out, k::quant_row_bytes(t, n_in)};
   for (auto _ : state) k::matmul(m, x.data(), rows, n_in, y.data(), n_out, pool, scratch);
   state.SetLabel(name_of(t));
+}
+
+void BM_MatmulPrefill(benchmark::State& state) {
+  const auto t = static_cast<TensorType>(state.range(0));
+  const int64_t n_in = state.range(1), n_out = state.range(2), rows = state.range(3);
+  time_matmul(state, t, n_in, n_out, rows, static_cast<int>(state.range(4)));
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n_in * n_out * rows * state.iterations() / 1e9,
                                                  benchmark::Counter::kIsRate);
 }
@@ -202,16 +207,8 @@ void prefill_args(benchmark::internal::Benchmark* b) {
 // Batched decode: a few rows (one per running sequence) against the output matrix of Qwen3-0.6B's shape
 // (1024 × 151,936), far larger than L2, so the weights stream from memory as in a serving step.
 void BM_MatmulBatch(benchmark::State& state) {
-  const auto t = static_cast<TensorType>(state.range(0));
-  const int64_t n_in = 1024, n_out = 151936, rows = state.range(1);
-  const std::vector<uint8_t> w = weights(t, n_in, n_out);
-  const std::vector<float> x = activations(n_in * rows);
-  std::vector<float> y(n_out * rows);
-  ThreadPool pool(static_cast<int>(state.range(2)));
-  MatmulScratch scratch;
-  const WeightMatrix m{t, w.data(), n_in, n_out, k::quant_row_bytes(t, n_in)};
-  for (auto _ : state) k::matmul(m, x.data(), rows, n_in, y.data(), n_out, pool, scratch);
-  state.SetLabel(name_of(t));
+  const int64_t rows = state.range(1);
+  time_matmul(state, static_cast<TensorType>(state.range(0)), 1024, 151936, rows, static_cast<int>(state.range(2)));
   state.counters["rows/s"] = benchmark::Counter(double(rows) * state.iterations(), benchmark::Counter::kIsRate);
 }
 

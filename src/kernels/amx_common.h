@@ -166,6 +166,20 @@ void multiply_four(const Group& g, const uint8_t* a_codes, uint64_t act_stride, 
   _tile_stored(3, c[j0 + 3], kRowBytes);
 }
 
+// Σ_j sc[j] · c[j][a] over n sub-blocks: one activation row's exact super-block sum, 16 weight rows.
+inline __m512i scaled_sum(const Zmm* sc, const CTiles* c, int a, int n) {
+  __m512i s = _mm512_setzero_si512();
+  for (int j = 0; j < n; ++j) s = _mm512_add_epi32(s, _mm512_mullo_epi32(sc[j].v, _mm512_load_si512(c[j][a])));
+  return s;
+}
+
+// Σ_p weight_pairs[p] · (activation row's sum pair p), int16 pairs multiplied and added into int32.
+inline __m512i pair_dot(const Zmm* weight_pairs, const ActivationSums& sums, int row, int64_t i, int n_pairs) {
+  __m512i s = _mm512_setzero_si512();
+  for (int p = 0; p < n_pairs; ++p) s = _mm512_dpwssd_epi32(s, weight_pairs[p].v, _mm512_set1_epi32(sums.pair(row, i, p)));
+  return s;
+}
+
 // The tile kernel (contract as DotTileFn) for a weight format's Group: kSubLen and kSubs (sub-blocks
 // of a super-block, a multiple of 4), kSumGroupLen (ActivationSums grouping), unpack(w, row_bytes, rows,
 // n_blocks), b_tile(i, j), and accumulate(i, c, a, sums, row, acc): acc plus super-block i's terms for

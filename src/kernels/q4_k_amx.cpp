@@ -69,12 +69,8 @@ struct Q4KGroup {
   }
 
   __m512 accumulate(int64_t i, const CTiles* c, int a, const ActivationSums& sums, int row, __m512 acc) const {
-    __m512i s = _mm512_setzero_si512();
-    for (int j = 0; j < kSubs; ++j) s = _mm512_add_epi32(s, _mm512_mullo_epi32(sc[i * kSubs + j].v, _mm512_load_si512(c[j][a])));
-    __m512i mins = _mm512_setzero_si512();
-    for (int p = 0; p < kSubs / 2; ++p) {
-      mins = _mm512_dpwssd_epi32(mins, min_pairs[i * kSubs / 2 + p].v, _mm512_set1_epi32(sums.pair(row, i, p)));
-    }
+    const __m512i s = scaled_sum(&sc[i * kSubs], c, a, kSubs);
+    const __m512i mins = pair_dot(&min_pairs[i * kSubs / 2], sums, row, i, kSubs / 2);
     const __m512 dy = _mm512_set1_ps(sums.scale(row, i));
     acc = _mm512_fmadd_ps(_mm512_mul_ps(d[i].v, dy), _mm512_cvtepi32_ps(s), acc);
     return _mm512_fnmadd_ps(_mm512_mul_ps(dmin[i].v, dy), _mm512_cvtepi32_ps(mins), acc);

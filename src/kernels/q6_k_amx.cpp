@@ -69,12 +69,8 @@ struct Q6KGroup {
   }
 
   __m512 accumulate(int64_t i, const CTiles* c, int a, const ActivationSums& sums, int row, __m512 acc) const {
-    __m512i s = _mm512_setzero_si512();
-    for (int j = 0; j < kSubs; ++j) s = _mm512_add_epi32(s, _mm512_mullo_epi32(sc[i * kSubs + j].v, _mm512_load_si512(c[j][a])));
-    __m512i offset = _mm512_setzero_si512();
-    for (int p = 0; p < kSubs / 2; ++p) {
-      offset = _mm512_dpwssd_epi32(offset, sc_pairs[i * kSubs / 2 + p].v, _mm512_set1_epi32(sums.pair(row, i, p)));
-    }
+    const __m512i s = scaled_sum(&sc[i * kSubs], c, a, kSubs);
+    const __m512i offset = pair_dot(&sc_pairs[i * kSubs / 2], sums, row, i, kSubs / 2);
     const __m512i total = _mm512_sub_epi32(s, _mm512_slli_epi32(offset, 5));
     const __m512 dy = _mm512_set1_ps(sums.scale(row, i));
     return _mm512_fmadd_ps(_mm512_mul_ps(d[i].v, dy), _mm512_cvtepi32_ps(total), acc);
