@@ -94,6 +94,15 @@ TEST_F(CliTest, GenerateStreamsTextAndReportsSpeedOnStderr) {
   EXPECT_NE(r.err.find("tok/s"), std::string::npos) << r.err;
 }
 
+TEST_F(CliTest, GenerateFromTheMappedFileMatchesTheHugePageCopy) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto copied = run("generate -m " + stories_ + " -p 'Once upon a time' -n 8 --temp 0");
+  auto mapped = run("generate -m " + stories_ + " -p 'Once upon a time' -n 8 --temp 0 --mmap");
+  ASSERT_EQ(mapped.exit_code, 0) << mapped.err;
+  EXPECT_EQ(mapped.out, copied.out);
+  EXPECT_EQ(mapped.out, ", there was a little girl\n");
+}
+
 TEST_F(CliTest, GenerateForceFeedsExactlyThoseIds) {
   INFER_REQUIRE_DIR(test::models_dir());
   auto r = run("generate -m " + stories_ + " -p 'Once upon a time' --force 2,2,300 --json --logits 1");
@@ -174,6 +183,10 @@ TEST_F(CliTest, BenchJsonReportsSpeedsAndBandwidthShare) {
   EXPECT_EQ(j["threads"], 1);
   EXPECT_EQ(j["model_bytes"], 292800u * 4);  // stories260K: 292,800 F32 parameters
   EXPECT_NE(r.err.find("tg8 rep 2/2"), std::string::npos) << r.err;
+  EXPECT_EQ(j["weights"], "huge-page copy");
+  auto mapped = run("bench -m " + stories_ + " -p 8 -n 4 -r 1 -t 1 --probe-mib 8 --json --mmap");
+  ASSERT_EQ(mapped.exit_code, 0) << mapped.err;
+  EXPECT_EQ(nlohmann::json::parse(mapped.out)["weights"], "mmap");
 }
 
 TEST_F(CliTest, ServeBenchJsonHasOneRowPerConcurrency) {
