@@ -88,7 +88,8 @@ static void run(int64_t n, const uint8_t* w, uint64_t stream_bytes, const uint8_
   for (int64_t i = 0; i < n / kQKK; ++i) {
     const __m256i bsums = load(y[i].bsums);
     __m256i total[NW];
-    __m128i halves = _mm_setzero_si128();  // 16-bit lane o: d of row o
+    static_assert(NW <= 2);
+    uint16_t d_half[NW];
     for (int o = 0; o < NW; ++o) {
       const BlockQ6_K& b = x[o][i];
       // 16 super-blocks (~2-3 KiB) ahead of each stream: measured best for decode (2 ahead: -9%).
@@ -113,8 +114,11 @@ static void run(int64_t n, const uint8_t* w, uint64_t stream_bytes, const uint8_
       const __m256i scales16 = _mm256_cvtepi8_epi16(scales8);
       const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales16), 5);
       total[o] = _mm256_sub_epi32(sumi, offset);
-      halves = _mm_insert_epi16(halves, b.d, o);
+      d_half[o] = b.d;
     }
+    // 16-bit lane o: d of row o (built in registers, not stored and reloaded)
+    const __m128i halves = _mm_setr_epi16(static_cast<short>(d_half[0]), static_cast<short>(NW > 1 ? d_half[1 % NW] : 0),
+                                          0, 0, 0, 0, 0, 0);
     acc = _mm_fmadd_ps(_mm_mul_ps(_mm_cvtph_ps(halves), _mm_set1_ps(y[i].d)), _mm_cvtepi32_ps(hsum_rows_i32(total)), acc);
   }
   store_rows<NW>(acc, out, out_stride);
