@@ -11,14 +11,44 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <cstdlib>
+#include <new>
 
 #include "kernels/blocks.h"
 
 namespace infer::kernels::amx {
+// Everything here has internal linkage, and the *_amx.cpp files use no standard-library templates:
+// a template instantiated in a file compiled with AVX-512 is a weak symbol that the linker may pick
+// for every file, and it would then run AVX-512 code on CPUs without it.
+namespace {
+
+inline int64_t min_of(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// A growable array of trivially copyable T on 64-byte aligned memory; contents are not kept on growth.
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { std::free(data_); }
+  void resize(size_t n) {
+    if (n <= capacity_) return;
+    std::free(data_);
+    const size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
+    data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
+    if (!data_) throw std::bad_alloc();
+    capacity_ = n;
+  }
+  T* data() const { return data_; }
+  T& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  T* data_ = nullptr;
+  size_t capacity_ = 0;
+};
 
 inline constexpr int kGroupRows = 16;   // weight rows per B tile (16 int32 columns of C)
 inline constexpr int kTileActRows = 16;  // activation rows per A tile
@@ -38,8 +68,8 @@ inline void configure_tiles(int k_sub, int n_act) {
     cfg[48 + t] = static_cast<uint8_t>(rows);
   };
   for (int t = 0; t < 4; ++t) set(t, n_act, kRowBytes);
-  for (int t : {4, 6}) set(t, n_act, k_sub);
-  for (int t : {5, 7}) set(t, k_sub / 4, kRowBytes);
+  for (int t = 4; t <= 6; t += 2) set(t, n_act, k_sub);          // A tiles
+  for (int t = 5; t <= 7; t += 2) set(t, k_sub / 4, kRowBytes);  // B tiles
   struct Record {
     uint8_t bytes[64];
   };
@@ -51,15 +81,15 @@ inline void configure_tiles(int k_sub, int n_act) {
 struct ActivationSums {
   int n_pairs = 0;
   int64_t n_blocks = 0;
-  std::vector<float> dy;            // [row][block]
-  std::vector<int32_t> sum_pairs;   // [row][block][pair]
+  Buffer<float> dy;           // [row][block]
+  Buffer<int32_t> sum_pairs;  // [row][block][pair]
 
   void build(const uint8_t* act, uint64_t act_stride, int n_rows, int64_t n, int group_len) {
     n_blocks = n / kQKK;
     const int n_groups = kQKK / group_len;
     n_pairs = n_groups / 2;
     dy.resize(static_cast<size_t>(n_rows * n_blocks));
-    sum_pairs.resize(static_cast<size_t>(n_rows * n_blocks * n_pairs));
+    sum_pairs.resize(static_cast<size_t>(n_rows * n_blocks * n_pairs));  // every entry is written below
     for (int a = 0; a < n_rows; ++a) {
       const auto* y = reinterpret_cast<const BlockQ8_K*>(act + a * act_stride);
       for (int64_t i = 0; i < n_blocks; ++i) {
@@ -81,7 +111,7 @@ struct ActivationSums {
   int32_t pair(int a, int64_t i, int p) const { return sum_pairs[(a * n_blocks + i) * n_pairs + p]; }
 };
 
-// Vectors kept in std::vector (wrapped: the vector types' attributes do not survive as template arguments).
+// Vectors kept in a Buffer (wrapped: the vector types' attributes do not survive as template arguments).
 struct alignas(64) Zmm {
   __m512i v;
 };
@@ -124,15 +154,12 @@ class BTiles {
  public:
   void resize(int64_t n_tiles, int tile_bytes) {
     tile_bytes_ = tile_bytes;
-    bytes_.resize(static_cast<size_t>(n_tiles * tile_bytes + 64));
-    const auto p = reinterpret_cast<uintptr_t>(bytes_.data());
-    base_ = reinterpret_cast<uint8_t*>((p + 63) / 64 * 64);
+    bytes_.resize(static_cast<size_t>(n_tiles * tile_bytes));
   }
-  uint8_t* tile(int64_t index) const { return base_ + index * tile_bytes_; }
+  uint8_t* tile(int64_t index) const { return bytes_.data() + index * tile_bytes_; }
 
  private:
-  std::vector<uint8_t> bytes_;
-  uint8_t* base_ = nullptr;
+  Buffer<uint8_t> bytes_;
   int tile_bytes_ = 0;
 };
 
@@ -196,10 +223,10 @@ void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const u
   alignas(64) float acc[kTileActRows][kGroupRows];
   int configured = 0;
   for (int64_t o0 = 0; o0 < n_w; o0 += kGroupRows) {
-    const int rows = static_cast<int>(std::min<int64_t>(kGroupRows, n_w - o0));
+    const int rows = static_cast<int>(min_of(kGroupRows, n_w - o0));
     g.unpack(wb + o0 * row_bytes, row_bytes, rows, nb);
     for (int a0 = 0; a0 < n_rows; a0 += kTileActRows) {
-      const int m = std::min(kTileActRows, n_rows - a0);
+      const int m = static_cast<int>(min_of(kTileActRows, n_rows - a0));
       if (m != configured) {
         configure_tiles(Group::kSubLen, m);
         configured = m;
@@ -217,4 +244,5 @@ void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const u
   _tile_release();
 }
 
+}  // namespace
 }  // namespace infer::kernels::amx

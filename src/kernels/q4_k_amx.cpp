@@ -18,9 +18,9 @@ struct Q4KGroup {
   static constexpr int kBTileBytes = kSubLen / 4 * kRowBytes;
 
   BTiles b_tiles;              // [block][sub-block]
-  std::vector<Zmm> sc;         // [block][sub-block]
-  std::vector<Zmm> min_pairs;  // [block][pair]: (m[2p], m[2p+1]) as int16 pairs
-  std::vector<ZmmF> d, dmin;   // [block]
+  Buffer<Zmm> sc;         // [block][sub-block]
+  Buffer<Zmm> min_pairs;  // [block][pair]: (m[2p], m[2p+1]) as int16 pairs
+  Buffer<ZmmF> d, dmin;   // [block]
 
   const uint8_t* b_tile(int64_t i, int j) const { return b_tiles.tile(i * kSubs + j); }
 

@@ -17,9 +17,9 @@ struct Q6KGroup {
   static constexpr int kBTileBytes = kSubLen / 4 * kRowBytes;
 
   BTiles b_tiles;               // [block][sub-block]
-  std::vector<Zmm> sc;          // [block][sub-block], sign-extended
-  std::vector<Zmm> sc_pairs;    // [block][pair]: (sc[2p], sc[2p+1]) as int16 pairs
-  std::vector<ZmmF> d;          // [block]
+  Buffer<Zmm> sc;          // [block][sub-block], sign-extended
+  Buffer<Zmm> sc_pairs;    // [block][pair]: (sc[2p], sc[2p+1]) as int16 pairs
+  Buffer<ZmmF> d;          // [block]
 
   const uint8_t* b_tile(int64_t i, int j) const { return b_tiles.tile(i * kSubs + j); }
 
