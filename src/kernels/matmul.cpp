@@ -22,8 +22,8 @@ constexpr uint64_t kTileBytes = 192 * 1024;   // prefill chunk: weight rows well
 // qwen3-0.6b with 2 threads: fixed 128 KiB chunks 42 (Q8_0) / 62 (Q4_K_M) tok/s, fixed 256 KiB 50 / 63,
 // this rule 50 / 66-69, one chunk per thread 47 / 66.
 constexpr uint64_t kMinStreamBytes = 128 * 1024, kMaxStreamBytes = 1024 * 1024;
-constexpr int64_t kQuantizeChunkRows = 8;
-constexpr int64_t kRowsByDecodeKernel = 2;     // activation rows per claim when quantising in parallel
+constexpr int64_t kQuantizeChunkRows = 8;   // activation rows per claim when quantising in parallel
+constexpr int64_t kRowsByDecodeKernel = 2;  // up to this many rows, the decode kernel runs once per row
 // Below this much work (weight bytes × rows) waking the pool costs more than it saves (tiny models).
 constexpr uint64_t kMinParallelBytes = 64 * 1024;
 
@@ -71,8 +71,8 @@ struct MatmulJob {
   void multiply_chunk(int64_t o0, int64_t o1) const {
     const auto* wdata = static_cast<const uint8_t*>(w->data);
     // One or two rows: the decode kernel once per row. Its streams keep more reads in flight than the
-    // batch kernels, and the second row finds the chunk in L2 (bench_kernels BM_MatmulBatch, Q4_K, 2
-    // rows, 2 threads: ~5 ms this way, 7.4 with the AMX tile kernel, 8.5 with the 2-row AVX2 kernel).
+    // batch kernels (bench_kernels BM_MatmulBatch, Q4_K, 2 rows, 2 threads: 6.0 ms this way, 7.4 with
+    // the AMX tile kernel, 8.5 with the 2-row AVX2 kernel).
     if (n_rows <= kRowsByDecodeKernel && k.dot_outputs) {
       for (int64_t r = 0; r < n_rows; ++r) {
         k.dot_outputs(w->n_in, wdata + o0 * w->row_bytes, w->row_bytes, o1 - o0, act + r * act_row_bytes,
