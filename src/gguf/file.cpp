@@ -42,6 +42,7 @@ uint8_t* copy_into_huge_pages(int fd, uint64_t size, uint64_t& mapped, const std
   ::madvise(base, mapped, MADV_HUGEPAGE);  // advice only: without THP this is plain memory
   for (uint64_t done = 0; done < size;) {
     const ssize_t got = ::pread(fd, base + done, size - done, static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;  // a signal arrived before any byte was read
     if (got <= 0) {
       const std::string why = got == 0 ? "file shrank while reading" : errno_text();
       ::munmap(base, mapped);
