@@ -45,6 +45,7 @@ class Sampler {
  private:
   void apply_penalties(std::span<const int32_t> history);
   int32_t argmax() const;
+  void select_top_k(int k);
 
   SamplingParams params_;
   int n_vocab_;

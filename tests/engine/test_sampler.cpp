@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -52,6 +53,28 @@ TEST(Sampler, TopKOneIsGreedy) {
   p.top_k = 1;
   Sampler s(p, 5);
   for (int i = 0; i < 50; ++i) EXPECT_EQ(s.sample(logits.data(), {}), 2);
+}
+
+// Top-k keeps exactly the k best (logit, lower id on ties) of a large vocabulary with many ties and
+// a few NaNs, whatever order they arrive in.
+TEST(Sampler, TopKKeepsTheKBestWithTiesByLowestId) {
+  constexpr int kVocab = 20000, kTopK = 40;
+  std::vector<float> logits(kVocab);
+  for (int i = 0; i < kVocab; ++i) logits[i] = float((i * 7919) % 997) / 100.f;  // values repeat
+  logits[123] = NAN;
+  logits[kVocab - 1] = 50.f;
+  auto p = plain(3);
+  p.top_k = kTopK;
+  Sampler s(p, kVocab);
+  s.sample(logits.data(), {});
+  std::vector<std::pair<float, int32_t>> all;
+  for (int i = 0; i < kVocab; ++i) all.emplace_back(std::isnan(logits[i]) ? -INFINITY : logits[i], i);
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  const auto kept = s.last_candidates();
+  ASSERT_EQ(kept.size(), size_t(kTopK));
+  for (int i = 0; i < kTopK; ++i) EXPECT_EQ(kept[size_t(i)].first, all[size_t(i)].second) << "rank " << i;
 }
 
 TEST(Sampler, SameSeedSameTokens) {
