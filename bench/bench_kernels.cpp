@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/bandwidth.h"
+#include "kernels/interleave.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "kernels/thread_pool.h"
@@ -117,13 +118,20 @@ void BM_MatmulDecodeHot(benchmark::State& state) {
 
 // Args: type id, n_in, n_out, rows, threads.
 // Times matmul of `rows` random activation rows with a random n_in × n_out matrix of type t.
-void time_matmul(benchmark::State& state, TensorType t, int64_t n_in, int64_t n_out, int64_t rows, int threads) {
-  const std::vector<uint8_t> w = weights(t, n_in, n_out);
+// interleaved: the weights in the interleaved layout (interleave.h); skipped where it has no kernels.
+void time_matmul(benchmark::State& state, TensorType t, int64_t n_in, int64_t n_out, int64_t rows, int threads,
+                 bool interleaved = false) {
+  if (interleaved && !k::interleaved_kernels_available(t)) {
+    state.SkipWithError("no interleaved kernels on this CPU");
+    return;
+  }
+  std::vector<uint8_t> w = weights(t, n_in, n_out);
+  if (interleaved) k::interleave_rows(t, w.data(), n_in, n_out);
   const std::vector<float> x = activations(n_in * rows);
   std::vector<float> y(n_out * rows);
   ThreadPool pool(threads);
   MatmulScratch scratch;
-  const WeightMatrix m{t, w.data(), n_in, n_out, k::quant_row_bytes(t, n_in)};
+  const WeightMatrix m{t, w.data(), n_in, n_out, k::quant_row_bytes(t, n_in), interleaved};
   for (auto _ : state) k::matmul(m, x.data(), rows, n_in, y.data(), n_out, pool, scratch);
   state.SetLabel(name_of(t));
 }
@@ -131,7 +139,7 @@ void time_matmul(benchmark::State& state, TensorType t, int64_t n_in, int64_t n_
 void BM_MatmulPrefill(benchmark::State& state) {
   const auto t = static_cast<TensorType>(state.range(0));
   const int64_t n_in = state.range(1), n_out = state.range(2), rows = state.range(3);
-  time_matmul(state, t, n_in, n_out, rows, static_cast<int>(state.range(4)));
+  time_matmul(state, t, n_in, n_out, rows, static_cast<int>(state.range(4)), state.range(5) != 0);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n_in * n_out * rows * state.iterations() / 1e9,
                                                  benchmark::Counter::kIsRate);
 }
@@ -199,22 +207,27 @@ void prefill_args(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K, TensorType::Q4_0,
                        TensorType::F16}) {
     for (int64_t rows : {64, 512}) {
-      for (int threads : {1, 2}) b->Args({static_cast<int64_t>(t), 1024, 3072, rows, threads});
+      for (int threads : {1, 2}) b->Args({static_cast<int64_t>(t), 1024, 3072, rows, threads, 0});
     }
   }
 }
 
 // Batched decode: a few rows (one per running sequence) against the output matrix of Qwen3-0.6B's shape
 // (1024 × 151,936), far larger than L2, so the weights stream from memory as in a serving step.
+// Args: type, rows, threads, interleaved layout (1) or row layout (0).
 void BM_MatmulBatch(benchmark::State& state) {
   const int64_t rows = state.range(1);
-  time_matmul(state, static_cast<TensorType>(state.range(0)), 1024, 151936, rows, static_cast<int>(state.range(2)));
+  time_matmul(state, static_cast<TensorType>(state.range(0)), 1024, 151936, rows, static_cast<int>(state.range(2)),
+              state.range(3) != 0);
   state.counters["rows/s"] = benchmark::Counter(double(rows) * state.iterations(), benchmark::Counter::kIsRate);
 }
 
 void batch_args(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K}) {
-    for (int64_t rows : {1, 2, 4, 8, 16}) b->Args({static_cast<int64_t>(t), rows, 2});
+    for (int64_t rows : {1, 2, 4, 8, 16}) {
+      if (getenv("T1")) { b->Args({static_cast<int64_t>(t), rows, 1, 0}); b->Args({static_cast<int64_t>(t), rows, 1, 1}); }
+      for (int interleaved : {0, 1}) b->Args({static_cast<int64_t>(t), rows, 2, interleaved});
+    }
   }
 }
 

@@ -137,6 +137,7 @@ void run_bench(const BenchArgs& a) {
     j["model_bytes"] = model_bytes;
     j["weight_bytes_per_token"] = per_token;
     j["weights"] = a.mmap ? "mmap" : "huge-page copy";
+    j["interleaved_matrices"] = model->interleaved_matrices();
     std::puts(j.dump().c_str());
     return;
   }
@@ -146,7 +147,8 @@ void run_bench(const BenchArgs& a) {
     std::printf("| %s | %.1f MiB | %d | pp%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.p, pps.mean, pps.stddev);
   if (a.n > 0)
     std::printf("| %s | %.1f MiB | %d | tg%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.n, tgs.mean, tgs.stddev);
-  std::printf("weights: %s\n", a.mmap ? "mapped file (--mmap)" : "copied into huge pages");
+  std::printf("weights: %s, %d matrices in the interleaved layout\n",
+              a.mmap ? "mapped file (--mmap)" : "copied into huge pages", model->interleaved_matrices());
   std::printf("read bandwidth probe: %.2f GB/s; decode reads %.1f MiB/token = %.2f GB/s: share %.2f\n", bw_gbs,
               double(per_token) / (1 << 20), tg_gbs, share);
 }

@@ -133,6 +133,7 @@ struct EngineStats {
   int kv_pages_total = 0, kv_pages_used = 0, kv_pages_cached = 0;
   uint64_t cache_lookups = 0, cache_hits = 0, cache_evictions = 0;
   uint64_t kv_bytes = 0, model_bytes = 0;
+  int interleaved_matrices = 0;  // weight matrices in the interleaved layout (model::Model)
   int kv_page_tokens = 0;      // tokens per KV page
   int max_seq_tokens = 0;      // per-sequence cap (prompt + generated): the resolved context
 };

@@ -62,6 +62,7 @@ Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok,
   stats_.kv_pages_total = kv.n_pages();
   stats_.kv_bytes = kv.bytes();
   stats_.model_bytes = model.weight_bytes();
+  stats_.interleaved_matrices = model.interleaved_matrices();
   stats_.kv_page_tokens = kv.page_tokens();
   stats_.max_seq_tokens = opts.context;
   thread_ = std::thread([this, nice = opts.nice] {
@@ -450,6 +451,7 @@ void Scheduler::publish_stats() {
   stats_.cache_evictions = tree_.evicted_pages();
   stats_.kv_bytes = keep.kv_bytes;
   stats_.model_bytes = keep.model_bytes;
+  stats_.interleaved_matrices = keep.interleaved_matrices;
   stats_.kv_page_tokens = keep.kv_page_tokens;
   stats_.max_seq_tokens = keep.max_seq_tokens;
 }

@@ -158,6 +158,26 @@ bool File::get_bool(std::string_view key, bool fallback) const {
   return convert(*this, key, *v, [](const Value& x) { return x.as_bool(); });
 }
 
+void File::rewrite(const std::vector<std::string>& names,
+                   const std::function<void(const TensorView&, uint8_t* bytes)>& edit) {
+  if (!copied_) throw Error(path_ + ": tensors can be rewritten only in a copy, not in a mapping");
+  std::vector<const TensorView*> views;
+  for (const std::string& name : names) {
+    const TensorView* t = tensor(name);
+    if (!t) throw Error(path_ + ": no tensor " + name + " to rewrite");
+    views.push_back(t);
+  }
+  // The whole copy at once: changing part of a 2 MiB page's protection would split it.
+  auto* base = const_cast<uint8_t*>(base_);
+  ::mprotect(base, mapped_size_, PROT_READ | PROT_WRITE);
+  struct Seal {
+    uint8_t* base;
+    uint64_t size;
+    ~Seal() { ::mprotect(base, size, PROT_READ); }
+  } seal{base, mapped_size_};
+  for (const TensorView* t : views) edit(*t, base + (t->data - base_));
+}
+
 void File::prefetch() const {
   if (owns_mapping_ && !copied_) ::madvise(const_cast<uint8_t*>(base_), size_, MADV_WILLNEED);
 }

@@ -9,6 +9,7 @@
 // Thread-safety: a File is immutable after open(); all const methods may be called concurrently.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -117,6 +118,12 @@ class File {
   void release() const;   // MADV_DONTNEED: pages fault back in from the file if touched again
   bool locked() const { return locked_; }
   bool copied() const { return copied_; }  // opened with huge_page_copy
+
+  // Copies only: calls edit(view, bytes) for each named tensor with its bytes writable, the copy being
+  // made read-only again afterwards (lets a loader lay weights out for its kernels once). Throws Error
+  // for a mapped file or an unknown name; whatever edit throws is passed on, the copy sealed first.
+  void rewrite(const std::vector<std::string>& names,
+               const std::function<void(const TensorView&, uint8_t* bytes)>& edit);
 
  private:
   File() = default;

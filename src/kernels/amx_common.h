@@ -9,6 +9,7 @@
 #pragma once
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <cstddef>
@@ -121,29 +122,70 @@ struct alignas(64) ZmmF {
 
 inline constexpr int kPrefetchGroups = 1;
 
-// Byte offsets of the 16 weight rows of a group (row_bytes apart), and the mask of those that exist.
-struct GroupRows {
+// Where a group's (up to) 16 weight rows are read from. Both sources give word(i, at): the 4-byte word
+// at byte `at` of super-block i's block of each row, as one vector (lane r: row r), and last_half(i):
+// the block's last 2 bytes of each row in the low half of lane r (Q6_K's d).
+//
+// Row layout: AVX-512 gathers over rows row_bytes apart; the last group of a matrix may be short.
+struct GatheredRows {
+  const uint8_t* w;
+  uint64_t row_bytes;
+  int64_t block_bytes;
   __m512i offsets;
   __mmask16 mask;
-  GroupRows(uint64_t row_bytes, int rows)
-      : offsets(_mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                   _mm512_set1_epi32(static_cast<int32_t>(row_bytes)))),
+  GatheredRows(const uint8_t* group, uint64_t row_bytes_, int rows, int64_t block_bytes_)
+      : w(group), row_bytes(row_bytes_), block_bytes(block_bytes_),
+        offsets(_mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                   _mm512_set1_epi32(static_cast<int32_t>(row_bytes_)))),
         mask(static_cast<__mmask16>((1u << rows) - 1)) {}
-  // Prefetches bytes [offset, offset + bytes) of each of the 16 rows kPrefetchGroups groups further on.
-  // A batch step reads every weight once, from memory: without this the gathers wait on it longer
-  // (bench_kernels BM_MatmulBatch/12/8, 2 threads: 10.1 ms without; 9.6 one group ahead, 9.6 two, 10.2
-  // four).
-  static void prefetch_ahead(const uint8_t* base, uint64_t row_bytes, int64_t offset, int bytes) {
-    const uint8_t* p = base + kPrefetchGroups * 16 * row_bytes + offset;
+  __m512i word(int64_t i, int64_t at) const {  // 0 for rows past the matrix
+    return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, offsets, w + i * block_bytes + at, 1);
+  }
+  // Read as the word ending there: the block's last word may not be 4-byte aligned, and must not
+  // read past the matrix.
+  __m512i last_half(int64_t i) const { return _mm512_srli_epi32(word(i, block_bytes - 4), 16); }
+  // Prefetches block i of each of the 16 rows kPrefetchGroups groups further on. A batch step reads
+  // every weight once, from memory: without this the gathers wait on it longer (bench_kernels
+  // BM_MatmulBatch/12/8, 2 threads: 10.1 ms without; 9.6 one group ahead, 9.6 two, 10.2 four).
+  void prefetch(int64_t i) const {
+    const uint8_t* p = w + kPrefetchGroups * 16 * row_bytes + i * block_bytes;
     for (int r = 0; r < 16; ++r) {
-      for (int l = 0; l < bytes; l += 64) _mm_prefetch(reinterpret_cast<const char*>(p + r * row_bytes + l), _MM_HINT_T0);
+      for (int64_t l = 0; l < block_bytes + 63; l += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(p + r * row_bytes + l), _MM_HINT_T0);
+      }
     }
   }
-  // The dword at byte `offset` of each row (0 for rows past the matrix).
-  __m512i gather(const uint8_t* base, int64_t offset) const {
-    return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, offsets, base + offset, 1);
-  }
 };
+
+// Interleaved layout (interleave.h): plain loads from the group's unit of each super-block, one
+// stream. Each load prefetches its line kAhead bytes further on: spread over the loads, the
+// prefetches keep a steady number of reads in flight, where a burst of them per unit would stall on
+// the line fill buffers.
+struct InterleavedRows {
+  // BM_MatmulBatch, 1 and 8 rows: none −30% (decode); 2-16 KiB or a group ahead within the noise.
+  static constexpr int64_t kAhead = 4096;
+  const uint8_t* w;
+  int64_t block_bytes;
+  InterleavedRows(const uint8_t* group, uint64_t /*row_bytes*/, int /*rows: 16*/, int64_t block_bytes_)
+      : w(group), block_bytes(block_bytes_) {}
+  const uint8_t* unit(int64_t i) const { return w + i * 16 * block_bytes; }
+  __m512i word(int64_t i, int64_t at) const {
+    const uint8_t* p = unit(i) + 16 * at;
+    _mm_prefetch(reinterpret_cast<const char*>(p + kAhead), _MM_HINT_T0);
+    return _mm512_loadu_si512(p);
+  }
+  __m512i last_half(int64_t i) const {  // the 16 rows' tails of 2 bytes follow the words
+    return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit(i) + 16 * (block_bytes - 2))));
+  }
+  void prefetch(int64_t) const {}  // word() prefetches
+};
+
+// The 4 activation codes at p in every lane (the signed operand of VPDPBUSD).
+inline __m512i broadcast_word(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
 
 // The f16 in the low (high) half of each dword, as 16 floats.
 inline __m512 low_halves_f32(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)); }
@@ -208,10 +250,11 @@ inline __m512i pair_dot(const Zmm* weight_pairs, const ActivationSums& sums, int
 }
 
 // The tile kernel (contract as DotTileFn) for a weight format's Group: kSubLen and kSubs (sub-blocks
-// of a super-block, a multiple of 4), kSumGroupLen (ActivationSums grouping), unpack(w, row_bytes, rows,
-// n_blocks), b_tile(i, j), and accumulate(i, c, a, sums, row, acc): acc plus super-block i's terms for
-// activation row `row` (index a in the C tiles), vectorised over the group's 16 weight rows.
-template <class Group>
+// of a super-block, a multiple of 4), kSumGroupLen (ActivationSums grouping), kBlockBytes,
+// unpack(source, n_blocks), b_tile(i, j), and accumulate(i, c, a, sums, row, acc): acc plus
+// super-block i's terms for activation row `row` (index a in the C tiles), vectorised over the group's
+// 16 weight rows. Source: GatheredRows or InterleavedRows.
+template <class Group, class Source>
 void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,
               int n_rows, float* out, int64_t out_stride) {
   thread_local ActivationSums sums;
@@ -219,12 +262,12 @@ void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const u
   sums.build(act, act_stride, n_rows, n, Group::kSumGroupLen);
   const int64_t nb = sums.n_blocks;
   const auto* wb = static_cast<const uint8_t*>(w);
-  alignas(64) CTiles c[Group::kSubs];
+  alignas(64) CTiles c[2][Group::kSubs];  // super-blocks i and i − 1: see below
   alignas(64) float acc[kTileActRows][kGroupRows];
   int configured = 0;
   for (int64_t o0 = 0; o0 < n_w; o0 += kGroupRows) {
     const int rows = static_cast<int>(min_of(kGroupRows, n_w - o0));
-    g.unpack(wb + o0 * row_bytes, row_bytes, rows, nb);
+    g.unpack(Source(wb + o0 * row_bytes, row_bytes, rows, Group::kBlockBytes), nb);
     for (int a0 = 0; a0 < n_rows; a0 += kTileActRows) {
       const int m = static_cast<int>(min_of(kTileActRows, n_rows - a0));
       if (m != configured) {
@@ -232,16 +275,60 @@ void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const u
         configured = m;
       }
       for (int a = 0; a < m; ++a) _mm512_store_ps(acc[a], _mm512_setzero_ps());
+      // The tiles of super-block i are multiplied before super-block i − 1 is scaled: the AVX-512
+      // reads of C tiles just stored wait for the stores, and this gives them other work meanwhile.
+      auto scale = [&](int64_t i) {
+        for (int a = 0; a < m; ++a) {
+          _mm512_store_ps(acc[a], g.accumulate(i, c[i & 1], a, sums, a0 + a, _mm512_load_ps(acc[a])));
+        }
+      };
       for (int64_t i = 0; i < nb; ++i) {
         const uint8_t* a_codes = act + a0 * act_stride + i * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs);
-        for (int j0 = 0; j0 < Group::kSubs; j0 += 4) multiply_four(g, a_codes, act_stride, i, j0, c);
-        for (int a = 0; a < m; ++a) _mm512_store_ps(acc[a], g.accumulate(i, c, a, sums, a0 + a, _mm512_load_ps(acc[a])));
+        for (int j0 = 0; j0 < Group::kSubs; j0 += 4) multiply_four(g, a_codes, act_stride, i, j0, c[i & 1]);
+        if (i > 0) scale(i - 1);
       }
+      scale(nb - 1);
       const auto mask = static_cast<__mmask16>((1u << rows) - 1);
       for (int a = 0; a < m; ++a) _mm512_mask_storeu_ps(out + (a0 + a) * out_stride + o0, mask, _mm512_load_ps(acc[a]));
     }
   }
   _tile_release();
+}
+
+// The decode kernel over the interleaved layout (contract as DotOutputsFn, n_w a multiple of 16) for a
+// format's Decode: kSumGroupLen, kBlockBytes and block(source, i, y_i, sums, acc): acc plus super-block
+// i's terms for the 16 rows. One float per row and super-block, in super-block order. The groups are
+// read as kDecodeStreams streams side by side (one per equal part of the chunk), for more reads in
+// flight and more independent work between them.
+inline constexpr int kDecodeStreams = 2;
+
+template <class Decode>
+void dot_outputs_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                             float* out) {
+  thread_local ActivationSums sums;
+  sums.build(act, 0, 1, n, Decode::kSumGroupLen);
+  const auto* y = reinterpret_cast<const BlockQ8_K*>(act);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const int64_t n_groups = n_w / kGroupRows, part = n_groups / kDecodeStreams;
+  auto source = [&](int64_t g) {
+    return InterleavedRows(wb + g * kGroupRows * row_bytes, row_bytes, kGroupRows, Decode::kBlockBytes);
+  };
+  for (int64_t g = 0; g < part; ++g) {
+    InterleavedRows src[kDecodeStreams] = {source(g), source(g + part)};
+    __m512 acc[kDecodeStreams] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t i = 0; i < sums.n_blocks; ++i) {
+      for (int s = 0; s < kDecodeStreams; ++s) {
+        acc[s] = Decode::block(src[s], i, y[i], sums, acc[s]);
+      }
+    }
+    for (int s = 0; s < kDecodeStreams; ++s) _mm512_storeu_ps(out + (g + s * part) * kGroupRows, acc[s]);
+  }
+  for (int64_t g = kDecodeStreams * part; g < n_groups; ++g) {
+    const InterleavedRows src = source(g);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < sums.n_blocks; ++i) acc = Decode::block(src, i, y[i], sums, acc);
+    _mm512_storeu_ps(out + g * kGroupRows, acc);
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Entry points of the AMX tile kernels (files *_amx.cpp), gathered by row_kernels_amx.cpp.
-// Call only when use_amx(). Internal to src/kernels. Contract as DotTileFn.
+// Entry points of the AMX tile kernels and the AVX-512 kernels of the interleaved layout (files
+// *_amx.cpp), gathered by row_kernels_amx.cpp. Call only when use_amx(). Internal to src/kernels.
+// Contracts as DotTileFn and DotOutputsFn (row_kernels.h).
 #pragma once
 #include <cstdint>
 
@@ -9,5 +10,14 @@ void dot_tile_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, co
                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 void dot_tile_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+
+void dot_tile_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                               uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                               uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_outputs_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                  float* out);
+void dot_outputs_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                  float* out);
 
 }  // namespace infer::kernels::amx

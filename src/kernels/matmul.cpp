@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/interleave.h"
 #include "kernels/row_kernels.h"
 
 namespace infer::kernels {
@@ -41,6 +42,10 @@ void check(const WeightMatrix& w) {
     throw std::invalid_argument("matmul: row_bytes " + std::to_string(w.row_bytes) + " does not match " +
                                 std::to_string(w.n_in) + " elements of the weight type");
   }
+  if (w.interleaved && !interleaved_kernels_available(w.type)) {
+    throw std::invalid_argument("matmul: this CPU has no kernels for the interleaved layout of weight type id " +
+                                std::to_string(static_cast<uint32_t>(w.type)));
+  }
 }
 
 struct MatmulJob {
@@ -68,7 +73,30 @@ struct MatmulJob {
     }
   }
 
+  // Weight rows [o0, o1): whole interleaved groups by their kernels, the rest by the row layout's.
   void multiply_chunk(int64_t o0, int64_t o1) const {
+    const int64_t grouped_end = w->interleaved ? std::min(o1, w->n_out / kInterleaveRows * kInterleaveRows) : o0;
+    if (grouped_end > o0) {
+      multiply_interleaved(o0, grouped_end);
+      o0 = grouped_end;
+    }
+    if (o0 < o1) multiply_row_layout(o0, o1);
+  }
+
+  // o0 and o1 on group boundaries.
+  void multiply_interleaved(int64_t o0, int64_t o1) const {
+    const auto* wdata = static_cast<const uint8_t*>(w->data) + o0 * w->row_bytes;
+    if (n_rows <= kRowsByDecodeKernel) {
+      for (int64_t r = 0; r < n_rows; ++r) {
+        k.dot_outputs_interleaved(w->n_in, wdata, w->row_bytes, o1 - o0, act + r * act_row_bytes, y + r * y_stride + o0);
+      }
+      return;
+    }
+    k.dot_tile_interleaved(w->n_in, wdata, w->row_bytes, o1 - o0, act, act_row_bytes, static_cast<int>(n_rows),
+                           y + o0, y_stride);
+  }
+
+  void multiply_row_layout(int64_t o0, int64_t o1) const {
     const auto* wdata = static_cast<const uint8_t*>(w->data);
     // One or two rows: the decode kernel once per row. Its streams keep more reads in flight than the
     // batch kernels (bench_kernels BM_MatmulBatch, Q4_K, 2 rows, 2 threads: 6.0 ms this way, 7.4 with
@@ -113,6 +141,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_str
   job.act_row_bytes = job.k.act_row_bytes(w.n_in);
   const uint64_t chunk_bytes = n_rows <= kMaxRows ? stream_chunk_bytes(w, pool.size()) : kTileBytes;
   job.chunk_outputs = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / w.row_bytes));
+  if (w.interleaved) job.chunk_outputs = (job.chunk_outputs + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
   const uint64_t need = job.act_row_bytes * static_cast<uint64_t>(n_rows);
   if (scratch.activations.size() < need) scratch.activations.resize(need);
   job.act = scratch.activations.data();
@@ -134,6 +163,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_str
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
                 int64_t y_stride) {
   check(w);
+  if (w.interleaved) throw std::invalid_argument("matmul_ref: the reference reads the row layout only");
   std::vector<uint8_t> act(activation_bytes(w.type, w.n_in));
   const auto* wdata = static_cast<const uint8_t*>(w.data);
   for (int64_t r = 0; r < n_rows; ++r) {

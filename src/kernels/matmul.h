@@ -20,6 +20,7 @@ struct WeightMatrix {
   int64_t n_in;      // elements per row
   int64_t n_out;     // rows
   uint64_t row_bytes;
+  bool interleaved = false;  // whole groups of 16 rows in the interleaved layout (interleave.h)
 };
 
 // Scratch owned by the caller, sized once per batch shape (no allocation in the hot path after warm-up).
@@ -33,10 +34,11 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_str
 
 // Activations are converted as quantize_activation_row does (bit for bit on both paths), so matmul and
 // matmul_ref differ only in the f32 summation order of the dot products: |y − y_ref| stays within
-// 1e-5 · Σ|w·x| of that output (tests/kernels). Throws std::invalid_argument for an unsupported type
-// or a row_bytes that does not match n_in. Runs on the pool's threads; the scratch may be reused.
+// 1e-5 · Σ|w·x| of that output (tests/kernels). Throws std::invalid_argument for an unsupported type,
+// a row_bytes that does not match n_in, or an interleaved matrix this CPU has no kernels for. Runs on the pool's threads; the scratch may be reused.
 //
-// Scalar reference with the same contract (single thread, dot_ref per element); used by tests.
+// Scalar reference with the same contract (single thread, dot_ref per element, row layout only);
+// used by tests.
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
                 int64_t y_stride);
 

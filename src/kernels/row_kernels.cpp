@@ -44,7 +44,12 @@ RowKernels choose(TensorType weight) {
     const RowKernels fast = avx2_row_kernels(weight);
     if (fast.dot_rows) k.dot_rows = fast.dot_rows;
     if (fast.dot_rows && fast.quantize_act) k.dot_outputs = fast.dot_outputs;
-    if (use_amx() && fast.dot_rows && fast.quantize_act) k.dot_tile = amx_dot_tile(weight);
+    if (use_amx() && fast.dot_rows && fast.quantize_act) {
+      k.dot_tile = amx_dot_tile(weight);
+      const InterleavedKernels il = amx_interleaved_kernels(weight);
+      k.dot_outputs_interleaved = il.dot_outputs;
+      k.dot_tile_interleaved = il.dot_tile;
+    }
     if (fast.quantize_act) {  // the fast dot reads the fast quantiser's blocks
       k.quantize_act = fast.quantize_act;
       k.act_block_elements = fast.act_block_elements;

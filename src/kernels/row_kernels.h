@@ -35,6 +35,11 @@ struct RowKernels {
   uint64_t act_block_bytes;
   DotOutputsFn dot_outputs = nullptr;  // optional (AVX2 only); null: call dot_rows per weight row
   DotTileFn dot_tile = nullptr;        // optional (AMX only); null: call dot_rows per weight row
+  // The interleaved layout (interleave.h; AMX machines only): the same contracts over whole groups of
+  // 16 weight rows (w at a group's start, n_w a multiple of 16), each value bitwise what the row
+  // layout's kernels give for the same rows.
+  DotOutputsFn dot_outputs_interleaved = nullptr;
+  DotTileFn dot_tile_interleaved = nullptr;
 
   uint64_t act_row_bytes(int64_t n) const { return static_cast<uint64_t>(n / act_block_elements) * act_block_bytes; }
 };
@@ -47,5 +52,11 @@ RowKernels scalar_row_kernels(TensorType weight);
 RowKernels avx2_row_kernels(TensorType weight);
 // The AMX tile kernel of a type (null where there is none). Call only when use_amx().
 DotTileFn amx_dot_tile(TensorType weight);
+// The interleaved layout's kernels of a type (null members where there are none). Call only when use_amx().
+struct InterleavedKernels {
+  DotOutputsFn dot_outputs = nullptr;
+  DotTileFn dot_tile = nullptr;
+};
+InterleavedKernels amx_interleaved_kernels(TensorType weight);
 
 }  // namespace infer::kernels

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/interleave.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 #include "model/model.h"
@@ -186,8 +187,7 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
   const kernels::WeightMatrix& emb = m.token_embd();
   for (int r = 0; r < n; ++r) {
     const BatchRow& row = batch.rows[size_t(r)];
-    kernels::dequantize_row(emb.type, static_cast<const uint8_t*>(emb.data) + uint64_t(row.token) * emb.row_bytes,
-                            &b.x[size_t(r) * E], E);
+    kernels::dequantize_weight_row(emb, row.token, &b.x[size_t(r) * E]);
     kernels::rope_angles(row.pos, rope, &b.rope_cos[size_t(r) * half_rot], &b.rope_sin[size_t(r) * half_rot]);
   }
 

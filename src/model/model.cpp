@@ -2,10 +2,12 @@
 // (spec/architectures.md §2). Matrices stay views into the mapping (DESIGN invariant 1).
 #include "model/model.h"
 
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
 
+#include "kernels/interleave.h"
 #include "kernels/quant.h"
 
 namespace infer::model {
@@ -129,7 +131,30 @@ std::unique_ptr<Model> Model::from_file(std::unique_ptr<gguf::File> file) {
     L.w_down = b.matrix(p + "ffn_down.weight", F, E);
   }
   b.check_all_used();
+  if (m->file_->copied()) m->interleave_matrices();
   return m;
+}
+
+void Model::interleave_matrices() {
+  std::vector<kernels::WeightMatrix*> all = {&token_embd_, &output_};
+  for (LayerWeights& L : layers_) {
+    for (kernels::WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) all.push_back(w);
+  }
+  // By tensor: a tied output is the token embedding's tensor, rewritten once.
+  std::vector<std::string> names;
+  std::map<const void*, std::vector<kernels::WeightMatrix*>> by_data;
+  for (const auto& t : file_->tensors()) {
+    for (kernels::WeightMatrix* w : all) {
+      if (w->data != t.data || !kernels::interleaved_kernels_available(w->type)) continue;
+      if (by_data[t.data].empty()) names.push_back(t.name);
+      by_data[t.data].push_back(w);
+    }
+  }
+  file_->rewrite(names, [&](const gguf::TensorView& t, uint8_t* bytes) {
+    kernels::interleave_rows(t.type, bytes, t.ne[0], t.ne[1]);
+    for (kernels::WeightMatrix* w : by_data[t.data]) w->interleaved = true;
+  });
+  interleaved_matrices_ = int(names.size());
 }
 
 uint64_t Model::weight_bytes() const {

@@ -19,6 +19,8 @@ struct LoadOptions {
   bool mlock = false;
   bool mmap = false;      // map the file (shared page cache) instead of copying it into huge pages
 };
+// A copy (not mmap) has its matrices rewritten into the interleaved layout where this CPU has kernels
+// for it (kernels/interleave.h: Q4_K with AMX), for faster decode and batches; see interleaved_matrices().
 
 struct LayerWeights {
   const float* attn_norm = nullptr;                 // [n_embd]
@@ -40,6 +42,7 @@ class Model {
   const HParams& hparams() const { return hp_; }
   const gguf::File& file() const { return *file_; }
   uint64_t weight_bytes() const;  // bytes of all tensors (what decode reads per token, about)
+  int interleaved_matrices() const { return interleaved_matrices_; }  // tensors in the interleaved layout
 
   // F32-only tensors (norms, biases) are pointed to directly; other small vectors are dequantised once.
   const std::vector<LayerWeights>& layers() const { return layers_; }
@@ -59,6 +62,9 @@ class Model {
   const float* output_bias_ = nullptr;
   const float* rope_freqs_ = nullptr;
   std::vector<std::vector<float>> owned_small_;  // dequantised norm/bias vectors when not F32
+  int interleaved_matrices_ = 0;
+
+  void interleave_matrices();
 };
 
 // One row of a batch: sequence `seq` (index into Batch::seqs) at position `pos` with input `token`.

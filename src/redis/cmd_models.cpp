@@ -46,6 +46,7 @@ int cmd_info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   ll("queue_depth", o.queue_depth);
   ll("threads", o.threads);
   s("weights", o.mmap ? "mmap" : "copy");
+  ll("interleaved_matrices", m->engine->stats().interleaved_matrices);
   ll("model_bytes", static_cast<long long>(m->engine->stats().model_bytes));
   ll("loaded_at_ms", m->loaded_at_ms);
   ll("has_chat_template", tok.chat_template().empty() ? 0 : 1);

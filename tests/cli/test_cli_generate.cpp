@@ -187,6 +187,8 @@ TEST_F(CliTest, BenchJsonReportsSpeedsAndBandwidthShare) {
   auto mapped = run("bench -m " + stories_ + " -p 8 -n 4 -r 1 -t 1 --probe-mib 8 --json --mmap");
   ASSERT_EQ(mapped.exit_code, 0) << mapped.err;
   EXPECT_EQ(nlohmann::json::parse(mapped.out)["weights"], "mmap");
+  EXPECT_EQ(nlohmann::json::parse(mapped.out)["interleaved_matrices"], 0);  // a mapping is never rewritten
+  EXPECT_EQ(j["interleaved_matrices"], 0);  // stories260K is F32: no interleaved kernels
 }
 
 TEST_F(CliTest, ServeBenchJsonHasOneRowPerConcurrency) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/interleave.h"
 #include "kernels/quant.h"
 
 namespace infer::test {
@@ -26,10 +27,8 @@ ReferenceForward::Matrix ReferenceForward::dequantize(const kernels::WeightMatri
   m.n_in = w.n_in;
   m.n_out = w.n_out;
   m.w.resize(size_t(w.n_in * w.n_out));
-  for (int64_t r = 0; r < w.n_out; ++r) {
-    kernels::dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + uint64_t(r) * w.row_bytes,
-                            &m.w[size_t(r * w.n_in)], w.n_in);
-  }
+  // Either layout: a loaded model's matrices may be interleaved (kernels/interleave.h).
+  for (int64_t r = 0; r < w.n_out; ++r) kernels::dequantize_weight_row(w, r, &m.w[size_t(r * w.n_in)]);
   return m;
 }
 

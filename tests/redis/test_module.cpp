@@ -96,6 +96,7 @@ TEST_F(ModuleTest, LoadUseUnload) {
   // The mapped file gives the same tokens as the huge-page copy.
   EXPECT_EQ(run({"INFER.LOAD", "mapped", "stories260K.gguf", "WEIGHTS", "mmap"}), "OK");
   EXPECT_NE(show(command(c_.get(), {"INFER.INFO", "mapped"}).get()).find("weights, mmap"), std::string::npos);
+  EXPECT_NE(show(command(c_.get(), {"INFER.INFO", "mapped"}).get()).find("interleaved_matrices, 0"), std::string::npos);
   EXPECT_EQ(run({"INFER.GENERATE", "mapped", "PROMPT", "Once", "MAXTOKENS", "4", "TEMP", "0"}),
             run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "4", "TEMP", "0"}));
   EXPECT_EQ(run({"INFER.UNLOAD", "mapped"}), "OK");

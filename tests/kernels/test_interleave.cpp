@@ -1,0 +1,152 @@
+// The interleaved weight layout (interleave.h): the transform round-trips, lookups read through it,
+// and on CPUs with its kernels every matmul output is bitwise what the row layout gives, on random
+// weights and on llama.cpp's blocks, for decode (1-2 rows) and batch (AMX) shapes and thread counts.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gguf/file.h"
+#include "kernels/interleave.h"
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
+#include "kernel_test_data.h"
+#include "support/data_dirs.h"
+
+namespace infer::kernels {
+namespace {
+
+using test::random_floats;
+using test::type_label;
+
+constexpr TensorType kInterleavedTypes[] = {TensorType::Q4_K, TensorType::Q6_K};
+
+struct Pair {  // one matrix in both layouts
+  std::vector<uint8_t> rows, interleaved;
+  WeightMatrix row_matrix, interleaved_matrix;
+};
+
+Pair make_pair(TensorType t, int64_t n_in, int64_t n_out, std::vector<uint8_t> bytes) {
+  Pair p;
+  p.rows = std::move(bytes);
+  p.interleaved = p.rows;
+  interleave_rows(t, p.interleaved.data(), n_in, n_out);
+  const uint64_t rb = quant_row_bytes(t, n_in);
+  p.row_matrix = {t, p.rows.data(), n_in, n_out, rb};
+  p.interleaved_matrix = {t, p.interleaved.data(), n_in, n_out, rb, true};
+  return p;
+}
+
+std::vector<float> run(const WeightMatrix& w, const std::vector<float>& x, int64_t first, int64_t count, int threads) {
+  ThreadPool pool(threads);
+  MatmulScratch scratch;
+  std::vector<float> y(count * w.n_out);
+  matmul(w, x.data() + first * w.n_in, count, w.n_in, y.data(), w.n_out, pool, scratch);
+  return y;
+}
+
+// Every type with blocks of 4 bytes or more, including ones with a 2-byte tail (Q8_0, Q6_K).
+TEST(Interleave, RoundTripsEveryRowAndLeavesTheTailRows) {
+  const int64_t n_in = 512, n_out = 16 * 3 + 5;
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::F32}) {
+    const std::vector<uint8_t> rows = test::random_weights(t, n_out, n_in, 11);
+    std::vector<uint8_t> il = rows;
+    interleave_rows(t, il.data(), n_in, n_out);
+    const uint64_t rb = quant_row_bytes(t, n_in);
+    EXPECT_NE(std::memcmp(il.data(), rows.data(), 48 * rb), 0) << type_label(t) << ": groups unchanged";
+    EXPECT_EQ(std::memcmp(il.data() + 48 * rb, rows.data() + 48 * rb, 5 * rb), 0) << type_label(t) << ": tail moved";
+    std::vector<uint8_t> row(rb);
+    std::vector<float> a(n_in), b(n_in);
+    const WeightMatrix w{t, il.data(), n_in, n_out, rb, true};
+    for (int64_t r = 0; r < n_out; ++r) {
+      deinterleave_row(t, il.data(), n_in, n_out, r, row.data());
+      ASSERT_EQ(std::memcmp(row.data(), rows.data() + r * rb, rb), 0) << type_label(t) << " row " << r;
+      dequantize_weight_row(w, r, a.data());
+      dequantize_row(t, rows.data() + r * rb, b.data(), n_in);
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), n_in * sizeof(float)), 0) << type_label(t) << " row " << r;
+    }
+  }
+}
+
+TEST(Interleave, RejectsBlocksShorterThanAWord) {
+  std::vector<uint8_t> w(2 * 16 * 2);
+  EXPECT_THROW(interleave_rows(TensorType::F16, w.data(), 2, 16), std::invalid_argument);
+}
+
+TEST(Interleave, MatmulRefusesALayoutWithoutKernels) {
+  const int64_t n_in = 64, n_out = 16;
+  std::vector<uint8_t> w = test::random_weights(TensorType::Q8_0, n_out, n_in, 3);
+  const WeightMatrix m{TensorType::Q8_0, w.data(), n_in, n_out, quant_row_bytes(TensorType::Q8_0, n_in), true};
+  std::vector<float> x(n_in), y(n_out);
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  EXPECT_THROW(matmul(m, x.data(), 1, n_in, y.data(), n_out, pool, scratch), std::invalid_argument);
+  EXPECT_THROW(matmul_ref(m, x.data(), 1, n_in, y.data(), n_out), std::invalid_argument);
+}
+
+// Both layouts, the same rows of x as one batch: every output bitwise equal.
+void expect_same(const Pair& p, const std::vector<float>& x, int64_t first, int64_t count, int threads,
+                 const std::string& what) {
+  const std::vector<float> a = run(p.row_matrix, x, first, count, threads);
+  const std::vector<float> b = run(p.interleaved_matrix, x, first, count, threads);
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0)
+        << what << ": " << count << " rows, " << threads << " threads, output " << i % p.row_matrix.n_out
+        << " of row " << i / p.row_matrix.n_out << ": " << a[i] << " vs " << b[i];
+  }
+}
+
+TEST(Interleave, MatmulIsBitwiseTheRowLayoutsOnRandomWeights) {
+  const int64_t n_in = 768, n_out = 16 * 9 + 3;  // 3 super-blocks; 9 groups and a 3-row tail
+  const int64_t rows = 40;
+  const std::vector<float> x = random_floats(rows * n_in, 21);
+  for (TensorType t : kInterleavedTypes) {
+    if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AMX)";
+    const Pair p = make_pair(t, n_in, n_out, test::random_weights(t, n_out, n_in, 17));
+    const std::string label = type_label(t);
+    for (int threads : {1, 2}) {
+      expect_same(p, x, 0, 1, threads, label);
+      expect_same(p, x, 5, 2, threads, label);
+      expect_same(p, x, 3, 3, threads, label);
+      expect_same(p, x, 8, 8, threads, label);
+      expect_same(p, x, 2, 17, threads, label);
+      expect_same(p, x, 0, rows, threads, label);
+    }
+  }
+}
+
+// A matrix large enough that decode and prefill split it into several chunks per thread.
+TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAcrossChunks) {
+  const int64_t n_in = 1024, n_out = 16 * 300 + 7;
+  const std::vector<float> x = random_floats(20 * n_in, 23);
+  for (TensorType t : kInterleavedTypes) {
+    if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AMX)";
+    const Pair p = make_pair(t, n_in, n_out, test::random_weights(t, n_out, n_in, 19));
+    expect_same(p, x, 0, 1, 2, type_label(t));
+    expect_same(p, x, 0, 20, 2, type_label(t));
+  }
+}
+
+// llama.cpp's blocks (the tiny reference models): real scales and mins, not just our writer's.
+TEST(Interleave, MatmulIsBitwiseTheRowLayoutsOnLlamaCppBlocks) {
+  INFER_REQUIRE_DIR(infer::test::reference_dir() + "/models");
+  int checked = 0;
+  for (const char* model : {"q4_k_m", "q6_k"}) {
+    const auto file = gguf::File::open(infer::test::reference_dir() + "/models/tiny-llama-" + model + ".gguf");
+    for (const auto& t : file->tensors()) {
+      if (t.n_dims != 2 || (t.type != TensorType::Q4_K && t.type != TensorType::Q6_K)) continue;
+      if (!interleaved_kernels_available(t.type)) GTEST_SKIP() << "no interleaved kernels on this CPU (AMX)";
+      const Pair p = make_pair(t.type, t.ne[0], t.ne[1], std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+      const std::vector<float> x = random_floats(9 * t.ne[0], 29);
+      expect_same(p, x, 0, 1, 2, t.name);
+      expect_same(p, x, 0, 9, 2, t.name);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10);
+}
+
+}  // namespace
+}  // namespace infer::kernels
