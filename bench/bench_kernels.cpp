@@ -225,7 +225,6 @@ void BM_MatmulBatch(benchmark::State& state) {
 void batch_args(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K}) {
     for (int64_t rows : {1, 2, 4, 8, 16}) {
-      if (getenv("T1")) { b->Args({static_cast<int64_t>(t), rows, 1, 0}); b->Args({static_cast<int64_t>(t), rows, 1, 1}); }
       for (int interleaved : {0, 1}) b->Args({static_cast<int64_t>(t), rows, 2, interleaved});
     }
   }

@@ -1,5 +1,7 @@
 // Model loading: hyper-parameters, then every tensor bound by name with an exact shape check
-// (spec/architectures.md §2). Matrices stay views into the mapping (DESIGN invariant 1).
+// (spec/architectures.md §2). Matrices stay views into the file's memory (DESIGN invariant 1): the
+// mapping, or the huge-page copy, whose Q4_K/Q6_K matrices are rewritten in place into the interleaved
+// layout where the CPU has kernels for it (kernels/interleave.h).
 #include "model/model.h"
 
 #include <map>

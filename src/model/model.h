@@ -1,5 +1,6 @@
-// A loaded model: hyper-parameters plus weight views into the mapped GGUF file (never copied,
-// DESIGN invariant 1), and the forward pass over a batch of (sequence, position, token) rows.
+// A loaded model: hyper-parameters plus weight views into the GGUF file's memory (its mapping or its
+// huge-page copy; never a second copy, DESIGN invariant 1), and the forward pass over a batch of
+// (sequence, position, token) rows.
 #pragma once
 #include <cstdint>
 #include <memory>
