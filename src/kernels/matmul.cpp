@@ -139,7 +139,11 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_str
   if (n_rows <= 0) return;
   MatmulJob job{&w, row_kernels(w.type), x, n_rows, x_stride, y, y_stride, nullptr, 0, 0};
   job.act_row_bytes = job.k.act_row_bytes(w.n_in);
-  const uint64_t chunk_bytes = n_rows <= kMaxRows ? stream_chunk_bytes(w, pool.size()) : kTileBytes;
+  // The tile kernels unpack each group of weight rows once per call for all the rows, whatever the
+  // chunk: they take the decode chunks too, which split small matrices evenly between the threads
+  // (192 KiB tiles gave a 576 KiB matrix 2 chunks to one thread and 1 to the other).
+  const bool tiles = job.k.dot_tile && n_rows > kRowsByDecodeKernel;
+  const uint64_t chunk_bytes = n_rows <= kMaxRows || tiles ? stream_chunk_bytes(w, pool.size()) : kTileBytes;
   job.chunk_outputs = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / w.row_bytes));
   if (w.interleaved) job.chunk_outputs = (job.chunk_outputs + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
   const uint64_t need = job.act_row_bytes * static_cast<uint64_t>(n_rows);

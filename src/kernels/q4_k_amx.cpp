@@ -52,7 +52,7 @@ struct Q4KGroup {
   static constexpr int kBTileBytes = kSubLen / 4 * kRowBytes;
 
   BTiles b_tiles;         // [block][sub-block]
-  Buffer<Zmm> sc;         // [block][sub-block]
+  Buffer<ZmmF> sc;        // [block][sub-block], as floats (scaled_sum_q4_k)
   Buffer<Zmm> min_pairs;  // [block][pair]: (m[2p], m[2p+1]) as int16 pairs
   Buffer<Zmm> dd;         // [block]: d | dmin << 16
 
@@ -70,7 +70,7 @@ struct Q4KGroup {
       dd[i].v = src.word(i, 0);
       __m512i s[kSubs], mp[kSubs / 2];
       decode_scales(src, i, s, mp);
-      for (int j = 0; j < kSubs; ++j) sc[i * kSubs + j].v = s[j];
+      for (int j = 0; j < kSubs; ++j) sc[i * kSubs + j].v = _mm512_cvtepi32_ps(s[j]);
       for (int p = 0; p < kSubs / 2; ++p) min_pairs[i * kSubs / 2 + p].v = mp[p];
       // Word r of qs chunk c holds codes 4r..4r+3 of sub-blocks 2c (low nibbles) and 2c+1 (high).
       for (int c = 0; c < 4; ++c) {
@@ -86,7 +86,7 @@ struct Q4KGroup {
   }
 
   __m512 accumulate(int64_t i, const CTiles* c, int a, const ActivationSums& sums, int row, __m512 acc) const {
-    const __m512i s = scaled_sum(&sc[i * kSubs], c, a, kSubs);
+    const __m512i s = scaled_sum_q4_k(&sc[i * kSubs], c, a);
     const __m512i mins = pair_dot(&min_pairs[i * kSubs / 2], sums, row, i, kSubs / 2);
     return add_block(dd[i].v, s, mins, sums.scale(row, i), acc);
   }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "gguf/file.h"
+#include "kernels/blocks.h"
 #include "kernels/interleave.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
@@ -126,6 +127,46 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAcrossChunks) {
     const Pair p = make_pair(t, n_in, n_out, test::random_weights(t, n_out, n_in, 19));
     expect_same(p, x, 0, 1, 2, type_label(t));
     expect_same(p, x, 0, 20, 2, type_label(t));
+  }
+}
+
+// Weights and activations at the integer extremes (codes and scales at their maximum, activation codes
+// −128 and −127): the exact integer sums are at their largest, beyond 2^24 for Q4_K, where a kernel that
+// lost exactness would round differently from the row layout's.
+TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAtTheIntegerExtremes) {
+  const int64_t n_in = 512, n_out = 32, rows = 9;
+  // Q8_K: every code −128 but one −127 per 32, so that the sums are odd: a float sum that passed 2^24
+  // would round.
+  std::vector<float> x(rows * n_in, -1.0f);
+  for (size_t k = 5; k < x.size(); k += 32) x[k] = -0.99f;
+  for (TensorType t : kInterleavedTypes) {
+    if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AMX)";
+    const uint64_t rb = quant_row_bytes(t, n_in);
+    std::vector<uint8_t> w(rb * n_out);
+    for (int64_t b = 0; b < n_out * n_in / 256; ++b) {
+      if (t == TensorType::Q4_K) {
+        BlockQ4_K& q = reinterpret_cast<BlockQ4_K*>(w.data())[b];
+        q.d = 0x3C00;  // 1.0
+        q.dmin = 0;
+        for (int j = 0; j < 4; ++j) q.scales[j] = 0xFF;      // sc 0..3 = 63, top bits of sc 4..7
+        for (int j = 4; j < 8; ++j) q.scales[j] = 0x00;      // mins 0
+        for (int j = 8; j < 12; ++j) q.scales[j] = 0x0F;     // sc 4..7 = 63
+        std::memset(q.qs, 0xFF, sizeof(q.qs));               // codes 15
+      } else {
+        BlockQ6_K& q = reinterpret_cast<BlockQ6_K*>(w.data())[b];
+        std::memset(q.ql, 0xFF, sizeof(q.ql));               // codes 63
+        std::memset(q.qh, 0xFF, sizeof(q.qh));
+        std::memset(q.scales, 0x80, sizeof(q.scales));       // scales −128
+        q.d = 0x3C00;
+      }
+    }
+    const Pair p = make_pair(t, n_in, n_out, w);
+    expect_same(p, x, 0, 1, 1, std::string(type_label(t)) + " extremes");
+    expect_same(p, x, 0, rows, 1, std::string(type_label(t)) + " extremes");
+    expect_same(p, x, 0, rows, 2, std::string(type_label(t)) + " extremes");
+    // The row layout's batch (AMX tiles over gathered rows) against its own decode kernel, too.
+    const std::vector<float> one = run(p.row_matrix, x, 0, 1, 1), batch = run(p.row_matrix, x, 0, rows, 1);
+    ASSERT_EQ(std::memcmp(one.data(), batch.data(), one.size() * sizeof(float)), 0) << type_label(t);
   }
 }
 
