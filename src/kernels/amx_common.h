@@ -308,10 +308,10 @@ void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const u
 }
 
 // The decode kernel over the interleaved layout (contract as DotOutputsFn, n_w a multiple of 16) for a
-// format's Decode: kSumGroupLen, kBlockBytes and block(source, i, y_i, sums, acc): acc plus super-block
-// i's terms for the 16 rows. One float per row and super-block, in super-block order. The groups are
-// read as kDecodeStreams streams side by side (one per equal part of the chunk), for more reads in
-// flight and more independent work between them.
+// format's Decode: kSumGroupLen, kBlockBytes and block<NR>(source, i, y, sums, row0, acc): acc[a] plus
+// super-block i's terms for the 16 rows and activation row y[a]. One float per row and super-block, in
+// super-block order. The groups are read as kDecodeStreams streams side by side (one per equal part
+// of the chunk), for more reads in flight and more independent work between them.
 inline constexpr int kDecodeStreams = 2;
 
 template <class Decode>
@@ -319,7 +319,7 @@ void dot_outputs_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64
                              float* out) {
   thread_local ActivationSums sums;
   sums.build(act, 0, 1, n, Decode::kSumGroupLen);
-  const auto* y = reinterpret_cast<const BlockQ8_K*>(act);
+  const BlockQ8_K* const y[1] = {reinterpret_cast<const BlockQ8_K*>(act)};
   const auto* wb = static_cast<const uint8_t*>(w);
   const int64_t n_groups = n_w / kGroupRows, part = n_groups / kDecodeStreams;
   auto source = [&](int64_t g) {
@@ -329,17 +329,57 @@ void dot_outputs_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64
     InterleavedRows src[kDecodeStreams] = {source(g), source(g + part)};
     __m512 acc[kDecodeStreams] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int64_t i = 0; i < sums.n_blocks; ++i) {
-      for (int s = 0; s < kDecodeStreams; ++s) {
-        acc[s] = Decode::block(src[s], i, y[i], sums, acc[s]);
-      }
+      for (int s = 0; s < kDecodeStreams; ++s) Decode::template block<1>(src[s], i, y, sums, 0, &acc[s]);
     }
     for (int s = 0; s < kDecodeStreams; ++s) _mm512_storeu_ps(out + (g + s * part) * kGroupRows, acc[s]);
   }
   for (int64_t g = kDecodeStreams * part; g < n_groups; ++g) {
     const InterleavedRows src = source(g);
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < sums.n_blocks; ++i) acc = Decode::block(src, i, y[i], sums, acc);
+    for (int64_t i = 0; i < sums.n_blocks; ++i) Decode::template block<1>(src, i, y, sums, 0, &acc);
     _mm512_storeu_ps(out + g * kGroupRows, acc);
+  }
+}
+
+// Small batches over the interleaved layout (contract as DotTileFn, n_w a multiple of 16): each group
+// against up to kRowsPerPass activation rows at once with the Decode's block<NR>, so that the codes
+// of a super-block are unpacked once per pass and the AMX tiles' loads and stores are avoided.
+inline constexpr int kRowsPerPass = 8;
+
+template <class Decode, int NR>
+void rows_pass(const InterleavedRows& src, const ActivationSums& sums, const uint8_t* act, uint64_t act_stride,
+               int row0, float* out, int64_t out_stride) {
+  const BlockQ8_K* y[NR];
+  __m512 acc[NR];
+  for (int a = 0; a < NR; ++a) {
+    y[a] = reinterpret_cast<const BlockQ8_K*>(act + (row0 + a) * act_stride);
+    acc[a] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < sums.n_blocks; ++i) Decode::template block<NR>(src, i, y, sums, row0, acc);
+  for (int a = 0; a < NR; ++a) _mm512_storeu_ps(out + (row0 + a) * out_stride, acc[a]);
+}
+
+template <class Decode>
+void dot_rows_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                          uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  thread_local ActivationSums sums;
+  sums.build(act, act_stride, n_rows, n, Decode::kSumGroupLen);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  for (int64_t o0 = 0; o0 < n_w; o0 += kGroupRows) {
+    const InterleavedRows src(wb + o0 * row_bytes, row_bytes, kGroupRows, Decode::kBlockBytes);
+    for (int a0 = 0; a0 < n_rows; a0 += kRowsPerPass) {
+      float* o = out + o0;
+      switch (static_cast<int>(min_of(kRowsPerPass, n_rows - a0))) {
+        case 1: rows_pass<Decode, 1>(src, sums, act, act_stride, a0, o, out_stride); break;
+        case 2: rows_pass<Decode, 2>(src, sums, act, act_stride, a0, o, out_stride); break;
+        case 3: rows_pass<Decode, 3>(src, sums, act, act_stride, a0, o, out_stride); break;
+        case 4: rows_pass<Decode, 4>(src, sums, act, act_stride, a0, o, out_stride); break;
+        case 5: rows_pass<Decode, 5>(src, sums, act, act_stride, a0, o, out_stride); break;
+        case 6: rows_pass<Decode, 6>(src, sums, act, act_stride, a0, o, out_stride); break;
+        case 7: rows_pass<Decode, 7>(src, sums, act, act_stride, a0, o, out_stride); break;
+        default: rows_pass<Decode, 8>(src, sums, act, act_stride, a0, o, out_stride); break;
+      }
+    }
   }
 }
 

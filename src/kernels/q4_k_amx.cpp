@@ -92,30 +92,44 @@ struct Q4KGroup {
   }
 };
 
-// Decode over the interleaved layout: super-block i of 16 rows against one activation row.
+// Decode and small batches over the interleaved layout: super-block i of the 16 rows against NR
+// activation rows y[a] (rows row0 + a of `sums`), VPDPBUSD with each activation word broadcast.
 struct Q4KDecode {
   static constexpr int kSumGroupLen = 32;
   static constexpr int64_t kBlockBytes = sizeof(BlockQ4_K);
 
-  static __m512 block(const InterleavedRows& src, int64_t i, const BlockQ8_K& y, const ActivationSums& sums,
-                      __m512 acc) {
+  template <int NR>
+  static void block(const InterleavedRows& src, int64_t i, const BlockQ8_K* const* y, const ActivationSums& sums,
+                    int row0, __m512* acc) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512i sc[kSubs], min_pairs[kSubs / 2];
     decode_scales(src, i, sc, min_pairs);
-    __m512i s = _mm512_setzero_si512();
+    __m512i s[NR];
+    for (int a = 0; a < NR; ++a) s[a] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
-      __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+      __m512i lo[NR], hi[NR];
+      for (int a = 0; a < NR; ++a) lo[a] = hi[a] = _mm512_setzero_si512();
       for (int r = 0; r < kSubLen / 4; ++r) {
         const __m512i q = src.word(i, kQs + 32 * c + 4 * r);
-        lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(q, m4), broadcast_word(y.qs + 64 * c + 4 * r));
-        hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi32(q, 4), m4),
-                                 broadcast_word(y.qs + 64 * c + kSubLen + 4 * r));
+        const __m512i q_lo = _mm512_and_si512(q, m4), q_hi = _mm512_and_si512(_mm512_srli_epi32(q, 4), m4);
+        for (int a = 0; a < NR; ++a) {
+          lo[a] = _mm512_dpbusd_epi32(lo[a], q_lo, broadcast_word(y[a][i].qs + 64 * c + 4 * r));
+          hi[a] = _mm512_dpbusd_epi32(hi[a], q_hi, broadcast_word(y[a][i].qs + 64 * c + kSubLen + 4 * r));
+        }
       }
-      s = _mm512_add_epi32(s, _mm512_add_epi32(_mm512_mullo_epi32(sc[2 * c], lo), _mm512_mullo_epi32(sc[2 * c + 1], hi)));
+      for (int a = 0; a < NR; ++a) {
+        s[a] = _mm512_add_epi32(s[a], _mm512_add_epi32(_mm512_mullo_epi32(sc[2 * c], lo[a]),
+                                                       _mm512_mullo_epi32(sc[2 * c + 1], hi[a])));
+      }
     }
-    __m512i mins = _mm512_setzero_si512();
-    for (int p = 0; p < kSubs / 2; ++p) mins = _mm512_dpwssd_epi32(mins, min_pairs[p], _mm512_set1_epi32(sums.pair(0, i, p)));
-    return add_block(src.word(i, 0), s, mins, y.d, acc);
+    const __m512i dd = src.word(i, 0);
+    for (int a = 0; a < NR; ++a) {
+      __m512i mins = _mm512_setzero_si512();
+      for (int p = 0; p < kSubs / 2; ++p) {
+        mins = _mm512_dpwssd_epi32(mins, min_pairs[p], _mm512_set1_epi32(sums.pair(row0 + a, i, p)));
+      }
+      acc[a] = add_block(dd, s[a], mins, y[a][i].d, acc[a]);
+    }
   }
 };
 }  // namespace
@@ -133,6 +147,11 @@ void dot_tile_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int
 void dot_outputs_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                   float* out) {
   dot_outputs_interleaved<Q4KDecode>(n, w, row_bytes, n_w, act, out);
+}
+
+void dot_rows_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                               uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  dot_rows_interleaved<Q4KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::amx

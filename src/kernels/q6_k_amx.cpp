@@ -96,33 +96,46 @@ struct Q6KGroup {
   }
 };
 
-// Decode over the interleaved layout: super-block i of 16 rows against one activation row.
+// Decode and small batches over the interleaved layout: super-block i of the 16 rows against NR
+// activation rows y[a] (rows row0 + a of `sums`), VPDPBUSD with each activation word broadcast. One
+// sub-block at a time, so that NR accumulators suffice; its code words are reloaded from L1 per group.
 struct Q6KDecode {
   static constexpr int kSumGroupLen = 16;
   static constexpr int64_t kBlockBytes = sizeof(BlockQ6_K);
 
-  static __m512 block(const InterleavedRows& src, int64_t i, const BlockQ8_K& y, const ActivationSums& sums,
-                      __m512 acc) {
+  template <int NR>
+  static void block(const InterleavedRows& src, int64_t i, const BlockQ8_K* const* y, const ActivationSums& sums,
+                    int row0, __m512* acc) {
     __m512i sc[kSubs], sc_pairs[kSubs / 2];
     decode_scales(src, i, sc, sc_pairs);
-    __m512i s = _mm512_setzero_si512();
+    __m512i s[NR];
+    for (int a = 0; a < NR; ++a) s[a] = _mm512_setzero_si512();
     for (int h = 0; h < 2; ++h) {
       for (int k0 = 0; k0 < 32; k0 += kSubLen) {
-        __m512i sum[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
-        for (int r = 0; r < kSubLen / 4; ++r) {
-          const int64_t k = k0 + 4 * r;
-          const __m512i ql0 = src.word(i, kQl + 64 * h + k), ql1 = src.word(i, kQl + 64 * h + 32 + k);
-          const __m512i qh = src.word(i, kQh + 32 * h + k);
-          for (int g = 0; g < 4; ++g) {
-            sum[g] = _mm512_dpbusd_epi32(sum[g], codes(ql0, ql1, qh, g), broadcast_word(y.qs + 128 * h + 32 * g + k));
+        for (int g = 0; g < 4; ++g) {
+          __m512i sum[NR];
+          for (int a = 0; a < NR; ++a) sum[a] = _mm512_setzero_si512();
+          for (int r = 0; r < kSubLen / 4; ++r) {
+            const int64_t k = k0 + 4 * r;
+            const __m512i code = codes(src.word(i, kQl + 64 * h + k), src.word(i, kQl + 64 * h + 32 + k),
+                                       src.word(i, kQh + 32 * h + k), g);
+            for (int a = 0; a < NR; ++a) {
+              sum[a] = _mm512_dpbusd_epi32(sum[a], code, broadcast_word(y[a][i].qs + 128 * h + 32 * g + k));
+            }
           }
+          const __m512i scale = sc[8 * h + 2 * g + k0 / kSubLen];
+          for (int a = 0; a < NR; ++a) s[a] = _mm512_add_epi32(s[a], _mm512_mullo_epi32(scale, sum[a]));
         }
-        for (int g = 0; g < 4; ++g) s = _mm512_add_epi32(s, _mm512_mullo_epi32(sc[8 * h + 2 * g + k0 / kSubLen], sum[g]));
       }
     }
-    __m512i offset = _mm512_setzero_si512();
-    for (int p = 0; p < kSubs / 2; ++p) offset = _mm512_dpwssd_epi32(offset, sc_pairs[p], _mm512_set1_epi32(sums.pair(0, i, p)));
-    return add_block(src.last_half(i), s, offset, y.d, acc);
+    const __m512i d_half = src.last_half(i);
+    for (int a = 0; a < NR; ++a) {
+      __m512i offset = _mm512_setzero_si512();
+      for (int p = 0; p < kSubs / 2; ++p) {
+        offset = _mm512_dpwssd_epi32(offset, sc_pairs[p], _mm512_set1_epi32(sums.pair(row0 + a, i, p)));
+      }
+      acc[a] = add_block(d_half, s[a], offset, y[a][i].d, acc[a]);
+    }
   }
 };
 }  // namespace
@@ -140,6 +153,11 @@ void dot_tile_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int
 void dot_outputs_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                   float* out) {
   dot_outputs_interleaved<Q6KDecode>(n, w, row_bytes, n_w, act, out);
+}
+
+void dot_rows_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                               uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  dot_rows_interleaved<Q6KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::amx

@@ -49,6 +49,7 @@ RowKernels choose(TensorType weight) {
       const InterleavedKernels il = amx_interleaved_kernels(weight);
       k.dot_outputs_interleaved = il.dot_outputs;
       k.dot_tile_interleaved = il.dot_tile;
+      k.dot_rows_interleaved = il.dot_rows;
     }
     if (fast.quantize_act) {  // the fast dot reads the fast quantiser's blocks
       k.quantize_act = fast.quantize_act;

@@ -40,6 +40,7 @@ struct RowKernels {
   // layout's kernels give for the same rows.
   DotOutputsFn dot_outputs_interleaved = nullptr;
   DotTileFn dot_tile_interleaved = nullptr;
+  DotTileFn dot_rows_interleaved = nullptr;  // small batches: AVX-512 VNNI, no tiles
 
   uint64_t act_row_bytes(int64_t n) const { return static_cast<uint64_t>(n / act_block_elements) * act_block_bytes; }
 };
@@ -56,6 +57,7 @@ DotTileFn amx_dot_tile(TensorType weight);
 struct InterleavedKernels {
   DotOutputsFn dot_outputs = nullptr;
   DotTileFn dot_tile = nullptr;
+  DotTileFn dot_rows = nullptr;
 };
 InterleavedKernels amx_interleaved_kernels(TensorType weight);
 

@@ -14,8 +14,10 @@ DotTileFn amx_dot_tile(TensorType weight) {
 
 InterleavedKernels amx_interleaved_kernels(TensorType weight) {
   switch (weight) {
-    case TensorType::Q4_K: return {amx::dot_outputs_interleaved_q4_k, amx::dot_tile_interleaved_q4_k};
-    case TensorType::Q6_K: return {amx::dot_outputs_interleaved_q6_k, amx::dot_tile_interleaved_q6_k};
+    case TensorType::Q4_K:
+      return {amx::dot_outputs_interleaved_q4_k, amx::dot_tile_interleaved_q4_k, amx::dot_rows_interleaved_q4_k};
+    case TensorType::Q6_K:
+      return {amx::dot_outputs_interleaved_q6_k, amx::dot_tile_interleaved_q6_k, amx::dot_rows_interleaved_q6_k};
     default: return {};
   }
 }

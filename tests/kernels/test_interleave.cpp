@@ -1,6 +1,7 @@
 // The interleaved weight layout (interleave.h): the transform round-trips, lookups read through it,
 // and on CPUs with its kernels every matmul output is bitwise what the row layout gives, on random
-// weights and on llama.cpp's blocks, for decode (1-2 rows) and batch (AMX) shapes and thread counts.
+// weights and on llama.cpp's blocks, for decode (1 row), small batches (VNNI, 2-16 rows) and larger
+// ones (AMX tiles), and thread counts.
 #include <cstring>
 #include <memory>
 #include <string>
@@ -112,7 +113,9 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsOnRandomWeights) {
       expect_same(p, x, 5, 2, threads, label);
       expect_same(p, x, 3, 3, threads, label);
       expect_same(p, x, 8, 8, threads, label);
-      expect_same(p, x, 2, 17, threads, label);
+      expect_same(p, x, 1, 12, threads, label);  // VNNI rows kernel: passes of 8 and 4
+      expect_same(p, x, 4, 16, threads, label);
+      expect_same(p, x, 2, 17, threads, label);  // AMX tiles from here on
       expect_same(p, x, 0, rows, threads, label);
     }
   }
