@@ -3,6 +3,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "kernels/ops_avx2.h"
+#include "kernels/ops_avx512.h"
 #include "kernels/quant.h"
 
 namespace infer::kernels {
@@ -36,7 +37,9 @@ void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head
 
 void attention_row(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                    float scale, float* out, float* scratch) {
-  if (use_avx2()) {
+  if (use_avx512() && attention_avx512_supports(head_dim)) {
+    attention_row_avx512(q, kv, n_keys, n_head, n_kv_head, head_dim, scale, out, scratch);
+  } else if (use_avx2()) {
     attention_row_avx2(q, kv, n_keys, n_head, n_kv_head, head_dim, scale, out, scratch);
   } else {
     attention_row_ref(q, kv, n_keys, n_head, n_kv_head, head_dim, scale, out, scratch);

@@ -79,6 +79,11 @@ bool use_avx2() {
   return use;
 }
 
+bool use_avx512() {
+  static const bool use = use_avx2() && cpu_features().avx512 && !env_is_1("INFER_NO_AVX512");
+  return use;
+}
+
 bool use_amx() {
   static const bool use = [] {
     const CpuFeatures& f = cpu_features();

@@ -11,6 +11,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "kernels/ops_avx2.h"
+#include "kernels/ops_avx512.h"
 #include "kernels/quant.h"
 
 namespace infer::kernels {
@@ -303,6 +304,29 @@ TEST(Attention, Avx2MatchesReference) {
     attention_row_avx2(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, got.data(), scratch.data());
     for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(got[i], ref[i], 2e-6f) << "hd " << sh.hd << " keys " << sh.n_keys;
   }
+}
+
+// Every head_dim the AVX-512 version takes, key counts around its 16-key groups, and GQA groups that
+// fill its passes of 16/(head_dim/16) heads exactly, partly, or not at all.
+TEST(Attention, Avx512MatchesReference) {
+  if (!use_avx512()) GTEST_SKIP() << "AVX-512 not in use here";
+  struct Shape { int n_head, n_kv, hd, n_keys; };
+  for (const Shape sh : {Shape{2, 1, 64, 1}, Shape{8, 2, 64, 15}, Shape{6, 1, 64, 16}, Shape{4, 2, 128, 17},
+                         Shape{16, 8, 128, 70}, Shape{3, 1, 128, 300}, Shape{2, 2, 256, 33}, Shape{4, 1, 256, 9}}) {
+    ASSERT_TRUE(attention_avx512_supports(sh.hd));
+    TestKv kv(sh.n_kv * sh.hd, 16, (sh.n_keys + 15) / 16 + 2);
+    std::vector<std::vector<float>> ks, vs;
+    fill(kv, sh.n_keys, ks, vs);
+    const auto q = random_vec(size_t(sh.n_head * sh.hd), uint32_t(sh.hd + sh.n_keys));
+    std::vector<float> ref(q.size()), got(q.size()), scratch(static_cast<size_t>(sh.n_head / sh.n_kv * sh.n_keys));
+    const float scale = 1.f / std::sqrt(float(sh.hd));
+    attention_row_ref(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, ref.data(), scratch.data());
+    attention_row_avx512(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, got.data(), scratch.data());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      ASSERT_NEAR(got[i], ref[i], 2e-6f) << "heads " << sh.n_head << "/" << sh.n_kv << " hd " << sh.hd << " keys " << sh.n_keys;
+    }
+  }
+  EXPECT_FALSE(attention_avx512_supports(32));
 }
 
 TEST(Attention, HeadGroupsComputedSeparatelyEqualTheWholeRowBitwise) {

@@ -1,0 +1,132 @@
+// AVX-512 attention of one query row, for head_dim 64, 128 or 256: the AVX2 version's steps and key
+// order, 16 lanes wide, with each head's output held in registers while the values stream past (the
+// AVX2 version reloads and stores it for every key). attention_row() takes it for every row on
+// AVX-512 machines (use_avx512()), so a row's arithmetic never depends on its batch (invariant 7).
+// Like the *_amx.cpp files, this file defines no weak symbols (no standard-library templates): see
+// amx_common.h.
+// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/ops_avx2.h"
+#include "kernels/ops_avx512.h"
+
+namespace infer::kernels {
+
+namespace {
+inline int min_int(int a, int b) { return a < b ? a : b; }
+
+inline __m512 load_f16x16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// Row of key j (its `base`-relative slice) through the page table.
+inline const uint16_t* key_row(const uint16_t* base, const PagedKv& kv, int j) {
+  return base + static_cast<int64_t>(kv.page_table[j / kv.page_tokens]) * kv.page_stride +
+         static_cast<int64_t>(j % kv.page_tokens) * kv.kv_dim;
+}
+
+inline void prefetch_row(const uint16_t* row, int halves) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int b = 0; b < halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+}
+
+// The 16 sums of a[0..15] (lane i: Σ of a[i]'s lanes) by one fixed add tree: every key's dot goes
+// through the same operations, whatever its place among the 16.
+inline __m512 sum16(const __m512 (&a)[16]) {
+  __m512 t[8], u[4];
+  for (int i = 0; i < 8; ++i) {
+    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[i] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * i], t[2 * i + 1], 0x44), _mm512_shuffle_ps(t[2 * i], t[2 * i + 1], 0xEE));
+  }
+  // u[i]: keys 4i..4i+3 in each 128-bit lane, summed over that lane's quarter of the elements.
+  const __m512 v0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
+  const __m512 v1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88), _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xDD));
+}
+
+// scores[h * n_keys + j] = (q_h · k_j) · scale for the n_gqa heads of one group, 16 keys at a time;
+// the last group repeats its final key to fill the vector and keeps only the real lanes.
+template <int NC>  // head_dim = 16 · NC
+void scores_by_16(const float* qg, const uint16_t* k_base, const PagedKv& kv, int n_keys, int n_gqa, float scale,
+                  float* scores) {
+  const __m512 sv = _mm512_set1_ps(scale);
+  for (int j0 = 0; j0 < n_keys; j0 += 16) {
+    const int m = min_int(16, n_keys - j0);
+    const uint16_t* rows[16];
+    for (int i = 0; i < 16; ++i) rows[i] = key_row(k_base, kv, j0 + min_int(i, m - 1));
+    for (int j = j0 + 16; j < min_int(j0 + 32, n_keys); ++j) prefetch_row(key_row(k_base, kv, j), 16 * NC);
+    const auto mask = static_cast<__mmask16>((1u << m) - 1);
+    for (int h = 0; h < n_gqa; ++h) {
+      const float* q = qg + h * 16 * NC;
+      __m512 a[16];
+      for (auto& x : a) x = _mm512_setzero_ps();
+      for (int c = 0; c < NC; ++c) {
+        const __m512 qv = _mm512_loadu_ps(q + 16 * c);
+        for (int i = 0; i < 16; ++i) a[i] = _mm512_fmadd_ps(qv, load_f16x16(rows[i] + 16 * c), a[i]);
+      }
+      _mm512_mask_storeu_ps(scores + static_cast<int64_t>(h) * n_keys + j0, mask, _mm512_mul_ps(sum16(a), sv));
+    }
+  }
+}
+
+// out_h = Σ_j p_h[j] · v_j for heads h0..h0+HP-1 of a group (p_h = scores row h), keys in order, the
+// HP outputs in registers; each value row is converted once for the HP heads.
+template <int NC, int HP>
+void values_pass(const float* scores, int n_keys, const uint16_t* v_base, const PagedKv& kv, int h0, float* og) {
+  __m512 acc[HP][NC];
+  for (auto& head : acc) {
+    for (auto& x : head) x = _mm512_setzero_ps();
+  }
+  for (int j = 0; j < n_keys; ++j) {
+    if (j + 4 < n_keys) prefetch_row(key_row(v_base, kv, j + 4), 16 * NC);
+    const uint16_t* v = key_row(v_base, kv, j);
+    __m512 p[HP];
+    for (int hh = 0; hh < HP; ++hh) p[hh] = _mm512_set1_ps(scores[static_cast<int64_t>(h0 + hh) * n_keys + j]);
+    for (int c = 0; c < NC; ++c) {
+      const __m512 vv = load_f16x16(v + 16 * c);
+      for (int hh = 0; hh < HP; ++hh) acc[hh][c] = _mm512_fmadd_ps(p[hh], vv, acc[hh][c]);
+    }
+  }
+  for (int hh = 0; hh < HP; ++hh) {
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(og + (h0 + hh) * 16 * NC + 16 * c, acc[hh][c]);
+  }
+}
+
+template <int NC>
+void attention_nc(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, float scale, float* out,
+                  float* scratch) {
+  constexpr int kHeadDim = 16 * NC, kHeadsPerPass = 16 / NC;  // 16 accumulators
+  const int n_gqa = n_head / n_kv_head;
+  for (int g = 0; g < n_kv_head; ++g) {
+    const int64_t head_off = static_cast<int64_t>(g) * kHeadDim;
+    const float* qg = q + static_cast<int64_t>(g) * n_gqa * kHeadDim;
+    float* og = out + static_cast<int64_t>(g) * n_gqa * kHeadDim;
+    scores_by_16<NC>(qg, kv.k_base + head_off, kv, n_keys, n_gqa, scale, scratch);
+    for (int h = 0; h < n_gqa; ++h) softmax_avx2(scratch + static_cast<int64_t>(h) * n_keys, n_keys);
+    int h0 = 0;
+    for (; h0 + kHeadsPerPass <= n_gqa; h0 += kHeadsPerPass) {
+      values_pass<NC, kHeadsPerPass>(scratch, n_keys, kv.v_base + head_off, kv, h0, og);
+    }
+    for (; h0 < n_gqa; ++h0) values_pass<NC, 1>(scratch, n_keys, kv.v_base + head_off, kv, h0, og);
+  }
+}
+}  // namespace
+
+bool attention_avx512_supports(int head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
+
+void attention_row_avx512(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
+                          float scale, float* out, float* scratch) {
+  switch (head_dim) {
+    case 64: return attention_nc<4>(q, kv, n_keys, n_head, n_kv_head, scale, out, scratch);
+    case 128: return attention_nc<8>(q, kv, n_keys, n_head, n_kv_head, scale, out, scratch);
+    default: return attention_nc<16>(q, kv, n_keys, n_head, n_kv_head, scale, out, scratch);
+  }
+}
+
+}  // namespace infer::kernels
