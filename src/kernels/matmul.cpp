@@ -23,7 +23,7 @@ constexpr uint64_t kTileBytes = 192 * 1024;   // prefill chunk: weight rows well
 // qwen3-0.6b with 2 threads: fixed 128 KiB chunks 42 (Q8_0) / 62 (Q4_K_M) tok/s, fixed 256 KiB 50 / 63,
 // this rule 50 / 66-69, one chunk per thread 47 / 66.
 constexpr uint64_t kMinStreamBytes = 128 * 1024, kMaxStreamBytes = 1024 * 1024;
-constexpr int64_t kQuantizeChunkRows = 8;   // activation rows per claim when quantising in parallel
+constexpr int64_t kQuantizeChunkRows = 8;   // at most this many activation rows per quantising claim
 constexpr int64_t kRowsByDecodeKernel = 2;  // up to this many rows, the decode kernel runs once per row
 // Interleaved layout: up to this many rows take the AVX-512 VNNI kernel (codes unpacked once per 8
 // rows, no tiles), more the AMX tiles. bench_kernels BM_MatmulBatch (1024 × 151,936, 2 threads), VNNI
@@ -65,18 +65,27 @@ struct MatmulJob {
   uint64_t act_row_bytes;
   int64_t chunk_outputs;  // weight rows per chunk
   alignas(64) std::atomic<int64_t> next_quantize{0};
+  alignas(64) std::atomic<int64_t> quantized{0};  // rows finished
   alignas(64) std::atomic<int64_t> next_chunk{0};
 
   void quantize_rows(int64_t begin, int64_t end) const {
     for (int64_t i = begin; i < end; ++i) k.quantize_act(x + i * x_stride, act + i * act_row_bytes, w->n_in);
   }
 
-  void quantize() {
+  // One pool job: the threads quantise the activation rows (claimed `claim` at a time), wait until
+  // every row is done, then share the weight chunks. One barrier per matmul instead of two, and no
+  // serial quantisation of a few rows while the other threads wait. Every claimed row is finished by
+  // its claimant, so the wait always ends.
+  void quantize_then_multiply(int64_t claim) {
     for (;;) {
-      const int64_t begin = next_quantize.fetch_add(kQuantizeChunkRows);
-      if (begin >= n_rows) return;
-      quantize_rows(begin, std::min(n_rows, begin + kQuantizeChunkRows));
+      const int64_t begin = next_quantize.fetch_add(claim);
+      if (begin >= n_rows) break;
+      const int64_t end = std::min(n_rows, begin + claim);
+      quantize_rows(begin, end);
+      quantized.fetch_add(end - begin, std::memory_order_release);
     }
+    while (quantized.load(std::memory_order_acquire) < n_rows) __builtin_ia32_pause();
+    multiply();
   }
 
   // Weight rows [o0, o1): whole interleaved groups by their kernels, the rest by the row layout's.
@@ -156,16 +165,13 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_str
 
   const bool parallel =
       pool.size() > 1 && w.row_bytes * w.n_out * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
-  if (!parallel || n_rows < 2 * kQuantizeChunkRows) {
-    job.quantize_rows(0, n_rows);
-  } else {
-    pool.run([&job](int) { job.quantize(); });
-  }
   if (!parallel) {
+    job.quantize_rows(0, n_rows);
     job.multiply();
-  } else {
-    pool.run([&job](int) { job.multiply(); });
+    return;
   }
+  const int64_t claim = std::clamp<int64_t>(n_rows / (2 * pool.size()), 1, kQuantizeChunkRows);
+  pool.run([&job, claim](int) { job.quantize_then_multiply(claim); });
 }
 
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
