@@ -90,7 +90,12 @@ class Scheduler {
   std::optional<Reservation> reserve(const PendingRequest& p);
   bool build_batch();
   void process_outputs();
-  void sample_next(Sequence& s, const float* logits);
+  struct Draw {  // one sequence's sampled token of this step, drawn on the compute pool
+    int32_t id = -1;
+    std::string error;  // what sampling threw, if it did
+  };
+  void sample_all();
+  void take_draw(Sequence& s, const Draw& d);
   void finish_embedding(Sequence& s);
   bool uses_prefix_cache(const Request& req) const;
   void finish(Sequence& s, FinishReason why, std::string error = {});
@@ -101,6 +106,7 @@ class Scheduler {
 
   const model::Model& model_;
   const tokenizer::Tokenizer& tok_;
+  kernels::ThreadPool& pool_;
   model::KvPool& kv_;
   const EngineOptions opts_;
   const int n_vocab_, n_embd_;
@@ -116,6 +122,7 @@ class Scheduler {
   std::vector<Sequence*> logit_seqs_;    // owner of each logits row, in row order
   std::vector<Sequence*> hidden_seqs_;   // owner of each hidden-only row (embeddings), in row order
   std::vector<float> logits_, hidden_;
+  std::vector<Draw> draws_;  // per logits row
   EngineStats local_;                    // counters, copied into stats_ once per step
   Clock::time_point window_start_;       // decode throughput window
   uint64_t window_tokens_ = 0;
