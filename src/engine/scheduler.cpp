@@ -330,7 +330,8 @@ void Scheduler::finish_embedding(Sequence& s) {
 void Scheduler::sample_all() {
   const size_t n = logit_seqs_.size();
   draws_.assign(n, Draw{});
-  std::vector<size_t> todo;
+  std::vector<size_t>& todo = to_draw_;
+  todo.clear();
   for (size_t k = 0; k < n; ++k) {
     Sequence& s = *logit_seqs_[k];
     if (s.finished) continue;

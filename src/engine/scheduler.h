@@ -122,7 +122,8 @@ class Scheduler {
   std::vector<Sequence*> logit_seqs_;    // owner of each logits row, in row order
   std::vector<Sequence*> hidden_seqs_;   // owner of each hidden-only row (embeddings), in row order
   std::vector<float> logits_, hidden_;
-  std::vector<Draw> draws_;  // per logits row
+  std::vector<Draw> draws_;      // per logits row
+  std::vector<size_t> to_draw_;  // logits rows whose sequence samples this step
   EngineStats local_;                    // counters, copied into stats_ once per step
   Clock::time_point window_start_;       // decode throughput window
   uint64_t window_tokens_ = 0;

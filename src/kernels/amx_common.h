@@ -4,8 +4,14 @@
 // rows w over one sub-block of K codes. A holds the activation codes, read in place from the Q8_K
 // blocks (row stride = the activation row stride). B holds the weight codes in the VNNI layout that
 // TDPBSUD wants: K/4 rows, where row r holds, for each weight row w, its codes 4r..4r+3. The kernels
-// build B with AVX-512 gathers, once per group of 16 weight rows, for all the activation rows. C holds
-// the exact int32 sums (a rows × 16 w), which AVX-512 then scales, vectorised over the 16 weight rows.
+// build B once per group of 16 weight rows, for all the activation rows, from 16-lane vectors of the
+// rows' block words: AVX-512 gathers over the row layout, plain loads over the interleaved layout
+// (GatheredRows, InterleavedRows). C holds the exact int32 sums (a rows × 16 w), which AVX-512 then
+// scales, vectorised over the 16 weight rows.
+//
+// The interleaved layout's decode and small-batch kernels (dot_outputs_interleaved,
+// dot_rows_interleaved) use no tiles: VPDPBUSD dots the same 16-lane code vectors with one activation
+// word broadcast.
 #pragma once
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"

@@ -72,7 +72,8 @@ void dequantize_weight_row(const WeightMatrix& w, int64_t row, float* dst) {
     dequantize_row(w.type, data + uint64_t(row) * w.row_bytes, dst, w.n_in);
     return;
   }
-  std::vector<uint8_t> bytes(w.row_bytes);
+  thread_local std::vector<uint8_t> bytes;  // an embedding lookup per token: no allocation each time
+  bytes.resize(w.row_bytes);
   deinterleave_row(w.type, data, w.n_in, w.n_out, row, bytes.data());
   dequantize_row(w.type, bytes.data(), dst, w.n_in);
 }
