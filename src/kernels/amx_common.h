@@ -261,9 +261,16 @@ inline __m512i scaled_sum_q4_k(const ZmmF* sc, const CTiles* c, int a) {
 }
 
 // Σ_p weight_pairs[p] · (activation row's sum pair p), int16 pairs multiplied and added into int32.
-inline __m512i pair_dot(const Zmm* weight_pairs, const ActivationSums& sums, int row, int64_t i, int n_pairs) {
+// Pairs: Zmm (buffers) or __m512i (registers).
+inline __m512i vector_of(const Zmm& z) { return z.v; }
+inline __m512i vector_of(__m512i v) { return v; }
+
+template <class Pair>
+__m512i pair_dot(const Pair* weight_pairs, const ActivationSums& sums, int row, int64_t i, int n_pairs) {
   __m512i s = _mm512_setzero_si512();
-  for (int p = 0; p < n_pairs; ++p) s = _mm512_dpwssd_epi32(s, weight_pairs[p].v, _mm512_set1_epi32(sums.pair(row, i, p)));
+  for (int p = 0; p < n_pairs; ++p) {
+    s = _mm512_dpwssd_epi32(s, vector_of(weight_pairs[p]), _mm512_set1_epi32(sums.pair(row, i, p)));
+  }
   return s;
 }
 

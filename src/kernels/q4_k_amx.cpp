@@ -124,11 +124,7 @@ struct Q4KDecode {
     }
     const __m512i dd = src.word(i, 0);
     for (int a = 0; a < NR; ++a) {
-      __m512i mins = _mm512_setzero_si512();
-      for (int p = 0; p < kSubs / 2; ++p) {
-        mins = _mm512_dpwssd_epi32(mins, min_pairs[p], _mm512_set1_epi32(sums.pair(row0 + a, i, p)));
-      }
-      acc[a] = add_block(dd, s[a], mins, y[a][i].d, acc[a]);
+      acc[a] = add_block(dd, s[a], pair_dot(min_pairs, sums, row0 + a, i, kSubs / 2), y[a][i].d, acc[a]);
     }
   }
 };

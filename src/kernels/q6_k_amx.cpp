@@ -147,11 +147,7 @@ struct Q6KDecode {
     }
     const __m512i d_half = src.last_half(i);
     for (int a = 0; a < NR; ++a) {
-      __m512i offset = _mm512_setzero_si512();
-      for (int p = 0; p < kSubs / 2; ++p) {
-        offset = _mm512_dpwssd_epi32(offset, sc_pairs[p], _mm512_set1_epi32(sums.pair(row0 + a, i, p)));
-      }
-      acc[a] = add_block(d_half, s[a], offset, y[a][i].d, acc[a]);
+      acc[a] = add_block(d_half, s[a], pair_dot(sc_pairs, sums, row0 + a, i, kSubs / 2), y[a][i].d, acc[a]);
     }
   }
 };
