@@ -2,10 +2,13 @@
 // compare with llama.cpp's ~4,100 tok/s greedy on 1 thread) and on a tiny-llama reference model.
 // Data dir: INFER_MODELS_DIR (default ../shared/models relative to the source tree).
 #include <benchmark/benchmark.h>
+#include <sys/mman.h>
+
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -104,6 +107,36 @@ void BM_AttentionRowQwen3Shape(benchmark::State& state) {
   state.SetItemsProcessed(int64_t(state.iterations()) * n_keys * n_head * hd * 2);  // multiply-adds
 }
 
+// One decode step's attention for range(1) sequences of range(0) cached keys each, over all 28 layers
+// of Qwen3-0.6B, every sequence and layer in its own pages: unlike the row benchmark above, the keys
+// come from memory (about 100 MB for 8 sequences of 110 keys), as in serving.
+void BM_AttentionStepQwen3Shape(benchmark::State& state) {
+  const int n_keys = int(state.range(0)), n_seqs = int(state.range(1)), n_layer = 28;
+  const int n_head = 16, n_kv = 8, hd = 128, kv_dim = n_kv * hd, T = 16;
+  const int pages_per_seq = (n_keys + T - 1) / T, n_pages = pages_per_seq * n_seqs;
+  const int64_t page_stride = int64_t(n_layer) * 2 * T * kv_dim + 160;
+  // The engine's pool (model::KvPool) is on transparent huge pages; so is this.
+  const size_t huge = size_t(2) << 20, bytes = (size_t(n_pages) * size_t(page_stride) * 2 + huge - 1) / huge * huge;
+  std::unique_ptr<uint16_t, decltype(&std::free)> mem(static_cast<uint16_t*>(std::aligned_alloc(huge, bytes)), &std::free);
+  ::madvise(mem.get(), bytes, MADV_HUGEPAGE);
+  std::fill_n(mem.get(), bytes / 2, uint16_t(0x3c00));  // 1.0 in F16
+  std::vector<int32_t> table(static_cast<size_t>(n_pages));
+  for (int i = 0; i < n_pages; ++i) table[size_t(i)] = i;
+  std::vector<float> q(size_t(n_head * hd), 0.01f), out(q.size()), scratch(size_t(n_head) * size_t(n_keys));
+  for (auto _ : state) {
+    for (int l = 0; l < n_layer; ++l) {
+      const uint16_t* k = mem.get() + int64_t(l) * 2 * T * kv_dim;
+      for (int s = 0; s < n_seqs; ++s) {
+        const infer::kernels::PagedKv kv{k, k + T * kv_dim, page_stride, T, &table[size_t(s * pages_per_seq)], kv_dim};
+        infer::kernels::attention_row(q.data(), kv, n_keys, n_head, n_kv, hd, 0.088f, out.data(), scratch.data());
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * n_seqs * n_layer * n_keys * kv_dim * 2 * 2);
+}
+
 }  // namespace
 
 BENCHMARK(BM_AttentionRowQwen3Shape)->Arg(256)->Arg(2048);
+BENCHMARK(BM_AttentionStepQwen3Shape)->Args({96, 1})->Args({96, 8})->Unit(benchmark::kMillisecond);

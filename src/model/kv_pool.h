@@ -7,7 +7,7 @@
 // same layer's rows of every page map to the same L1/L2 sets, and a long prompt's attention, which
 // reads them all per query row, thrashes (2,050-token prefill: 17.3 s without the pad).
 // This class only stores; which page belongs to whom (allocation, reference counts, prefix sharing) is
-// the engine's job. Memory is allocated once at construction and never grows.
+// the engine's job. Memory is allocated and touched once at construction and never grows.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -31,6 +31,7 @@ class KvPool {
   static uint64_t bytes_for(const HParams& hp, int page_tokens, int n_pages);
   static int64_t page_stride_for(const HParams& hp, int page_tokens);
   static constexpr int64_t kPagePadHalves = 5 * 64 / 2;
+  static constexpr uint64_t kHugePageBytes = 2u << 20, kSmallPageBytes = 4096;
 
   // View of one sequence's keys/values in `layer` through its page table (for attention).
   kernels::PagedKv view(int layer, const int32_t* page_table) const;

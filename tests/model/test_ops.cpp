@@ -329,6 +329,29 @@ TEST(Attention, Avx512MatchesReference) {
   EXPECT_FALSE(attention_avx512_supports(32));
 }
 
+// The AVX-512 version scores the heads of a GQA group two at a time (each key converted once for
+// both); a lone head takes the one-head path. The two must agree to the bit, or a model's rows would
+// depend on its head count's parity.
+TEST(Attention, Avx512PairedHeadsEqualOneHeadAtATimeBitwise) {
+  if (!use_avx512()) GTEST_SKIP() << "AVX-512 not in use here";
+  for (const int hd : {64, 128, 256}) {
+    for (const int n_keys : {1, 7, 8, 9, 16, 23, 70}) {
+      TestKv kv(hd, 16, (n_keys + 15) / 16 + 2);
+      std::vector<std::vector<float>> ks, vs;
+      fill(kv, n_keys, ks, vs);
+      const auto q = random_vec(size_t(2 * hd), uint32_t(hd * 100 + n_keys));
+      std::vector<float> paired(q.size()), single(q.size()), scratch(static_cast<size_t>(2 * n_keys));
+      attention_row_avx512(q.data(), kv.view(), n_keys, 2, 1, hd, 0.125f, paired.data(), scratch.data());
+      for (int h = 0; h < 2; ++h) {
+        attention_row_avx512(q.data() + h * hd, kv.view(), n_keys, 1, 1, hd, 0.125f, single.data() + h * hd,
+                             scratch.data());
+      }
+      EXPECT_EQ(0, std::memcmp(paired.data(), single.data(), paired.size() * sizeof(float)))
+          << "hd " << hd << " keys " << n_keys;
+    }
+  }
+}
+
 TEST(Attention, HeadGroupsComputedSeparatelyEqualTheWholeRowBitwise) {
   // The forward pass splits a row's attention by KV head over threads; that must not change any bit.
   const int n_head = 8, n_kv = 4, hd = 32, n_keys = 41, n_gqa = n_head / n_kv;
