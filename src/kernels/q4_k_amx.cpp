@@ -1,5 +1,6 @@
 // Q4_K weights × Q8_K activations on AVX-512/AMX (amx_common.h): the AMX tile kernel for batches of
-// rows, over either layout, and the AVX-512 VNNI decode kernel over the interleaved layout.
+// rows, over either layout, the AVX-512 VNNI decode kernel over the interleaved layout, and for small
+// batches over it the VNNI kernel (up to 11 rows) or the AMX planes kernel (12-16).
 //
 // Tiles: per group of 16 weight rows, every super-block's codes are laid out once as B tiles (one per
 // 32-code sub-block: the low nibbles of a qs word are codes of sub-block 2c, the high nibbles of
@@ -17,6 +18,13 @@ namespace {
 constexpr int kSubLen = 32;
 constexpr int kSubs = kQKK / kSubLen;  // 8
 constexpr int64_t kQs = offsetof(BlockQ4_K, qs);
+// Small batches over the interleaved layout: from this many rows the AMX planes kernel, below it the
+// VNNI one. bench_kernels BM_MatmulBatch (1024 × 151,936, 2 threads), VNNI against planes, two runs:
+// 4 rows 2.3-2.5 / 3.0-3.2 ms, 6 rows 3.1-3.4 / 3.3-3.5, 8 rows 3.8-4.5 / 3.6-3.8, 12 rows 6.3-7.1 /
+// 4.7, 16 rows 8.5-9.1 / 5.5-6.0. Serving qwen3-0.6b Q4_K_M (infer serve-bench, 2 threads), planes
+// from 8 rows against VNNI throughout: 8 sequences 232-237 / 242 tok/s, 16 sequences 260-263 / 248:
+// at 8 rows the small matrices gain nothing, so the planes start at 12.
+constexpr int kRowsByPlanes = 12;
 
 // Scales and mins of super-block i for the 16 rows. §5.1: w0 = sc0..3 (low 6 bits; top 2 bits extend
 // sc4..7), w1 = m0..3 (top 2: m4..7), w2 = low nibbles sc4..7, high nibbles m4..7.
@@ -37,11 +45,18 @@ void decode_scales(const Source& src, int64_t i, __m512i* sc, __m512i* min_pairs
   for (int p = 0; p < kSubs / 2; ++p) min_pairs[p] = _mm512_or_si512(m[2 * p], _mm512_slli_epi32(m[2 * p + 1], 16));
 }
 
-// acc + (d·dy)·S − (dmin·dy)·M for the 16 rows, in the AVX2 kernels' order. dd: d | dmin << 16.
-inline __m512 add_block(__m512i dd, __m512i s, __m512i mins, float dy, __m512 acc) {
+// The 16 rows' d and dmin of a super-block, as floats: converted once for all the activation rows.
+struct BlockScales {
+  __m512 d, dmin;
+  BlockScales() = default;
+  explicit BlockScales(__m512i dd) : d(low_halves_f32(dd)), dmin(high_halves_f32(dd)) {}  // dd: d | dmin << 16
+};
+
+// acc + (d·dy)·S − (dmin·dy)·M for the 16 rows, in the AVX2 kernels' order.
+inline __m512 add_block(const BlockScales& b, __m512i s, __m512i mins, float dy, __m512 acc) {
   const __m512 dyv = _mm512_set1_ps(dy);
-  acc = _mm512_fmadd_ps(_mm512_mul_ps(low_halves_f32(dd), dyv), _mm512_cvtepi32_ps(s), acc);
-  return _mm512_fnmadd_ps(_mm512_mul_ps(high_halves_f32(dd), dyv), _mm512_cvtepi32_ps(mins), acc);
+  acc = _mm512_fmadd_ps(_mm512_mul_ps(b.d, dyv), _mm512_cvtepi32_ps(s), acc);
+  return _mm512_fnmadd_ps(_mm512_mul_ps(b.dmin, dyv), _mm512_cvtepi32_ps(mins), acc);
 }
 
 struct Q4KGroup {
@@ -88,7 +103,7 @@ struct Q4KGroup {
   __m512 accumulate(int64_t i, const CTiles* c, int a, const ActivationSums& sums, int row, __m512 acc) const {
     const __m512i s = scaled_sum_q4_k(&sc[i * kSubs], c, a);
     const __m512i mins = pair_dot(&min_pairs[i * kSubs / 2], sums, row, i, kSubs / 2);
-    return add_block(dd[i].v, s, mins, sums.scale(row, i), acc);
+    return add_block(BlockScales(dd[i].v), s, mins, sums.scale(row, i), acc);
   }
 };
 
@@ -122,10 +137,56 @@ struct Q4KDecode {
                                                        _mm512_mullo_epi32(sc[2 * c + 1], hi[a])));
       }
     }
-    const __m512i dd = src.word(i, 0);
+    const BlockScales scales(src.word(i, 0));
     for (int a = 0; a < NR; ++a) {
-      acc[a] = add_block(dd, s[a], pair_dot(min_pairs, sums, row0 + a, i, kSubs / 2), y[a][i].d, acc[a]);
+      acc[a] = add_block(scales, s[a], pair_dot(min_pairs, sums, row0 + a, i, kSubs / 2), y[a][i].d, acc[a]);
     }
+  }
+};
+
+// Small batches over the interleaved layout on the tiles, one B tile per (64-code chunk, plane): the
+// 6-bit scale is split as sc = lo + 16·hi (lo ≤ 15, hi ≤ 3), plane 0 holds code·lo and plane 1
+// code·hi (both ≤ 225: bytes), so S = C0 + 16·C1 exactly.
+struct Q4KPlanes {
+  static constexpr int kSumGroupLen = 32;
+  static constexpr int64_t kBlockBytes = sizeof(BlockQ4_K);
+  struct Terms {
+    BlockScales scales;
+    __m512i min_pairs[kSubs / 2];
+  };
+
+  static void build(const InterleavedRows& src, int64_t i, PlaneTiles& t, Terms& terms) {
+    __m512i sc[kSubs];
+    decode_scales(src, i, sc, terms.min_pairs);
+    terms.scales = BlockScales(src.word(i, 0));
+    const __m512i m4 = _mm512_set1_epi8(0x0F), low4 = _mm512_set1_epi32(0x0F);
+    // Each digit in both 16-bit halves of its lane: VPMULLW multiplies two codes per half-word, and
+    // neither product (≤ 225) carries into the next byte.
+    auto spread = [](__m512i d) { return _mm512_or_si512(d, _mm512_slli_epi32(d, 16)); };
+    // Word r of qs chunk c: codes 4r..4r+3 of sub-blocks 2c (low nibbles; B row r of chunk c) and 2c+1
+    // (high nibbles; B row 8 + r).
+    for (int c = 0; c < 4; ++c) {
+      const __m512i lo0 = spread(_mm512_and_si512(sc[2 * c], low4)), hi0 = spread(_mm512_srli_epi32(sc[2 * c], 4));
+      const __m512i lo1 = spread(_mm512_and_si512(sc[2 * c + 1], low4)),
+                    hi1 = spread(_mm512_srli_epi32(sc[2 * c + 1], 4));
+      uint8_t* p0 = t.b[c][0];
+      uint8_t* p1 = t.b[c][1];
+      for (int r = 0; r < kSubLen / 4; ++r) {
+        const __m512i q = src.word(i, kQs + 32 * c + 4 * r);
+        const __m512i q_lo = _mm512_and_si512(q, m4), q_hi = _mm512_and_si512(_mm512_srli_epi32(q, 4), m4);
+        _mm512_store_si512(p0 + r * kRowBytes, _mm512_mullo_epi16(q_lo, lo0));
+        _mm512_store_si512(p1 + r * kRowBytes, _mm512_mullo_epi16(q_lo, hi0));
+        _mm512_store_si512(p0 + (8 + r) * kRowBytes, _mm512_mullo_epi16(q_hi, lo1));
+        _mm512_store_si512(p1 + (8 + r) * kRowBytes, _mm512_mullo_epi16(q_hi, hi1));
+      }
+    }
+  }
+
+  static __m512 finish(const Terms& terms, const PlaneSums& c, int a, const ActivationSums& sums, int64_t i,
+                       __m512 acc) {
+    const __m512i s = _mm512_add_epi32(_mm512_load_si512(c[0][a]), _mm512_slli_epi32(_mm512_load_si512(c[1][a]), 4));
+    const __m512i mins = pair_dot(terms.min_pairs, sums, a, i, kSubs / 2);
+    return add_block(terms.scales, s, mins, sums.scale(a, i), acc);
   }
 };
 }  // namespace
@@ -147,6 +208,10 @@ void dot_outputs_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, 
 
 void dot_rows_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  if (n_rows >= kRowsByPlanes && n_rows <= kTileActRows) {
+    dot_rows_planes<Q4KPlanes>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+    return;
+  }
   dot_rows_interleaved<Q4KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 

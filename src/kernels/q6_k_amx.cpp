@@ -40,10 +40,11 @@ void decode_scales(const Source& src, int64_t i, __m512i* sc, __m512i* sc_pairs)
   }
 }
 
-// acc + (d·dy)·(S − 32·offset) for the 16 rows, in the AVX2 kernels' order. d_half: d in low halves.
-inline __m512 add_block(__m512i d_half, __m512i s, __m512i offset, float dy, __m512 acc) {
+// acc + (d·dy)·(S − 32·offset) for the 16 rows, in the AVX2 kernels' order. d: the rows' scales as
+// floats, converted once for all the activation rows.
+inline __m512 add_block(__m512 d, __m512i s, __m512i offset, float dy, __m512 acc) {
   const __m512i total = _mm512_sub_epi32(s, _mm512_slli_epi32(offset, 5));
-  return _mm512_fmadd_ps(_mm512_mul_ps(low_halves_f32(d_half), _mm512_set1_ps(dy)), _mm512_cvtepi32_ps(total), acc);
+  return _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dy)), _mm512_cvtepi32_ps(total), acc);
 }
 
 struct Q6KGroup {
@@ -92,7 +93,7 @@ struct Q6KGroup {
   __m512 accumulate(int64_t i, const CTiles* c, int a, const ActivationSums& sums, int row, __m512 acc) const {
     const __m512i s = scaled_sum(&sc[i * kSubs], c, a, kSubs);
     const __m512i offset = pair_dot(&sc_pairs[i * kSubs / 2], sums, row, i, kSubs / 2);
-    return add_block(d_half[i].v, s, offset, sums.scale(row, i), acc);
+    return add_block(low_halves_f32(d_half[i].v), s, offset, sums.scale(row, i), acc);
   }
 };
 
@@ -117,8 +118,9 @@ struct Q6KDecode {
         // the registers for their sums: read again per group, from L1 (8 rows, 1024 × 151,936: 6.4 ms
         // this way, 7.1-7.7 kept).
         constexpr bool kKeepWords = NR <= 2;
-        auto word = [&](int which, int r) {
-          return src.word(i, (which == 2 ? kQh + 32 * h : kQl + 64 * h + 32 * which) + k0 + 4 * r);
+        auto word = [&](int which, int r, bool first = true) {
+          const int64_t at = (which == 2 ? kQh + 32 * h : kQl + 64 * h + 32 * which) + k0 + 4 * r;
+          return first ? src.word(i, at) : src.word_again(i, at);
         };
         __m512i kept[3][kSubLen / 4];
         if constexpr (kKeepWords) {
@@ -126,6 +128,8 @@ struct Q6KDecode {
             for (int which = 0; which < 3; ++which) kept[which][r] = word(which, r);
           }
         }
+        // Unrolled: codes() then shifts by constants, and only the first read of a word prefetches.
+#pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {
           __m512i sum[NR];
           for (int a = 0; a < NR; ++a) sum[a] = _mm512_setzero_si512();
@@ -134,20 +138,20 @@ struct Q6KDecode {
             if constexpr (kKeepWords) {
               code = codes(kept[0][r], kept[1][r], kept[2][r], g);
             } else {
-              code = codes(word(0, r), word(1, r), word(2, r), g);
+              code = codes(word(0, r, g == 0), word(1, r, g == 0), word(2, r, g == 0), g);
             }
             for (int a = 0; a < NR; ++a) {
               sum[a] = _mm512_dpbusd_epi32(sum[a], code, broadcast_word(y[a][i].qs + 128 * h + 32 * g + k0 + 4 * r));
             }
           }
-          const __m512i scale = sc[8 * h + 2 * g + k0 / kSubLen];
-          for (int a = 0; a < NR; ++a) s[a] = _mm512_add_epi32(s[a], _mm512_mullo_epi32(scale, sum[a]));
+          const __m512i scale = scale_words(sc[8 * h + 2 * g + k0 / kSubLen]);
+          for (int a = 0; a < NR; ++a) s[a] = add_scaled(s[a], sum[a], scale);
         }
       }
     }
-    const __m512i d_half = src.last_half(i);
+    const __m512 d = low_halves_f32(src.last_half(i));
     for (int a = 0; a < NR; ++a) {
-      acc[a] = add_block(d_half, s[a], pair_dot(sc_pairs, sums, row0 + a, i, kSubs / 2), y[a][i].d, acc[a]);
+      acc[a] = add_block(d, s[a], pair_dot(sc_pairs, sums, row0 + a, i, kSubs / 2), y[a][i].d, acc[a]);
     }
   }
 };
