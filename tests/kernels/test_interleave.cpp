@@ -1,7 +1,7 @@
 // The interleaved weight layout (interleave.h): the transform round-trips, lookups read through it,
 // and on CPUs with its kernels every matmul output is bitwise what the row layout gives, on random
-// weights and on llama.cpp's blocks, for decode (1 row), small batches (VNNI, 2-16 rows; Q4_K from 12 rows: AMX planes) and larger
-// ones (AMX tiles), and thread counts.
+// weights and on llama.cpp's blocks, for decode (1 row), small batches (VNNI, 2-16 rows; Q4_K's AMX
+// planes from 12) and larger ones (AMX tiles), and thread counts.
 #include <cstring>
 #include <memory>
 #include <string>
