@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -54,39 +55,19 @@ void check(const WeightMatrix& w) {
   }
 }
 
-struct MatmulJob {
+// One weight matrix of a job: its kernels, output and chunk size. Reads the job's quantised rows.
+struct MatmulPart {
   const WeightMatrix* w;
   RowKernels k;
-  const float* x;
-  int64_t n_rows, x_stride;
   float* y;
   int64_t y_stride;
-  uint8_t* act;
-  uint64_t act_row_bytes;
   int64_t chunk_outputs;  // weight rows per chunk
-  alignas(64) std::atomic<int64_t> next_quantize{0};
-  alignas(64) std::atomic<int64_t> quantized{0};  // rows finished
-  alignas(64) std::atomic<int64_t> next_chunk{0};
+  int64_t first_chunk;    // index of its first chunk among the job's
+  const uint8_t* act;
+  uint64_t act_row_bytes;
+  int64_t n_rows;
 
-  void quantize_rows(int64_t begin, int64_t end) const {
-    for (int64_t i = begin; i < end; ++i) k.quantize_act(x + i * x_stride, act + i * act_row_bytes, w->n_in);
-  }
-
-  // One pool job: the threads quantise the activation rows (claimed `claim` at a time), wait until
-  // every row is done, then share the weight chunks. One barrier per matmul instead of two, and no
-  // serial quantisation of a few rows while the other threads wait. Every claimed row is finished by
-  // its claimant, so the wait always ends.
-  void quantize_then_multiply(int64_t claim) {
-    for (;;) {
-      const int64_t begin = next_quantize.fetch_add(claim);
-      if (begin >= n_rows) break;
-      const int64_t end = std::min(n_rows, begin + claim);
-      quantize_rows(begin, end);
-      quantized.fetch_add(end - begin, std::memory_order_release);
-    }
-    while (quantized.load(std::memory_order_acquire) < n_rows) __builtin_ia32_pause();
-    multiply();
-  }
+  int64_t n_chunks() const { return (w->n_out + chunk_outputs - 1) / chunk_outputs; }
 
   // Weight rows [o0, o1): whole interleaved groups by their kernels, the rest by the row layout's.
   void multiply_chunk(int64_t o0, int64_t o1) const {
@@ -135,43 +116,117 @@ struct MatmulJob {
       }
     }
   }
+};
+
+// One pool job over 1..kMaxSharedOutputs matrices that read the same activation rows: the threads
+// quantise the rows (claimed `claim` at a time), wait until every row is done, then share out the
+// chunks of all the matrices from one counter. One barrier per job, no serial quantisation of a few
+// rows while the other threads wait, and matrices sharing an input (q, k, v) end together instead of
+// each waiting for its slowest thread. Every claimed row is finished by its claimant, so the wait
+// always ends.
+struct MatmulJob {
+  MatmulPart parts[kMaxSharedOutputs];
+  int n_parts = 0;
+  int64_t n_chunks = 0;
+  QuantizeActFn quantize_act;
+  const float* x;
+  int64_t n_in, n_rows, x_stride;
+  uint8_t* act;
+  uint64_t act_row_bytes;
+  alignas(64) std::atomic<int64_t> next_quantize{0};
+  alignas(64) std::atomic<int64_t> quantized{0};  // rows finished
+  alignas(64) std::atomic<int64_t> next_chunk{0};
+
+  void quantize_rows(int64_t begin, int64_t end) const {
+    for (int64_t i = begin; i < end; ++i) quantize_act(x + i * x_stride, act + i * act_row_bytes, n_in);
+  }
+
+  void quantize_then_multiply(int64_t claim) {
+    for (;;) {
+      const int64_t begin = next_quantize.fetch_add(claim);
+      if (begin >= n_rows) break;
+      const int64_t end = std::min(n_rows, begin + claim);
+      quantize_rows(begin, end);
+      quantized.fetch_add(end - begin, std::memory_order_release);
+    }
+    while (quantized.load(std::memory_order_acquire) < n_rows) __builtin_ia32_pause();
+    multiply();
+  }
 
   void multiply() {
     for (;;) {
-      const int64_t o0 = next_chunk.fetch_add(chunk_outputs);
-      if (o0 >= w->n_out) return;
-      multiply_chunk(o0, std::min(w->n_out, o0 + chunk_outputs));
+      const int64_t c = next_chunk.fetch_add(1);
+      if (c >= n_chunks) return;
+      int i = 0;
+      while (c >= parts[i].first_chunk + parts[i].n_chunks()) ++i;
+      const MatmulPart& p = parts[i];
+      const int64_t o0 = (c - p.first_chunk) * p.chunk_outputs;
+      p.multiply_chunk(o0, std::min(p.w->n_out, o0 + p.chunk_outputs));
     }
   }
 };
 }  // namespace
 
-void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
-            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch) {
-  check(w);
+void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_t n_rows, int64_t x_stride,
+                   ThreadPool& pool, MatmulScratch& scratch) {
+  if (outputs.empty()) return;
+  if (outputs.size() > size_t(kMaxSharedOutputs)) {
+    throw std::invalid_argument("matmul_shared: at most " + std::to_string(kMaxSharedOutputs) + " matrices");
+  }
+  for (const MatmulOutput& o : outputs) check(*o.w);
   if (n_rows <= 0) return;
-  MatmulJob job{&w, row_kernels(w.type), x, n_rows, x_stride, y, y_stride, nullptr, 0, 0};
-  job.act_row_bytes = job.k.act_row_bytes(w.n_in);
-  // The tile kernels unpack each group of weight rows once per call for all the rows, whatever the
-  // chunk: they take the decode chunks too, which split small matrices evenly between the threads
-  // (192 KiB tiles gave a 576 KiB matrix 2 chunks to one thread and 1 to the other).
-  const bool tiles = job.k.dot_tile && n_rows > kRowsByDecodeKernel;
-  const uint64_t chunk_bytes = n_rows <= kMaxRows || tiles ? stream_chunk_bytes(w, pool.size()) : kTileBytes;
-  job.chunk_outputs = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / w.row_bytes));
-  if (w.interleaved) job.chunk_outputs = (job.chunk_outputs + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
+  const RowKernels first = row_kernels(outputs[0].w->type);
+  const int64_t n_in = outputs[0].w->n_in;
+  for (const MatmulOutput& o : outputs) {
+    if (o.w->n_in != n_in) throw std::invalid_argument("matmul_shared: the matrices differ in n_in");
+    const RowKernels k = row_kernels(o.w->type);
+    if (k.quantize_act != first.quantize_act || k.act_row_bytes(n_in) != first.act_row_bytes(n_in)) {
+      for (const MatmulOutput& each : outputs) {  // activation formats differ: one job per matrix
+        matmul_shared(std::span<const MatmulOutput>(&each, 1), x, n_rows, x_stride, pool, scratch);
+      }
+      return;
+    }
+  }
+
+  MatmulJob job;
+  job.quantize_act = first.quantize_act;
+  job.x = x;
+  job.n_in = n_in;
+  job.n_rows = n_rows;
+  job.x_stride = x_stride;
+  job.act_row_bytes = first.act_row_bytes(n_in);
   const uint64_t need = job.act_row_bytes * static_cast<uint64_t>(n_rows);
   if (scratch.activations.size() < need) scratch.activations.resize(need);
   job.act = scratch.activations.data();
+  uint64_t work_bytes = 0;
+  for (const MatmulOutput& o : outputs) {
+    const WeightMatrix& w = *o.w;
+    MatmulPart& p = job.parts[job.n_parts++];
+    p = MatmulPart{&w, row_kernels(w.type), o.y, o.y_stride, 0, job.n_chunks, job.act, job.act_row_bytes, n_rows};
+    // The tile kernels unpack each group of weight rows once per call for all the rows, whatever the
+    // chunk: they take the decode chunks too, which split small matrices evenly between the threads
+    // (192 KiB tiles gave a 576 KiB matrix 2 chunks to one thread and 1 to the other).
+    const bool tiles = p.k.dot_tile && n_rows > kRowsByDecodeKernel;
+    const uint64_t chunk_bytes = n_rows <= kMaxRows || tiles ? stream_chunk_bytes(w, pool.size()) : kTileBytes;
+    p.chunk_outputs = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / w.row_bytes));
+    if (w.interleaved) p.chunk_outputs = (p.chunk_outputs + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
+    job.n_chunks += p.n_chunks();
+    work_bytes += w.row_bytes * w.n_out * static_cast<uint64_t>(n_rows);
+  }
 
-  const bool parallel =
-      pool.size() > 1 && w.row_bytes * w.n_out * static_cast<uint64_t>(n_rows) >= kMinParallelBytes;
-  if (!parallel) {
+  if (pool.size() == 1 || work_bytes < kMinParallelBytes) {
     job.quantize_rows(0, n_rows);
     job.multiply();
     return;
   }
   const int64_t claim = std::clamp<int64_t>(n_rows / (2 * pool.size()), 1, kQuantizeChunkRows);
   pool.run([&job, claim](int) { job.quantize_then_multiply(claim); });
+}
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
+            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch) {
+  const MatmulOutput output{&w, y, y_stride};
+  matmul_shared(std::span<const MatmulOutput>(&output, 1), x, n_rows, x_stride, pool, scratch);
 }
 
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,

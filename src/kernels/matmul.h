@@ -7,6 +7,7 @@
 // but accumulates each (row, output) pair exactly as the single-row kernel does. Tests check this bitwise.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/quant.h"
@@ -32,10 +33,25 @@ struct MatmulScratch {
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
             int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch);
 
+// y_i = x · W_iᵀ for up to kMaxSharedOutputs matrices with the same n_in that read the same rows x
+// (q, k and v; gate and up): one pool run, the activations quantised once when the matrices take the
+// same activation format (else one run per matrix), and the chunks of all of them shared out, so
+// the threads finish together. Each output is bitwise what matmul gives it alone.
+inline constexpr int kMaxSharedOutputs = 4;
+struct MatmulOutput {
+  const WeightMatrix* w;
+  float* y;          // n_rows × w->n_out
+  int64_t y_stride;  // elements
+};
+void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_t n_rows, int64_t x_stride,
+                   ThreadPool& pool, MatmulScratch& scratch);
+
 // Activations are converted as quantize_activation_row does (bit for bit on both paths), so matmul and
 // matmul_ref differ only in the f32 summation order of the dot products: |y − y_ref| stays within
 // 1e-5 · Σ|w·x| of that output (tests/kernels). Throws std::invalid_argument for an unsupported type,
-// a row_bytes that does not match n_in, or an interleaved matrix this CPU has no kernels for. Runs on the pool's threads; the scratch may be reused.
+// a row_bytes that does not match n_in, or an interleaved matrix this CPU has no kernels for
+// (matmul_shared also for matrices differing in n_in, or more than kMaxSharedOutputs). Runs on the
+// pool's threads; the scratch may be reused.
 //
 // Scalar reference with the same contract (single thread, dot_ref per element, row layout only);
 // used by tests.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -169,6 +171,14 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
   auto matmul = [&](const kernels::WeightMatrix& w, const float* in, float* out, int rows) {
     kernels::matmul(w, in, rows, w.n_in, out, w.n_out, mm_pool(w, rows), b.mm);
   };
+  // Matrices reading the same input (q, k, v; gate, up): one pool run for all of them.
+  auto matmul_shared = [&](std::initializer_list<kernels::MatmulOutput> outputs, const float* in, int rows) {
+    int64_t work = 0;
+    for (const kernels::MatmulOutput& o : outputs) work += int64_t(rows) * o.w->n_in * o.w->n_out;
+    kernels::ThreadPool& pool = work < kMinParallelWork ? b.solo : pool_;
+    kernels::matmul_shared(std::span<const kernels::MatmulOutput>(outputs.begin(), outputs.size()), in, rows,
+                           outputs.begin()->w->n_in, pool, b.mm);
+  };
   auto add_bias = [&](float* y, const float* bias, int width) {
     if (!bias) return;
     for (int r = 0; r < n; ++r) {
@@ -203,9 +213,8 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
     for (int r = 0; r < n; ++r) kernels::rmsnorm(&b.x[size_t(r) * E], L.attn_norm, &b.xb[size_t(r) * E], E, hp.rms_eps);
 
     // qkv matmuls (+ biases: qwen2)
-    matmul(L.wq, b.xb.data(), b.q.data(), n);
-    matmul(L.wk, b.xb.data(), b.k.data(), n);
-    matmul(L.wv, b.xb.data(), b.v.data(), n);
+    matmul_shared({{&L.wq, b.q.data(), L.wq.n_out}, {&L.wk, b.k.data(), L.wk.n_out}, {&L.wv, b.v.data(), L.wv.n_out}},
+                  b.xb.data(), n);
     add_bias(b.q.data(), L.bq, Q);
     add_bias(b.k.data(), L.bk, KV);
     add_bias(b.v.data(), L.bv, KV);
@@ -244,8 +253,7 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
     for (int r = 0; r < n; ++r) kernels::rmsnorm(&b.x[size_t(r) * E], L.ffn_norm, &b.xb[size_t(r) * E], E, hp.rms_eps);
 
     // SwiGLU: down(silu(gate·h) ⊙ up·h), then residual
-    matmul(L.w_gate, b.xb.data(), b.hb.data(), n);
-    matmul(L.w_up, b.xb.data(), b.hb2.data(), n);
+    matmul_shared({{&L.w_gate, b.hb.data(), L.w_gate.n_out}, {&L.w_up, b.hb2.data(), L.w_up.n_out}}, b.xb.data(), n);
     for (int r = 0; r < n; ++r) kernels::swiglu(&b.hb[size_t(r) * F], &b.hb2[size_t(r) * F], &b.hb[size_t(r) * F], F);
     matmul(L.w_down, b.hb.data(), b.xb.data(), n);
     residual(b.x.data(), b.xb.data(), E);

@@ -1,5 +1,6 @@
 // matmul against matmul_ref for every weight type, and invariant 7: each output is bitwise the same
-// whatever the batch size, the row's place in the batch and the thread count.
+// whatever the batch size, the row's place in the batch and the thread count, and whether the matrix
+// is multiplied alone or with others sharing its input.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -75,6 +76,54 @@ TEST(Matmul, OutputIsBitwiseIndependentOfBatchPositionAndThreads) {
       same_rows(run(p, x, r, 1, 2), r, "one row, 2 threads");
     }
   }
+}
+
+// matmul_shared: each matrix's output is bitwise what matmul gives it alone, whether the matrices
+// share the quantised activations (Q4_K with Q6_K, both Q8_K) or not (Q8_0 with Q4_K: one run each),
+// for decode and batches, 1-3 threads; bad arguments are refused.
+TEST(Matmul, SharedInputOutputsAreBitwiseEachMatmulAlone) {
+  const int64_t n_in = 512, rows = 12;
+  const std::vector<float> x = random_floats(rows * n_in, 9);
+  const std::vector<std::vector<TensorType>> sets = {
+      {TensorType::Q4_K, TensorType::Q4_K, TensorType::Q6_K},
+      {TensorType::Q8_0, TensorType::Q4_K},
+      {TensorType::F16, TensorType::F32, TensorType::BF16, TensorType::Q4_0}};
+  for (const auto& types : sets) {
+    std::vector<Problem> problems;
+    for (size_t i = 0; i < types.size(); ++i) problems.push_back(make_problem(types[i], n_in, 35 + 16 * int64_t(i)));
+    for (int threads : {1, 2, 3}) {
+      for (int64_t count : {int64_t(1), int64_t(2), int64_t(9), rows}) {
+        ThreadPool pool(threads);
+        MatmulScratch scratch;
+        std::vector<WeightMatrix> matrices;
+        for (const Problem& p : problems) matrices.push_back(p.matrix());
+        std::vector<std::vector<float>> ys;
+        std::vector<MatmulOutput> outputs;
+        for (size_t i = 0; i < problems.size(); ++i) ys.emplace_back(count * problems[i].n_out, -1.0f);
+        for (size_t i = 0; i < problems.size(); ++i) outputs.push_back({&matrices[i], ys[i].data(), problems[i].n_out});
+        matmul_shared(outputs, x.data(), count, n_in, pool, scratch);
+        for (size_t i = 0; i < problems.size(); ++i) {
+          const std::vector<float> alone = run(problems[i], x, 0, count, threads);
+          ASSERT_EQ(std::memcmp(ys[i].data(), alone.data(), alone.size() * sizeof(float)), 0)
+              << type_label(types[i]) << " (matrix " << i << " of " << problems.size() << "), " << count << " rows, "
+              << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, SharedInputRejectsMismatchedInputsAndTooManyMatrices) {
+  const Problem a = make_problem(TensorType::Q8_0, 64, 2), b = make_problem(TensorType::Q8_0, 96, 2);
+  const WeightMatrix ma = a.matrix(), mb = b.matrix();
+  std::vector<float> x(96), y(8);
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  const MatmulOutput mixed[] = {{&ma, y.data(), 2}, {&mb, y.data() + 2, 2}};
+  EXPECT_THROW(matmul_shared(mixed, x.data(), 1, 64, pool, scratch), std::invalid_argument);
+  const MatmulOutput five[] = {{&ma, y.data(), 2}, {&ma, y.data(), 2}, {&ma, y.data(), 2}, {&ma, y.data(), 2},
+                               {&ma, y.data(), 2}};
+  EXPECT_THROW(matmul_shared(five, x.data(), 1, 64, pool, scratch), std::invalid_argument);
 }
 
 TEST(Matmul, RejectsMismatchedRowBytes) {
