@@ -124,6 +124,7 @@ struct Q4KDecode {
     for (int c = 0; c < 4; ++c) {
       __m512i lo[NR], hi[NR];
       for (int a = 0; a < NR; ++a) lo[a] = hi[a] = _mm512_setzero_si512();
+#pragma GCC unroll 8
       for (int r = 0; r < kSubLen / 4; ++r) {
         const __m512i q = src.word(i, kQs + 32 * c + 4 * r);
         const __m512i q_lo = _mm512_and_si512(q, m4), q_hi = _mm512_and_si512(_mm512_srli_epi32(q, 4), m4);
