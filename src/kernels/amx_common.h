@@ -201,6 +201,12 @@ struct InterleavedRows {
     return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit(i) + 16 * (block_bytes - 2))));
   }
   void prefetch(int64_t) const {}  // word() prefetches
+  // All of unit i into L2. For Q6_K, whose reads jump between three parts of its unit (ql, ql + 32,
+  // qh): BM_MatmulBatch Q6_K, 8 rows, 2 threads, three runs: 5.7-6.0 ms against 5.8-6.3 without.
+  void prefetch_unit_to_l2(int64_t i) const {
+    const auto* p = reinterpret_cast<const char*>(unit(i));
+    for (int64_t l = 0; l < 16 * block_bytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T1);
+  }
 };
 
 // The 4 activation codes at p in every lane (the signed operand of VPDPBUSD).
