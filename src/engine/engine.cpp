@@ -56,7 +56,9 @@ class EngineImpl final : public Engine {
     // Resolve the plan: threads, per-sequence cap, pool size in whole pages.
     if (opts_.threads == 0) opts_.threads = int(std::max(1u, std::thread::hardware_concurrency()));
     if (hp.n_ctx_train > 0) opts_.context = std::min(opts_.context, hp.n_ctx_train);
-    int64_t kv_tokens = int64_t(opts_.max_running) * opts_.context;
+    // By default max_running sequences of the full context fit at once: each rounded up to whole pages.
+    const int64_t context_pages = (int64_t(opts_.context) + opts_.page_tokens - 1) / opts_.page_tokens;
+    int64_t kv_tokens = int64_t(opts_.max_running) * context_pages * opts_.page_tokens;
     if (opts_.kv_tokens > 0)
       kv_tokens = opts_.kv_tokens;
     else if (opts_.kv_bytes > 0)  // whole pages within the budget (a page is its tokens plus a small pad)

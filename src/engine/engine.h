@@ -113,7 +113,7 @@ struct EngineOptions {
   int max_running = 8;         // concurrent sequences
   int queue_depth = 16;        // waiting requests
   int context = 4096;          // max tokens per sequence (prompt + generated)
-  int kv_tokens = 0;           // KV pool size in tokens; 0 = from kv_bytes, else max_running × context
+  int kv_tokens = 0;           // KV pool size in tokens; 0 = from kv_bytes, else max_running full contexts
   uint64_t kv_bytes = 0;       // KV pool budget in bytes when kv_tokens is 0 (F16: see kv_bytes_per_token)
   int page_tokens = 16;
   int step_tokens = 512;       // per-step token budget (decode rows + prefill chunks)
@@ -123,7 +123,8 @@ struct EngineOptions {
 };
 // Engine::create resolves the options it was given: threads (0 → hardware concurrency), context
 // (capped at the model's training context), kv_tokens (0 → kv_bytes / bytes per token when kv_bytes is
-// set, else max_running × context; rounded up to whole pages); options() returns the resolved values.
+// set, else room for max_running sequences of the full context, each in whole pages; rounded up to
+// whole pages); options() returns the resolved values.
 
 struct EngineStats {
   int queued = 0, running = 0;

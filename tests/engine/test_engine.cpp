@@ -70,6 +70,15 @@ TEST(Engine, ReportsResolvedPlan) {
   EXPECT_EQ(Engine::create(o)->stats().kv_pages_total, 99);
   o.kv_bytes = 100;  // not even one token
   EXPECT_THROW(Engine::create(o), std::invalid_argument);
+
+  // Neither set: room for max_running sequences of the full context, each in whole pages (121 tokens
+  // take 8 pages; 8 × 121 tokens would have been 61 pages, and the eighth sequence would wait).
+  o.kv_bytes = 0;
+  o.context = 121;
+  o.max_running = 8;
+  auto planned = Engine::create(o);
+  EXPECT_EQ(planned->stats().kv_pages_total, 64);
+  EXPECT_EQ(planned->options().kv_tokens, 1024);
 }
 
 TEST(Engine, CreateFailsClearlyForMissingModelAndBadOptions) {
