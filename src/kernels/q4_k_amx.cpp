@@ -133,10 +133,8 @@ struct Q4KDecode {
           hi[a] = _mm512_dpbusd_epi32(hi[a], q_hi, broadcast_word(y[a][i].qs + 64 * c + kSubLen + 4 * r));
         }
       }
-      for (int a = 0; a < NR; ++a) {
-        s[a] = _mm512_add_epi32(s[a], _mm512_add_epi32(_mm512_mullo_epi32(sc[2 * c], lo[a]),
-                                                       _mm512_mullo_epi32(sc[2 * c + 1], hi[a])));
-      }
+      const __m512i sc_lo = scale_words(sc[2 * c]), sc_hi = scale_words(sc[2 * c + 1]);
+      for (int a = 0; a < NR; ++a) s[a] = add_scaled(add_scaled(s[a], lo[a], sc_lo), hi[a], sc_hi);
     }
     const BlockScales scales(src.word(i, 0));
     for (int a = 0; a < NR; ++a) {
