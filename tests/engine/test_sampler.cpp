@@ -75,6 +75,13 @@ TEST(Sampler, TopKKeepsTheKBestWithTiesByLowestId) {
   const auto kept = s.last_candidates();
   ASSERT_EQ(kept.size(), size_t(kTopK));
   for (int i = 0; i < kTopK; ++i) EXPECT_EQ(kept[size_t(i)].first, all[size_t(i)].second) << "rank " << i;
+
+  // Rising logits: every token displaces one (no block of the scan is skipped); the last 40 win.
+  for (int i = 0; i < kVocab; ++i) logits[i] = float(i) / 1000.f;
+  s.sample(logits.data(), {});
+  const auto rising = s.last_candidates();
+  ASSERT_EQ(rising.size(), size_t(kTopK));
+  for (int i = 0; i < kTopK; ++i) EXPECT_EQ(rising[size_t(i)].first, kVocab - 1 - i) << "rank " << i;
 }
 
 TEST(Sampler, SameSeedSameTokens) {
