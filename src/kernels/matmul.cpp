@@ -137,7 +137,10 @@ struct MatmulJob {
   alignas(64) std::atomic<int64_t> quantized{0};  // rows finished
   alignas(64) std::atomic<int64_t> next_chunk{0};
 
+  const PrepareRows* prepare = nullptr;
+
   void quantize_rows(int64_t begin, int64_t end) const {
+    if (prepare && *prepare) (*prepare)(begin, end);
     for (int64_t i = begin; i < end; ++i) quantize_act(x + i * x_stride, act + i * act_row_bytes, n_in);
   }
 
@@ -168,7 +171,7 @@ struct MatmulJob {
 }  // namespace
 
 void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_t n_rows, int64_t x_stride,
-                   ThreadPool& pool, MatmulScratch& scratch) {
+                   ThreadPool& pool, MatmulScratch& scratch, const PrepareRows& prepare) {
   if (outputs.empty()) return;
   if (outputs.size() > size_t(kMaxSharedOutputs)) {
     throw std::invalid_argument("matmul_shared: at most " + std::to_string(kMaxSharedOutputs) + " matrices");
@@ -181,7 +184,8 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
     if (o.w->n_in != n_in) throw std::invalid_argument("matmul_shared: the matrices differ in n_in");
     const RowKernels k = row_kernels(o.w->type);
     if (k.quantize_act != first.quantize_act || k.act_row_bytes(n_in) != first.act_row_bytes(n_in)) {
-      for (const MatmulOutput& each : outputs) {  // activation formats differ: one job per matrix
+      if (prepare) prepare(0, n_rows);  // activation formats differ: one job per matrix
+      for (const MatmulOutput& each : outputs) {
         matmul_shared(std::span<const MatmulOutput>(&each, 1), x, n_rows, x_stride, pool, scratch);
       }
       return;
@@ -189,6 +193,7 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
   }
 
   MatmulJob job;
+  job.prepare = &prepare;
   job.quantize_act = first.quantize_act;
   job.x = x;
   job.n_in = n_in;
@@ -224,9 +229,9 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
 }
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
-            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch) {
+            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch, const PrepareRows& prepare) {
   const MatmulOutput output{&w, y, y_stride};
-  matmul_shared(std::span<const MatmulOutput>(&output, 1), x, n_rows, x_stride, pool, scratch);
+  matmul_shared(std::span<const MatmulOutput>(&output, 1), x, n_rows, x_stride, pool, scratch, prepare);
 }
 
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,

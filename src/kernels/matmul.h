@@ -7,6 +7,7 @@
 // but accumulates each (row, output) pair exactly as the single-row kernel does. Tests check this bitwise.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -29,9 +30,14 @@ struct MatmulScratch {
   std::vector<uint8_t> activations;  // quantised activation rows
 };
 
+// Writes rows [begin, end) of a matmul's input x just before they are quantised, on the thread that
+// quantises them (the pool's threads share the rows): a row-wise step that feeds only this matmul
+// (an RMSNorm, SwiGLU) then runs in parallel at no extra barrier.
+using PrepareRows = std::function<void(int64_t begin, int64_t end)>;
+
 // x: n_rows × n_in floats with row stride x_stride (elements); y: n_rows × n_out with stride y_stride.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, int64_t x_stride, float* y,
-            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch);
+            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch, const PrepareRows& prepare = {});
 
 // y_i = x · W_iᵀ for up to kMaxSharedOutputs matrices with the same n_in that read the same rows x
 // (q, k and v; gate and up): one pool run, the activations quantised once when the matrices take the
@@ -44,7 +50,7 @@ struct MatmulOutput {
   int64_t y_stride;  // elements
 };
 void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_t n_rows, int64_t x_stride,
-                   ThreadPool& pool, MatmulScratch& scratch);
+                   ThreadPool& pool, MatmulScratch& scratch, const PrepareRows& prepare = {});
 
 // Activations are converted as quantize_activation_row does (bit for bit on both paths), so matmul and
 // matmul_ref differ only in the f32 summation order of the dot products: |y − y_ref| stays within

@@ -168,16 +168,37 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
   auto mm_pool = [&](const kernels::WeightMatrix& w, int rows) -> kernels::ThreadPool& {
     return int64_t(rows) * w.n_in * w.n_out < kMinParallelWork ? b.solo : pool_;
   };
-  auto matmul = [&](const kernels::WeightMatrix& w, const float* in, float* out, int rows) {
-    kernels::matmul(w, in, rows, w.n_in, out, w.n_out, mm_pool(w, rows), b.mm);
+  auto matmul = [&](const kernels::WeightMatrix& w, const float* in, float* out, int rows,
+                    const kernels::PrepareRows& prepare = {}) {
+    kernels::matmul(w, in, rows, w.n_in, out, w.n_out, mm_pool(w, rows), b.mm, prepare);
   };
   // Matrices reading the same input (q, k, v; gate, up): one pool run for all of them.
-  auto matmul_shared = [&](std::initializer_list<kernels::MatmulOutput> outputs, const float* in, int rows) {
+  auto matmul_shared = [&](std::initializer_list<kernels::MatmulOutput> outputs, const float* in, int rows,
+                           const kernels::PrepareRows& prepare) {
     int64_t work = 0;
     for (const kernels::MatmulOutput& o : outputs) work += int64_t(rows) * o.w->n_in * o.w->n_out;
     kernels::ThreadPool& pool = work < kMinParallelWork ? b.solo : pool_;
     kernels::matmul_shared(std::span<const kernels::MatmulOutput>(outputs.begin(), outputs.size()), in, rows,
-                           outputs.begin()->w->n_in, pool, b.mm);
+                           outputs.begin()->w->n_in, pool, b.mm, prepare);
+  };
+  // Row-wise steps that feed one matmul run inside it, on the rows each thread quantises. They reach
+  // their state through one pointer, so that the std::functions are made once and allocate nothing.
+  struct RowSteps {
+    Buffers* b;
+    int E, F;
+    float eps;
+    const float* norm;  // this layer's RMSNorm weight
+  } steps{&b, E, F, hp.rms_eps, nullptr};
+  const kernels::PrepareRows norm_rows = [s = &steps](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      kernels::rmsnorm(&s->b->x[size_t(r) * s->E], s->norm, &s->b->xb[size_t(r) * s->E], s->E, s->eps);
+    }
+  };
+  const kernels::PrepareRows swiglu_rows = [s = &steps](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* gate = &s->b->hb[size_t(r) * s->F];
+      kernels::swiglu(gate, &s->b->hb2[size_t(r) * s->F], gate, s->F);
+    }
   };
   auto add_bias = [&](float* y, const float* bias, int width) {
     if (!bias) return;
@@ -209,12 +230,10 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
   for (int l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = m.layers()[size_t(l)];
 
-    // attention rmsnorm
-    for (int r = 0; r < n; ++r) kernels::rmsnorm(&b.x[size_t(r) * E], L.attn_norm, &b.xb[size_t(r) * E], E, hp.rms_eps);
-
-    // qkv matmuls (+ biases: qwen2)
+    // attention rmsnorm, then the qkv matmuls (+ biases: qwen2)
+    steps.norm = L.attn_norm;
     matmul_shared({{&L.wq, b.q.data(), L.wq.n_out}, {&L.wk, b.k.data(), L.wk.n_out}, {&L.wv, b.v.data(), L.wv.n_out}},
-                  b.xb.data(), n);
+                  b.xb.data(), n, norm_rows);
     add_bias(b.q.data(), L.bq, Q);
     add_bias(b.k.data(), L.bk, KV);
     add_bias(b.v.data(), L.bv, KV);
@@ -249,13 +268,11 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
     matmul(L.wo, b.att.data(), b.xb.data(), n);
     residual(b.x.data(), b.xb.data(), E);
 
-    // ffn rmsnorm
-    for (int r = 0; r < n; ++r) kernels::rmsnorm(&b.x[size_t(r) * E], L.ffn_norm, &b.xb[size_t(r) * E], E, hp.rms_eps);
-
-    // SwiGLU: down(silu(gate·h) ⊙ up·h), then residual
-    matmul_shared({{&L.w_gate, b.hb.data(), L.w_gate.n_out}, {&L.w_up, b.hb2.data(), L.w_up.n_out}}, b.xb.data(), n);
-    for (int r = 0; r < n; ++r) kernels::swiglu(&b.hb[size_t(r) * F], &b.hb2[size_t(r) * F], &b.hb[size_t(r) * F], F);
-    matmul(L.w_down, b.hb.data(), b.xb.data(), n);
+    // ffn rmsnorm; SwiGLU: down(silu(gate·h) ⊙ up·h), then residual
+    steps.norm = L.ffn_norm;
+    matmul_shared({{&L.w_gate, b.hb.data(), L.w_gate.n_out}, {&L.w_up, b.hb2.data(), L.w_up.n_out}}, b.xb.data(), n,
+                  norm_rows);
+    matmul(L.w_down, b.hb.data(), b.xb.data(), n, swiglu_rows);
     residual(b.x.data(), b.xb.data(), E);
   }
 

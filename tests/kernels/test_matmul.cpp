@@ -1,6 +1,7 @@
 // matmul against matmul_ref for every weight type, and invariant 7: each output is bitwise the same
 // whatever the batch size, the row's place in the batch and the thread count, and whether the matrix
 // is multiplied alone or with others sharing its input.
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -109,6 +110,36 @@ TEST(Matmul, SharedInputOutputsAreBitwiseEachMatmulAlone) {
               << threads << " threads";
         }
       }
+    }
+  }
+}
+
+// A prepare step writes each input row just before it is quantised: every row exactly once, and the
+// outputs are those of the rows written beforehand.
+TEST(Matmul, PrepareWritesEveryRowOnceBeforeItIsRead) {
+  const int64_t n_in = 256, rows = 11;
+  const std::vector<float> source = random_floats(rows * n_in, 13);
+  const Problem q = make_problem(TensorType::Q4_K, n_in, 48), k = make_problem(TensorType::Q6_K, n_in, 32);
+  const WeightMatrix mq = q.matrix(), mk = k.matrix();
+  for (int threads : {1, 2, 3}) {
+    for (int64_t count : {int64_t(1), int64_t(3), rows}) {
+      ThreadPool pool(threads);
+      MatmulScratch scratch;
+      std::vector<float> x(rows * n_in, NAN);  // written by prepare only
+      std::vector<std::atomic<int>> written(static_cast<size_t>(rows));
+      const PrepareRows prepare = [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          std::memcpy(&x[size_t(r * n_in)], &source[size_t(r * n_in)], sizeof(float) * n_in);
+          written[size_t(r)]++;
+        }
+      };
+      std::vector<float> yq(count * 48), yk(count * 32);
+      const MatmulOutput outputs[] = {{&mq, yq.data(), 48}, {&mk, yk.data(), 32}};
+      matmul_shared(outputs, x.data(), count, n_in, pool, scratch, prepare);
+      for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(written[size_t(r)].load(), r < count ? 1 : 0) << "row " << r;
+      const std::vector<float> aq = run(q, source, 0, count, threads), ak = run(k, source, 0, count, threads);
+      EXPECT_EQ(std::memcmp(yq.data(), aq.data(), aq.size() * sizeof(float)), 0) << count << " rows, " << threads;
+      EXPECT_EQ(std::memcmp(yk.data(), ak.data(), ak.size() * sizeof(float)), 0) << count << " rows, " << threads;
     }
   }
 }
