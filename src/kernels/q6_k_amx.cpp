@@ -110,7 +110,7 @@ struct Q6KDecode {
   static void block(const InterleavedRows& src, int64_t i, const BlockQ8_K* const* y, const ActivationSums& sums,
                     int row0, __m512* acc) {
     __m512i sc[kSubs], sc_pairs[kSubs / 2];
-    src.prefetch_unit_to_l2(i + 2);
+    if constexpr (NR > 1) src.prefetch_unit_to_l2(i + 2);
     decode_scales(src, i, sc, sc_pairs);
     __m512i s[NR];
     for (int a = 0; a < NR; ++a) s[a] = _mm512_setzero_si512();
