@@ -55,6 +55,16 @@ inline __m512 sum16(const __m512 (&a)[16]) {
   return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xDD));
 }
 
+// The rows of keys j0..j0 + W − 1 (past the last key, the last key again), and prefetches of the W
+// keys kKeysAhead further on. Returns how many of the W are real keys.
+template <int W>
+int key_block(const uint16_t* k_base, const PagedKv& kv, int n_keys, int j0, int row_len, const uint16_t** rows) {
+  const int m = min_int(W, n_keys - j0);
+  for (int i = 0; i < W; ++i) rows[i] = key_row(k_base, kv, j0 + min_int(i, m - 1));
+  for (int j = j0 + kKeysAhead; j < min_int(j0 + kKeysAhead + W, n_keys); ++j) prefetch_row(key_row(k_base, kv, j), row_len);
+  return m;
+}
+
 // scores[h * n_keys + j] = (q_h · k_j) · scale for the n_gqa heads of one group, 16 keys at a time;
 // the last group repeats its final key to fill the vector and keeps only the real lanes.
 template <int NC>  // head_dim = 16 · NC
@@ -63,12 +73,8 @@ void scores_by_16(const float* qg, const uint16_t* k_base, const PagedKv& kv, in
   const __m512 sv = _mm512_set1_ps(scale);
   for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row(key_row(k_base, kv, j), 16 * NC);
   for (int j0 = 0; j0 < n_keys; j0 += 16) {
-    const int m = min_int(16, n_keys - j0);
     const uint16_t* rows[16];
-    for (int i = 0; i < 16; ++i) rows[i] = key_row(k_base, kv, j0 + min_int(i, m - 1));
-    for (int j = j0 + kKeysAhead; j < min_int(j0 + kKeysAhead + 16, n_keys); ++j) {
-      prefetch_row(key_row(k_base, kv, j), 16 * NC);
-    }
+    const int m = key_block<16>(k_base, kv, n_keys, j0, 16 * NC, rows);
     const auto mask = static_cast<__mmask16>((1u << m) - 1);
     for (int h = h_begin; h < n_gqa; ++h) {
       const float* q = qg + h * 16 * NC;
@@ -97,12 +103,8 @@ void scores_pair_by_8(const float* qg, const uint16_t* k_base, const PagedKv& kv
   float* s1 = s0 + n_keys;
   for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row(key_row(k_base, kv, j), 16 * NC);
   for (int j0 = 0; j0 < n_keys; j0 += 8) {
-    const int m = min_int(8, n_keys - j0);
     const uint16_t* rows[8];
-    for (int i = 0; i < 8; ++i) rows[i] = key_row(k_base, kv, j0 + min_int(i, m - 1));
-    for (int j = j0 + kKeysAhead; j < min_int(j0 + kKeysAhead + 8, n_keys); ++j) {
-      prefetch_row(key_row(k_base, kv, j), 16 * NC);
-    }
+    const int m = key_block<8>(k_base, kv, n_keys, j0, 16 * NC, rows);
     __m512 a[16];
     for (auto& x : a) x = _mm512_setzero_ps();
     for (int c = 0; c < NC; ++c) {
