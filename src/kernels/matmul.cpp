@@ -129,6 +129,7 @@ struct MatmulJob {
   int n_parts = 0;
   int64_t n_chunks = 0;
   QuantizeActFn quantize_act;
+  const PrepareRows* prepare = nullptr;  // writes rows of x before they are quantised, if set
   const float* x;
   int64_t n_in, n_rows, x_stride;
   uint8_t* act;
@@ -136,8 +137,6 @@ struct MatmulJob {
   alignas(64) std::atomic<int64_t> next_quantize{0};
   alignas(64) std::atomic<int64_t> quantized{0};  // rows finished
   alignas(64) std::atomic<int64_t> next_chunk{0};
-
-  const PrepareRows* prepare = nullptr;
 
   void quantize_rows(int64_t begin, int64_t end) const {
     if (prepare && *prepare) (*prepare)(begin, end);
