@@ -30,7 +30,7 @@ void for_each_piece(uint64_t block_bytes, uint64_t r, Copy copy) {
 bool interleaved_kernels_available(TensorType type) {
   if (!is_supported_weight_type(type)) return false;
   const RowKernels k = row_kernels(type);
-  return k.dot_outputs_interleaved && k.dot_tile_interleaved && k.dot_rows_interleaved;
+  return k.dot_outputs_interleaved && k.dot_rows_interleaved;
 }
 
 void interleave_rows(TensorType type, uint8_t* data, int64_t n_in, int64_t n_out) {

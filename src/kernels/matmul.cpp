@@ -86,7 +86,8 @@ struct MatmulPart {
       k.dot_outputs_interleaved(w->n_in, wdata, w->row_bytes, o1 - o0, act, y + o0);
       return;
     }
-    const DotTileFn batch = n_rows <= kRowsByVnniKernel ? k.dot_rows_interleaved : k.dot_tile_interleaved;
+    const bool tiles = k.dot_tile_interleaved && n_rows > kRowsByVnniKernel;
+    const DotTileFn batch = tiles ? k.dot_tile_interleaved : k.dot_rows_interleaved;
     batch(w->n_in, wdata, w->row_bytes, o1 - o0, act, act_row_bytes, static_cast<int>(n_rows), y + o0, y_stride);
   }
 
@@ -207,11 +208,12 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
     const WeightMatrix& w = *o.w;
     MatmulPart& p = job.parts[job.n_parts++];
     p = MatmulPart{&w, row_kernels(w.type), o.y, o.y_stride, 0, job.n_chunks, job.act, job.act_row_bytes, n_rows};
-    // The tile kernels unpack each group of weight rows once per call for all the rows, whatever the
-    // chunk: they take the decode chunks too, which split small matrices evenly between the threads
-    // (192 KiB tiles gave a 576 KiB matrix 2 chunks to one thread and 1 to the other).
-    const bool tiles = p.k.dot_tile && n_rows > kRowsByDecodeKernel;
-    const uint64_t chunk_bytes = n_rows <= kMaxRows || tiles ? stream_chunk_bytes(w, pool.size()) : kTileBytes;
+    // The tile kernels and the interleaved layout's kernels unpack each group of weight rows once per
+    // call for all the rows, whatever the chunk: they take the decode chunks too, which split small
+    // matrices evenly between the threads (192 KiB tiles gave a 576 KiB matrix 2 chunks to one thread
+    // and 1 to the other).
+    const bool whole_batch = (p.k.dot_tile || w.interleaved) && n_rows > kRowsByDecodeKernel;
+    const uint64_t chunk_bytes = n_rows <= kMaxRows || whole_batch ? stream_chunk_bytes(w, pool.size()) : kTileBytes;
     p.chunk_outputs = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / w.row_bytes));
     if (w.interleaved) p.chunk_outputs = (p.chunk_outputs + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
     job.n_chunks += p.n_chunks();

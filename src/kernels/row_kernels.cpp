@@ -1,4 +1,4 @@
-// Run-time choice between the scalar, AVX2 and AMX row kernels.
+// Run-time choice between the scalar, AVX2, AVX-512 and AMX row kernels.
 #include "kernels/row_kernels.h"
 
 #include <array>
@@ -44,9 +44,9 @@ RowKernels choose(TensorType weight) {
     const RowKernels fast = avx2_row_kernels(weight);
     if (fast.dot_rows) k.dot_rows = fast.dot_rows;
     if (fast.dot_rows && fast.quantize_act) k.dot_outputs = fast.dot_outputs;
-    if (use_amx() && fast.dot_rows && fast.quantize_act) {
-      k.dot_tile = amx_dot_tile(weight);
-      const InterleavedKernels il = amx_interleaved_kernels(weight);
+    if (use_avx512() && fast.dot_rows && fast.quantize_act) {
+      if (use_amx()) k.dot_tile = amx_dot_tile(weight);
+      const InterleavedKernels il = avx512_interleaved_kernels(weight, use_amx());
       k.dot_outputs_interleaved = il.dot_outputs;
       k.dot_tile_interleaved = il.dot_tile;
       k.dot_rows_interleaved = il.dot_rows;

@@ -35,12 +35,12 @@ struct RowKernels {
   uint64_t act_block_bytes;
   DotOutputsFn dot_outputs = nullptr;  // optional (AVX2 only); null: call dot_rows per weight row
   DotTileFn dot_tile = nullptr;        // optional (AMX only); null: call dot_rows per weight row
-  // The interleaved layout (interleave.h; AMX machines only): the same contracts over whole groups of
-  // 16 weight rows (w at a group's start, n_w a multiple of 16), each value bitwise what the row
+  // The interleaved layout (interleave.h; AVX-512 VNNI machines): the same contracts over whole groups
+  // of 16 weight rows (w at a group's start, n_w a multiple of 16), each value bitwise what the row
   // layout's kernels give for the same rows.
   DotOutputsFn dot_outputs_interleaved = nullptr;
-  DotTileFn dot_tile_interleaved = nullptr;
-  DotTileFn dot_rows_interleaved = nullptr;  // small batches: AVX-512 VNNI, no tiles
+  DotTileFn dot_tile_interleaved = nullptr;  // optional (AMX only): large batches
+  DotTileFn dot_rows_interleaved = nullptr;  // batches: AVX-512 VNNI (AMX planes for 12-16 rows, if AMX)
 
   uint64_t act_row_bytes(int64_t n) const { return static_cast<uint64_t>(n / act_block_elements) * act_block_bytes; }
 };
@@ -53,12 +53,13 @@ RowKernels scalar_row_kernels(TensorType weight);
 RowKernels avx2_row_kernels(TensorType weight);
 // The AMX tile kernel of a type (null where there is none). Call only when use_amx().
 DotTileFn amx_dot_tile(TensorType weight);
-// The interleaved layout's kernels of a type (null members where there are none). Call only when use_amx().
+// The interleaved layout's kernels of a type (null members where there are none). Call only when
+// use_avx512(), and with `tiles` only when use_amx(): without it, no tile kernel and no planes.
 struct InterleavedKernels {
   DotOutputsFn dot_outputs = nullptr;
   DotTileFn dot_tile = nullptr;
   DotTileFn dot_rows = nullptr;
 };
-InterleavedKernels amx_interleaved_kernels(TensorType weight);
+InterleavedKernels avx512_interleaved_kernels(TensorType weight, bool tiles);
 
 }  // namespace infer::kernels

@@ -47,5 +47,18 @@ TEST(CpuFeatures, AmxTileKernelsAreUsedWhereAvailable) {
   EXPECT_EQ(row_kernels(TensorType::Q8_0).dot_tile, nullptr);  // no tile kernel for Q8_0 yet
 }
 
+// AVX-512 VNNI alone (AMD Zen 4/5, or INFER_NO_AMX=1) is enough for the interleaved layout: its decode
+// and batch kernels use no tiles. The tile kernels are there exactly when AMX is in use.
+TEST(CpuFeatures, InterleavedKernelsNeedAvx512VnniOnly) {
+  if (!use_avx512()) GTEST_SKIP() << "no AVX-512 VNNI here (or INFER_NO_AVX512 / INFER_FORCE_SCALAR)";
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K}) {
+    const RowKernels k = row_kernels(t);
+    EXPECT_NE(k.dot_outputs_interleaved, nullptr);
+    EXPECT_NE(k.dot_rows_interleaved, nullptr);
+    EXPECT_EQ(k.dot_tile_interleaved != nullptr, use_amx());
+    EXPECT_EQ(k.dot_tile != nullptr, use_amx());
+  }
+}
+
 }  // namespace
 }  // namespace infer::kernels

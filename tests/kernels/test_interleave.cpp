@@ -105,7 +105,7 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsOnRandomWeights) {
   const int64_t rows = 40;
   const std::vector<float> x = random_floats(rows * n_in, 21);
   for (TensorType t : kInterleavedTypes) {
-    if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AMX)";
+    if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AVX-512 VNNI)";
     const Pair p = make_pair(t, n_in, n_out, test::random_weights(t, n_out, n_in, 17));
     const std::string label = type_label(t);
     for (int threads : {1, 2}) {
@@ -115,7 +115,7 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsOnRandomWeights) {
       expect_same(p, x, 8, 8, threads, label);
       expect_same(p, x, 1, 12, threads, label);  // VNNI rows kernel: passes of 8 and 4
       expect_same(p, x, 4, 16, threads, label);
-      expect_same(p, x, 2, 17, threads, label);  // AMX tiles from here on
+      expect_same(p, x, 2, 17, threads, label);  // AMX tiles from here on, where there are tiles
       expect_same(p, x, 0, rows, threads, label);
     }
   }
@@ -126,7 +126,7 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAcrossChunks) {
   const int64_t n_in = 1024, n_out = 16 * 300 + 7;
   const std::vector<float> x = random_floats(20 * n_in, 23);
   for (TensorType t : kInterleavedTypes) {
-    if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AMX)";
+    if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AVX-512 VNNI)";
     const Pair p = make_pair(t, n_in, n_out, test::random_weights(t, n_out, n_in, 19));
     expect_same(p, x, 0, 1, 2, type_label(t));
     expect_same(p, x, 0, 20, 2, type_label(t));
@@ -143,7 +143,7 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAtTheIntegerExtremes) {
   std::vector<float> x(rows * n_in, -1.0f);
   for (size_t k = 5; k < x.size(); k += 32) x[k] = -0.99f;
   for (TensorType t : kInterleavedTypes) {
-    if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AMX)";
+    if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AVX-512 VNNI)";
     const uint64_t rb = quant_row_bytes(t, n_in);
     std::vector<uint8_t> w(rb * n_out);
     for (int64_t b = 0; b < n_out * n_in / 256; ++b) {
@@ -181,7 +181,7 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsOnLlamaCppBlocks) {
     const auto file = gguf::File::open(infer::test::reference_dir() + "/models/tiny-llama-" + model + ".gguf");
     for (const auto& t : file->tensors()) {
       if (t.n_dims != 2 || (t.type != TensorType::Q4_K && t.type != TensorType::Q6_K)) continue;
-      if (!interleaved_kernels_available(t.type)) GTEST_SKIP() << "no interleaved kernels on this CPU (AMX)";
+      if (!interleaved_kernels_available(t.type)) GTEST_SKIP() << "no interleaved kernels on this CPU (AVX-512 VNNI)";
       const Pair p = make_pair(t.type, t.ne[0], t.ne[1], std::vector<uint8_t>(t.data, t.data + t.n_bytes));
       const std::vector<float> x = random_floats(9 * t.ne[0], 29);
       expect_same(p, x, 0, 1, 2, t.name);
