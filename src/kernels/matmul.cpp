@@ -219,9 +219,12 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
     // matrices evenly between the threads (192 KiB tiles gave a 576 KiB matrix 2 chunks to one thread
     // and 1 to the other).
     const bool whole_batch = (p.k.dot_tile || w.interleaved) && n_rows > kRowsByDecodeKernel;
-    const uint64_t chunk_bytes = whole_batch && n_rows > kMaxRows ? batch_chunk_bytes(w, pool.size())
-                                 : n_rows <= kMaxRows || whole_batch ? stream_chunk_bytes(w, pool.size())
-                                                                     : kTileBytes;
+    uint64_t chunk_bytes = kTileBytes;
+    if (whole_batch && n_rows > kMaxRows) {
+      chunk_bytes = batch_chunk_bytes(w, pool.size());
+    } else if (whole_batch || n_rows <= kMaxRows) {
+      chunk_bytes = stream_chunk_bytes(w, pool.size());
+    }
     p.chunk_outputs = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / w.row_bytes));
     if (w.interleaved) p.chunk_outputs = (p.chunk_outputs + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
     job.n_chunks += p.n_chunks();
