@@ -12,8 +12,8 @@ struct CpuFeatures {
 const CpuFeatures& cpu_features();
 // AVX2 + FMA + F16C present and not disabled by INFER_FORCE_SCALAR.
 bool use_avx2();
-// The AVX-512 kernels (attention): use_avx2() and AVX-512 F/BW/VL/VNNI present, INFER_NO_AVX512 not
-// set to 1.
+// The AVX-512 kernels (attention, and the interleaved weight layout's VNNI kernels): use_avx2() and
+// AVX-512 F/BW/VL/VNNI present, INFER_NO_AVX512 not set to 1.
 bool use_avx512();
 // The AMX tile kernels for batches of rows: use_avx2(), AVX-512 and AMX-INT8 present, INFER_NO_AMX not
 // set to 1, and Linux granted the process the tile state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
