@@ -201,12 +201,17 @@ struct InterleavedRows {
     return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit(i) + 16 * (block_bytes - 2))));
   }
   void prefetch(int64_t) const {}  // word() prefetches
-  // All of unit i into L2. For Q6_K batches, whose reads jump between three parts of its unit (ql,
-  // ql + 32, qh): BM_MatmulBatch Q6_K, 8 rows, 2 threads, three runs: 5.7-6.0 ms against 5.8-6.3
-  // without. Not for decode (1 row: 3.6-3.8 ms with, 3.4 without; in L2 28 µs against 23).
+  // All of unit i into L2 (Q6_K batches) or, BlockBytes a constant so that the prefetches are
+  // unrolled, into L1 (Q6_K decode): Q6_K's reads jump between three parts of its unit (ql, ql + 32,
+  // qh), which the hardware prefetchers follow badly. Measurements in q6_k_amx.cpp.
   void prefetch_unit_to_l2(int64_t i) const {
     const auto* p = reinterpret_cast<const char*>(unit(i));
     for (int64_t l = 0; l < 16 * block_bytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T1);
+  }
+  template <int64_t BlockBytes>
+  void prefetch_unit_to_l1(int64_t i) const {
+    const auto* p = reinterpret_cast<const char*>(unit(i));
+    for (int64_t l = 0; l < 16 * BlockBytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
   }
 };
 

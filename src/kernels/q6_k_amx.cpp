@@ -110,7 +110,17 @@ struct Q6KDecode {
   static void block(const InterleavedRows& src, int64_t i, const BlockQ8_K* const* y, const ActivationSums& sums,
                     int row0, __m512* acc) {
     __m512i sc[kSubs], sc_pairs[kSubs / 2];
-    if constexpr (NR > 1) src.prefetch_unit_to_l2(i + 2);
+    // The whole of a later unit, besides each word's own prefetch. Batches: unit i + 2 into L2
+    // (BM_MatmulBatch Q6_K, 8 rows, 2 threads: Intel 5.7-6.0 ms against 5.8-6.3 without; Zen 5 3.1
+    // against 4.4). Decode: unit i + 1 into L1 (Zen 5, 1 row: 1.71 against 2.02 ms, and the row
+    // layout's AVX2 kernel takes 2.0; unit i + 2 2.6 against 2.9 while memory was slow; Q4_K gains
+    // nothing from it: 1.16 against 1.03). On Intel unit i + 2 into L2 slowed decode (3.6-3.8 against
+    // 3.4 ms); i + 1 into L1 is not measured there.
+    if constexpr (NR > 1) {
+      src.prefetch_unit_to_l2(i + 2);
+    } else {
+      src.prefetch_unit_to_l1<kBlockBytes>(i + 1);
+    }
     decode_scales(src, i, sc, sc_pairs);
     __m512i s[NR];
     for (int a = 0; a < NR; ++a) s[a] = _mm512_setzero_si512();
