@@ -205,18 +205,18 @@ void dot_outputs_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, 
   dot_outputs_interleaved<Q4KDecode>(n, w, row_bytes, n_w, act, out);
 }
 
+void dot_rows_interleaved_vnni_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  dot_rows_interleaved<Q4KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
 void dot_rows_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
   if (n_rows >= kRowsByPlanes && n_rows <= kTileActRows) {
     dot_rows_planes<Q4KPlanes>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
     return;
   }
-  dot_rows_interleaved<Q4KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
-}
-
-void dot_rows_interleaved_vnni_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  dot_rows_interleaved<Q4KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  dot_rows_interleaved_vnni_q4_k(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::amx
