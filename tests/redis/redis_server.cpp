@@ -98,6 +98,10 @@ void RedisServer::start(const RedisServerOptions& opts) {
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
+#ifdef INFER_SANITIZER_RUNTIME
+    // A sanitizer-built module needs the sanitizer's runtime loaded before it (see tests/redis/CMakeLists.txt).
+    setenv("LD_PRELOAD", INFER_SANITIZER_RUNTIME, 1);
+#endif
     std::vector<char*> cargv;
     for (auto& a : args) cargv.push_back(a.data());
     cargv.push_back(nullptr);
