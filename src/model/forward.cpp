@@ -45,7 +45,7 @@ struct AttentionJob {
   int q_dim, head_dim, n_kv_head, n_gqa;
   float scale;
   int n_threads;
-  const std::function<void(int)>* prepare_row;
+  const std::function<void(int layer, int row)>* prepare_row;
   mutable std::atomic<int> next_row{0};
   mutable std::atomic<int> rows_ready{0};
 
@@ -53,7 +53,7 @@ struct AttentionJob {
     const int n_rows = int(batch->rows.size());
     for (int r = next_row.fetch_add(1); r < n_rows; r = next_row.fetch_add(1)) {
       try {
-        (*prepare_row)(r);
+        (*prepare_row)(layer, r);
       } catch (...) {
         rows_ready.fetch_add(1, std::memory_order_release);
         throw;
@@ -262,11 +262,10 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
     const kernels::RopeParams* rope;
     Buffers* b;
     KvPool* kv;
-    int layer = 0;
   } qkv_rows{&batch, &m, &hp, &rope, &b, &kv};
-  const std::function<void(int)> finish_qkv_row = [s = &qkv_rows](int r) {
+  const std::function<void(int, int)> finish_qkv_row = [s = &qkv_rows](int layer, int r) {
     const HParams& hp = *s->hp;
-    const LayerWeights& L = s->m->layers()[size_t(s->layer)];
+    const LayerWeights& L = s->m->layers()[size_t(layer)];
     const int Q = hp.q_dim(), KV = hp.kv_dim(), HD = hp.head_dim, half_rot = hp.n_rot / 2;
     Buffers& b = *s->b;
     float* qr = &b.q[size_t(r) * Q];
@@ -280,7 +279,7 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
     for (int h = 0; h < hp.n_head; ++h) kernels::rope_apply(qr + h * HD, c, sn, *s->rope);
     for (int h = 0; h < hp.n_kv_head; ++h) kernels::rope_apply(kr + h * HD, c, sn, *s->rope);
     const BatchRow& row = s->batch->rows[size_t(r)];
-    kernels::kv_store(kr, &b.v[size_t(r) * KV], s->kv->k_base(s->layer), s->kv->v_base(s->layer), s->kv->page_stride(),
+    kernels::kv_store(kr, &b.v[size_t(r) * KV], s->kv->k_base(layer), s->kv->v_base(layer), s->kv->page_stride(),
                       s->kv->page_tokens(), s->batch->seqs[size_t(row.seq)].page_table, KV, row.pos);
   };
 
@@ -298,7 +297,6 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
     // multihead attention over (row, KV head) tasks, after each row's q/k norms, RoPE and K/V store;
     // each task is computed whole by one thread, so its result does not depend on the split
     // (invariant 7)
-    qkv_rows.layer = l;
     const AttentionJob job{&batch, &kv, l, &b.q, &b.att, &b.att_scratch, Q, HD, hp.n_kv_head, n_gqa, att_scale,
                            att_pool.size(), &finish_qkv_row};
     att_pool.run([&job](int t) { job.run(t); });

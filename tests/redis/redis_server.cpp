@@ -95,17 +95,24 @@ void RedisServer::start(const RedisServerOptions& opts) {
   if (opts.seccomp_like_systemd) throw std::runtime_error("seccomp_exec was not built");
 #endif
 
+  // argv and the environment are built before fork: the child of a threaded process may only exec.
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+#ifdef INFER_SANITIZER_RUNTIME
+  // A sanitizer-built module needs the sanitizer's runtime loaded before it (tests/redis/CMakeLists.txt).
+  std::erase_if(env, [](const std::string& e) { return e.starts_with("LD_PRELOAD="); });
+  env.emplace_back("LD_PRELOAD=" INFER_SANITIZER_RUNTIME);
+#endif
+  std::vector<char*> cargv, cenv;
+  for (auto& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
-#ifdef INFER_SANITIZER_RUNTIME
-    // A sanitizer-built module needs the sanitizer's runtime loaded before it (see tests/redis/CMakeLists.txt).
-    setenv("LD_PRELOAD", INFER_SANITIZER_RUNTIME, 1);
-#endif
-    std::vector<char*> cargv;
-    for (auto& a : args) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    execvp(cargv[0], cargv.data());
+    execvpe(cargv[0], cargv.data(), cenv.data());
     _exit(127);
   }
   auto deadline = Clock::now() + std::chrono::milliseconds(opts.start_timeout_ms);

@@ -59,7 +59,7 @@ RoundResult overload_round(const RedisServer& server, redisContext* admin, std::
   // The server stays responsive while the queue is full.
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(show(command(admin, {"PING"}).get()), "PONG");
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(kSanitizerBuild ? 5000 : 500));
 
   for (auto& c : clients) {
     void* raw = nullptr;
@@ -137,10 +137,10 @@ TEST(Overload, HundredClientsCompleteOrGetBusyAndMemoryReturnsToBaseline) {
   // request would not be; and a second round of 100 does not grow the process by 40 KiB per request.
   EXPECT_LT(after_first.used, used_baseline + kSlack) << show(command(admin.get(), {"INFO", "memory"}).get());
   EXPECT_LT(after_second.used, used_baseline + kSlack) << show(command(admin.get(), {"INFO", "memory"}).get());
-#ifndef __SANITIZE_ADDRESS__  // ASan keeps freed memory in quarantine (and LeakSanitizer checks leaks)
-  EXPECT_LT(after_second.rss_kib - after_first.rss_kib, 4 * 1024)
-      << "RSS KiB after round 1 " << after_first.rss_kib << ", after round 2 " << after_second.rss_kib;
-#endif
+  if (!kSanitizerBuild) {  // there, leaks are LeakSanitizer's to find
+    EXPECT_LT(after_second.rss_kib - after_first.rss_kib, 4 * 1024)
+        << "RSS KiB after round 1 " << after_first.rss_kib << ", after round 2 " << after_second.rss_kib;
+  }
 }
 
 }  // namespace
