@@ -5,6 +5,8 @@
 // first / time after the first, while C requests share every step), end-to-end tok/s (generated tokens /
 // wall time of the level, prefills included) and time-to-first-token p50/p99. With --shared-prefix N every prompt starts with the same N tokens: the
 // level also measures one cold and one warm request alone, and the prefix cache's token hit rate.
+// Each level also reports its engine's memory plan: the KV pool (bytes and tokens: room for every slot's
+// full context), and once, the weights' bytes, KV bytes per token and the per-sequence cap.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -45,6 +47,8 @@ struct LevelResult {
   uint64_t generated = 0;
   double wall_s = 0;
   double ttft_cold_ms = 0, ttft_warm_ms = 0, cache_hit_rate = 0;
+  engine::EngineStats plan;  // the engine's memory plan (kv_bytes, model_bytes, pages, per-sequence cap)
+  int64_t kv_pool_tokens() const { return int64_t(plan.kv_pages_total) * plan.kv_page_tokens; }
 };
 
 std::vector<int> parse_levels(const std::string& list) {
@@ -125,6 +129,7 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
 
   LevelResult out;
   out.concurrency = c;
+  out.plan = e->stats();
   run_one(*e, random_ids(8), 4, 1);  // warm-up: fault the weights in
   if (a.shared_prefix > 0) {
     out.ttft_cold_ms = run_one(*e, make_prompt(), 1, 2).timings.ttft_ms;
@@ -179,13 +184,9 @@ void run_serve_bench(const ServeBenchArgs& a) {
     throw std::invalid_argument("serve-bench: --shared-prefix must be in [0, --prompt-tokens)");
   const std::vector<int> levels = parse_levels(a.concurrency);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  if (!a.json) {
-    std::printf("%-12s %12s %12s %14s %14s", "concurrency", "decode tok/s", "e2e tok/s", "ttft p50 ms", "ttft p99 ms");
-    if (a.shared_prefix > 0) std::printf(" %13s %13s %10s", "ttft cold ms", "ttft warm ms", "cache hit");
-    std::printf("\n");
-  }
-  for (int c : levels) {
-    const LevelResult r = run_level(a, c);
+  constexpr double kMiB = 1024.0 * 1024.0;
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const LevelResult r = run_level(a, levels[i]);
     if (a.json) {
       nlohmann::ordered_json row = {{"concurrency", r.concurrency},
                             {"decode_tps", r.decode_tps},
@@ -197,14 +198,29 @@ void run_serve_bench(const ServeBenchArgs& a) {
         row["ttft_warm_ms"] = r.ttft_warm_ms;
         row["cache_hit_rate"] = r.cache_hit_rate;
       }
+      row["model_bytes"] = r.plan.model_bytes;
+      row["kv_bytes_per_token"] = r.plan.kv_bytes_per_token;
+      row["kv_pool_bytes"] = r.plan.kv_bytes;
+      row["kv_pool_tokens"] = r.kv_pool_tokens();
+      row["kv_page_tokens"] = r.plan.kv_page_tokens;
+      row["max_seq_tokens"] = r.plan.max_seq_tokens;
       rows.push_back(row);
-    } else {
-      std::printf("%-12d %12.1f %12.1f %14.2f %14.2f", r.concurrency, r.decode_tps, r.end_to_end_tps, r.ttft_p50_ms,
-                  r.ttft_p99_ms);
-      if (a.shared_prefix > 0) std::printf(" %13.2f %13.2f %9.1f%%", r.ttft_cold_ms, r.ttft_warm_ms, 100 * r.cache_hit_rate);
-      std::printf("\n");
-      std::fflush(stdout);
+      continue;
     }
+    if (i == 0) {  // the plan's parts that do not depend on the level, then the table's header
+      std::printf("memory: weights %.1f MiB, KV %.1f KiB per token (F16, pages of %d tokens), per-sequence cap %d tokens\n",
+                  double(r.plan.model_bytes) / kMiB, double(r.plan.kv_bytes_per_token) / 1024.0, r.plan.kv_page_tokens,
+                  r.plan.max_seq_tokens);
+      std::printf("%-12s %12s %12s %14s %14s %12s %10s", "concurrency", "decode tok/s", "e2e tok/s", "ttft p50 ms",
+                  "ttft p99 ms", "kv pool MiB", "kv tokens");
+      if (a.shared_prefix > 0) std::printf(" %13s %13s %10s", "ttft cold ms", "ttft warm ms", "cache hit");
+      std::printf("\n");
+    }
+    std::printf("%-12d %12.1f %12.1f %14.2f %14.2f %12.1f %10lld", r.concurrency, r.decode_tps, r.end_to_end_tps,
+                r.ttft_p50_ms, r.ttft_p99_ms, double(r.plan.kv_bytes) / kMiB, static_cast<long long>(r.kv_pool_tokens()));
+    if (a.shared_prefix > 0) std::printf(" %13.2f %13.2f %9.1f%%", r.ttft_cold_ms, r.ttft_warm_ms, 100 * r.cache_hit_rate);
+    std::printf("\n");
+    std::fflush(stdout);
   }
   if (a.json) std::printf("%s\n", rows.dump(2).c_str());
 }
@@ -222,7 +238,7 @@ void setup_serve_bench(CLI::App& app) {
   cmd->add_option("--step-tokens", args->step_tokens, "per-step token budget of the scheduler");
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "run the engine with its prefix cache off (to compare)");
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
-  cmd->add_flag("--json", args->json, "print a JSON list of {concurrency, decode_tps, ttft_p50_ms, ttft_p99_ms, ...}");
+  cmd->add_flag("--json", args->json, "print a JSON list of {concurrency, decode_tps, ttft_p50_ms, ttft_p99_ms, memory plan, ...}");
   cmd->callback([args] { run_serve_bench(*args); });
 }
 

@@ -133,7 +133,8 @@ struct EngineStats {
   double decode_tps = 0;       // recent aggregate
   int kv_pages_total = 0, kv_pages_used = 0, kv_pages_cached = 0;
   uint64_t cache_lookups = 0, cache_hits = 0, cache_evictions = 0;
-  uint64_t kv_bytes = 0, model_bytes = 0;
+  uint64_t kv_bytes = 0, model_bytes = 0;  // the KV pool's bytes (pages and their padding); weight bytes
+  uint64_t kv_bytes_per_token = 0;         // layers × KV heads × head_dim × 2 (K and V) × 2 bytes (F16)
   int interleaved_matrices = 0;  // weight matrices in the interleaved layout (model::Model)
   int kv_page_tokens = 0;      // tokens per KV page
   int max_seq_tokens = 0;      // per-sequence cap (prompt + generated): the resolved context

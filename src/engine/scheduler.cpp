@@ -64,6 +64,7 @@ Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok,
   stats_.kv_pages_total = kv.n_pages();
   stats_.kv_bytes = kv.bytes();
   stats_.model_bytes = model.weight_bytes();
+  stats_.kv_bytes_per_token = model.hparams().kv_bytes_per_token();
   stats_.interleaved_matrices = model.interleaved_matrices();
   stats_.kv_page_tokens = kv.page_tokens();
   stats_.max_seq_tokens = opts.context;
@@ -489,6 +490,7 @@ void Scheduler::publish_stats() {
   stats_.cache_evictions = tree_.evicted_pages();
   stats_.kv_bytes = keep.kv_bytes;
   stats_.model_bytes = keep.model_bytes;
+  stats_.kv_bytes_per_token = keep.kv_bytes_per_token;
   stats_.interleaved_matrices = keep.interleaved_matrices;
   stats_.kv_page_tokens = keep.kv_page_tokens;
   stats_.max_seq_tokens = keep.max_seq_tokens;

@@ -3,12 +3,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -203,6 +206,40 @@ TEST_F(CliTest, ServeBenchJsonHasOneRowPerConcurrency) {
     for (const char* k : {"decode_tps", "ttft_p50_ms", "ttft_p99_ms"}) EXPECT_GT(rows[i][k].get<double>(), 0) << k;
     EXPECT_LE(rows[i]["ttft_p50_ms"].get<double>(), rows[i]["ttft_p99_ms"].get<double>());
     EXPECT_FALSE(rows[i].contains("ttft_cold_ms")) << "prefix fields only with --shared-prefix";
+    // The memory plan. stories260K: 292,800 F32 weights; 5 layers × 4 KV heads × head_dim 8 × K and V
+    // × 2 bytes = 640 bytes per token; each slot holds a full context (16 + 8 + 1 tokens) in 16-token pages.
+    EXPECT_EQ(rows[i]["model_bytes"], 292800u * 4);
+    EXPECT_EQ(rows[i]["kv_bytes_per_token"], 640u);
+    EXPECT_EQ(rows[i]["max_seq_tokens"], 25);
+    EXPECT_EQ(rows[i]["kv_page_tokens"], 16);
+    EXPECT_EQ(rows[i]["kv_pool_tokens"], levels[i] * 32) << "two pages per slot";
+    const auto pool = rows[i]["kv_pool_bytes"].get<uint64_t>(), tokens = rows[i]["kv_pool_tokens"].get<uint64_t>();
+    EXPECT_GE(pool, tokens * 640);
+    EXPECT_LE(pool, tokens * 640 * 21 / 20) << "page padding stays small";
+  }
+}
+
+TEST_F(CliTest, ServeBenchTextReportsTheMemoryPlan) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto r = run("serve-bench -m " + stories_ + " --concurrency 1,2 --prompt-tokens 16 --gen-tokens 8 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("memory: weights 1.1 MiB, KV 0.6 KiB per token (F16, pages of 16 tokens), per-sequence cap 25 tokens"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kv pool MiB"), std::string::npos) << r.out;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<std::string> rows;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0]))) rows.push_back(line);
+  }
+  ASSERT_EQ(rows.size(), 2u) << r.out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::istringstream cols(rows[i]);
+    std::vector<std::string> v;
+    for (std::string c; cols >> c;) v.push_back(c);
+    ASSERT_EQ(v.size(), 7u) << rows[i];
+    EXPECT_EQ(v[0], std::to_string(i + 1));
+    EXPECT_EQ(v[6], std::to_string(32 * (i + 1))) << "kv tokens: two 16-token pages per slot";
   }
 }
 

@@ -62,6 +62,7 @@ TEST(Engine, ReportsResolvedPlan) {
   // pages × (tokens × layers × K,V × kv_dim + the page pad) × F16
   EXPECT_EQ(s.kv_bytes, 63ull * (16 * 5 * 2 * 32 + infer::model::KvPool::kPagePadHalves) * 2);
   EXPECT_GT(s.model_bytes, 1000000u);
+  EXPECT_EQ(s.kv_bytes_per_token, 5u * 2 * 32 * 2);  // layers × K,V × kv_dim × F16
 
   o.kv_tokens = 0;
   o.kv_bytes = 100 * (16 * 640 + 320);  // 640 bytes/token, 320 bytes of pad per page: 100 pages
