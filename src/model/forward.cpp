@@ -255,19 +255,9 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
 
   // Per row after the q, k, v matmuls: q/k RMSNorm (qwen3), RoPE (adjacent pairs for llama, half-split
   // NeoX for qwen2/qwen3), then k and v into the row's pages. Runs inside the attention job.
-  struct QkvRows {
-    const Batch* batch;
-    const Model* m;
-    const HParams* hp;
-    const kernels::RopeParams* rope;
-    Buffers* b;
-    KvPool* kv;
-  } qkv_rows{&batch, &m, &hp, &rope, &b, &kv};
-  const std::function<void(int, int)> finish_qkv_row = [s = &qkv_rows](int layer, int r) {
-    const HParams& hp = *s->hp;
-    const LayerWeights& L = s->m->layers()[size_t(layer)];
+  const std::function<void(int, int)> finish_qkv_row = [&](int layer, int r) {
+    const LayerWeights& L = m.layers()[size_t(layer)];
     const int Q = hp.q_dim(), KV = hp.kv_dim(), HD = hp.head_dim, half_rot = hp.n_rot / 2;
-    Buffers& b = *s->b;
     float* qr = &b.q[size_t(r) * Q];
     float* kr = &b.k[size_t(r) * KV];
     if (L.q_norm) {
@@ -276,11 +266,11 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
     }
     const float* c = &b.rope_cos[size_t(r) * half_rot];
     const float* sn = &b.rope_sin[size_t(r) * half_rot];
-    for (int h = 0; h < hp.n_head; ++h) kernels::rope_apply(qr + h * HD, c, sn, *s->rope);
-    for (int h = 0; h < hp.n_kv_head; ++h) kernels::rope_apply(kr + h * HD, c, sn, *s->rope);
-    const BatchRow& row = s->batch->rows[size_t(r)];
-    kernels::kv_store(kr, &b.v[size_t(r) * KV], s->kv->k_base(layer), s->kv->v_base(layer), s->kv->page_stride(),
-                      s->kv->page_tokens(), s->batch->seqs[size_t(row.seq)].page_table, KV, row.pos);
+    for (int h = 0; h < hp.n_head; ++h) kernels::rope_apply(qr + h * HD, c, sn, rope);
+    for (int h = 0; h < hp.n_kv_head; ++h) kernels::rope_apply(kr + h * HD, c, sn, rope);
+    const BatchRow& row = batch.rows[size_t(r)];
+    kernels::kv_store(kr, &b.v[size_t(r) * KV], kv.k_base(layer), kv.v_base(layer), kv.page_stride(),
+                      kv.page_tokens(), batch.seqs[size_t(row.seq)].page_table, KV, row.pos);
   };
 
   for (int l = 0; l < hp.n_layer; ++l) {
