@@ -39,6 +39,7 @@ struct ServeBenchArgs {
   bool no_prefix_cache = false;
   bool json = false;
   bool mmap = false;
+  bool profile = false;
 };
 
 struct LevelResult {
@@ -48,6 +49,7 @@ struct LevelResult {
   double wall_s = 0;
   double ttft_cold_ms = 0, ttft_warm_ms = 0, cache_hit_rate = 0;
   engine::EngineStats plan;  // the engine's memory plan (kv_bytes, model_bytes, pages, per-sequence cap)
+  engine::DecodeProfile profile;  // --profile: the level's decode-only steps (warm-up excluded)
   int64_t kv_pool_tokens() const { return int64_t(plan.kv_pages_total) * plan.kv_page_tokens; }
 };
 
@@ -110,6 +112,7 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
   o.context = a.prompt_tokens + a.gen_tokens + 1;
   o.step_tokens = a.step_tokens;
   o.prefix_cache = !a.no_prefix_cache;
+  o.profile = a.profile;
   auto e = engine::Engine::create(o);
   const int n_vocab = e->n_vocab();
 
@@ -171,9 +174,58 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
   out.ttft_p50_ms = percentile(ttft, 0.50);
   out.ttft_p99_ms = percentile(ttft, 0.99);
   const engine::EngineStats after = e->stats();
+  out.profile = after.decode_profile;
+  out.profile.steps -= before.decode_profile.steps;
+  out.profile.rows -= before.decode_profile.rows;
+  out.profile.forward.accumulate(before.decode_profile.forward, -1);
+  out.profile.after_pass_s -= before.decode_profile.after_pass_s;
   const double prompt = double(after.prompt_tokens - before.prompt_tokens);
   if (prompt > 0) out.cache_hit_rate = double(after.cached_tokens - before.cached_tokens) / prompt;
   return out;
+}
+
+// The columns of --profile: a decode step's phases, as milliseconds per step.
+struct ProfileColumn {
+  const char* header;
+  const char* key;  // in --json
+  double value_s(const engine::DecodeProfile& p) const { return pass ? p.forward.*pass : p.after_pass_s; }
+  double model::PassProfile::*pass;  // null: the time after the pass
+};
+constexpr ProfileColumn kProfileColumns[] = {
+    {"qkv", "qkv_ms", &model::PassProfile::qkv_s},
+    {"attention", "attention_ms", &model::PassProfile::attention_s},
+    {"output", "output_ms", &model::PassProfile::output_s},
+    {"ffn up", "ffn_up_ms", &model::PassProfile::ffn_up_s},
+    {"ffn down", "ffn_down_ms", &model::PassProfile::ffn_down_s},
+    {"classifier", "classifier_ms", &model::PassProfile::classifier_s},
+    {"other", "other_ms", &model::PassProfile::other_s},
+    {"after pass", "after_pass_ms", nullptr},
+};
+
+double per_step_ms(const engine::DecodeProfile& p, double seconds) {
+  return p.steps ? 1e3 * seconds / double(p.steps) : 0;
+}
+double step_ms(const engine::DecodeProfile& p) { return per_step_ms(p, p.forward.total_s() + p.after_pass_s); }
+
+nlohmann::ordered_json profile_json(const engine::DecodeProfile& p) {
+  nlohmann::ordered_json j = {{"steps", p.steps}, {"rows_per_step", p.steps ? double(p.rows) / double(p.steps) : 0}};
+  for (const ProfileColumn& c : kProfileColumns) j[c.key] = per_step_ms(p, c.value_s(p));
+  j["step_ms"] = step_ms(p);
+  return j;
+}
+
+void print_profiles(const std::vector<LevelResult>& levels) {
+  std::printf("\ndecode step profile (ms per step; steps that ran decode rows only):\n%-12s %7s %6s", "concurrency",
+              "steps", "rows");
+  for (const ProfileColumn& c : kProfileColumns) std::printf(" %10s", c.header);
+  std::printf(" %10s\n", "step");
+  for (const LevelResult& r : levels) {
+    const engine::DecodeProfile& p = r.profile;
+    std::printf("%-12d %7llu %6.1f", r.concurrency, static_cast<unsigned long long>(p.steps),
+                p.steps ? double(p.rows) / double(p.steps) : 0.0);
+    for (const ProfileColumn& c : kProfileColumns) std::printf(" %10.3f", per_step_ms(p, c.value_s(p)));
+    std::printf(" %10.3f\n", step_ms(p));
+  }
 }
 
 void run_serve_bench(const ServeBenchArgs& a) {
@@ -185,8 +237,10 @@ void run_serve_bench(const ServeBenchArgs& a) {
   const std::vector<int> levels = parse_levels(a.concurrency);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   constexpr double kMiB = 1024.0 * 1024.0;
+  std::vector<LevelResult> results;
   for (size_t i = 0; i < levels.size(); ++i) {
     const LevelResult r = run_level(a, levels[i]);
+    results.push_back(r);
     if (a.json) {
       nlohmann::ordered_json row = {{"concurrency", r.concurrency},
                             {"decode_tps", r.decode_tps},
@@ -204,6 +258,7 @@ void run_serve_bench(const ServeBenchArgs& a) {
       row["kv_pool_tokens"] = r.kv_pool_tokens();
       row["kv_page_tokens"] = r.plan.kv_page_tokens;
       row["max_seq_tokens"] = r.plan.max_seq_tokens;
+      if (a.profile) row["decode_profile"] = profile_json(r.profile);
       rows.push_back(row);
       continue;
     }
@@ -222,7 +277,11 @@ void run_serve_bench(const ServeBenchArgs& a) {
     std::printf("\n");
     std::fflush(stdout);
   }
-  if (a.json) std::printf("%s\n", rows.dump(2).c_str());
+  if (a.json) {
+    std::printf("%s\n", rows.dump(2).c_str());
+  } else if (a.profile) {
+    print_profiles(results);
+  }
 }
 
 void setup_serve_bench(CLI::App& app) {
@@ -238,6 +297,7 @@ void setup_serve_bench(CLI::App& app) {
   cmd->add_option("--step-tokens", args->step_tokens, "per-step token budget of the scheduler");
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "run the engine with its prefix cache off (to compare)");
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
+  cmd->add_flag("--profile", args->profile, "time each decode step's phases (qkv, attention, ..., sampling) and print them per level");
   cmd->add_flag("--json", args->json, "print a JSON list of {concurrency, decode_tps, ttft_p50_ms, ttft_p99_ms, memory plan, ...}");
   cmd->callback([args] { run_serve_bench(*args); });
 }

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "model/pass_profile.h"
 #include "tokenizer/tokenizer.h"
 
 namespace infer::engine {
@@ -120,11 +121,20 @@ struct EngineOptions {
   bool prefix_cache = true;
   int nice = 0;                // niceness (0..19) of the scheduler and compute threads: a host such as
                                // Redis raises it so that its own main thread wins a shared core
+  bool profile = false;        // time the phases of decode steps (EngineStats::decode_profile)
 };
 // Engine::create resolves the options it was given: threads (0 → hardware concurrency), context
 // (capped at the model's training context), kv_tokens (0 → kv_bytes / bytes per token when kv_bytes is
 // set, else room for max_running sequences of the full context, each in whole pages; rounded up to
 // whole pages); options() returns the resolved values.
+
+// Where the time of decode steps went (EngineOptions::profile), summed over the steps that ran decode
+// rows only (no prefill chunk): the forward pass by phase, then sampling, callbacks and bookkeeping.
+struct DecodeProfile {
+  uint64_t steps = 0, rows = 0;
+  model::PassProfile forward;
+  double after_pass_s = 0;  // sampling, callbacks and finishing requests
+};
 
 struct EngineStats {
   int queued = 0, running = 0;
@@ -138,6 +148,7 @@ struct EngineStats {
   int interleaved_matrices = 0;  // weight matrices in the interleaved layout (model::Model)
   int kv_page_tokens = 0;      // tokens per KV page
   int max_seq_tokens = 0;      // per-sequence cap (prompt + generated): the resolved context
+  DecodeProfile decode_profile;  // all zero unless EngineOptions::profile
 };
 
 class Engine {

@@ -151,14 +151,26 @@ void Scheduler::step() {
   expire_running();
   admit();
   if (build_batch()) {
+    const bool profiled = opts_.profile && decode_only_;
+    model::PassProfile pass;
     bool ok = true;
     try {
-      forward_.run(batch_, kv_, logits_.data(), hidden_.data());
+      forward_.run(batch_, kv_, logits_.data(), hidden_.data(), profiled ? &pass : nullptr);
     } catch (const std::exception& e) {
       fail_batch(std::string("forward pass failed: ") + e.what());
       ok = false;
     }
+    // The step is counted before the callbacks run, so that stats() read from a request's on_done
+    // include its last step; the time after the pass is added when the step ends.
+    DecodeProfile& profile = local_.decode_profile;
+    const Clock::time_point outputs_start = profiled ? Clock::now() : Clock::time_point{};
+    if (profiled && ok) {
+      ++profile.steps;
+      profile.rows += batch_.rows.size();
+      profile.forward.accumulate(pass);
+    }
     if (ok) process_outputs();
+    if (profiled && ok) profile.after_pass_s += std::chrono::duration<double>(Clock::now() - outputs_start).count();
   }
   std::erase_if(running_, [](const auto& s) { return s->finished; });
   publish_stats();
@@ -271,6 +283,7 @@ bool Scheduler::build_batch() {
     logit_seqs_.push_back(s.get());
     ++n_decode;
   }
+  decode_only_ = true;
   int budget = std::max(opts_.step_tokens - n_decode, 1);
   for (auto& s : running_) {
     if (s->decoding() || budget == 0) continue;
@@ -290,6 +303,7 @@ bool Scheduler::build_batch() {
       if (pooled) hidden_seqs_.push_back(s.get());
     }
     budget -= chunk;
+    decode_only_ = false;
   }
   return !batch_.rows.empty();
 }

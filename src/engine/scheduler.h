@@ -121,6 +121,7 @@ class Scheduler {
   std::vector<int> batch_rows_;          // rows each batch sequence got this step
   std::vector<Sequence*> logit_seqs_;    // owner of each logits row, in row order
   std::vector<Sequence*> hidden_seqs_;   // owner of each hidden-only row (embeddings), in row order
+  bool decode_only_ = false;             // this step's rows are all decode rows (profiled steps)
   std::vector<float> logits_, hidden_;
   std::vector<Draw> draws_;      // per logits row
   std::vector<size_t> to_draw_;  // logits rows whose sequence samples this step

@@ -4,6 +4,7 @@
 // read once per step; attention runs per row through each sequence's page table.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -173,7 +174,16 @@ Forward::Forward(const Model& model, kernels::ThreadPool& pool, int max_rows)
 
 Forward::~Forward() = default;
 
-void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) {
+void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, PassProfile* profile) {
+  // lap(&PassProfile::x) adds the time since the previous lap to phase x; nothing without a profile.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point lap_start = profile ? Clock::now() : Clock::time_point{};
+  auto lap = [&](double PassProfile::*phase) {
+    if (!profile) return;
+    const Clock::time_point now = Clock::now();
+    profile->*phase += std::chrono::duration<double>(now - lap_start).count();
+    lap_start = now;
+  };
   const HParams& hp = model_.hparams();
   const Model& m = model_;
   Buffers& b = *buf_;
@@ -273,6 +283,7 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
                       kv.page_tokens(), batch.seqs[size_t(row.seq)].page_table, KV, row.pos);
   };
 
+  lap(&PassProfile::other_s);
   for (int l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = m.layers()[size_t(l)];
 
@@ -283,6 +294,7 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
     add_bias(b.q.data(), L.bq, Q);
     add_bias(b.k.data(), L.bk, KV);
     add_bias(b.v.data(), L.bv, KV);
+    lap(&PassProfile::qkv_s);
 
     // multihead attention over (row, KV head) tasks, after each row's q/k norms, RoPE and K/V store;
     // each task is computed whole by one thread, so its result does not depend on the split
@@ -290,17 +302,21 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
     const AttentionJob job{&batch, &kv, l, &b.q, &b.att, &b.att_scratch, Q, HD, hp.n_kv_head, n_gqa, att_scale,
                            att_pool.size(), &finish_qkv_row};
     att_pool.run([&job](int t) { job.run(t); });
+    lap(&PassProfile::attention_s);
 
     // output projection and residual
     matmul(L.wo, b.att.data(), b.xb.data(), n);
     residual(b.x.data(), b.xb.data(), E);
+    lap(&PassProfile::output_s);
 
     // ffn rmsnorm; SwiGLU: down(silu(gate·h) ⊙ up·h), then residual
     steps.norm = L.ffn_norm;
     matmul_shared({{&L.w_gate, b.hb.data(), L.w_gate.n_out}, {&L.w_up, b.hb2.data(), L.w_up.n_out}}, b.xb.data(), n,
                   norm_rows);
+    lap(&PassProfile::ffn_up_s);
     matmul(L.w_down, b.hb.data(), b.xb.data(), n, swiglu_rows);
     residual(b.x.data(), b.xb.data(), E);
+    lap(&PassProfile::ffn_down_s);
   }
 
   // final rmsnorm, only for the rows that want outputs (gathered so that the classifier reads its
@@ -324,6 +340,7 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden) 
       }
     }
   }
+  lap(&PassProfile::classifier_s);
 }
 
 }  // namespace infer::model

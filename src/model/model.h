@@ -12,6 +12,7 @@
 #include "kernels/thread_pool.h"
 #include "model/hparams.h"
 #include "model/kv_pool.h"
+#include "model/pass_profile.h"
 
 namespace infer::model {
 
@@ -107,7 +108,8 @@ class Forward {
   // std::invalid_argument (more than max_rows rows, KV pool of another shape, hidden-only rows and no
   // `hidden`) before touching `kv`.
   // Work runs on `pool`; matmuls and attention too small to repay waking it run on the caller alone.
-  void run(const Batch& batch, KvPool& kv, float* logits, float* hidden = nullptr);
+  // With `profile`, adds the pass's wall time per phase to it (a few clock reads per layer).
+  void run(const Batch& batch, KvPool& kv, float* logits, float* hidden = nullptr, PassProfile* profile = nullptr);
 
   int max_rows() const { return max_rows_; }
 

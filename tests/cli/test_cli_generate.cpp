@@ -243,6 +243,42 @@ TEST_F(CliTest, ServeBenchTextReportsTheMemoryPlan) {
   }
 }
 
+TEST_F(CliTest, ServeBenchProfileSplitsTheDecodeStep) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto r = run("serve-bench -m " + stories_ + " --concurrency 1,2 --prompt-tokens 16 --gen-tokens 8 -t 1 --profile --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& p = rows[i]["decode_profile"];
+    ASSERT_TRUE(p.is_object()) << r.out;
+    // 2 rounds per client of 8 tokens: 7 decode-only steps each at concurrency 1 (the first token
+    // comes with the prefill); at 2, the clients' steps are shared when their requests run together.
+    EXPECT_GE(p["steps"].get<int>(), 7 * 2) << r.out;
+    EXPECT_LE(p["steps"].get<int>(), 7 * 2 * int(i + 1)) << r.out;
+    EXPECT_GE(p["rows_per_step"].get<double>(), 1.0);
+    EXPECT_LE(p["rows_per_step"].get<double>(), double(i + 1));
+    double sum = 0;
+    for (const char* key : {"qkv_ms", "attention_ms", "output_ms", "ffn_up_ms", "ffn_down_ms", "classifier_ms",
+                            "other_ms", "after_pass_ms"}) {
+      ASSERT_TRUE(p.contains(key)) << key;
+      EXPECT_GE(p[key].get<double>(), 0.0) << key;
+      sum += p[key].get<double>();
+    }
+    EXPECT_GT(p["qkv_ms"].get<double>(), 0.0);
+    EXPECT_GT(p["classifier_ms"].get<double>(), 0.0);
+    EXPECT_NEAR(p["step_ms"].get<double>(), sum, 1e-9 + 1e-9 * sum);
+  }
+
+  auto text = run("serve-bench -m " + stories_ + " --concurrency 2 --prompt-tokens 16 --gen-tokens 8 -t 1 --profile");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("decode step profile"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("attention"), std::string::npos) << text.out;
+  auto plain = run("serve-bench -m " + stories_ + " --concurrency 2 --prompt-tokens 16 --gen-tokens 8 -t 1 --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out)[0].contains("decode_profile")) << "--profile only when asked";
+}
+
 TEST_F(CliTest, ServeBenchSharedPrefixReportsColdWarmAndHitRate) {
   INFER_REQUIRE_DIR(test::models_dir());
   auto r = run("serve-bench -m " + stories_ + " --concurrency 2 --prompt-tokens 40 --shared-prefix 32 --gen-tokens 4 -t 1 --json");

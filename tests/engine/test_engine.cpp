@@ -47,6 +47,42 @@ TEST(Engine, GreedyMatchesReferenceContinuation) {
   EXPECT_TRUE(wait_pool_free(*e));
 }
 
+TEST(Engine, ProfilesDecodeStepsOnlyWhenAsked) {
+  REQUIRE_STORIES();
+  auto generate = [](bool profile) {
+    EngineOptions o = small_options();
+    o.profile = profile;
+    auto e = Engine::create(o);
+    Collector a, b;
+    const auto t0 = std::chrono::steady_clock::now();
+    submit_ok(*e, greedy(kOnceUponATime, 12), a);
+    submit_ok(*e, greedy({1, 385, 410}, 12), b);
+    EXPECT_TRUE(a.wait() && b.wait());
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(a.result.ids.size(), 12u);
+    EXPECT_TRUE(wait_pool_free(*e));
+    return std::make_pair(e->stats().decode_profile, wall_s);
+  };
+  const auto [p, wall_s] = generate(true);
+  // Each request's first token comes from its prefill step; its other 11 from decode-only steps (the
+  // two may share them), so between 11 and 22 such steps, each of one or two rows.
+  EXPECT_GE(p.steps, 11u);
+  EXPECT_LE(p.steps, 22u);
+  EXPECT_EQ(p.rows, 22u);
+  EXPECT_GT(p.forward.qkv_s, 0);
+  EXPECT_GT(p.forward.attention_s, 0);
+  EXPECT_GT(p.forward.ffn_down_s, 0);
+  EXPECT_GT(p.forward.classifier_s, 0);
+  EXPECT_GT(p.after_pass_s, 0);
+  EXPECT_LT(p.forward.total_s() + p.after_pass_s, wall_s);  // wall time of the steps, within the requests'
+
+  const auto [off, unused] = generate(false);
+  EXPECT_EQ(off.steps, 0u);
+  EXPECT_EQ(off.rows, 0u);
+  EXPECT_EQ(off.forward.total_s(), 0);
+  EXPECT_EQ(off.after_pass_s, 0);
+}
+
 TEST(Engine, ReportsResolvedPlan) {
   REQUIRE_STORIES();
   EngineOptions o = small_options();

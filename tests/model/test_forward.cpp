@@ -242,6 +242,39 @@ TEST_F(ForwardOutputs, HiddenOnlyNeedsNoLogitsBuffer) {
   EXPECT_GT(ss, 0.0);
 }
 
+TEST_F(ForwardOutputs, ProfileAddsEachPhaseAndLeavesTheOutputsAlone) {
+  kernels::ThreadPool pool(1);
+  const int V = model_->hparams().n_vocab;
+  const std::vector<int32_t> ids{1, 403, 407, 261};
+  auto run = [&](model::PassProfile* profile) {
+    model::KvPool kv(model_->hparams(), 16, 1);
+    model::Forward fwd(*model_, pool, 8);
+    const int32_t pages[] = {0};
+    model::Batch batch;
+    batch.seqs = {{pages, 1}};
+    for (int i = 0; i < 4; ++i) batch.rows.push_back({0, i, ids[size_t(i)], i == 3});
+    std::vector<float> logits(static_cast<size_t>(V));
+    fwd.run(batch, kv, logits.data(), nullptr, profile);
+    return logits;
+  };
+  model::PassProfile profile;
+  const auto timed = run(&profile);
+  EXPECT_EQ(0, std::memcmp(timed.data(), run(nullptr).data(), size_t(V) * sizeof(float)));
+  for (double phase : {profile.qkv_s, profile.attention_s, profile.output_s, profile.ffn_up_s, profile.ffn_down_s,
+                       profile.classifier_s}) {
+    EXPECT_GT(phase, 0.0);
+  }
+  EXPECT_GE(profile.other_s, 0.0);
+  const model::PassProfile once = profile;
+  run(&profile);  // a second pass adds to the same profile
+  EXPECT_GT(profile.qkv_s, once.qkv_s);
+  EXPECT_GT(profile.classifier_s, once.classifier_s);
+  EXPECT_GT(profile.total_s(), once.total_s());
+  profile.accumulate(once, -1);  // what the second pass added
+  EXPECT_GT(profile.ffn_down_s, 0.0);
+  EXPECT_LT(profile.total_s(), 10.0);
+}
+
 // ---------------- (d) bad input ----------------
 
 class ForwardBadInput : public ForwardOutputs {
