@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "kernels/key_rows.h"
 #include "kernels/ops_avx2.h"
 #include "kernels/quant.h"
 #include "kernels/vec_exp_avx2.h"
@@ -36,12 +37,8 @@ float dot_f32_f16(const float* q, const uint16_t* k, int n) {
 template <typename Fn>
 inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, Fn&& fn) {
   constexpr int kAhead = 4;
-  auto row_ptr = [&](int j) {
-    return base + static_cast<int64_t>(kv.page_table[j / kv.page_tokens]) * kv.page_stride +
-           static_cast<int64_t>(j % kv.page_tokens) * kv.kv_dim;
-  };
   for (int j = 0; j < std::min(kAhead, n_keys); ++j) {
-    const char* p = reinterpret_cast<const char*>(row_ptr(j));
+    const char* p = reinterpret_cast<const char*>(key_row(base, kv, j));
     for (int b = 0; b < row_halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
   }
   int j = 0;
@@ -50,18 +47,12 @@ inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, in
     const int rows = std::min(kv.page_tokens, n_keys - j);
     for (int r = 0; r < rows; ++r, ++j) {
       if (j + kAhead < n_keys) {
-        const char* p = reinterpret_cast<const char*>(row_ptr(j + kAhead));
+        const char* p = reinterpret_cast<const char*>(key_row(base, kv, j + kAhead));
         for (int b = 0; b < row_halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
       }
       fn(j, page + static_cast<int64_t>(r) * kv.kv_dim);
     }
   }
-}
-
-// Row of key j (its `base`-relative slice) through the page table.
-inline const uint16_t* key_row(const uint16_t* base, const PagedKv& kv, int j) {
-  return base + static_cast<int64_t>(kv.page_table[j / kv.page_tokens]) * kv.page_stride +
-         static_cast<int64_t>(j % kv.page_tokens) * kv.kv_dim;
 }
 
 // Dots of one query head with 8 keys at once (n a multiple of 8): an FMA chain per key over the

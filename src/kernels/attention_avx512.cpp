@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "kernels/key_rows.h"
 #include "kernels/ops_avx2.h"
 #include "kernels/ops_avx512.h"
 
@@ -21,12 +22,6 @@ inline int min_int(int a, int b) { return a < b ? a : b; }
 
 inline __m512 load_f16x16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-// Row of key j (its `base`-relative slice) through the page table.
-inline const uint16_t* key_row(const uint16_t* base, const PagedKv& kv, int j) {
-  return base + static_cast<int64_t>(kv.page_table[j / kv.page_tokens]) * kv.page_stride +
-         static_cast<int64_t>(j % kv.page_tokens) * kv.kv_dim;
 }
 
 // How far ahead the passes prefetch (keys). A head's rows are a slice of rows kv_dim apart, which the

@@ -289,20 +289,27 @@ TEST(Attention, ReferenceMatchesFormulaWithGqa) {
   }
 }
 
+// Pages of 16 (the engine's default), of 5 (blocks of 8 and 16 keys cross pages) and of 1.
+constexpr int kTestPageSizes[] = {16, 5, 1};
+
 TEST(Attention, Avx2MatchesReference) {
   REQUIRE_AVX2();
   struct Shape { int n_head, n_kv, hd, n_keys; };
   for (const Shape sh : {Shape{8, 4, 8, 1}, Shape{8, 4, 8, 70}, Shape{8, 2, 32, 33}, Shape{4, 2, 128, 300},
                          Shape{2, 1, 12, 17}, Shape{16, 16, 64, 9}}) {
-    TestKv kv(sh.n_kv * sh.hd, 16, (sh.n_keys + 15) / 16 + 2);
-    std::vector<std::vector<float>> ks, vs;
-    fill(kv, sh.n_keys, ks, vs);
-    const auto q = random_vec(size_t(sh.n_head * sh.hd), uint32_t(sh.hd));
-    std::vector<float> ref(q.size()), got(q.size()), scratch(static_cast<size_t>(sh.n_head / sh.n_kv * sh.n_keys));
-    const float scale = 1.f / std::sqrt(float(sh.hd));
-    attention_row_ref(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, ref.data(), scratch.data());
-    attention_row_avx2(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, got.data(), scratch.data());
-    for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(got[i], ref[i], 2e-6f) << "hd " << sh.hd << " keys " << sh.n_keys;
+    for (int page_tokens : kTestPageSizes) {
+      TestKv kv(sh.n_kv * sh.hd, page_tokens, (sh.n_keys + page_tokens - 1) / page_tokens + 2);
+      std::vector<std::vector<float>> ks, vs;
+      fill(kv, sh.n_keys, ks, vs);
+      const auto q = random_vec(size_t(sh.n_head * sh.hd), uint32_t(sh.hd));
+      std::vector<float> ref(q.size()), got(q.size()), scratch(static_cast<size_t>(sh.n_head / sh.n_kv * sh.n_keys));
+      const float scale = 1.f / std::sqrt(float(sh.hd));
+      attention_row_ref(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, ref.data(), scratch.data());
+      attention_row_avx2(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, got.data(), scratch.data());
+      for (size_t i = 0; i < ref.size(); ++i) {
+        ASSERT_NEAR(got[i], ref[i], 2e-6f) << "hd " << sh.hd << " keys " << sh.n_keys << " page " << page_tokens;
+      }
+    }
   }
 }
 
@@ -314,16 +321,19 @@ TEST(Attention, Avx512MatchesReference) {
   for (const Shape sh : {Shape{2, 1, 64, 1}, Shape{8, 2, 64, 15}, Shape{6, 1, 64, 16}, Shape{4, 2, 128, 17},
                          Shape{16, 8, 128, 70}, Shape{3, 1, 128, 300}, Shape{2, 2, 256, 33}, Shape{4, 1, 256, 9}}) {
     ASSERT_TRUE(attention_avx512_supports(sh.hd));
-    TestKv kv(sh.n_kv * sh.hd, 16, (sh.n_keys + 15) / 16 + 2);
-    std::vector<std::vector<float>> ks, vs;
-    fill(kv, sh.n_keys, ks, vs);
-    const auto q = random_vec(size_t(sh.n_head * sh.hd), uint32_t(sh.hd + sh.n_keys));
-    std::vector<float> ref(q.size()), got(q.size()), scratch(static_cast<size_t>(sh.n_head / sh.n_kv * sh.n_keys));
-    const float scale = 1.f / std::sqrt(float(sh.hd));
-    attention_row_ref(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, ref.data(), scratch.data());
-    attention_row_avx512(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, got.data(), scratch.data());
-    for (size_t i = 0; i < ref.size(); ++i) {
-      ASSERT_NEAR(got[i], ref[i], 2e-6f) << "heads " << sh.n_head << "/" << sh.n_kv << " hd " << sh.hd << " keys " << sh.n_keys;
+    for (int page_tokens : kTestPageSizes) {
+      TestKv kv(sh.n_kv * sh.hd, page_tokens, (sh.n_keys + page_tokens - 1) / page_tokens + 2);
+      std::vector<std::vector<float>> ks, vs;
+      fill(kv, sh.n_keys, ks, vs);
+      const auto q = random_vec(size_t(sh.n_head * sh.hd), uint32_t(sh.hd + sh.n_keys));
+      std::vector<float> ref(q.size()), got(q.size()), scratch(static_cast<size_t>(sh.n_head / sh.n_kv * sh.n_keys));
+      const float scale = 1.f / std::sqrt(float(sh.hd));
+      attention_row_ref(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, ref.data(), scratch.data());
+      attention_row_avx512(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, got.data(), scratch.data());
+      for (size_t i = 0; i < ref.size(); ++i) {
+        ASSERT_NEAR(got[i], ref[i], 2e-6f) << "heads " << sh.n_head << "/" << sh.n_kv << " hd " << sh.hd << " keys "
+                                           << sh.n_keys << " page " << page_tokens;
+      }
     }
   }
   EXPECT_FALSE(attention_avx512_supports(32));
