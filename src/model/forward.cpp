@@ -21,9 +21,13 @@
 namespace infer::model {
 namespace {
 
-// Below this many multiply-adds a matmul (or the batch's attention) runs on the calling thread alone:
-// waking the pool costs more than the work (stories260K's 64×64 matrices, short decode contexts).
+// Below this many multiply-adds a matmul runs on the calling thread alone: waking the pool costs more
+// than the work (stories260K's 64×64 matrices).
 constexpr int64_t kMinParallelWork = int64_t(1) << 20;
+// The same for a batch's attention, whose keys come from memory at a few GB/s per thread: qwen3-0.6b
+// (infer serve-bench --profile, prompts of 64, 48 tokens), attention per decode step at 1 row 0.67-0.78
+// ms alone against 0.60-0.61 on the pool, at 2 rows 1.37-1.51 against 0.82-0.89.
+constexpr int64_t kMinParallelAttention = int64_t(1) << 16;
 
 // The attention of one layer for every row of a batch, in two phases. First each row's q/k norms, RoPE
 // and K/V store (`prepare_row`), rows claimed one at a time by whichever thread is free; every thread
@@ -260,7 +264,7 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
 
   int64_t att_work = 0;  // multiply-adds of this batch's attention, to decide whether to use the pool
   for (const BatchRow& row : batch.rows) att_work += int64_t(row.pos + 1) * Q * 2;
-  kernels::ThreadPool& att_pool = att_work < kMinParallelWork ? b.solo : pool_;
+  kernels::ThreadPool& att_pool = att_work < kMinParallelAttention ? b.solo : pool_;
   const int n_gqa = hp.n_head / hp.n_kv_head;
 
   // Per row after the q, k, v matmuls: q/k RMSNorm (qwen3), RoPE (adjacent pairs for llama, half-split
