@@ -174,11 +174,7 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
   out.ttft_p50_ms = percentile(ttft, 0.50);
   out.ttft_p99_ms = percentile(ttft, 0.99);
   const engine::EngineStats after = e->stats();
-  out.profile = after.decode_profile;
-  out.profile.steps -= before.decode_profile.steps;
-  out.profile.rows -= before.decode_profile.rows;
-  out.profile.forward.accumulate(before.decode_profile.forward, -1);
-  out.profile.after_pass_s -= before.decode_profile.after_pass_s;
+  out.profile = after.decode_profile.since(before.decode_profile);
   const double prompt = double(after.prompt_tokens - before.prompt_tokens);
   if (prompt > 0) out.cache_hit_rate = double(after.cached_tokens - before.cached_tokens) / prompt;
   return out;

@@ -134,6 +134,16 @@ struct DecodeProfile {
   uint64_t steps = 0, rows = 0;
   model::PassProfile forward;
   double after_pass_s = 0;  // sampling, callbacks and finishing requests
+
+  // What this total added since an earlier one of the same engine.
+  DecodeProfile since(const DecodeProfile& earlier) const {
+    DecodeProfile d = *this;
+    d.steps -= earlier.steps;
+    d.rows -= earlier.rows;
+    d.forward.accumulate(earlier.forward, -1);
+    d.after_pass_s -= earlier.after_pass_s;
+    return d;
+  }
 };
 
 struct EngineStats {
