@@ -202,9 +202,10 @@ double per_step_ms(const engine::DecodeProfile& p, double seconds) {
   return p.steps ? 1e3 * seconds / double(p.steps) : 0;
 }
 double step_ms(const engine::DecodeProfile& p) { return per_step_ms(p, p.forward.total_s() + p.after_pass_s); }
+double rows_per_step(const engine::DecodeProfile& p) { return p.steps ? double(p.rows) / double(p.steps) : 0; }
 
 nlohmann::ordered_json profile_json(const engine::DecodeProfile& p) {
-  nlohmann::ordered_json j = {{"steps", p.steps}, {"rows_per_step", p.steps ? double(p.rows) / double(p.steps) : 0}};
+  nlohmann::ordered_json j = {{"steps", p.steps}, {"rows_per_step", rows_per_step(p)}};
   for (const ProfileColumn& c : kProfileColumns) j[c.key] = per_step_ms(p, c.value_s(p));
   j["step_ms"] = step_ms(p);
   return j;
@@ -217,8 +218,7 @@ void print_profiles(const std::vector<LevelResult>& levels) {
   std::printf(" %10s\n", "step");
   for (const LevelResult& r : levels) {
     const engine::DecodeProfile& p = r.profile;
-    std::printf("%-12d %7llu %6.1f", r.concurrency, static_cast<unsigned long long>(p.steps),
-                p.steps ? double(p.rows) / double(p.steps) : 0.0);
+    std::printf("%-12d %7llu %6.1f", r.concurrency, static_cast<unsigned long long>(p.steps), rows_per_step(p));
     for (const ProfileColumn& c : kProfileColumns) std::printf(" %10.3f", per_step_ms(p, c.value_s(p)));
     std::printf(" %10.3f\n", step_ms(p));
   }
