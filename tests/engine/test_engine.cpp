@@ -64,11 +64,15 @@ TEST(Engine, ProfilesDecodeStepsOnlyWhenAsked) {
     return std::make_pair(e->stats().decode_profile, wall_s);
   };
   const auto [p, wall_s] = generate(true);
-  // Each request's first token comes from its prefill step; its other 11 from decode-only steps (the
-  // two may share them), so between 11 and 22 such steps, each of one or two rows.
+  // Each request's first token comes from its prefill step, its other 11 from decode rows: 22 rows in all.
+  // When b is admitted a step after a, b's prefill step also carries one of a's decode rows and is not
+  // decode-only, so 21 or 22 rows are profiled, in 11 to 22 steps of one or two rows.
   EXPECT_GE(p.steps, 11u);
   EXPECT_LE(p.steps, 22u);
-  EXPECT_EQ(p.rows, 22u);
+  EXPECT_GE(p.rows, 21u);
+  EXPECT_LE(p.rows, 22u);
+  EXPECT_GE(p.rows, p.steps);
+  EXPECT_LE(p.rows, 2 * p.steps);
   EXPECT_GT(p.forward.qkv_s, 0);
   EXPECT_GT(p.forward.attention_s, 0);
   EXPECT_GT(p.forward.ffn_down_s, 0);
