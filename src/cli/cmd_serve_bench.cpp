@@ -7,6 +7,10 @@
 // level also measures one cold and one warm request alone, and the prefix cache's token hit rate.
 // Each level also reports its engine's memory plan: the KV pool (bytes and tokens: room for every slot's
 // full context), and once, the weights' bytes, KV bytes per token and the per-sequence cap.
+// With --repeats N the whole list of levels runs N times, levels alternating (1, 8, 1, 8, ...), so that
+// a drift in the host's speed reaches every level alike: each level reports its median decode tok/s,
+// its range, TTFT percentiles over all its requests, and the median of its ratios to the first level
+// measured in the same repeat (the "vs first" column, also without repeats).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,6 +38,7 @@ struct ServeBenchArgs {
   int gen_tokens = 128;
   int threads = 0;
   int rounds = 2;
+  int repeats = 1;
   int shared_prefix = 0;
   int step_tokens = 512;
   bool no_prefix_cache = false;
@@ -48,6 +53,9 @@ struct LevelResult {
   uint64_t generated = 0;
   double wall_s = 0;
   double ttft_cold_ms = 0, ttft_warm_ms = 0, cache_hit_rate = 0;
+  std::vector<double> ttft_ms;          // every request's TTFT
+  std::vector<double> decode_tps_runs;  // decode_tps of each repeat, in the order they ran
+  double ratio_to_first = 0;            // median over repeats of decode_tps / the first level's
   engine::EngineStats plan;  // the engine's memory plan (kv_bytes, model_bytes, pages, per-sequence cap)
   engine::DecodeProfile profile;  // --profile: the level's decode-only steps (warm-up excluded)
   int64_t kv_pool_tokens() const { return int64_t(plan.kv_pages_total) * plan.kv_page_tokens; }
@@ -78,6 +86,13 @@ double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   const size_t i = std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5));
   return v[i];
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
 // Submits one request and waits for its result (the bench is a closed-loop client).
@@ -162,21 +177,52 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
     if (err) std::rethrow_exception(err);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  std::vector<double> ttft;
   double decode_rate_sum = 0;
   for (const auto& r : results) {
-    ttft.push_back(r.timings.ttft_ms);
+    out.ttft_ms.push_back(r.timings.ttft_ms);
     out.generated += uint64_t(r.timings.generated_tokens);
     decode_rate_sum += r.timings.decode_tps;
   }
   out.decode_tps = results.empty() ? 0 : c * decode_rate_sum / double(results.size());
   out.end_to_end_tps = out.wall_s > 0 ? double(out.generated) / out.wall_s : 0;
-  out.ttft_p50_ms = percentile(ttft, 0.50);
-  out.ttft_p99_ms = percentile(ttft, 0.99);
   const engine::EngineStats after = e->stats();
   out.profile = after.decode_profile.since(before.decode_profile);
   const double prompt = double(after.prompt_tokens - before.prompt_tokens);
   if (prompt > 0) out.cache_hit_rate = double(after.cached_tokens - before.cached_tokens) / prompt;
+  return out;
+}
+
+// One level's result over its repeats (`runs`, in order), given the first level's runs of the same
+// repeats: medians of the rates, TTFT percentiles over every request, profiles summed.
+LevelResult summarise(const std::vector<LevelResult>& runs, const std::vector<LevelResult>& first) {
+  LevelResult out = runs.front();  // concurrency and memory plan
+  out.ttft_ms.clear();
+  out.decode_tps_runs.clear();
+  out.generated = 0;
+  out.wall_s = 0;
+  out.profile = {};
+  std::vector<double> e2e, cold, warm, hit, ratios;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const LevelResult& run = runs[r];
+    out.decode_tps_runs.push_back(run.decode_tps);
+    ratios.push_back(first[r].decode_tps > 0 ? run.decode_tps / first[r].decode_tps : 0);
+    e2e.push_back(run.end_to_end_tps);
+    cold.push_back(run.ttft_cold_ms);
+    warm.push_back(run.ttft_warm_ms);
+    hit.push_back(run.cache_hit_rate);
+    out.ttft_ms.insert(out.ttft_ms.end(), run.ttft_ms.begin(), run.ttft_ms.end());
+    out.generated += run.generated;
+    out.wall_s += run.wall_s;
+    out.profile.add(run.profile);
+  }
+  out.decode_tps = median(out.decode_tps_runs);
+  out.ratio_to_first = median(ratios);
+  out.end_to_end_tps = median(e2e);
+  out.ttft_p50_ms = percentile(out.ttft_ms, 0.50);
+  out.ttft_p99_ms = percentile(out.ttft_ms, 0.99);
+  out.ttft_cold_ms = median(cold);
+  out.ttft_warm_ms = median(warm);
+  out.cache_hit_rate = median(hit);
   return out;
 }
 
@@ -224,56 +270,85 @@ void print_profiles(const std::vector<LevelResult>& levels) {
   }
 }
 
+nlohmann::ordered_json json_row(const ServeBenchArgs& a, const LevelResult& r) {
+  nlohmann::ordered_json row = {{"concurrency", r.concurrency},
+                                {"decode_tps", r.decode_tps},
+                                {"end_to_end_tps", r.end_to_end_tps},
+                                {"ttft_p50_ms", r.ttft_p50_ms},
+                                {"ttft_p99_ms", r.ttft_p99_ms},
+                                {"decode_tps_runs", r.decode_tps_runs},
+                                {"ratio_to_first", r.ratio_to_first}};
+  if (a.shared_prefix > 0) {
+    row["ttft_cold_ms"] = r.ttft_cold_ms;
+    row["ttft_warm_ms"] = r.ttft_warm_ms;
+    row["cache_hit_rate"] = r.cache_hit_rate;
+  }
+  row["model_bytes"] = r.plan.model_bytes;
+  row["kv_bytes_per_token"] = r.plan.kv_bytes_per_token;
+  row["kv_pool_bytes"] = r.plan.kv_bytes;
+  row["kv_pool_tokens"] = r.kv_pool_tokens();
+  row["kv_page_tokens"] = r.plan.kv_page_tokens;
+  row["max_seq_tokens"] = r.plan.max_seq_tokens;
+  if (a.profile) row["decode_profile"] = profile_json(r.profile);
+  return row;
+}
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// The plan's parts that do not depend on the level, then the table's header.
+void print_header(const ServeBenchArgs& a, const LevelResult& r) {
+  std::printf("memory: weights %.1f MiB, KV %.1f KiB per token (F16, pages of %d tokens), per-sequence cap %d tokens\n",
+              double(r.plan.model_bytes) / kMiB, double(r.plan.kv_bytes_per_token) / 1024.0, r.plan.kv_page_tokens,
+              r.plan.max_seq_tokens);
+  std::printf("%-12s %12s %8s %12s %14s %14s %12s %10s", "concurrency", "decode tok/s", "vs first", "e2e tok/s",
+              "ttft p50 ms", "ttft p99 ms", "kv pool MiB", "kv tokens");
+  if (a.shared_prefix > 0) std::printf(" %13s %13s %10s", "ttft cold ms", "ttft warm ms", "cache hit");
+  if (a.repeats > 1) std::printf(" %17s", "decode min-max");
+  std::printf("\n");
+}
+
+void print_row(const ServeBenchArgs& a, const LevelResult& r) {
+  std::printf("%-12d %12.1f %8.2f %12.1f %14.2f %14.2f %12.1f %10lld", r.concurrency, r.decode_tps, r.ratio_to_first,
+              r.end_to_end_tps, r.ttft_p50_ms, r.ttft_p99_ms, double(r.plan.kv_bytes) / kMiB,
+              static_cast<long long>(r.kv_pool_tokens()));
+  if (a.shared_prefix > 0) std::printf(" %13.2f %13.2f %9.1f%%", r.ttft_cold_ms, r.ttft_warm_ms, 100 * r.cache_hit_rate);
+  if (a.repeats > 1) {
+    const auto [lo, hi] = std::minmax_element(r.decode_tps_runs.begin(), r.decode_tps_runs.end());
+    std::printf(" %17s", (std::to_string(int(*lo + 0.5)) + "-" + std::to_string(int(*hi + 0.5))).c_str());
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
 void run_serve_bench(const ServeBenchArgs& a) {
-  if (a.prompt_tokens < 1 || a.gen_tokens < 1 || a.rounds < 1)
-    throw std::invalid_argument("serve-bench: --prompt-tokens, --gen-tokens and --rounds must be >= 1");
+  if (a.prompt_tokens < 1 || a.gen_tokens < 1 || a.rounds < 1 || a.repeats < 1)
+    throw std::invalid_argument("serve-bench: --prompt-tokens, --gen-tokens, --rounds and --repeats must be >= 1");
   // Each prompt needs at least one token of its own after the shared part (its question).
   if (a.shared_prefix < 0 || a.shared_prefix >= a.prompt_tokens)
     throw std::invalid_argument("serve-bench: --shared-prefix must be in [0, --prompt-tokens)");
   const std::vector<int> levels = parse_levels(a.concurrency);
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  constexpr double kMiB = 1024.0 * 1024.0;
-  std::vector<LevelResult> results;
-  for (size_t i = 0; i < levels.size(); ++i) {
-    const LevelResult r = run_level(a, levels[i]);
-    results.push_back(r);
-    if (a.json) {
-      nlohmann::ordered_json row = {{"concurrency", r.concurrency},
-                            {"decode_tps", r.decode_tps},
-                            {"end_to_end_tps", r.end_to_end_tps},
-                            {"ttft_p50_ms", r.ttft_p50_ms},
-                            {"ttft_p99_ms", r.ttft_p99_ms}};
-      if (a.shared_prefix > 0) {
-        row["ttft_cold_ms"] = r.ttft_cold_ms;
-        row["ttft_warm_ms"] = r.ttft_warm_ms;
-        row["cache_hit_rate"] = r.cache_hit_rate;
+  std::vector<std::vector<LevelResult>> runs(levels.size());  // [level][repeat]
+  std::vector<LevelResult> results(levels.size());
+  const size_t total = levels.size() * size_t(a.repeats);
+  size_t done = 0;
+  for (int rep = 0; rep < a.repeats; ++rep) {
+    for (size_t i = 0; i < levels.size(); ++i) {
+      runs[i].push_back(run_level(a, levels[i]));
+      if (a.repeats > 1) {  // progress: a repeated list of levels runs for minutes
+        std::fprintf(stderr, "serve-bench: run %zu/%zu: concurrency %d (repeat %d/%d), decode %.1f tok/s\n", ++done,
+                     total, levels[i], rep + 1, a.repeats, runs[i].back().decode_tps);
       }
-      row["model_bytes"] = r.plan.model_bytes;
-      row["kv_bytes_per_token"] = r.plan.kv_bytes_per_token;
-      row["kv_pool_bytes"] = r.plan.kv_bytes;
-      row["kv_pool_tokens"] = r.kv_pool_tokens();
-      row["kv_page_tokens"] = r.plan.kv_page_tokens;
-      row["max_seq_tokens"] = r.plan.max_seq_tokens;
-      if (a.profile) row["decode_profile"] = profile_json(r.profile);
-      rows.push_back(row);
-      continue;
+      if (rep + 1 < a.repeats) continue;
+      // The level's last run: its result is final (the first level's runs of every repeat are in).
+      results[i] = summarise(runs[i], runs[0]);
+      if (a.json) continue;
+      if (i == 0) print_header(a, results[i]);
+      print_row(a, results[i]);
     }
-    if (i == 0) {  // the plan's parts that do not depend on the level, then the table's header
-      std::printf("memory: weights %.1f MiB, KV %.1f KiB per token (F16, pages of %d tokens), per-sequence cap %d tokens\n",
-                  double(r.plan.model_bytes) / kMiB, double(r.plan.kv_bytes_per_token) / 1024.0, r.plan.kv_page_tokens,
-                  r.plan.max_seq_tokens);
-      std::printf("%-12s %12s %12s %14s %14s %12s %10s", "concurrency", "decode tok/s", "e2e tok/s", "ttft p50 ms",
-                  "ttft p99 ms", "kv pool MiB", "kv tokens");
-      if (a.shared_prefix > 0) std::printf(" %13s %13s %10s", "ttft cold ms", "ttft warm ms", "cache hit");
-      std::printf("\n");
-    }
-    std::printf("%-12d %12.1f %12.1f %14.2f %14.2f %12.1f %10lld", r.concurrency, r.decode_tps, r.end_to_end_tps,
-                r.ttft_p50_ms, r.ttft_p99_ms, double(r.plan.kv_bytes) / kMiB, static_cast<long long>(r.kv_pool_tokens()));
-    if (a.shared_prefix > 0) std::printf(" %13.2f %13.2f %9.1f%%", r.ttft_cold_ms, r.ttft_warm_ms, 100 * r.cache_hit_rate);
-    std::printf("\n");
-    std::fflush(stdout);
   }
   if (a.json) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const LevelResult& r : results) rows.push_back(json_row(a, r));
     std::printf("%s\n", rows.dump(2).c_str());
   } else if (a.profile) {
     print_profiles(results);
@@ -289,6 +364,9 @@ void setup_serve_bench(CLI::App& app) {
   cmd->add_option("--gen-tokens", args->gen_tokens, "tokens to generate per request (fewer on end-of-generation)");
   cmd->add_option("-t,--threads", args->threads, "compute threads (0: all cores)");
   cmd->add_option("--rounds", args->rounds, "requests per client, one after another");
+  cmd->add_option("--repeats", args->repeats,
+                  "run the list of levels this many times, alternating, and report medians (a drift in the "
+                  "host's speed then reaches every level alike)");
   cmd->add_option("--shared-prefix", args->shared_prefix, "tokens every prompt shares (prefix cache); adds cold/warm TTFT and hit rate");
   cmd->add_option("--step-tokens", args->step_tokens, "per-step token budget of the scheduler");
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "run the engine with its prefix cache off (to compare)");

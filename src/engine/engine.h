@@ -135,6 +135,13 @@ struct DecodeProfile {
   model::PassProfile forward;
   double after_pass_s = 0;  // sampling, callbacks and finishing requests
 
+  // Adds another total (of this engine or another: serve-bench sums its repeats).
+  void add(const DecodeProfile& o) {
+    steps += o.steps;
+    rows += o.rows;
+    forward.accumulate(o.forward);
+    after_pass_s += o.after_pass_s;
+  }
   // What this total added since an earlier one of the same engine.
   DecodeProfile since(const DecodeProfile& earlier) const {
     DecodeProfile d = *this;

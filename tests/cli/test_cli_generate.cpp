@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -206,6 +207,11 @@ TEST_F(CliTest, ServeBenchJsonHasOneRowPerConcurrency) {
     for (const char* k : {"decode_tps", "ttft_p50_ms", "ttft_p99_ms"}) EXPECT_GT(rows[i][k].get<double>(), 0) << k;
     EXPECT_LE(rows[i]["ttft_p50_ms"].get<double>(), rows[i]["ttft_p99_ms"].get<double>());
     EXPECT_FALSE(rows[i].contains("ttft_cold_ms")) << "prefix fields only with --shared-prefix";
+    // One run per level: its decode tok/s is the level's, and its ratio is to the first level's.
+    ASSERT_EQ(rows[i]["decode_tps_runs"].size(), 1u);
+    EXPECT_DOUBLE_EQ(rows[i]["decode_tps_runs"][0].get<double>(), rows[i]["decode_tps"].get<double>());
+    EXPECT_NEAR(rows[i]["ratio_to_first"].get<double>(),
+                rows[i]["decode_tps"].get<double>() / rows[0]["decode_tps"].get<double>(), 1e-12);
     // The memory plan. stories260K: 292,800 F32 weights; 5 layers × 4 KV heads × head_dim 8 × K and V
     // × 2 bytes = 640 bytes per token; each slot holds a full context (16 + 8 + 1 tokens) in 16-token pages.
     EXPECT_EQ(rows[i]["model_bytes"], 292800u * 4);
@@ -237,10 +243,51 @@ TEST_F(CliTest, ServeBenchTextReportsTheMemoryPlan) {
     std::istringstream cols(rows[i]);
     std::vector<std::string> v;
     for (std::string c; cols >> c;) v.push_back(c);
-    ASSERT_EQ(v.size(), 7u) << rows[i];
+    ASSERT_EQ(v.size(), 8u) << rows[i];
     EXPECT_EQ(v[0], std::to_string(i + 1));
-    EXPECT_EQ(v[6], std::to_string(32 * (i + 1))) << "kv tokens: two 16-token pages per slot";
+    if (i == 0) {
+      EXPECT_EQ(v[2], "1.00") << "the first level against itself";
+    }
+    EXPECT_EQ(v[7], std::to_string(32 * (i + 1))) << "kv tokens: two 16-token pages per slot";
   }
+}
+
+TEST_F(CliTest, ServeBenchRepeatsAlternateLevelsAndReportMedians) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto r = run("serve-bench -m " + stories_ + " --concurrency 1,2 --prompt-tokens 16 --gen-tokens 8 -t 1 --repeats 3 --profile --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  std::vector<double> runs[2];
+  for (size_t i = 0; i < 2; ++i) {
+    for (const auto& v : rows[i]["decode_tps_runs"]) runs[i].push_back(v.get<double>());
+    ASSERT_EQ(runs[i].size(), 3u) << r.out;
+    std::vector<double> sorted = runs[i];
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_DOUBLE_EQ(rows[i]["decode_tps"].get<double>(), sorted[1]) << "the median of three";
+  }
+  // The ratio pairs each repeat's runs: the median of the three ratios, not a ratio of medians.
+  std::vector<double> ratios;
+  for (size_t k = 0; k < 3; ++k) ratios.push_back(runs[1][k] / runs[0][k]);
+  std::sort(ratios.begin(), ratios.end());
+  EXPECT_DOUBLE_EQ(rows[0]["ratio_to_first"].get<double>(), 1.0);
+  EXPECT_NEAR(rows[1]["ratio_to_first"].get<double>(), ratios[1], 1e-12);
+  // The profile sums the repeats: three times the one-row steps of a single run at concurrency 1.
+  EXPECT_EQ(rows[0]["decode_profile"]["steps"].get<int>(), 3 * 14) << r.out;
+  // Progress on stderr, one line per run in the order they ran: levels alternate within each repeat.
+  std::vector<std::string> order;
+  std::istringstream err(r.err);
+  for (std::string line; std::getline(err, line);) {
+    const auto at = line.find("concurrency ");
+    if (line.rfind("serve-bench: run ", 0) == 0 && at != std::string::npos) order.push_back(line.substr(at, 14));
+  }
+  const std::vector<std::string> expected = {"concurrency 1 ", "concurrency 2 ", "concurrency 1 ",
+                                             "concurrency 2 ", "concurrency 1 ", "concurrency 2 "};
+  EXPECT_EQ(order, expected) << r.err;
+
+  auto text = run("serve-bench -m " + stories_ + " --concurrency 1 --prompt-tokens 16 --gen-tokens 8 -t 1 --repeats 2");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("decode min-max"), std::string::npos) << text.out;
 }
 
 TEST_F(CliTest, ServeBenchProfileSplitsTheDecodeStep) {
@@ -308,6 +355,7 @@ TEST_F(CliTest, ServeBenchBadArgumentsFailCleanly) {
       {"--concurrency abc", "'abc' is not a count"},
       {"--concurrency 1,,2", "is not a count"},
       {"--prompt-tokens 0", "must be >= 1"},
+      {"--repeats 0", "--repeats must be >= 1"},
       {"--prompt-tokens 50 --shared-prefix 50", "--shared-prefix must be in [0, --prompt-tokens)"},
   };
   for (const auto& [args, message] : cases) {
