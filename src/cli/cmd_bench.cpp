@@ -159,9 +159,9 @@ void setup_bench(CLI::App& app) {
   cmd->add_option("-m,--model", args->model, "GGUF model file")->required()->check(CLI::ExistingFile);
   cmd->add_option("-p,--n-prompt", args->p, "prompt tokens prefilled in one batch (0: skip)");
   cmd->add_option("-n,--n-gen", args->n, "tokens decoded one at a time (0: skip)");
-  cmd->add_option("-t,--threads", args->threads, "compute threads")->check(CLI::PositiveNumber);
-  cmd->add_option("-r,--repetitions", args->reps, "repetitions (mean ± stddev)")->check(CLI::PositiveNumber);
-  cmd->add_option("--probe-mib", args->probe_mib, "bandwidth probe array size in MiB")->check(CLI::PositiveNumber);
+  cmd->add_option("-t,--threads", args->threads, "compute threads")->check(CLI::Range(1, 1024));
+  cmd->add_option("-r,--repetitions", args->reps, "repetitions (mean ± stddev)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--probe-mib", args->probe_mib, "bandwidth probe array size in MiB")->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->callback([args] { run_bench(*args); });

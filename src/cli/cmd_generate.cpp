@@ -160,8 +160,8 @@ void setup_generate(CLI::App& app) {
   cmd->add_option("--frequency-penalty", args->frequency_penalty, "frequency penalty");
   cmd->add_option("--presence-penalty", args->presence_penalty, "presence penalty");
   cmd->add_option("-s,--seed", args->seed, "RNG seed (default: random, reported on stderr)");
-  cmd->add_option("-t,--threads", args->threads, "compute threads")->check(CLI::PositiveNumber);
-  cmd->add_option("-c,--ctx-size", args->context, "context size in tokens")->check(CLI::PositiveNumber);
+  cmd->add_option("-t,--threads", args->threads, "compute threads")->check(CLI::Range(1, 1024));
+  cmd->add_option("-c,--ctx-size", args->context, "context size in tokens")->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--stop", args->stop, "stop string (repeatable); not included in the output");
   cmd->add_flag("--chat", args->chat, "wrap the prompt in the model's chat template");
   cmd->add_option("--chat-template", args->chat_template, "chat format by name (chatml, llama3, ...); implies --chat");

@@ -62,7 +62,7 @@ void setup_synth(CLI::App& app) {
   cmd->add_option("--type", args->type, "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k_m | q5_k_m | q6_k");
   cmd->add_option("-o,--output", args->out, "output GGUF file")->required();
   cmd->add_option("--seed", args->seed, "weight seed");
-  cmd->add_option("-t,--threads", args->threads, "threads")->check(CLI::PositiveNumber);
+  cmd->add_option("-t,--threads", args->threads, "threads")->check(CLI::Range(1, 1024));
   cmd->add_option("--vocab", args->vocab, "GGUF file to copy tokenizer.* metadata from")->check(CLI::ExistingFile);
   cmd->callback([args] { run_synth(*args); });
 }

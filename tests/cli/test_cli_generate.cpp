@@ -137,6 +137,10 @@ TEST_F(CliTest, BadArgumentsFailCleanlyWithAMessage) {
       {"synth --type q3_k -o " + (tmp_ / "x.gguf").string(), "q3_k"},
       {"synth --arch qwen2 --like qwen3-0.6b -o " + (tmp_ / "x.gguf").string(), "qwen2"},
       {"bench -m " + stories_ + " -p 0 -n 0", "-p"},
+      // Counts say their range (CLI11's PositiveNumber printed the largest double).
+      {"generate -m " + stories_ + " -p hi -t 0", "--threads: Value 0 not in range 1 to 1024"},
+      {"bench -m " + stories_ + " -r 0", "--repetitions: Value 0 not in range 1 to 1000"},
+      {"synth -t 0 -o " + (tmp_ / "x.gguf").string(), "--threads: Value 0 not in range 1 to 1024"},
       {"no-such-command", "subcommand"},
   };
   { std::ofstream(tmp_ / "junk.gguf") << "not a gguf file at all"; }
