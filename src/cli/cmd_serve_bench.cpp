@@ -148,7 +148,8 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
   LevelResult out;
   out.concurrency = c;
   out.plan = e->stats();
-  run_one(*e, random_ids(8), 4, 1);  // warm-up: fault the weights in
+  // Warm-up (faults the weights in): at most 8 prompt tokens and 4 generated, inside the context.
+  run_one(*e, random_ids(std::min(8, a.prompt_tokens)), std::min(4, a.gen_tokens), 1);
   if (a.shared_prefix > 0) {
     out.ttft_cold_ms = run_one(*e, make_prompt(), 1, 2).timings.ttft_ms;
     out.ttft_warm_ms = run_one(*e, make_prompt(), 1, 3).timings.ttft_ms;

@@ -352,6 +352,20 @@ TEST_F(CliTest, ServeBenchSharedPrefixReportsColdWarmAndHitRate) {
   EXPECT_LE(rows[0]["cache_hit_rate"].get<double>(), 1.0);
 }
 
+TEST_F(CliTest, ServeBenchRunsTheSmallestRequests) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  // A context of 2 + 1 + 1 tokens: the warm-up request must fit it too.
+  auto r = run("serve-bench -m " + stories_ + " --concurrency 1,2 --prompt-tokens 2 --gen-tokens 1 -t 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["max_seq_tokens"], 4);
+    EXPECT_GT(row["ttft_p50_ms"].get<double>(), 0);
+    EXPECT_EQ(row["decode_tps"].get<double>(), 0) << "one token each: it comes with the prefill, none is decoded";
+  }
+}
+
 TEST_F(CliTest, ServeBenchBadArgumentsFailCleanly) {
   INFER_REQUIRE_DIR(test::models_dir());
   const std::pair<std::string, std::string> cases[] = {
