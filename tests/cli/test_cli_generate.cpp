@@ -66,6 +66,14 @@ class CliTest : public ::testing::Test {
     return r;
   }
 
+  // `infer serve-bench` on stories260K with ARGS and --json: its rows (none if it failed, which fails
+  // the test).
+  nlohmann::json serve_bench_rows(const std::string& args) {
+    auto r = run("serve-bench -m " + stories_ + " " + args + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::array();
+  }
+
   fs::path bin_, tmp_;
   std::string stories_;
 };
@@ -201,9 +209,7 @@ TEST_F(CliTest, BenchJsonReportsSpeedsAndBandwidthShare) {
 
 TEST_F(CliTest, ServeBenchJsonHasOneRowPerConcurrency) {
   INFER_REQUIRE_DIR(test::models_dir());
-  auto r = run("serve-bench -m " + stories_ + " --concurrency 1,2,4 --prompt-tokens 16 --gen-tokens 8 -t 1 --json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rows = nlohmann::json::parse(r.out);
+  auto rows = serve_bench_rows("--concurrency 1,2,4 --prompt-tokens 16 --gen-tokens 8 -t 1");
   ASSERT_EQ(rows.size(), 3u);
   const int levels[] = {1, 2, 4};
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -296,25 +302,23 @@ TEST_F(CliTest, ServeBenchRepeatsAlternateLevelsAndReportMedians) {
 
 TEST_F(CliTest, ServeBenchProfileSplitsTheDecodeStep) {
   INFER_REQUIRE_DIR(test::models_dir());
-  auto r = run("serve-bench -m " + stories_ + " --concurrency 1,2 --prompt-tokens 16 --gen-tokens 8 -t 1 --profile --json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rows = nlohmann::json::parse(r.out);
+  auto rows = serve_bench_rows("--concurrency 1,2 --prompt-tokens 16 --gen-tokens 8 -t 1 --profile");
   ASSERT_EQ(rows.size(), 2u);
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& p = rows[i]["decode_profile"];
-    ASSERT_TRUE(p.is_object()) << r.out;
+    ASSERT_TRUE(p.is_object()) << p;
     // 2 rounds per client of 8 tokens: 7 decode rows per request (the first token comes with the
     // prefill). At concurrency 1 every decode step is decode-only: 14 steps of one row. At 2, the 28
     // decode rows share steps, and each of the 4 prefill steps may carry one of the other client's decode
     // rows, which then is not profiled: 24 to 28 rows in steps of one or two.
     const int steps = p["steps"].get<int>();
-    const double rows = steps * p["rows_per_step"].get<double>();
+    const double profiled_rows = steps * p["rows_per_step"].get<double>();
     if (i == 0) {
-      EXPECT_EQ(steps, 14) << r.out;
-      EXPECT_DOUBLE_EQ(rows, 14) << r.out;
+      EXPECT_EQ(steps, 14) << p;
+      EXPECT_DOUBLE_EQ(profiled_rows, 14) << p;
     } else {
-      EXPECT_GE(rows, 24 - 1e-6) << r.out;
-      EXPECT_LE(rows, 28 + 1e-6) << r.out;
+      EXPECT_GE(profiled_rows, 24 - 1e-6) << p;
+      EXPECT_LE(profiled_rows, 28 + 1e-6) << p;
     }
     EXPECT_GE(p["rows_per_step"].get<double>(), 1.0);
     EXPECT_LE(p["rows_per_step"].get<double>(), double(i + 1));
@@ -334,16 +338,14 @@ TEST_F(CliTest, ServeBenchProfileSplitsTheDecodeStep) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("decode step profile"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("attention"), std::string::npos) << text.out;
-  auto plain = run("serve-bench -m " + stories_ + " --concurrency 2 --prompt-tokens 16 --gen-tokens 8 -t 1 --json");
-  ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  EXPECT_FALSE(nlohmann::json::parse(plain.out)[0].contains("decode_profile")) << "--profile only when asked";
+  auto plain = serve_bench_rows("--concurrency 2 --prompt-tokens 16 --gen-tokens 8 -t 1");
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_FALSE(plain[0].contains("decode_profile")) << "--profile only when asked";
 }
 
 TEST_F(CliTest, ServeBenchSharedPrefixReportsColdWarmAndHitRate) {
   INFER_REQUIRE_DIR(test::models_dir());
-  auto r = run("serve-bench -m " + stories_ + " --concurrency 2 --prompt-tokens 40 --shared-prefix 32 --gen-tokens 4 -t 1 --json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rows = nlohmann::json::parse(r.out);
+  auto rows = serve_bench_rows("--concurrency 2 --prompt-tokens 40 --shared-prefix 32 --gen-tokens 4 -t 1");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_GT(rows[0]["ttft_cold_ms"].get<double>(), 0);
   EXPECT_GT(rows[0]["ttft_warm_ms"].get<double>(), 0);
@@ -355,9 +357,7 @@ TEST_F(CliTest, ServeBenchSharedPrefixReportsColdWarmAndHitRate) {
 TEST_F(CliTest, ServeBenchRunsTheSmallestRequests) {
   INFER_REQUIRE_DIR(test::models_dir());
   // A context of 2 + 1 + 1 tokens: the warm-up request must fit it too.
-  auto r = run("serve-bench -m " + stories_ + " --concurrency 1,2 --prompt-tokens 2 --gen-tokens 1 -t 1 --json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rows = nlohmann::json::parse(r.out);
+  auto rows = serve_bench_rows("--concurrency 1,2 --prompt-tokens 2 --gen-tokens 1 -t 1");
   ASSERT_EQ(rows.size(), 2u);
   for (const auto& row : rows) {
     EXPECT_EQ(row["max_seq_tokens"], 4);
