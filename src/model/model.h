@@ -22,7 +22,8 @@ struct LoadOptions {
   bool mmap = false;      // map the file (shared page cache) instead of copying it into huge pages
 };
 // A copy (not mmap) has its matrices rewritten into the interleaved layout where this CPU has kernels
-// for it (kernels/interleave.h: Q4_K with AMX), for faster decode and batches; see interleaved_matrices().
+// for it (kernels/interleave.h: Q4_K and Q6_K with AVX-512 VNNI), for faster decode and batches; see
+// interleaved_matrices().
 
 struct LayerWeights {
   const float* attn_norm = nullptr;                 // [n_embd]
