@@ -196,12 +196,9 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
 // One level's result over its repeats (`runs`, in order), given the first level's runs of the same
 // repeats: medians of the rates, TTFT percentiles over every request, profiles summed.
 LevelResult summarise(const std::vector<LevelResult>& runs, const std::vector<LevelResult>& first) {
-  LevelResult out = runs.front();  // concurrency and memory plan
-  out.ttft_ms.clear();
-  out.decode_tps_runs.clear();
-  out.generated = 0;
-  out.wall_s = 0;
-  out.profile = {};
+  LevelResult out;
+  out.concurrency = runs.front().concurrency;
+  out.plan = runs.front().plan;
   std::vector<double> e2e, cold, warm, hit, ratios;
   for (size_t r = 0; r < runs.size(); ++r) {
     const LevelResult& run = runs[r];
