@@ -1,5 +1,6 @@
 #include "vector/filter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -16,13 +17,20 @@ struct Filter::Node {
   Op op;
   double num = 0;
   std::string text;                         // string literal or field name
-  std::vector<std::unique_ptr<Node>> kids;  // operands or array items
+  std::vector<std::unique_ptr<Node>> kids;  // operands (two; any number for and/or) or array items
+  int height = 1;                           // levels of this subtree: bounds eval's and ~Node's recursion
 };
 
 namespace {
 
 using NodePtr = std::unique_ptr<Filter::Node>;
-constexpr int kMaxDepth = 200;  // bounds recursion on hostile input
+// Evaluation and destruction recurse once per level of the tree, so its height is bounded (brackets,
+// unary chains, right-associative ** and left-associative chains of other operators all add levels;
+// an and/or chain is one n-ary node and adds one). The node count bounds the work per element.
+constexpr int kMaxDepth = kFilterMaxDepth;
+constexpr size_t kMaxNodes = kFilterMaxNodes;
+// strtod needs a terminated copy; copying at most this much keeps number lexing O(1) per token.
+constexpr size_t kMaxNumberChars = 128;
 
 struct Token {
   enum Kind { End, Num, Str, Field, Op, LParen, RParen, LBracket, RBracket, Comma } kind;
@@ -37,13 +45,34 @@ class Parser {
 
   NodePtr parse_all() {
     auto n = parse_binary(0, 0);
-    if (tok_.kind != Token::End) fail("unexpected '" + tok_.text + "'");
+    if (tok_.kind != Token::End) fail("unexpected " + quoted(tok_.text));
     return n;
   }
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
     throw FilterError("invalid FILTER expression at offset " + std::to_string(tok_.pos) + ": " + why);
+  }
+
+  // Quotes a token in an error, shortened: a string literal may be megabytes long.
+  static std::string quoted(const std::string& text) {
+    return "'" + (text.size() <= 40 ? text : text.substr(0, 40) + "...") + "'";
+  }
+
+  NodePtr make(Op op) {
+    if (++nodes_ > kMaxNodes)
+      fail("more than " + std::to_string(kMaxNodes) + " operands and operators (the FILTER limit)");
+    auto n = std::make_unique<Filter::Node>();
+    n->op = op;
+    return n;
+  }
+
+  // Adds a child and checks the height it gives its parent.
+  void adopt(Filter::Node& parent, NodePtr kid) {
+    parent.height = std::max(parent.height, kid->height + 1);
+    parent.kids.push_back(std::move(kid));
+    if (parent.height > kMaxDepth)
+      fail("expression more than " + std::to_string(kMaxDepth) + " levels deep (the FILTER limit)");
   }
 
   void next() {
@@ -60,11 +89,12 @@ class Parser {
       return;
     }
     if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i_ + 1 < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_ + 1])))) {
-      const std::string rest(s_.substr(i_));
+      const std::string rest(s_.substr(i_, kMaxNumberChars));
       char* end = nullptr;
       const double v = std::strtod(rest.c_str(), &end);
       const size_t len = static_cast<size_t>(end - rest.c_str());
       tok_ = {Token::Num, rest.substr(0, len), v, i_};
+      if (len == rest.size() && i_ + len < s_.size()) fail("number longer than " + std::to_string(kMaxNumberChars) + " characters");
       i_ += len;
       if (i_ < s_.size() && ident_char(s_[i_])) fail("malformed number");
       return;
@@ -91,7 +121,7 @@ class Parser {
       } else if (word == "and" || word == "or" || word == "not" || word == "in") {
         tok_ = {Token::Op, word, 0, i_};
       } else {
-        fail("unknown word '" + word + "' (fields are written .name)");
+        fail("unknown word " + quoted(word) + " (fields are written .name)");
       }
       i_ = j;
       return;
@@ -106,7 +136,7 @@ class Parser {
     }
     const Token::Kind k = c == '(' ? Token::LParen : c == ')' ? Token::RParen : c == '[' ? Token::LBracket
                         : c == ']' ? Token::RBracket : c == ',' ? Token::Comma : Token::End;
-    if (k == Token::End) fail(std::string("unexpected character '") + c + "'");
+    if (k == Token::End) fail("unexpected character " + quoted(std::string(1, c)));
     tok_ = {k, std::string(1, c), 0, i_};
     ++i_;
   }
@@ -142,10 +172,14 @@ class Parser {
       next();
       // ** is right-associative; everything else left-associative.
       auto rhs = parse_binary(b->first == Op::Pow ? b->second : b->second + 1, depth + 1);
-      auto n = std::make_unique<Filter::Node>();
-      n->op = b->first;
-      n->kids.push_back(std::move(lhs));
-      n->kids.push_back(std::move(rhs));
+      const bool logic = b->first == Op::And || b->first == Op::Or;
+      if (logic && lhs->op == b->first) {
+        adopt(*lhs, std::move(rhs));  // `a and b and c` is one node with three operands
+        continue;
+      }
+      auto n = make(b->first);
+      adopt(*n, std::move(lhs));
+      adopt(*n, std::move(rhs));
       lhs = std::move(n);
     }
   }
@@ -153,33 +187,34 @@ class Parser {
   NodePtr parse_unary(int depth) {
     if (depth > kMaxDepth) fail("expression nested too deeply");
     if (tok_.kind == Token::Op && (tok_.text == "!" || tok_.text == "not" || tok_.text == "-")) {
-      auto n = std::make_unique<Filter::Node>();
-      n->op = tok_.text == "-" ? Op::Neg : Op::Not;
+      auto n = make(tok_.text == "-" ? Op::Neg : Op::Not);
       next();
-      n->kids.push_back(parse_unary(depth + 1));
+      adopt(*n, parse_unary(depth + 1));
       return n;
     }
     return parse_primary(depth);
   }
 
   NodePtr parse_primary(int depth) {
-    auto n = std::make_unique<Filter::Node>();
     switch (tok_.kind) {
-      case Token::Num:
-        n->op = Op::Num;
+      case Token::Num: {
+        auto n = make(Op::Num);
         n->num = tok_.num;
         next();
         return n;
-      case Token::Str:
-        n->op = Op::Str;
+      }
+      case Token::Str: {
+        auto n = make(Op::Str);
         n->text = tok_.text;
         next();
         return n;
-      case Token::Field:
-        n->op = Op::Field;
+      }
+      case Token::Field: {
+        auto n = make(Op::Field);
         n->text = tok_.text;
         next();
         return n;
+      }
       case Token::LParen: {
         next();
         auto inner = parse_binary(0, depth + 1);
@@ -187,15 +222,15 @@ class Parser {
         next();
         return inner;
       }
-      case Token::LBracket:
-        n->op = Op::Array;
+      case Token::LBracket: {
+        auto n = make(Op::Array);
         next();
         if (tok_.kind == Token::RBracket) {
           next();
           return n;
         }
         for (;;) {
-          n->kids.push_back(parse_binary(0, depth + 1));
+          adopt(*n, parse_binary(0, depth + 1));
           if (tok_.kind == Token::Comma) {
             next();
             continue;
@@ -204,16 +239,18 @@ class Parser {
           next();
           return n;
         }
+      }
       case Token::End:
         fail("unexpected end of expression");
       default:
-        fail("unexpected '" + tok_.text + "'");
+        fail("unexpected " + quoted(tok_.text));
     }
   }
 
   std::string_view s_;
   size_t i_ = 0;
   Token tok_;
+  size_t nodes_ = 0;
 };
 
 // Values during evaluation; nullopt means "does not match" (missing field, wrong type).
@@ -222,14 +259,16 @@ struct Value {
 };
 using Maybe = std::optional<Value>;
 
-Maybe from_json(const nlohmann::json& j) {
+// Attributes nested deeper than the expression may be do not match: from_json and equal() recurse per level.
+Maybe from_json(const nlohmann::json& j, int depth = 0) {
+  if (depth > kMaxDepth) return std::nullopt;
   if (j.is_boolean()) return Value{j.get<bool>() ? 1.0 : 0.0};
   if (j.is_number()) return Value{j.get<double>()};
   if (j.is_string()) return Value{j.get<std::string>()};
   if (j.is_array()) {
     std::vector<Value> items;
     for (const auto& e : j) {
-      auto x = from_json(e);
+      auto x = from_json(e, depth + 1);
       if (!x) return std::nullopt;
       items.push_back(std::move(*x));
     }
@@ -286,18 +325,18 @@ Maybe eval(const Filter::Node& n, const nlohmann::json& obj) {
       if (!x || !std::holds_alternative<double>(x->v)) return std::nullopt;
       return Value{-std::get<double>(x->v)};
     }
-    case Op::Or: {
-      auto a = eval(*n.kids[0], obj);
-      if (a && truthy(*a)) return boolean(true);
-      auto b = eval(*n.kids[1], obj);
-      return boolean(b && truthy(*b));
-    }
-    case Op::And: {
-      auto a = eval(*n.kids[0], obj);
-      if (!a || !truthy(*a)) return boolean(false);
-      auto b = eval(*n.kids[1], obj);
-      return boolean(b && truthy(*b));
-    }
+    case Op::Or:
+      for (const auto& k : n.kids) {
+        auto x = eval(*k, obj);
+        if (x && truthy(*x)) return boolean(true);
+      }
+      return boolean(false);
+    case Op::And:
+      for (const auto& k : n.kids) {
+        auto x = eval(*k, obj);
+        if (!x || !truthy(*x)) return boolean(false);
+      }
+      return boolean(true);
     default: break;
   }
   auto a = eval(*n.kids[0], obj);

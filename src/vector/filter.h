@@ -7,8 +7,15 @@
 // of the wrong type does not match; it is never an error. Inside `and`/`or` such an operand counts as
 // false, so `.a == 1 or .b == 2` still matches an element that has only `b`.
 //
+// Limits (parse() refuses beyond them, naming the limit): at most kFilterMaxNodes operands and operators
+// (literals, fields, array items and operators each count one; this bounds the work per element) and a
+// tree at most kFilterMaxDepth levels deep (each bracket, unary operator, ** and each operator of a
+// left-associative chain other than and/or adds a level; a whole and/or chain adds one). Attribute
+// values nested deeper than kFilterMaxDepth do not match.
+//
 // Thread-safety: a parsed Filter is immutable; matches() may run concurrently.
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -17,6 +24,9 @@
 #include <nlohmann/json_fwd.hpp>
 
 namespace infer::vector {
+
+inline constexpr size_t kFilterMaxNodes = 4096;
+inline constexpr int kFilterMaxDepth = 200;
 
 // A malformed expression; what() names the problem and its byte offset.
 struct FilterError : std::runtime_error {

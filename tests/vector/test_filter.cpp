@@ -64,3 +64,68 @@ TEST(Filter, RejectsMalformedExpressions) {
     EXPECT_NE(std::string(e.what()).find("offset 8"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+std::string chain(const char* first, const char* link, size_t links) {
+  std::string s = first;
+  for (size_t i = 0; i < links; ++i) s += link;
+  return s;
+}
+std::string parse_error(const std::string& expr) {
+  try {
+    Filter::parse(expr);
+  } catch (const FilterError& e) {
+    return e.what();
+  }
+  return "(parsed)";
+}
+}  // namespace
+
+TEST(Filter, LongAndOrChainsAreOneLevelDeep) {
+  // 1000 operands of `and` are 3001 nodes but one level: evaluation does not recurse per operand.
+  const std::string all = chain(".n == 1", " and .n == 1", 999);
+  EXPECT_TRUE(match(all.c_str(), R"({"n": 1})"));
+  EXPECT_FALSE(match((all + " and .n == 2").c_str(), R"({"n": 1})"));
+  const std::string any = chain(".n == 2", " || .n == 2", 998) + " || .n == 1";
+  EXPECT_TRUE(match(any.c_str(), R"({"n": 1})"));
+  EXPECT_FALSE(match(any.c_str(), R"({"n": 3})"));
+  // Mixed and/or keeps precedence: `a or b and c` is `a or (b and c)`.
+  EXPECT_TRUE(match(".n == 1 or .n == 2 and .n == 3 and .n == 4", R"({"n": 1})"));
+  EXPECT_FALSE(match("(.n == 1 or .n == 2) and .n == 3 and .n == 4", R"({"n": 1})"));
+}
+
+TEST(Filter, RefusesMoreNodesThanTheLimit) {
+  // The chain from issue 19 (50,000 `and`s) used to overflow the stack.
+  const std::string huge = chain(".n == 1", " and .n == 1", 50000);
+  const std::string err = parse_error(huge);
+  EXPECT_NE(err.find("more than 4096 operands and operators"), std::string::npos) << err;
+  std::string items = "[0";
+  for (int i = 1; i < 4093; ++i) items += "," + std::to_string(i);  // 4093 items + .n, in, [] = 4096
+  EXPECT_TRUE(match((".n in " + items + "]").c_str(), R"({"n": 4000})"));
+  EXPECT_NE(parse_error(".n in " + items + ",1,2]").find("4096"), std::string::npos);
+}
+
+TEST(Filter, RefusesTreesDeeperThanTheLimit) {
+  EXPECT_TRUE(match(chain("0", " + 1", 150).append(" == 150").c_str(), "{}"));
+  for (const std::string& deep : {chain("0", " + 1", 300), chain("1", " ** 1", 300), chain("1", " - 1", 100000),
+                                  chain("", "not ", 300) + "1", chain("", "-", 100000) + "1",
+                                  chain("", "[", 300), std::string(100000, '(') + "1"}) {
+    const std::string err = parse_error(deep);
+    EXPECT_TRUE(err.find("200 levels deep") != std::string::npos || err.find("nested too deeply") != std::string::npos)
+        << err.substr(0, 200);
+  }
+}
+
+TEST(Filter, RefusesOverlongNumbersAndShortensQuotedTokens) {
+  EXPECT_NE(parse_error("1" + std::string(1000, '0')).find("number longer than 128"), std::string::npos);
+  EXPECT_TRUE(match(("1" + std::string(100, '0') + " > 1").c_str(), "{}"));
+  const std::string err = parse_error(".a == 1 '" + std::string(100000, 'x') + "'");
+  EXPECT_LT(err.size(), 200u) << err.substr(0, 200);
+}
+
+TEST(Filter, DeeplyNestedAttributesDoNotMatch) {
+  const std::string nested = R"({"a": )" + std::string(5000, '[') + "1" + std::string(5000, ']') + "}";
+  EXPECT_FALSE(match(".a == 1", nested.c_str()));
+  EXPECT_FALSE(match("1 in .a", nested.c_str()));
+  EXPECT_TRUE(match(".a == [[1]]", R"({"a": [[1]]})"));
+}
