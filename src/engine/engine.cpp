@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "engine/memory_plan.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 
@@ -29,54 +30,25 @@ uint64_t Handle::id() const { return state_ ? state_->id : 0; }
 
 namespace {
 
-std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
-
-void check_options(const EngineOptions& o) {
-  auto bad = [](const std::string& what) { throw std::invalid_argument("engine options: " + what); };
-  if (o.threads < 0) bad("threads must be >= 0");
-  if (o.max_running < 1) bad("max_running must be >= 1");
-  if (o.queue_depth < 1) bad("queue_depth must be >= 1");
-  if (o.context < 2) bad("context must be >= 2");
-  if (o.kv_tokens < 0) bad("kv_tokens must be >= 0");
-  if (o.page_tokens < 1) bad("page_tokens must be >= 1");
-  if (o.step_tokens < 1) bad("step_tokens must be >= 1");
-  if (o.nice < 0 || o.nice > 19) bad("nice must be in 0..19");
-}
-
 class EngineImpl final : public Engine {
  public:
   explicit EngineImpl(const EngineOptions& opts) : opts_(opts) {
-    check_options(opts_);
     model::LoadOptions lo;
     lo.mmap = opts_.mmap;
+    check_options(opts_);  // before the model is read
     model_ = model::Model::load(opts_.model_path, lo);
     tok_ = tokenizer::Tokenizer::from_gguf(model_->file());
     const model::HParams& hp = model_->hparams();
-
-    // Resolve the plan: threads, per-sequence cap, pool size in whole pages.
-    if (opts_.threads == 0) opts_.threads = int(std::max(1u, std::thread::hardware_concurrency()));
-    if (hp.n_ctx_train > 0) opts_.context = std::min(opts_.context, hp.n_ctx_train);
-    // By default max_running sequences of the full context fit at once: each rounded up to whole pages.
-    const int64_t context_pages = (int64_t(opts_.context) + opts_.page_tokens - 1) / opts_.page_tokens;
-    int64_t kv_tokens = int64_t(opts_.max_running) * context_pages * opts_.page_tokens;
-    if (opts_.kv_tokens > 0)
-      kv_tokens = opts_.kv_tokens;
-    else if (opts_.kv_bytes > 0)  // whole pages within the budget (a page is its tokens plus a small pad)
-      kv_tokens = int64_t(std::min<uint64_t>(opts_.kv_bytes / model::KvPool::bytes_for(hp, opts_.page_tokens, 1),
-                                             INT32_MAX / opts_.page_tokens)) * opts_.page_tokens;
-    if (kv_tokens < opts_.page_tokens)
-      throw std::invalid_argument("engine options: the KV pool holds less than one page (" + std::to_string(kv_tokens) +
-                                  " tokens at " + std::to_string(hp.kv_bytes_per_token()) + " bytes/token)");
-    const int64_t n_pages = (kv_tokens + opts_.page_tokens - 1) / opts_.page_tokens;
-    if (n_pages > INT32_MAX / opts_.page_tokens)
-      throw std::runtime_error("engine: KV pool of " + std::to_string(kv_tokens) + " tokens is too large");
-    opts_.kv_tokens = int(n_pages * opts_.page_tokens);
-    const uint64_t kv_bytes = model::KvPool::bytes_for(hp, opts_.page_tokens, int(n_pages));
+    // Resolve the plan (threads, per-sequence cap, pool size in whole pages) the way hosts see it.
+    const MemoryPlan plan = plan_memory(hp, model_->file().file_size(), opts_);
+    opts_ = plan.resolved;
+    const int n_pages = plan.n_pages;
+    const uint64_t kv_bytes = plan.kv_bytes;
     try {
-      kv_ = std::make_unique<model::KvPool>(hp, opts_.page_tokens, int(n_pages));
+      kv_ = std::make_unique<model::KvPool>(hp, opts_.page_tokens, n_pages);
     } catch (const std::exception& e) {
       throw std::runtime_error("engine: cannot allocate the KV pool (" + std::to_string(n_pages) + " pages of " +
-                               std::to_string(opts_.page_tokens) + " tokens, " + mib(kv_bytes) + " at " +
+                               std::to_string(opts_.page_tokens) + " tokens, " + format_bytes(kv_bytes) + " at " +
                                std::to_string(hp.kv_bytes_per_token()) + " bytes/token): " + e.what());
     }
     pool_ = std::make_unique<kernels::ThreadPool>(opts_.threads, opts_.nice);

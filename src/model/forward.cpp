@@ -178,6 +178,18 @@ Forward::Forward(const Model& model, kernels::ThreadPool& pool, int max_rows)
 
 Forward::~Forward() = default;
 
+uint64_t Forward::scratch_bytes(const HParams& hp, int max_rows, int n_threads) {
+  const uint64_t rows = uint64_t(std::max(max_rows, 0));
+  // One row each of: x, xb, final_rows (n_embd); q, att (q_dim); k, v (kv_dim); hb, hb2 (n_ff); rope.
+  const uint64_t per_row = 3 * uint64_t(hp.n_embd) + 2 * uint64_t(hp.q_dim()) + 2 * uint64_t(hp.kv_dim()) +
+                           2 * uint64_t(hp.n_ff) + uint64_t(hp.n_rot);
+  const uint64_t gqa = hp.n_kv_head > 0 ? uint64_t(hp.n_head / hp.n_kv_head) : 1;
+  const uint64_t scores = uint64_t(std::max(n_threads, 1)) * gqa * uint64_t(std::max(hp.n_ctx_train, 0));
+  // Quantised activations: under two bytes per input element of the widest matmul input.
+  const uint64_t activations = rows * 2 * uint64_t(std::max(hp.n_embd, hp.n_ff));
+  return (rows * per_row + scores) * sizeof(float) + activations;
+}
+
 void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, PassProfile* profile) {
   // lap(&PassProfile::x) adds the time since the previous lap to phase x; nothing without a profile.
   using Clock = std::chrono::steady_clock;

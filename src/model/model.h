@@ -98,6 +98,9 @@ class Forward {
  public:
   Forward(const Model& model, kernels::ThreadPool& pool, int max_rows);
   ~Forward();
+  // About what the constructor allocates for max_rows rows and a pool of n_threads (memory planning
+  // before a model is loaded), including the matmul activations it quantises later.
+  static uint64_t scratch_bytes(const HParams& hp, int max_rows, int n_threads);
 
   // Runs the batch, writing K/V of every row into `kv`. For each row with want_logits, in row order,
   // writes n_vocab logits to `logits` (may be null if no row wants them). When `hidden` is not null it

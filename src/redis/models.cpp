@@ -1,13 +1,16 @@
 #include "redis/models.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
+#include "engine/memory_plan.h"
 #include "redis/settings.h"
 
 namespace infer::redis {
@@ -54,6 +57,25 @@ std::string ModelRegistry::load_now(const std::string& name, const std::string& 
   }
 }
 
+namespace {
+
+// What the engines alive hold by plan, for infer.max-memory. Loaders run on their own threads; the
+// create mutex also serialises planning and allocating, so that two loads do not both count the same
+// free memory.
+struct MemoryLedger {
+  std::mutex create_mu;
+  std::mutex mu;
+  uint64_t committed = 0;
+  std::atomic<uint64_t> cap{0};  // infer.max-memory: written on the main thread, read by loaders
+};
+
+MemoryLedger& ledger() {
+  static MemoryLedger l;
+  return l;
+}
+
+}  // namespace
+
 engine::EngineOptions engine_options_for(const std::string& path) {
   const Settings& s = settings();
   engine::EngineOptions o;
@@ -63,15 +85,37 @@ engine::EngineOptions engine_options_for(const std::string& path) {
   o.max_running = static_cast<int>(s.max_running);
   o.queue_depth = static_cast<int>(s.queue_depth);
   o.context = static_cast<int>(s.context);
+  ledger().cap = static_cast<uint64_t>(s.max_memory);  // the cap in force when the load was asked for
   return o;
 }
 
+uint64_t committed_memory() {
+  std::lock_guard lk(ledger().mu);
+  return ledger().committed;
+}
+
 std::shared_ptr<engine::Engine> create_engine(const engine::EngineOptions& opts) {
+  MemoryLedger& l = ledger();
+  std::lock_guard create_lk(l.create_mu);
+  // Plan before allocating: a load that does not fit is refused, never OOM-killed halfway through.
+  const engine::MemoryPlan plan = engine::plan_memory(opts);
+  const std::string refusal = engine::check_memory(plan, engine::available_memory(), l.cap.load(),
+                                                   committed_memory(), "infer.max-memory");
+  if (!refusal.empty()) throw std::runtime_error(refusal);
   std::unique_ptr<engine::Engine> e = engine::Engine::create(opts);
   if (!e) throw std::runtime_error("engine could not be created for " + opts.model_path);
-  return std::shared_ptr<engine::Engine>(e.release(), [](engine::Engine* p) {
+  const uint64_t held = plan.total();
+  {
+    std::lock_guard lk(l.mu);
+    l.committed += held;
+  }
+  return std::shared_ptr<engine::Engine>(e.release(), [held](engine::Engine* p) {
     // The destructor cancels and joins the engine's threads: never on the caller's (main) thread.
-    std::thread([p] { delete p; }).detach();
+    std::thread([p, held] {
+      delete p;
+      std::lock_guard lk(ledger().mu);
+      ledger().committed -= held;
+    }).detach();
   });
 }
 

@@ -3,6 +3,7 @@
 // on a background thread (its destructor joins the engine threads; the main thread never waits).
 // Threads: the registry is touched on the main thread only. Model objects are immutable once added.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -41,11 +42,17 @@ class ModelRegistry {
 
 ModelRegistry& models();
 
-// Engine options from the current settings for `path`.
+// Engine options from the current settings for `path` (main thread; also takes infer.max-memory for
+// the next create_engine).
 engine::EngineOptions engine_options_for(const std::string& path);
 
-// Creates the engine (any thread; throws std::runtime_error). The returned pointer destroys the engine
-// on a detached thread, so dropping the last reference never blocks its caller.
+// Bytes the engines alive hold by their memory plans (weights, KV pool, scratch); any thread.
+uint64_t committed_memory();
+
+// Creates the engine (any thread; throws std::runtime_error). First plans its memory and refuses,
+// naming the numbers, when it does not fit the memory available or what infer.max-memory leaves after
+// the engines alive. The returned pointer destroys the engine on a detached thread, so dropping the
+// last reference never blocks its caller.
 std::shared_ptr<engine::Engine> create_engine(const engine::EngineOptions& opts);
 
 // Resolves `path` (relative to `dir` unless absolute) with realpath and checks that it lies inside

@@ -67,6 +67,7 @@ constexpr NumericOption kNumeric[] = {
     {"MAX-TOKENS", "max-tokens", &Settings::max_tokens, 1, 1 << 20, REDISMODULE_CONFIG_DEFAULT},
     {"DEFAULT-MAX-TOKENS", "default-max-tokens", &Settings::default_max_tokens, 1, 1 << 20,
      REDISMODULE_CONFIG_DEFAULT},
+    {"MAX-MEMORY", "max-memory", &Settings::max_memory, 0, LLONG_MAX, REDISMODULE_CONFIG_MEMORY},
     {"TIMEOUT", "timeout-ms", &Settings::timeout_ms, 0, INT_MAX, REDISMODULE_CONFIG_DEFAULT},
     {"STREAM-MAXLEN", "stream-maxlen", &Settings::stream_maxlen, 0, LLONG_MAX, REDISMODULE_CONFIG_DEFAULT},
     {"VSIM-THREAD-THRESHOLD", "vsim-thread-threshold", &Settings::vsim_thread_threshold, 0, LLONG_MAX,

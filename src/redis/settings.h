@@ -22,6 +22,8 @@ struct Settings {
   long long default_max_tokens = 128;
   long long timeout_ms = 60000; // default TIMEOUT of INFER.GENERATE; 0 = none
   long long stream_maxlen = 10000;  // XADD MAXLEN ~ for STREAM keys
+  long long max_memory = 0;     // bytes all models together may plan to hold (weights, KV pools,
+                                // scratch); 0 = no cap beyond the memory available
   long long vsim_thread_threshold = 1000;  // INFER.VSIM on sets with at least this many elements runs
                                            // on a search thread (0: always, unless MULTI/Lua/NOTHREAD)
   std::vector<std::pair<std::string, std::string>> startup_models;  // MODEL name path
@@ -34,7 +36,7 @@ Settings& settings();
 int thread_nice();
 
 // Parses `[MODEL name path]... [MODEL-DIR dir] [THREADS n] [NICE n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n]
-// [MAX-TOKENS n] [TIMEOUT ms] [STREAM-MAXLEN n] [VSIM-THREAD-THRESHOLD n]` into settings(). Returns an error message, or "".
+// [MAX-TOKENS n] [DEFAULT-MAX-TOKENS n] [MAX-MEMORY bytes] [TIMEOUT ms] [STREAM-MAXLEN n] [VSIM-THREAD-THRESHOLD n]` into settings(). Returns an error message, or "".
 std::string parse_module_args(RedisModuleString** argv, int argc);
 
 // Registers the infer.* configs with the values from settings() as defaults, then LoadConfigs

@@ -187,6 +187,8 @@ void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
     rm::InfoAddFieldULongLong(ctx, "stream_entries", ms.stream_entries);
     rm::InfoAddFieldULongLong(ctx, "max_main_thread_stall_us", max_stall_us());
     if (for_crash_report) return;
+    // What infer.max-memory counts: the memory plans of the engines alive (unloaded ones until freed).
+    rm::InfoAddFieldULongLong(ctx, "memory_bytes", committed_memory());
     info_engine_fields(ctx, total_engine_stats());
     // One dict field per model: infer_model_<name>:queued=..,running=..,...
     for (const auto& [name, m] : models().all()) {
