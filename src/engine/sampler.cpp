@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 namespace infer::engine {
@@ -42,8 +43,9 @@ Sampler::Sampler(const SamplingParams& p, int n_vocab) : params_(p), n_vocab_(n_
   if (p.seed) {
     seed_ = *p.seed;
   } else {
+    // 63 bits: hosts report and accept seeds as signed 64-bit integers, so a drawn seed must replay.
     std::random_device rd;
-    seed_ = (uint64_t(rd()) << 32) ^ rd();
+    seed_ = ((uint64_t(rd()) << 32) ^ rd()) & uint64_t(INT64_MAX);
   }
   params_.seed = seed_;
   rng_.seed(seed_);

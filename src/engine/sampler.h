@@ -26,8 +26,8 @@ void validate_sampling(const SamplingParams& p);
 
 class Sampler {
  public:
-  // Validates `p` (see validate_sampling). When p.seed is absent a random seed is drawn from
-  // std::random_device; seed() reports the one in use either way.
+  // Validates `p` (see validate_sampling). When p.seed is absent a random seed in [0, 2^63) is drawn
+  // from std::random_device; seed() reports the one in use either way.
   Sampler(const SamplingParams& p, int n_vocab);
 
   uint64_t seed() const { return seed_; }

@@ -57,7 +57,8 @@ uint8_t* copy_into_huge_pages(int fd, uint64_t size, uint64_t& mapped, const std
 }  // namespace
 
 std::unique_ptr<File> File::open(const std::string& path, const OpenOptions& opts) {
-  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it is refused below as not regular.
+  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (fd.fd < 0) throw Error(path + ": cannot open: " + errno_text());
   struct stat st {};
   if (::fstat(fd.fd, &st) != 0) throw Error(path + ": cannot stat: " + errno_text());

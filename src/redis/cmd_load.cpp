@@ -61,7 +61,7 @@ void load_free(RedisModuleCtx*, void* privdata) {
 int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 3 || argc % 2 == 0) return rm::WrongArity(ctx);
   std::string name = str(argv[1]);
-  if (name.empty() || name.size() > 128) return reply_error(ctx, "model name must be 1 to 128 bytes");
+  if (std::string why = check_model_name(name); !why.empty()) return reply_error(ctx, why);
   if (models().find(name)) return reply_error(ctx, "a model named '" + name + "' is already loaded");
   if (models().is_loading(name)) return reply_error(ctx, "model '" + name + "' is being loaded");
 

@@ -1,8 +1,11 @@
 #include "redis/models.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -34,6 +37,25 @@ bool ModelRegistry::remove(std::string_view name) {
   return true;
 }
 
+void ModelRegistry::clear() {
+  models_.clear();
+  loading_.clear();
+}
+
+std::string check_model_name(std::string_view name) {
+  const std::string rule = "model names are 1 to 128 printable ASCII characters other than ':', ',', '=' and spaces";
+  if (name.empty() || name.size() > 128) return rule + " (got " + std::to_string(name.size()) + " bytes)";
+  for (size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c <= 0x20 || c >= 0x7f || c == ':' || c == ',' || c == '=') {
+      char code[8];
+      std::snprintf(code, sizeof code, "0x%02x", c);
+      return rule + " (byte " + std::to_string(i) + " is " + code + ")";
+    }
+  }
+  return "";
+}
+
 void ModelRegistry::set_loading(const std::string& name, bool on) {
   if (on)
     loading_.insert(name);
@@ -42,6 +64,7 @@ void ModelRegistry::set_loading(const std::string& name, bool on) {
 }
 
 std::string ModelRegistry::load_now(const std::string& name, const std::string& path) {
+  if (std::string why = check_model_name(name); !why.empty()) return why;
   if (find(name)) return "a model named '" + name + "' is already loaded";
   try {
     auto m = std::make_shared<LoadedModel>();
@@ -155,6 +178,12 @@ std::string resolve_inside(const std::string& dir, const std::string& path, std:
   }
   if (!is_inside(base, fs::path(file_real))) {
     *err = outside;
+    return "";
+  }
+  // Opening a FIFO blocks until a writer comes (the name would stay "being loaded" forever).
+  struct stat st {};
+  if (::stat(file_real, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *err = "model path '" + path + "' is not a regular file";
     return "";
   }
   return file_real;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "engine/engine.h"
 
@@ -30,6 +31,7 @@ class ModelRegistry {
   std::string load_now(const std::string& name, const std::string& path);
   void add(std::shared_ptr<const LoadedModel> m);
   bool remove(std::string_view name);
+  void clear();  // a failed OnLoad: the next load of the module starts from an empty registry
 
   // Names with an INFER.LOAD in progress, so that two loads of one name do not race.
   bool is_loading(const std::string& name) const { return loading_.count(name) != 0; }
@@ -41,6 +43,11 @@ class ModelRegistry {
 };
 
 ModelRegistry& models();
+
+// "" when `name` can name a model, else why not. A name becomes part of INFO lines
+// (infer_model_<name>:k=v,...), so it is 1 to 128 printable ASCII characters other than ':', ',', '='
+// and spaces.
+std::string check_model_name(std::string_view name);
 
 // Engine options from the current settings for `path` (main thread; also takes infer.max-memory for
 // the next create_engine).

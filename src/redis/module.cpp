@@ -33,28 +33,42 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   using namespace infer;
   const char* missing = nullptr;
   if (!rm::bind(ctx, "infer", kModuleVersion, &missing)) {
-    // rm::Log may be unbound here, so nothing can be logged; Redis reports the failed load.
+    // The API is bound when only the name was refused (a second load of the module); else rm::Log may
+    // be unbound and Redis alone reports the failed load.
+    if (rm::Log)
+      rm::Log(ctx, "warning", "infer: cannot load: %s (MODULE LIST shows what is loaded)", missing ? missing : "?");
     return REDISMODULE_ERR;
   }
+  // Redis cannot unmap this library (it has unique symbols), so what a failed load left behind would
+  // meet the next load: start from nothing, and undo the models if this load fails.
+  redis::settings() = redis::Settings{};
+  redis::models().clear();
   try {
     if (std::string err = redis::parse_module_args(argv, argc); !err.empty()) return fail(ctx, err);
     if (redis::register_commands(ctx) != REDISMODULE_OK) return fail(ctx, "cannot register commands");
     if (register_vector_commands(ctx) != REDISMODULE_OK) return fail(ctx, "cannot register vector commands");
     if (rm::RegisterInfoFunc(ctx, redis::info_callback) != REDISMODULE_OK) return fail(ctx, "cannot register INFO");
     if (redis::register_configs(ctx) != REDISMODULE_OK) return fail(ctx, "cannot load configs");
-    redis::StreamWriter::init(ctx);
-    redis::start_background_thread();
-    redis::start_search_threads();
     for (const auto& [name, path] : redis::settings().startup_models) {
       // Startup models come from the operator's command line: any path is allowed. Loading is
       // O(metadata) (weights stay mapped), so doing it here does not delay the server much.
       std::string err = redis::models().load_now(name, path);
-      if (!err.empty()) return fail(ctx, "MODEL " + name + ": " + err);
+      if (!err.empty()) {
+        redis::models().clear();
+        return fail(ctx, "MODEL " + name + ": " + err);
+      }
       rm::Log(ctx, "notice", "infer: loaded model '%s' from %s", name.c_str(), path.c_str());
     }
+    // Last, once nothing can fail: what these keep (a context of this module) must belong to a load
+    // that Redis kept.
+    redis::StreamWriter::init(ctx);
+    redis::start_background_thread();
+    redis::start_search_threads();
   } catch (const std::exception& e) {
+    redis::models().clear();
     return fail(ctx, e.what());
   } catch (...) {
+    redis::models().clear();
     return fail(ctx, "unknown error during load");
   }
   return REDISMODULE_OK;

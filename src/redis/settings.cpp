@@ -2,16 +2,27 @@
 
 #include <strings.h>
 
+#include <sys/stat.h>
+
 #include <climits>
 #include <cstring>
 #include <fstream>
 #include <string>
+
+#include "redis/models.h"
 
 namespace infer::redis {
 
 Settings& settings() {
   static Settings s;
   return s;
+}
+
+std::string check_settings(const Settings& s) {
+  if (s.default_max_tokens > s.max_tokens)
+    return "infer.default-max-tokens (" + std::to_string(s.default_max_tokens) + ") must not exceed infer.max-tokens (" +
+           std::to_string(s.max_tokens) + ")";
+  return "";
 }
 
 namespace {
@@ -83,6 +94,22 @@ int set_numeric(const char*, long long v, void* priv, RedisModuleString**) {
   return REDISMODULE_OK;
 }
 
+// Runs once after all the values of one CONFIG SET are set: configs that bound each other are checked
+// together, so they can be changed in either order (an error makes Redis restore the old values).
+int apply_numeric(RedisModuleCtx*, void*, RedisModuleString** err) {
+  const std::string why = check_settings(settings());
+  if (why.empty()) return REDISMODULE_OK;
+  *err = rm::CreateString(nullptr, why.data(), why.size());
+  return REDISMODULE_ERR;
+}
+
+// "" when `dir` is empty (INFER.LOAD off) or an existing directory, else why not.
+std::string check_model_dir(const std::string& dir) {
+  struct stat st {};
+  if (dir.empty() || (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) return "";
+  return "MODEL-DIR '" + dir + "' is not an existing directory";
+}
+
 RedisModuleString* get_model_dir(const char*, void*) {
   // Redis does not free what a string getter returns: keep the last one and free it on the next call.
   static RedisModuleString* cached = nullptr;
@@ -91,9 +118,14 @@ RedisModuleString* get_model_dir(const char*, void*) {
   return cached;
 }
 
-int set_model_dir(const char*, RedisModuleString* v, void*, RedisModuleString**) {
+int set_model_dir(const char*, RedisModuleString* v, void*, RedisModuleString** err) {
   try {
-    settings().model_dir = str(v);
+    const std::string dir = str(v);
+    if (std::string why = check_model_dir(dir); !why.empty()) {
+      *err = rm::CreateString(nullptr, why.data(), why.size());
+      return REDISMODULE_ERR;
+    }
+    settings().model_dir = dir;
     return REDISMODULE_OK;
   } catch (...) {
     return REDISMODULE_ERR;
@@ -109,13 +141,17 @@ std::string parse_module_args(RedisModuleString** argv, int argc) {
     auto need = [&](int n) { return i + n < argc; };
     if (strcasecmp(key.c_str(), "MODEL") == 0) {
       if (!need(2)) return "MODEL needs a name and a path";
-      s.startup_models.emplace_back(str(argv[i + 1]), str(argv[i + 2]));
+      std::string name = str(argv[i + 1]), path = str(argv[i + 2]);
+      if (std::string why = check_model_name(name); !why.empty()) return "MODEL: " + why;
+      if (path.empty()) return "MODEL " + name + " needs a non-empty path";
+      s.startup_models.emplace_back(std::move(name), std::move(path));
       i += 2;
       continue;
     }
     if (strcasecmp(key.c_str(), "MODEL-DIR") == 0) {
       if (!need(1)) return "MODEL-DIR needs a directory";
       s.model_dir = str(argv[++i]);
+      if (std::string why = check_model_dir(s.model_dir); !why.empty()) return why;
       continue;
     }
     const NumericOption* opt = nullptr;
@@ -128,13 +164,13 @@ std::string parse_module_args(RedisModuleString** argv, int argc) {
       return key + " must be an integer in [" + std::to_string(opt->min) + ", " + std::to_string(opt->max) + "]";
     s.*(opt->field) = v;
   }
-  return "";
+  return check_settings(s);
 }
 
 int register_configs(RedisModuleCtx* ctx) {
   for (const auto& o : kNumeric) {
     if (rm::RegisterNumericConfig(ctx, o.config, settings().*(o.field), o.flags, o.min, o.max, get_numeric,
-                                  set_numeric, nullptr, const_cast<NumericOption*>(&o)) != REDISMODULE_OK) {
+                                  set_numeric, apply_numeric, const_cast<NumericOption*>(&o)) != REDISMODULE_OK) {
       rm::Log(ctx, "warning", "infer: cannot register config infer.%s", o.config);
       return REDISMODULE_ERR;
     }
@@ -145,7 +181,13 @@ int register_configs(RedisModuleCtx* ctx) {
     rm::Log(ctx, "warning", "infer: cannot register config infer.model-dir");
     return REDISMODULE_ERR;
   }
-  return rm::LoadConfigs(ctx);
+  if (rm::LoadConfigs(ctx) != REDISMODULE_OK) return REDISMODULE_ERR;  // Redis logs which config and why
+  // Values from redis.conf are set one by one, without the apply check.
+  if (std::string why = check_settings(settings()); !why.empty()) {
+    rm::Log(ctx, "warning", "infer: %s", why.c_str());
+    return REDISMODULE_ERR;
+  }
+  return REDISMODULE_OK;
 }
 
 }  // namespace infer::redis

@@ -31,6 +31,10 @@ struct Settings {
 
 Settings& settings();
 
+// "" when the settings agree with each other, else why not (infer.default-max-tokens above
+// infer.max-tokens is refused, not clamped).
+std::string check_settings(const Settings& s);
+
 // The niceness threads started by the module should take: settings().nice, or 0 when a seccomp filter
 // is active (Debian's systemd unit denies setpriority and kills the process with SIGSYS; spec §0.11).
 int thread_nice();
@@ -40,7 +44,8 @@ int thread_nice();
 std::string parse_module_args(RedisModuleString** argv, int argc);
 
 // Registers the infer.* configs with the values from settings() as defaults, then LoadConfigs
-// (values in redis.conf / on the command line win). OnLoad only. Returns REDISMODULE_OK/ERR.
+// (values in redis.conf / on the command line win) and check_settings. OnLoad only. Returns
+// REDISMODULE_OK/ERR (logged).
 int register_configs(RedisModuleCtx* ctx);
 
 }  // namespace infer::redis

@@ -108,6 +108,13 @@ TEST(Sampler, RandomSeedIsReported) {
   for (int i = 0; i < 20; ++i) EXPECT_EQ(s.sample(logits.data(), {}), t.sample(logits.data(), {}));
 }
 
+TEST(Sampler, RandomSeedFitsASignedSixtyFourBitInteger) {
+  // Hosts print seeds as signed integers and refuse negative SEED values: every drawn seed must replay.
+  auto p = plain(0);
+  p.seed.reset();
+  for (int i = 0; i < 256; ++i) EXPECT_LE(Sampler(p, 10).seed(), uint64_t(INT64_MAX));
+}
+
 TEST(Sampler, SamplesFollowSoftmax) {
   // p = softmax(log(0.7), log(0.2), log(0.1)) = 0.7 / 0.2 / 0.1
   std::vector<float> logits = {std::log(0.7f), std::log(0.2f), std::log(0.1f)};

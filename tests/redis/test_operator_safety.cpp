@@ -135,5 +135,126 @@ TEST(OperatorSafety, MaxMemoryCountsModelsAlreadyLoaded) {
   EXPECT_EQ(std::stoll(info_field(c.get(), "infer_memory_bytes")), one);
 }
 
+// --- bug 5: smaller bugs ---
+
+// The reply of WITHSTATS (RESP2: a flat array of pairs) as text and seed.
+struct Generated {
+  std::string text;
+  long long seed = -1;
+};
+Generated generate_with_stats(redisContext* c, std::vector<std::string> argv) {
+  argv.push_back("WITHSTATS");
+  Reply r = command(c, argv);
+  Generated g;
+  if (!r || r->type != REDIS_REPLY_ARRAY) {
+    ADD_FAILURE() << show(r.get());
+    return g;
+  }
+  for (size_t i = 0; i + 1 < r->elements; i += 2) {
+    const std::string key(r->element[i]->str, r->element[i]->len);
+    if (key == "text") g.text.assign(r->element[i + 1]->str, r->element[i + 1]->len);
+    if (key == "seed") g.seed = r->element[i + 1]->integer;
+  }
+  return g;
+}
+
+TEST(OperatorSafety, ReportedAutomaticSeedReplaysTheSameOutput) {
+  INFER_REQUIRE_DIR(models_dir());
+  RedisServer server({.module_args = {"MODEL", "stories", stories_model_path()}});
+  RedisConn c = server.connect();
+  const std::vector<std::string> ask = {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "12", "TEMP", "1"};
+  // A seed drawn over all 64 bits is negative as a signed integer half the time: 24 draws show it.
+  for (int i = 0; i < 24; ++i) {
+    const Generated first = generate_with_stats(c.get(), ask);
+    ASSERT_GE(first.seed, 0) << "run " << i;
+    std::vector<std::string> again = ask;
+    again.insert(again.end(), {"SEED", std::to_string(first.seed)});
+    const Generated replay = generate_with_stats(c.get(), again);
+    EXPECT_EQ(replay.seed, first.seed);
+    EXPECT_EQ(replay.text, first.text) << "seed " << first.seed;
+  }
+}
+
+TEST(OperatorSafety, DefaultMaxTokensAboveMaxTokensIsRefusedAtStartup) {
+  INFER_REQUIRE_DIR(models_dir());
+  expect_startup_refused({"MAX-TOKENS", "100", "DEFAULT-MAX-TOKENS", "200"},
+                         "infer.default-max-tokens (200) must not exceed infer.max-tokens (100)");
+  // The same through a config file / command-line config, which Redis sets one by one.
+  try {
+    RedisServer server({.server_args = {"--infer.max-tokens", "100"}, .start_timeout_ms = 5000});
+    ADD_FAILURE() << "started with infer.max-tokens below infer.default-max-tokens";
+  } catch (const std::runtime_error& e) {
+    EXPECT_TRUE(contains(e.what(), "infer.default-max-tokens (128) must not exceed infer.max-tokens (100)"))
+        << e.what();
+  }
+}
+
+TEST(OperatorSafety, DefaultMaxTokensAboveMaxTokensIsRefusedByConfigSetInEitherOrder) {
+  INFER_REQUIRE_DIR(models_dir());
+  RedisServer server;
+  RedisConn c = server.connect();
+  EXPECT_TRUE(contains(run(c.get(), {"CONFIG", "SET", "infer.default-max-tokens", "5000"}),
+                       "infer.default-max-tokens (5000) must not exceed infer.max-tokens (4096)"));
+  EXPECT_EQ(run(c.get(), {"CONFIG", "GET", "infer.default-max-tokens"}), "[infer.default-max-tokens, 128]");
+  EXPECT_TRUE(contains(run(c.get(), {"CONFIG", "SET", "infer.max-tokens", "100"}), "must not exceed"));
+  EXPECT_EQ(run(c.get(), {"CONFIG", "GET", "infer.max-tokens"}), "[infer.max-tokens, 4096]");
+  // Both at once agree, whichever comes first.
+  EXPECT_EQ(run(c.get(), {"CONFIG", "SET", "infer.max-tokens", "100", "infer.default-max-tokens", "50"}), "OK");
+  EXPECT_EQ(run(c.get(), {"CONFIG", "SET", "infer.default-max-tokens", "300", "infer.max-tokens", "400"}), "OK");
+  EXPECT_EQ(run(c.get(), {"CONFIG", "GET", "infer.default-max-tokens"}), "[infer.default-max-tokens, 300]");
+}
+
+TEST(OperatorSafety, LoadOfAFifoIsRefusedAtOnceAndFreesTheName) {
+  INFER_REQUIRE_DIR(models_dir());
+  RedisServer server({.module_args = {"MODEL-DIR", model_dir()}});
+  RedisConn c = server.connect(5000);
+  EXPECT_EQ(run(c.get(), {"INFER.LOAD", "f", "fifo.gguf"}), "(error) ERR model path 'fifo.gguf' is not a regular file");
+  EXPECT_EQ(run(c.get(), {"INFER.LOAD", "f", "stories260K.gguf"}), "OK");
+}
+
+TEST(OperatorSafety, EmptyModelNameOrMissingModelDirRefuseToStart) {
+  INFER_REQUIRE_DIR(models_dir());
+  expect_startup_refused({"MODEL", "", stories_model_path()}, "MODEL: model names are 1 to 128");
+  expect_startup_refused({"MODEL", "s", ""}, "MODEL s needs a non-empty path");
+  expect_startup_refused({"MODEL-DIR", "/nonexistent"}, "MODEL-DIR '/nonexistent' is not an existing directory");
+  expect_startup_refused({"MODEL-DIR", stories_model_path()}, "is not an existing directory");
+}
+
+// MODULE LOADEX at run time: a load that fails leaves nothing behind that stops the next one.
+class ModuleLoadexTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    INFER_REQUIRE_DIR(models_dir());
+    server_ = std::make_unique<RedisServer>(
+        RedisServerOptions{.server_args = {"--enable-module-command", "yes"}, .load_module = false});
+    c_ = server_->connect();
+  }
+  std::string loadex(const std::vector<std::string>& tail) {
+    std::vector<std::string> argv = {"MODULE", "LOADEX", redis_module_path()};
+    argv.insert(argv.end(), tail.begin(), tail.end());
+    return run(c_.get(), argv);
+  }
+  std::unique_ptr<RedisServer> server_;
+  RedisConn c_;
+};
+
+TEST_F(ModuleLoadexTest, AFailedLoadDoesNotBlockTheNextOne) {
+  // A bad config value fails OnLoad after the MODEL arguments were read.
+  EXPECT_TRUE(contains(loadex({"CONFIG", "infer.queue-depth", "0", "ARGS", "MODEL", "s", stories_model_path()}),
+                       "(error)"));
+  // A startup model that cannot be loaded fails OnLoad after another was loaded.
+  EXPECT_TRUE(contains(
+      loadex({"ARGS", "MODEL", "a", stories_model_path(), "MODEL", "b", model_dir() + "/missing.gguf"}), "(error)"));
+  EXPECT_TRUE(contains(server_->log(), "<infer> infer: MODEL b: ")) << server_->log();
+  EXPECT_EQ(loadex({"ARGS", "MODEL", "s", stories_model_path()}), "OK") << server_->log();
+  EXPECT_EQ(run(c_.get(), {"INFER.MODELS"}), "[s]");
+  EXPECT_EQ(run(c_.get(), {"CONFIG", "GET", "infer.queue-depth"}), "[infer.queue-depth, 16]");
+  // A second copy is refused with a reason in the log.
+  EXPECT_TRUE(contains(loadex({}), "(error)"));
+  EXPECT_TRUE(contains(server_->log(), "infer: cannot load: module name already in use")) << server_->log();
+  EXPECT_EQ(run(c_.get(), {"INFER.GENERATE", "s", "PROMPT", "Once", "MAXTOKENS", "2"}).rfind("(error)", 0),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace infer::test
