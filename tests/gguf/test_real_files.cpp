@@ -150,13 +150,18 @@ TEST(GgufRealFiles, HugePageCopyHoldsTheFileBytesAndIsReadOnly) {
   EXPECT_DEATH(const_cast<uint8_t*>(first.data)[0] ^= 1, "");
 }
 
+// The vocab files this test covers, by name: a file added to tokenizer-vectors is not covered until it
+// is listed here (and a listed file that goes missing fails).
 TEST(GgufRealFiles, EveryTokenizerVocabFileOpens) {
   INFER_REQUIRE_DIR(infer::test::vectors_dir());
-  int n_files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(infer::test::vectors_dir())) {
-    if (entry.path().extension() != ".gguf") continue;
-    SCOPED_TRACE(entry.path().string());
-    auto f = File::open(entry.path().string());
+  const char* const kVocabFiles[] = {
+      "ggml-vocab-bert-bge.gguf",  "ggml-vocab-deepseek-coder.gguf", "ggml-vocab-gpt-2.gguf",
+      "ggml-vocab-llama-bpe.gguf", "ggml-vocab-llama-spm.gguf",      "ggml-vocab-phi-3.gguf",
+      "ggml-vocab-qwen2.gguf",     "ggml-vocab-smollm.gguf",         "ggml-vocab-starcoder.gguf"};
+  for (const char* name : kVocabFiles) {
+    const std::string path = infer::test::vectors_dir() + "/" + name;
+    SCOPED_TRACE(path);
+    auto f = File::open(path);
     EXPECT_EQ(f->tensors().size(), 0u);
     EXPECT_TRUE(f->has("general.architecture"));
     const Value* tokens = f->find("tokenizer.ggml.tokens");
@@ -164,9 +169,7 @@ TEST(GgufRealFiles, EveryTokenizerVocabFileOpens) {
     EXPECT_EQ(tokens->element_type, ValueType::STRING);
     EXPECT_GT(tokens->array_size(), 1000u);
     EXPECT_EQ(f->find("tokenizer.ggml.token_type")->array_size(), tokens->array_size());
-    ++n_files;
   }
-  EXPECT_EQ(n_files, 8);  // the .gguf files listed in tokenizer-vectors/README.md
 }
 
 TEST(GgufRealFiles, Gpt2VocabFacts) {

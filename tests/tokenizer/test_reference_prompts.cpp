@@ -32,21 +32,31 @@ std::string model_path_for(const std::string& stem) {
   return test::reference_dir() + "/models/" + stem + ".gguf";
 }
 
+// The generative models' files, by name: a file added to reference/out is not covered until it is
+// listed here (the tiny-bert-* files hold embeddings, not greedy continuations; their tokenisation is
+// WordPiece).
+const char* const kGenerativeReferences[] = {
+    "stories260K",          "tiny-gemma3-f32",     "tiny-gemma3-q4_k_m",  "tiny-gemma3-q8_0",
+    "tiny-llama-bf16",      "tiny-llama-f16",      "tiny-llama-f32",      "tiny-llama-q4_0",
+    "tiny-llama-q4_k_m",    "tiny-llama-q5_k_m",   "tiny-llama-q6_k",     "tiny-llama-q8_0",
+    "tiny-phi3-f32",        "tiny-phi3-q4_k_m",    "tiny-phi3-q8_0",      "tiny-qwen2-f16",
+    "tiny-qwen2-q4_k_m",    "tiny-qwen2-q8_0",     "tiny-qwen3-f32",      "tiny-qwen3-q4_k_m",
+    "tiny-qwen3-q8_0",      "tiny-qwen3moe-f32",   "tiny-qwen3moe-q4_k_m", "tiny-qwen3moe-q8_0"};
+
 TEST(ReferencePrompts, PromptIdsAndGreedyTextMatch) {
   const std::string out_dir = test::reference_dir() + "/out";
   INFER_REQUIRE_DIR(out_dir);
-  int files = 0;
-  for (const auto& entry : fs::directory_iterator(out_dir)) {
-    if (entry.path().extension() != ".jsonl") continue;
-    const std::string stem = entry.path().stem().string();
+  for (const char* stem : kGenerativeReferences) {
+    const std::string path = out_dir + "/" + stem + ".jsonl";
     const std::string model = model_path_for(stem);
     if (!fs::exists(model)) {
-      ADD_FAILURE() << "no model file for " << entry.path() << " (looked for " << model << ")";
+      ADD_FAILURE() << "no model file for " << path << " (looked for " << model << ")";
       continue;
     }
     const auto file = gguf::File::open(model);
     const auto tok = Tokenizer::from_gguf(*file);
-    std::ifstream in(entry.path());
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "cannot read " << path;
     int lines = 0;
     for (std::string line; std::getline(in, line);) {
       if (line.empty()) continue;
@@ -63,10 +73,8 @@ TEST(ReferencePrompts, PromptIdsAndGreedyTextMatch) {
         EXPECT_EQ(text, j.at("greedy_text").get<std::string>()) << stem << ": [" << prompt << "]";
       ++lines;
     }
-    EXPECT_GT(lines, 0) << entry.path();
-    ++files;
+    EXPECT_GT(lines, 0) << path;
   }
-  EXPECT_GT(files, 0) << "no *.jsonl in " << out_dir;
 }
 
 }  // namespace

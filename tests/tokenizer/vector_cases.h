@@ -16,7 +16,7 @@ struct VectorCase {
 std::string read_file(const std::string& path);
 // Throws std::runtime_error when the files are unreadable or their case counts differ.
 std::vector<VectorCase> read_vector_cases(const std::string& inp_path, const std::string& out_path);
-// Vocab files (*.gguf) in `dir`, sorted; empty when the dir is missing.
+// The vocab files (*.gguf) of `dir` that the tokenizer tests cover, by name; empty when the dir is missing.
 std::vector<std::string> vocab_files(const std::string& dir);
 
 }  // namespace infer::test
