@@ -7,18 +7,19 @@
 // without it the pooled vector is returned as the model produced it (vector sets normalise on add, so
 // STORE and cosine search do not depend on it). Reply: the vector as an FP32 blob, or with ARRAY as an
 // array of doubles.
-// STORE adds it to the vector set `key` as `element` (created Q8, M 16 when missing) in the reply
-// callback on the main thread, and replies like INFER.VADD (1 added, 0 updated). The add is
-// replicated as a plain INFER.VADD with the FP32 blob, so replicas and the AOF need no model. If the
-// client disconnects before the embedding is ready, nothing is stored.
+// STORE adds it to the vector set `key` as `element` (created Q8, M 16 when missing) from the module's
+// write queue on the main thread (write_queue.h: in order, never during a client pause or on a replica),
+// and replies like INFER.VADD (1 added, 0 updated). The add is replicated as a plain INFER.VADD with the
+// FP32 blob, so replicas and the AOF need no model. If the client disconnects or is unblocked before the
+// embedding is ready, nothing is stored.
 #include <chrono>
 #include <memory>
-#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "redis/args.h"
 #include "redis/background.h"
+#include "redis/blocked_call.h"
 #include "redis/models.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
@@ -28,25 +29,30 @@
 namespace infer::redis {
 namespace {
 
-struct EmbedJob {
-  RedisModuleBlockedClient* bc = nullptr;
+struct EmbedJob : BlockedJob {
+  EmbedJob() : BlockedJob("infer.embed", "embedding") {}
+  ~EmbedJob() override {
+    if (store_key) rm::FreeString(nullptr, store_key);
+    if (element) rm::FreeString(nullptr, element);
+  }
+  int reply(RedisModuleCtx* ctx) override;
+  bool has_writes() const override {
+    return store_key && !refusal && result.finish == engine::FinishReason::Stop && !result.embedding.empty();
+  }
+  void write(RedisModuleCtx* ctx, Writable writable) override;
+
   std::shared_ptr<const LoadedModel> model;  // keeps the engine alive until the job is freed
-  engine::Handle handle;
-  engine::Result result;                     // written by on_done before UnblockClient
+  engine::Result result;                     // written by on_done before complete()
   std::optional<engine::SubmitError> refusal;
-  bool cancelled = false;                    // main thread: the client left before the submit
   bool array = false;
   RedisModuleString* store_key = nullptr;    // owned (NULL-context strings)
   RedisModuleString* element = nullptr;
   std::optional<std::string> attrs;
+  std::string store_error;  // the STORE's error reply, with its code
+  bool added = false;       // the STORE added a new element (else it updated one)
 };
 
-std::unordered_map<RedisModuleBlockedClient*, EmbedJob*>& live_jobs() {
-  static std::unordered_map<RedisModuleBlockedClient*, EmbedJob*> m;
-  return m;
-}
-
-// Adds the embedding to the set and replicates the add; returns an error message or "".
+// Adds the embedding to the set and replicates the add; returns an error reply or "".
 std::string store(RedisModuleCtx* ctx, EmbedJob* job, bool* added) {
   const std::vector<float>& v = job->result.embedding;
   VsetKey k(ctx, job->store_key, REDISMODULE_READ | REDISMODULE_WRITE);
@@ -75,56 +81,38 @@ std::string store(RedisModuleCtx* ctx, EmbedJob* job, bool* added) {
   return "";
 }
 
-int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  MainThreadTimer timer("infer.embed reply");
-  try {
-    auto* job = static_cast<EmbedJob*>(rm::GetBlockedClientPrivateData(ctx));
-    if (job->refusal) {
-      if (job->refusal->kind == engine::SubmitError::Kind::Busy)
-        return reply_coded_error(ctx, "BUSY", job->refusal->message + "; retry in " +
-                                                  std::to_string(job->refusal->retry_after_ms) + " ms");
-      return reply_error(ctx, job->refusal->message);
-    }
-    const engine::Result& r = job->result;
-    if (r.finish == engine::FinishReason::Error) return reply_error(ctx, "embedding failed: " + r.error);
-    if (r.finish == engine::FinishReason::Deadline) return reply_coded_error(ctx, "TIMEOUT", "embedding timed out");
-    if (r.finish == engine::FinishReason::Cancelled) return reply_error(ctx, "embedding cancelled");
-    if (r.embedding.empty()) return reply_error(ctx, "the model returned no embedding");
-    if (job->store_key) {
-      bool added = false;
-      std::string err = store(ctx, job, &added);
-      if (!err.empty()) return rm::ReplyWithError(ctx, err.c_str());
-      return rm::ReplyWithLongLong(ctx, added ? 1 : 0);
-    }
-    if (job->array) {
-      rm::ReplyWithArray(ctx, static_cast<long>(r.embedding.size()));
-      for (float x : r.embedding) rm::ReplyWithDouble(ctx, x);
-      return REDISMODULE_OK;
-    }
-    return rm::ReplyWithStringBuffer(ctx, reinterpret_cast<const char*>(r.embedding.data()),
-                                     r.embedding.size() * sizeof(float));
-  } catch (const std::exception& e) {
-    return reply_error(ctx, std::string("internal error while replying: ") + e.what());
-  } catch (...) {
-    return reply_error(ctx, "internal error while replying");
+void EmbedJob::write(RedisModuleCtx* ctx, Writable writable) {
+  if (client_gone) return;  // nothing is stored for a client that left (the header says so)
+  if (writable == Writable::Replica) {
+    store_error = "READONLY this node became a replica while the text was embedded; nothing stored";
+    return;
   }
+  store_error = store(ctx, this, &added);
 }
 
-void on_disconnect(RedisModuleCtx*, RedisModuleBlockedClient* bc) {
-  auto it = live_jobs().find(bc);
-  if (it != live_jobs().end()) {
-    it->second->cancelled = true;
-    it->second->handle.cancel();
+int EmbedJob::reply(RedisModuleCtx* ctx) {
+  if (refusal) {
+    if (refusal->kind == engine::SubmitError::Kind::Busy)
+      return reply_coded_error(ctx, "BUSY", refusal->message + "; retry in " +
+                                                std::to_string(refusal->retry_after_ms) + " ms");
+    return reply_error(ctx, refusal->message);
   }
-  ++stats().disconnects;
-}
-
-void free_job(RedisModuleCtx*, void* privdata) {
-  auto* job = static_cast<EmbedJob*>(privdata);
-  live_jobs().erase(job->bc);
-  if (job->store_key) rm::FreeString(nullptr, job->store_key);
-  if (job->element) rm::FreeString(nullptr, job->element);
-  delete job;
+  const engine::Result& r = result;
+  if (r.finish == engine::FinishReason::Error) return reply_error(ctx, "embedding failed: " + r.error);
+  if (r.finish == engine::FinishReason::Deadline) return reply_coded_error(ctx, "TIMEOUT", "embedding timed out");
+  if (r.finish == engine::FinishReason::Cancelled) return reply_error(ctx, "embedding cancelled");
+  if (r.embedding.empty()) return reply_error(ctx, "the model returned no embedding");
+  if (store_key) {
+    if (!store_error.empty()) return rm::ReplyWithError(ctx, store_error.c_str());
+    return rm::ReplyWithLongLong(ctx, added ? 1 : 0);
+  }
+  if (array) {
+    rm::ReplyWithArray(ctx, static_cast<long>(r.embedding.size()));
+    for (float x : r.embedding) rm::ReplyWithDouble(ctx, x);
+    return REDISMODULE_OK;
+  }
+  return rm::ReplyWithStringBuffer(ctx, reinterpret_cast<const char*>(r.embedding.data()),
+                                   r.embedding.size() * sizeof(float));
 }
 
 // A tokenised long text on its way back to the main thread.
@@ -192,8 +180,8 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   RedisModuleString* element = nullptr;
   std::optional<std::string> attrs;
   for (int i = 3; i < argc; ++i) {
-    if (is_word(argv[i], "POOLING") && i + 1 < argc) {
-      ++i;
+    if (is_word(argv[i], "POOLING")) {
+      if (++i >= argc) return reply_error(ctx, "POOLING needs a value (last or mean)");
       if (is_word(argv[i], "mean"))
         pooling = engine::Pooling::Mean;
       else if (is_word(argv[i], "last"))
@@ -204,8 +192,9 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       normalize = true;
     } else if (is_word(argv[i], "ARRAY")) {
       array = true;
-    } else if (is_word(argv[i], "STORE") && i + 2 < argc) {
+    } else if (is_word(argv[i], "STORE")) {
       if (store_key) return reply_error(ctx, "STORE given twice");
+      if (i + 2 >= argc) return reply_error(ctx, "STORE needs a key and an element name: STORE key element [SETATTR json]");
       store_key = argv[++i];
       element = argv[++i];
       if (i + 2 < argc && is_word(argv[i + 1], "SETATTR")) {
@@ -220,7 +209,7 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   auto model = models().find(view(argv[1]));
   if (!model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");
   if (store_key) {
-    // Refuse what is wrong now rather than after the work; the reply callback checks again.
+    // Refuse what is wrong now rather than after the work; the queued write checks again.
     if (rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_SLAVE)
       return reply_coded_error(ctx, "READONLY", "STORE cannot write on a replica");
     VsetKey k(ctx, store_key, REDISMODULE_READ);
@@ -237,36 +226,27 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (settings().timeout_ms > 0)
     deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(settings().timeout_ms);
 
-  auto* job = new EmbedJob;
-  job->model = model;
-  job->array = array;
-  job->attrs = std::move(attrs);
+  auto owned = std::make_unique<EmbedJob>();
+  owned->model = model;
+  owned->array = array;
+  owned->attrs = std::move(attrs);
   if (store_key) {
-    job->store_key = rm::CreateStringFromString(nullptr, store_key);
-    job->element = rm::CreateStringFromString(nullptr, element);
+    owned->store_key = rm::CreateStringFromString(nullptr, store_key);
+    owned->element = rm::CreateStringFromString(nullptr, element);
   }
-  RedisModuleBlockedClient* bc = rm::BlockClient(ctx, on_reply, nullptr, free_job, 0);
-  job->bc = bc;
-  rm::SetDisconnectCallback(bc, on_disconnect);
-  rm::BlockedClientMeasureTimeStart(bc);
-  live_jobs()[bc] = job;
+  auto* job = static_cast<EmbedJob*>(block_client(ctx, std::move(owned)));  // owned by the client now
   submit_embedding(
       model, str(argv[2]), pooling, normalize, deadline,
-      [job](engine::Handle h) {
-        job->handle = std::move(h);
-        if (job->cancelled) job->handle.cancel();
-      },
+      [cancellation = job->cancellation](engine::Handle h) { cancellation->set(std::move(h)); },
       [job](const engine::SubmitError& refusal) {
         if (refusal.kind == engine::SubmitError::Kind::Busy) ++stats().busy_replies;
         job->refusal = refusal;
-        rm::BlockedClientMeasureTimeEnd(job->bc);
-        rm::UnblockClient(job->bc, job);
+        complete(job);
       },
       [job](engine::Result&& r) {
-        // Engine thread. After UnblockClient the job belongs to the main thread.
+        // Engine thread. After complete() the job belongs to the main thread.
         job->result = std::move(r);
-        rm::BlockedClientMeasureTimeEnd(job->bc);
-        rm::UnblockClient(job->bc, job);
+        complete(job);
       });
   return REDISMODULE_OK;
 }

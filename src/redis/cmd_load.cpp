@@ -1,7 +1,8 @@
 // INFER.LOAD name path [THREADS n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n] [WEIGHTS copy|mmap]
 // Admin only. The path must resolve (realpath) inside the model directory. The engine is created on a
-// background thread; only the calling client waits. The model is registered on the main thread, in the
-// reply callback, or in the free callback when the client went away meanwhile.
+// loader thread; only the calling client waits. The model is registered on the main thread when the
+// load ends, also when the client disconnected meanwhile; CLIENT UNBLOCK cancels it (the load runs to
+// its end, then the model is dropped instead of registered).
 #include <strings.h>
 
 #include <ctime>
@@ -10,51 +11,32 @@
 #include <thread>
 
 #include "redis/args.h"
+#include "redis/blocked_call.h"
 #include "redis/commands.h"
 #include "redis/models.h"
 #include "redis/settings.h"
-#include "redis/stats.h"
 
 namespace infer::redis {
 namespace {
 
-struct LoadJob {
+struct LoadJob : BlockedJob {
+  explicit LoadJob(std::shared_ptr<LoadedModel> m) : BlockedJob("infer.load", "load"), model(std::move(m)) {}
+  int reply(RedisModuleCtx* ctx) override {
+    if (!error.empty()) return reply_error(ctx, "cannot load model '" + model->name + "': " + error);
+    return rm::ReplyWithSimpleString(ctx, "OK");
+  }
+  // Registers a finished load, whether or not the client is still there (unless it was unblocked).
+  void settle() override {
+    models().set_loading(model->name, false);
+    if (!error.empty() || unblocked) return;
+    model->loaded_at_ms = static_cast<long long>(std::time(nullptr)) * 1000;
+    models().add(model);
+  }
+  void abandon(Abandon) override {}  // a load cannot stop half way; settle() decides
+
   std::shared_ptr<LoadedModel> model;  // engine set on success
   std::string error;
-  bool registered = false;
 };
-
-// Main thread: puts a finished load into the registry (once).
-void finish(LoadJob* job) {
-  if (job->registered) return;
-  job->registered = true;
-  models().set_loading(job->model->name, false);
-  if (job->error.empty()) {
-    job->model->loaded_at_ms = static_cast<long long>(std::time(nullptr)) * 1000;
-    models().add(job->model);
-  }
-}
-
-int load_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  try {
-    MainThreadTimer timer("infer.load reply");
-    auto* job = static_cast<LoadJob*>(rm::GetBlockedClientPrivateData(ctx));
-    finish(job);
-    if (!job->error.empty()) return reply_error(ctx, "cannot load model '" + job->model->name + "': " + job->error);
-    return rm::ReplyWithSimpleString(ctx, "OK");
-  } catch (...) {
-    return rm::ReplyWithError(ctx, "ERR internal error while registering the model");
-  }
-}
-
-void load_free(RedisModuleCtx*, void* privdata) {
-  auto* job = static_cast<LoadJob*>(privdata);
-  try {
-    finish(job);  // the client may have disconnected: the model still gets registered
-  } catch (...) {
-  }
-  delete job;
-}
 
 }  // namespace
 
@@ -101,11 +83,10 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   if (refuse_if_cannot_block(ctx, "INFER.LOAD")) return REDISMODULE_OK;
 
-  auto* job = new LoadJob{model, "", false};
-  RedisModuleBlockedClient* bc = rm::BlockClient(ctx, load_reply, nullptr, load_free, 0);
   models().set_loading(name, true);
+  auto* job = static_cast<LoadJob*>(block_client(ctx, std::make_unique<LoadJob>(model)));
   try {
-    std::thread([bc, job] {
+    std::thread([job] {
       try {
         job->model->engine = create_engine(job->model->options);
       } catch (const std::exception& e) {
@@ -113,12 +94,11 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       } catch (...) {
         job->error = "unknown error";
       }
-      rm::UnblockClient(bc, job);  // never NULL: load_free owns the job
+      complete(job);
     }).detach();
   } catch (const std::exception& e) {
     models().set_loading(name, false);
-    rm::AbortBlock(bc);
-    delete job;
+    abort_blocked(job);
     return reply_error(ctx, std::string("cannot start a loader thread: ") + e.what());
   }
   return REDISMODULE_OK;

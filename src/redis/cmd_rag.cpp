@@ -209,7 +209,7 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
 // Step 2 then 3, on the main thread with the client blocked. Always ends in UnblockClient, now or
 // from the engine.
 void retrieve_and_generate(RedisModuleCtx* ctx, RagJob* job) {
-  if (job->slot->cancel_requested()) return unblock_generation(job);
+  if (job->cancellation->requested()) return unblock_generation(job);
   if (!retrieve_and_assemble(ctx, job)) return unblock_generation(job);
   submit_generation(job, std::move(job->gen));
 }
@@ -323,7 +323,7 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   // stored with INFER.EMBED ... STORE are; normalising changes nothing for cosine search.
   submit_embedding(
       j->model, *query_text, engine::Pooling::Default, true, j->gen.deadline,
-      [j](engine::Handle h) { j->slot->set(std::move(h)); },
+      [j](engine::Handle h) { j->cancellation->set(std::move(h)); },
       [j](const engine::SubmitError& refusal) {
         j->error_code = refusal.kind == engine::SubmitError::Kind::Busy ? "BUSY" : "ERR";
         j->error = refusal.message;

@@ -7,6 +7,7 @@
 
 #include "redis/args.h"
 #include "redis/background.h"
+#include "redis/blocked_call.h"
 #include "redis/commands.h"
 #include "redis/models.h"
 #include "redis/stats.h"
@@ -15,59 +16,62 @@
 namespace infer::redis {
 namespace {
 
-struct TokenizeJob {
+struct TokenizeJob : BlockedJob {
+  TokenizeJob() : BlockedJob("infer.tokenize", "tokenisation") {}
+  ~TokenizeJob() override {
+    if (owns_store) rm::FreeString(nullptr, store);
+  }
+  int reply(RedisModuleCtx* ctx) override;
+  bool has_writes() const override { return store && error.empty(); }
+  void write(RedisModuleCtx* ctx, Writable writable) override;
+
   std::shared_ptr<const LoadedModel> model;
   std::string text;
   tokenizer::EncodeOptions opts;
-  RedisModuleString* store = nullptr;  // retained copy of the key name; freed by free_job
+  RedisModuleString* store = nullptr;  // the key name: argv's (sync) or a retained copy (owns_store)
+  bool owns_store = false;
   std::vector<int32_t> ids;
-  std::string error;
+  std::string error;        // the tokenizer's
+  std::string store_error;  // the SET's, with its code
+  void encode() {
+    try {
+      ids = model->engine->tokenizer().encode(text, opts);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
 };
 
-// Main thread: store (when asked) and reply.
-int reply_ids(RedisModuleCtx* ctx, const TokenizeJob& job) {
-  if (!job.error.empty()) return reply_error(ctx, "cannot tokenise: " + job.error);
-  if (!job.store) {
-    rm::ReplyWithArray(ctx, static_cast<long>(job.ids.size()));
-    for (int32_t id : job.ids) rm::ReplyWithLongLong(ctx, id);
-    return REDISMODULE_OK;
-  }
+// Writes the ids as a token blob; returns "" or the error reply (with its code).
+std::string store_blob(RedisModuleCtx* ctx, const TokenizeJob& job) {
   std::string blob = make_token_blob(job.ids, job.model->engine->tokenizer());
   RedisModuleCallReply* r = rm::Call(ctx, "SET", "!sb", job.store, blob.data(), blob.size());
-  if (!r) return reply_error(ctx, "SET of the token blob failed");
-  bool failed = rm::CallReplyType(r) == REDISMODULE_REPLY_ERROR;
+  if (!r) return "ERR SET of the token blob failed";
   std::string why;
-  if (failed) {
+  if (rm::CallReplyType(r) == REDISMODULE_REPLY_ERROR) {
     size_t len = 0;
     const char* p = rm::CallReplyStringPtr(r, &len);
-    why.assign(p ? p : "", p ? len : 0);
+    why = "ERR SET of the token blob failed: " + std::string(p ? p : "", p ? len : 0);
   }
   rm::FreeCallReply(r);
-  if (failed) return reply_error(ctx, "SET of the token blob failed: " + why);
-  return rm::ReplyWithLongLong(ctx, static_cast<long long>(job.ids.size()));
+  return why;
 }
 
-void encode(TokenizeJob* job) {
-  try {
-    job->ids = job->model->engine->tokenizer().encode(job->text, job->opts);
-  } catch (const std::exception& e) {
-    job->error = e.what();
+int TokenizeJob::reply(RedisModuleCtx* ctx) {
+  if (!error.empty()) return reply_error(ctx, "cannot tokenise: " + error);
+  if (!store_error.empty()) return rm::ReplyWithError(ctx, store_error.c_str());
+  if (store) return rm::ReplyWithLongLong(ctx, static_cast<long long>(ids.size()));
+  rm::ReplyWithArray(ctx, static_cast<long>(ids.size()));
+  for (int32_t id : ids) rm::ReplyWithLongLong(ctx, id);
+  return REDISMODULE_OK;
+}
+
+void TokenizeJob::write(RedisModuleCtx* ctx, Writable writable) {
+  if (writable == Writable::Replica) {
+    store_error = "READONLY this node became a replica while the text was tokenised; nothing stored";
+    return;
   }
-}
-
-int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  try {
-    MainThreadTimer timer("infer.tokenize reply");
-    return reply_ids(ctx, *static_cast<TokenizeJob*>(rm::GetBlockedClientPrivateData(ctx)));
-  } catch (...) {
-    return reply_error(ctx, "internal error while replying");
-  }
-}
-
-void free_job(RedisModuleCtx*, void* privdata) {
-  auto* job = static_cast<TokenizeJob*>(privdata);
-  if (job->store) rm::FreeString(nullptr, job->store);
-  delete job;
+  store_error = store_blob(ctx, *this);
 }
 
 }  // namespace
@@ -95,19 +99,24 @@ int cmd_tokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   bool can_block = !(rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_DENY_BLOCKING);
   if (job->text.size() <= kSyncTokenizeBytes || !can_block) {
     job->store = store;  // argv outlives this call
-    encode(job.get());
-    return reply_ids(ctx, *job);
+    job->encode();
+    if (job->has_writes()) job->store_error = store_blob(ctx, *job);
+    return job->reply(ctx);
   }
-  if (store) job->store = rm::CreateStringFromString(nullptr, store);  // argv dies with the handler
-  TokenizeJob* raw = job.release();
-  RedisModuleBlockedClient* bc = rm::BlockClient(ctx, on_reply, nullptr, free_job, 0);
-  bool queued = run_in_background([bc, raw] {
-    encode(raw);
-    rm::UnblockClient(bc, raw);  // never NULL: free_job owns the job
+  if (store) {
+    job->store = rm::CreateStringFromString(nullptr, store);  // argv dies with the handler
+    job->owns_store = true;
+  }
+  auto* blocked = static_cast<TokenizeJob*>(block_client(ctx, std::move(job)));
+  bool queued = run_in_background([blocked, cancellation = blocked->cancellation] {
+    if (cancellation->requested())
+      blocked->error = "cancelled";  // the client left: nothing to reply to, nothing to store
+    else
+      blocked->encode();
+    complete(blocked);
   });
   if (!queued) {
-    rm::AbortBlock(bc);
-    free_job(nullptr, raw);
+    abort_blocked(blocked);
     return reply_coded_error(ctx, "BUSY", "too many texts waiting to be tokenised; retry later");
   }
   return REDISMODULE_OK;

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <climits>
 #include <utility>
-#include <unordered_map>
 
 #include "redis/args.h"
 #include "redis/background.h"
@@ -18,17 +17,6 @@ namespace {
 constexpr const char* kSamplingKeywords[] = {"MAXTOKENS", "TEMP", "TOPK", "TOPP", "MINP",
                                              "REPEAT-PENALTY", "SEED", "STOP", "TIMEOUT"};
 constexpr int kMaxStops = 16;
-
-// Blocked client → job, for the timeout and disconnect callbacks (main thread only).
-std::unordered_map<RedisModuleBlockedClient*, GenerationJob*>& live_jobs() {
-  static std::unordered_map<RedisModuleBlockedClient*, GenerationJob*> m;
-  return m;
-}
-
-GenerationJob* job_of(RedisModuleBlockedClient* bc) {
-  auto it = live_jobs().find(bc);
-  return it == live_jobs().end() ? nullptr : it->second;
-}
 
 int reply_refusal(RedisModuleCtx* ctx, const engine::SubmitError& refusal) {
   if (refusal.kind == engine::SubmitError::Kind::Busy) {
@@ -63,95 +51,6 @@ void reply_stats_fields(RedisModuleCtx* ctx, const engine::Result& r) {
 }
 constexpr int kStatsFields = 10;
 
-int reply_result(RedisModuleCtx* ctx, const GenerationJob* job) {
-  if (!job->error.empty()) return reply_coded_error(ctx, job->error_code, job->error);
-  if (job->refusal) return reply_refusal(ctx, *job->refusal);
-  const engine::Result& r = job->result;
-  switch (r.finish) {
-    case engine::FinishReason::Error:
-      return reply_error(ctx, "generation failed: " + r.error);
-    case engine::FinishReason::Deadline:
-      ++stats().timeouts;
-      return reply_coded_error(ctx, "TIMEOUT", std::string(job->timeout_subject) + " did not finish within " +
-                                                   std::to_string(job->timeout_ms) + " ms");
-    case engine::FinishReason::Cancelled:
-      return reply_error(ctx, "generation cancelled");
-    default:
-      break;
-  }
-  const int extra = job->extra_reply_fields();
-  if (!job->with_stats && extra == 0) return rm::ReplyWithStringBuffer(ctx, r.text.data(), r.text.size());
-  rm::ReplyWithMap(ctx, 1 + (job->with_stats ? kStatsFields : 0) + extra);
-  rm::ReplyWithCString(ctx, "text");
-  rm::ReplyWithStringBuffer(ctx, r.text.data(), r.text.size());
-  if (job->with_stats) reply_stats_fields(ctx, r);
-  job->reply_extra_fields(ctx);
-  return REDISMODULE_OK;
-}
-
-bool replies_from_stream(const GenerationJob* job) { return job->stream && !job->refusal && job->error.empty(); }
-
-int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  auto* job = static_cast<GenerationJob*>(rm::GetBlockedClientPrivateData(ctx));
-  try {
-    const std::string timer_name = std::string(job->command) + " reply";
-    MainThreadTimer timer(timer_name.c_str());
-    if (replies_from_stream(job))
-      job->stream->finish(ctx, engine::finish_reason_name(job->result.finish), job->result.timings.generated_tokens);
-    return reply_result(ctx, job);
-  } catch (...) {
-    return reply_error(ctx, "internal error while replying");
-  }
-}
-
-// Only CLIENT UNBLOCK gets here: the client is blocked without a Redis timeout.
-int on_timeout(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  try {
-    GenerationJob* job = job_of(rm::GetBlockedClientHandle(ctx));
-    const std::string timer_name = std::string(job ? job->command : "infer.generate") + " unblocked";
-    MainThreadTimer timer(timer_name.c_str());
-    if (job) {
-      job->unblocked = true;
-      job->slot->cancel();  // the engine still finishes it (Cancelled) and on_done unblocks
-    }
-    return reply_coded_error(ctx, "UNBLOCKED", "client unblocked; generation cancelled");
-  } catch (...) {
-    return rm::ReplyWithError(ctx, "UNBLOCKED client unblocked; generation cancelled");
-  }
-}
-
-void on_disconnect(RedisModuleCtx*, RedisModuleBlockedClient* bc) {
-  try {
-    if (GenerationJob* job = job_of(bc)) job->slot->cancel();
-    ++stats().disconnects;
-  } catch (...) {
-  }
-}
-
-void free_job(RedisModuleCtx* ctx, void* privdata) {
-  auto* job = static_cast<GenerationJob*>(privdata);
-  try {
-    const std::string timer_name = std::string(job->command) + " free";
-    MainThreadTimer timer(timer_name.c_str());
-    live_jobs().erase(job->bc);
-    if (job->refusal && job->counted_before_submit) --stats().generate_requests;
-    if (replies_from_stream(job)) {
-      // The reply callback did not run (disconnect or unblock): the stream still gets its last entry.
-      const char* reason = job->unblocked ? "cancelled" : engine::finish_reason_name(job->result.finish);
-      job->stream->finish(ctx, reason, job->result.timings.generated_tokens);
-    }
-  } catch (...) {
-  }
-  delete job;
-}
-
-// Gives back a blocked client whose request was refused on the spot: no callback runs for it.
-void abort_generation(GenerationJob* job) {
-  live_jobs().erase(job->bc);
-  rm::AbortBlock(job->bc);
-  delete job;
-}
-
 engine::Callbacks callbacks_for(GenerationJob* job) {
   engine::Callbacks cb;
   if (job->stream) {
@@ -165,7 +64,7 @@ engine::Callbacks callbacks_for(GenerationJob* job) {
     };
   }
   cb.on_done = [job](engine::Result&& r) {
-    // Engine thread. After UnblockClient the job belongs to the main thread: touch nothing after it.
+    // Engine thread. After complete() the job belongs to the main thread: touch nothing after it.
     job->result = std::move(r);
     unblock_generation(job);
   };
@@ -173,6 +72,48 @@ engine::Callbacks callbacks_for(GenerationJob* job) {
 }
 
 }  // namespace
+
+int GenerationJob::reply(RedisModuleCtx* ctx) {
+  if (!error.empty()) return reply_coded_error(ctx, error_code, error);
+  if (refusal) return reply_refusal(ctx, *refusal);
+  const engine::Result& r = result;
+  switch (r.finish) {
+    case engine::FinishReason::Error:
+      return reply_error(ctx, "generation failed: " + r.error);
+    case engine::FinishReason::Deadline:
+      ++stats().timeouts;
+      return reply_coded_error(ctx, "TIMEOUT", std::string(timeout_subject) + " did not finish within " +
+                                                   std::to_string(timeout_ms) + " ms");
+    case engine::FinishReason::Cancelled:
+      return reply_error(ctx, "generation cancelled");
+    default:
+      break;
+  }
+  const int extra = extra_reply_fields();
+  if (!with_stats && extra == 0) return rm::ReplyWithStringBuffer(ctx, r.text.data(), r.text.size());
+  rm::ReplyWithMap(ctx, 1 + (with_stats ? kStatsFields : 0) + extra);
+  rm::ReplyWithCString(ctx, "text");
+  rm::ReplyWithStringBuffer(ctx, r.text.data(), r.text.size());
+  if (with_stats) reply_stats_fields(ctx, r);
+  reply_extra_fields(ctx);
+  return REDISMODULE_OK;
+}
+
+bool GenerationJob::has_writes() const { return stream && !refusal && error.empty(); }
+
+void GenerationJob::write(RedisModuleCtx* ctx, Writable writable) {
+  const char* reason = unblocked ? "cancelled" : engine::finish_reason_name(result.finish);
+  stream->finish(ctx, writable, reason, result.timings.generated_tokens);
+  if (writable == Writable::Replica && error.empty()) {
+    error_code = "READONLY";
+    error = "this node became a replica while the generation ran; STREAM '" + stream->key() +
+            "' has no finish entry";
+  }
+}
+
+void GenerationJob::settle() {
+  if (refusal && counted_before_submit) --stats().generate_requests;
+}
 
 GenerationOptions default_generation_options() {
   GenerationOptions o;
@@ -245,23 +186,6 @@ void apply_generation_options(const GenerationOptions& o, engine::Request* req) 
   if (o.timeout_ms > 0) req->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeout_ms);
 }
 
-void HandleSlot::set(engine::Handle h) {
-  std::lock_guard<std::mutex> lock(mu_);
-  handle_ = std::move(h);
-  if (cancel_requested_) handle_.cancel();
-}
-
-void HandleSlot::cancel() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cancel_requested_ = true;
-  if (handle_) handle_.cancel();
-}
-
-bool HandleSlot::cancel_requested() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return cancel_requested_;
-}
-
 void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const GenerationOptions& o) {
   job->timeout_ms = o.timeout_ms;
   job->with_stats = o.with_stats;
@@ -269,20 +193,11 @@ void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const Generat
     job->stream = std::make_shared<StreamWriter>(o.stream_key, rm::GetSelectedDb(ctx), settings().stream_maxlen);
 }
 
-GenerationJob* block_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned) {
-  GenerationJob* job = owned.release();  // owned by the blocked client from here: free_job deletes it
-  // Timeout 0: see the header (TIMEOUT is the engine's deadline, never a Redis block timeout).
-  job->bc = rm::BlockClient(ctx, on_reply, on_timeout, free_job, 0);
-  rm::SetDisconnectCallback(job->bc, on_disconnect);
-  rm::BlockedClientMeasureTimeStart(job->bc);
-  live_jobs()[job->bc] = job;
-  return job;
+GenerationJob* block_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job) {
+  return static_cast<GenerationJob*>(block_client(ctx, std::move(job)));
 }
 
-void unblock_generation(GenerationJob* job) {
-  rm::BlockedClientMeasureTimeEnd(job->bc);
-  rm::UnblockClient(job->bc, job);
-}
+void unblock_generation(GenerationJob* job) { complete(job); }
 
 std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long max_tokens) {
   const long long need = static_cast<long long>(n_prompt) + max_tokens;
@@ -299,8 +214,8 @@ int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, 
   // run on the background thread: the main thread only parses, copies token keys and blocks the
   // client, which keeps its time per command small and independent of the prompt. A refusal there
   // (BUSY included) is replied by on_reply. Once submit succeeds the request may finish and the job be
-  // freed at any time: only the slot (shared) is touched after it.
-  auto task = [job, slot = job->slot, req = std::move(req), cb = std::move(cb), suffix = std::move(suffix)]() mutable {
+  // freed at any time: only the cancellation (shared) is touched after it.
+  auto task = [job, cancellation = job->cancellation, req = std::move(req), cb = std::move(cb), suffix = std::move(suffix)]() mutable {
     if (!suffix.empty()) {
       tokenizer::EncodeOptions o;
       o.add_special = false;
@@ -316,12 +231,12 @@ int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, 
       job->refusal = *refusal;  // no callback will run: the job is still ours
       unblock_generation(job);
     } else {
-      slot->set(std::get<engine::Handle>(submitted));
+      cancellation->set(std::get<engine::Handle>(submitted));
     }
   };
   job->counted_before_submit = true;
   if (!run_in_background(std::move(task))) {
-    abort_generation(job);
+    abort_blocked(job);
     return reply_coded_error(ctx, "BUSY", "too many requests waiting to be submitted; retry later");
   }
   ++stats().generate_requests;
@@ -334,7 +249,7 @@ void submit_generation(GenerationJob* job, engine::Request req) {
     job->refusal = *refusal;  // no callback will run: the job is still ours
     return unblock_generation(job);
   }
-  job->slot->set(std::get<engine::Handle>(submitted));
+  job->cancellation->set(std::get<engine::Handle>(submitted));
   ++stats().generate_requests;
 }
 

@@ -1,21 +1,15 @@
-// What INFER.GENERATE and INFER.RAG share: the generation options of their grammar, and a
-// generation run on a blocked client, in the three pieces of spec §3.1:
+// What INFER.GENERATE and INFER.RAG share: the generation options of their grammar, and a generation
+// run on a blocked client (blocked_call.h has the sequence and who owns the job when):
 //   main thread: block the client (block_generation), submit (start_generation / submit_generation);
-//   engine thread: on_token feeds the optional StreamWriter, on_done stores the result and unblocks;
-//   main thread: reply / timeout / disconnect / free callbacks reply, cancel, clean up.
-// A GenerationJob is owned by its blocked client from BlockClient on: the free callback deletes it,
-// always (UnblockClient never gets NULL).
-// The client is blocked without a Redis timeout; TIMEOUT is enforced by the engine request's deadline
-// (the request finishes with Deadline and the reply is -TIMEOUT). In Redis 7.0 a block timeout that
-// expires after UnblockClient but before the main thread processes it unblocks the client with no
-// reply at all (moduleBlockedClientTimedOut returns early for an already unblocked handle).
+//   engine thread: on_token feeds the optional StreamWriter, on_done stores the result and completes;
+//   main thread: the stream's final entry from the write queue, then the reply.
 #pragma once
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "redis/blocked_call.h"
 #include "redis/models.h"
 #include "redis/module_api.h"
 #include "redis/stream_writer.h"
@@ -51,44 +45,30 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
 // Copies sampling, max tokens and stop strings into req, and sets its deadline to now + timeout.
 void apply_generation_options(const GenerationOptions& o, engine::Request* req);
 
-// The engine handle of a request, set by whichever thread submitted it; cancel() may come first, and
-// a handle set after it is cancelled at once. Shared, because a background submit may still be
-// setting it when the finished job is freed. Thread-safe.
-class HandleSlot {
- public:
-  void set(engine::Handle h);
-  void cancel();
-  bool cancel_requested();
-
- private:
-  std::mutex mu_;
-  engine::Handle handle_;          // guarded by mu_
-  bool cancel_requested_ = false;  // guarded by mu_
-};
-
 // One blocked client's generation. Commands with more state or more reply fields derive from it.
-struct GenerationJob {
-  GenerationJob(std::shared_ptr<const LoadedModel> m, const char* command_name) : model(std::move(m)), command(command_name) {}
-  virtual ~GenerationJob() = default;
+struct GenerationJob : BlockedJob {
+  GenerationJob(std::shared_ptr<const LoadedModel> m, const char* command_name)
+      : BlockedJob(command_name, "generation"), model(std::move(m)) {}
   // Fields a command adds to the map reply after "text" (and the WITHSTATS ones): how many pairs, and
   // writing them. A job with extra fields always replies with a map. Main thread.
   virtual int extra_reply_fields() const { return 0; }
   virtual void reply_extra_fields(RedisModuleCtx*) const {}
 
-  RedisModuleBlockedClient* bc = nullptr;
+  int reply(RedisModuleCtx* ctx) override;
+  bool has_writes() const override;              // a STREAM gets its final entry
+  void write(RedisModuleCtx* ctx, Writable writable) override;
+  void settle() override;  // a request counted before a refused submit is uncounted
+
   std::shared_ptr<const LoadedModel> model;  // keeps the engine alive until the job is freed
-  const char* command;                       // "infer.generate": names timings
   const char* timeout_subject = "generation";  // "-TIMEOUT <subject> did not finish within N ms"
   long long timeout_ms = 0;
   bool with_stats = false;
   std::shared_ptr<StreamWriter> stream;
-  std::shared_ptr<HandleSlot> slot = std::make_shared<HandleSlot>();
   std::optional<engine::SubmitError> refusal;  // submit refused after blocking: replied
   bool counted_before_submit = false;          // generate_requests counted when queued in the background
   const char* error_code = "ERR";              // error set: replied instead of the result
   std::string error;
-  engine::Result result;   // written by on_done before UnblockClient
-  bool unblocked = false;  // main thread: CLIENT UNBLOCK replied already
+  engine::Result result;   // written by on_done before complete()
 };
 
 // Sets job's options (timeout, WITHSTATS, STREAM writer in the client's database). Main thread.
@@ -98,8 +78,8 @@ void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const Generat
 // from now on. Main thread; the command must have checked refuse_if_cannot_block.
 GenerationJob* block_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job);
 
-// Unblocks the job's client: the reply callback replies from the job. Once per job; any thread; the
-// job belongs to the main thread after it.
+// The job is over (result, refusal or error set): its stream's final entry, then the reply. Once per
+// job; any thread; the job belongs to the main thread after it.
 void unblock_generation(GenerationJob* job);
 
 // INFER.GENERATE's path: blocks the client, then tokenises and submits req on the background thread.

@@ -9,9 +9,9 @@
 #include "redis/models.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
-#include "redis/stream_writer.h"
 #include "redis/vector_commands.h"
 #include "redis/vset_threads.h"
+#include "redis/write_queue.h"
 
 // Weak default so that the module links before the vector-set commands exist; vset_*.cpp provides the
 // strong definition.
@@ -61,7 +61,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     }
     // Last, once nothing can fail: what these keep (a context of this module) must belong to a load
     // that Redis kept.
-    redis::StreamWriter::init(ctx);
+    redis::init_write_queue(ctx);
     redis::start_background_thread();
     redis::start_search_threads();
   } catch (const std::exception& e) {

@@ -320,6 +320,7 @@ inline constexpr const char* REDISMODULE_ERRORMSG_WRONGTYPE =
   X(Milliseconds, long long, ())                                                                                \
   X(MonotonicMicroseconds, uint64_t, ())                                                                        \
   X(GetUsedMemoryRatio, float, ())                                                                              \
+  X(AvoidReplicaTraffic, int, ())                                                                               \
   X(Log, void, (RedisModuleCtx * ctx, const char* level, const char* fmt, ...))                                 \
   X(LogIOError, void, (RedisModuleIO * io, const char* level, const char* fmt, ...))                            \
   /* replies */                                                                                                 \

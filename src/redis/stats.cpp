@@ -3,7 +3,9 @@
 #include <ctime>
 
 #include "redis/args.h"
+#include "redis/blocked_call.h"
 #include "redis/models.h"
+#include "redis/write_queue.h"
 
 namespace infer::redis {
 
@@ -187,6 +189,8 @@ void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
     rm::InfoAddFieldULongLong(ctx, "stream_entries", ms.stream_entries);
     rm::InfoAddFieldULongLong(ctx, "max_main_thread_stall_us", max_stall_us());
     if (for_crash_report) return;
+    rm::InfoAddFieldLongLong(ctx, "blocked_clients", blocked_jobs());
+    rm::InfoAddFieldLongLong(ctx, "writes_deferred", pending_writes());
     // What infer.max-memory counts: the memory plans of the engines alive (unloaded ones until freed).
     rm::InfoAddFieldULongLong(ctx, "memory_bytes", committed_memory());
     info_engine_fields(ctx, total_engine_stats());

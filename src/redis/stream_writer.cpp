@@ -7,13 +7,6 @@
 #include "redis/stats.h"
 
 namespace infer::redis {
-namespace {
-RedisModuleCtx* g_module_ctx = nullptr;  // made in OnLoad, never freed: names the module to CreateTimer
-}
-
-void StreamWriter::init(RedisModuleCtx* onload_ctx) {
-  if (!g_module_ctx) g_module_ctx = rm::GetDetachedThreadSafeContext(onload_ctx);
-}
 
 StreamWriter::StreamWriter(const RedisModuleString* key, int db, long long maxlen)
     : key_(view(key)), db_(db), maxlen_(maxlen) {}
@@ -28,84 +21,49 @@ void StreamWriter::append(const std::string& piece) {
     if (scheduled_ || (pending_pieces_ < kBatchTokens && now - pending_since_ < kBatchMs)) return;
     scheduled_ = true;
   }
-  // Scheduled outside the lock: the call wakes the main thread, which then locks mu_ in flush(); were
-  // the (lower-priority) engine thread still holding it, the main thread would wait for it to run.
-  // The event owns one reference, so the writer outlives the request if need be.
-  auto* ref = new std::shared_ptr<StreamWriter>(shared_from_this());
-  if (rm::EventLoopAddOneShot(flush_event, ref) != REDISMODULE_OK) {
-    delete ref;  // the final flush will write what is buffered
-    std::lock_guard<std::mutex> lock(mu_);
-    scheduled_ = false;
-  }
+  // Posted outside the lock: posting wakes the main thread, which then locks mu_ in flush(); were the
+  // (lower-priority) engine thread still holding it, the main thread would wait for it to run.
+  post_flush();
 }
 
-// Why a timer: the event-loop callback has no context, and what RM_Call("!") queues for replication and
-// the AOF is only sent when a non-thread-safe context is freed (a detached thread-safe context left it
-// queued, and Redis 7.0 then asserted in handleClientsBlockedOnKeys with the AOF on). A timer callback
-// gets such a context.
-void StreamWriter::flush_event(void* user_data) {
-  std::unique_ptr<std::shared_ptr<StreamWriter>> ref(static_cast<std::shared_ptr<StreamWriter>*>(user_data));
-  try {
-    rm::CreateTimer(g_module_ctx, 0, flush_timer, ref.get());
-    ref.release();  // the timer owns it now
-  } catch (...) {
-  }
+void StreamWriter::post_flush() {
+  // The queued write owns one reference, so the writer outlives the request if need be.
+  post_write([self = shared_from_this()](RedisModuleCtx* ctx, Writable writable) {
+    if (!self->flush(ctx, writable, /*wait=*/false)) self->post_flush();
+  });
 }
 
-void StreamWriter::flush_timer(RedisModuleCtx* ctx, void* user_data) {
-  std::unique_ptr<std::shared_ptr<StreamWriter>> ref(static_cast<std::shared_ptr<StreamWriter>*>(user_data));
-  try {
-    MainThreadTimer timer("infer.generate stream flush");
-    if (!(*ref)->flush(ctx, /*wait=*/false)) {
-      // The engine thread holds the buffer (it runs at a lower priority and may have been preempted
-      // inside its few instructions): never wait for it on the main thread, come back next turn.
-      rm::CreateTimer(ctx, 0, flush_timer, ref.get());
-      ref.release();
-    }
-  } catch (...) {
-    // Nothing can be reported from a timer; the final entry still says how it ended.
-  }
-}
-
-bool StreamWriter::flush(RedisModuleCtx* ctx, bool wait) {
+bool StreamWriter::flush(RedisModuleCtx* ctx, Writable writable, bool wait) {
   std::string chunk;
   {
     std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
     if (wait) {
       lock.lock();
     } else if (!lock.try_lock()) {
+      // The engine thread holds the buffer (it runs at a lower priority and may have been preempted
+      // inside its few instructions): never wait for it on the main thread, come back later. Order
+      // holds: finish() flushes with wait before its entry, and a flush after it finds nothing.
       return false;
     }
     chunk.swap(pending_);
     pending_pieces_ = 0;
     scheduled_ = false;
   }
-  if (finished_ || chunk.empty()) return true;
+  if (finished_ || chunk.empty() || writable != Writable::Yes) return true;
   xadd(ctx, "text", chunk);
   return true;
 }
 
-void StreamWriter::finish(RedisModuleCtx* ctx, const char* reason, long long n_tokens) {
+void StreamWriter::finish(RedisModuleCtx* ctx, Writable writable, const char* reason, long long n_tokens) {
   if (finished_) return;
-  if (!ctx) {  // a callback without a context: write from a timer's instead
-    struct Later {
-      std::shared_ptr<StreamWriter> writer;
-      std::string reason;
-      long long n_tokens;
-    };
-    auto* later = new Later{shared_from_this(), reason, n_tokens};
-    rm::CreateTimer(g_module_ctx, 0, [](RedisModuleCtx* timer_ctx, void* data) {
-      std::unique_ptr<Later> l(static_cast<Later*>(data));
-      try {
-        l->writer->finish(timer_ctx, l->reason.c_str(), l->n_tokens);
-      } catch (...) {
-      }
-    }, later);
+  flush(ctx, writable, /*wait=*/true);  // the engine has stopped appending: the lock is free or about to be
+  finished_ = true;
+  if (writable != Writable::Yes) {
+    rm::Log(ctx, "warning", "infer: stream '%s' ends without its finish entry (%s): this node became a replica",
+            key_.c_str(), reason);
     return;
   }
-  flush(ctx, /*wait=*/true);  // the engine has stopped appending: the lock is free or about to be
   xadd(ctx, "finish", reason, "tokens", std::to_string(n_tokens));
-  finished_ = true;
 }
 
 void StreamWriter::xadd(RedisModuleCtx* ctx, const char* f1, const std::string& v1, const char* f2,

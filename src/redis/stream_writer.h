@@ -1,12 +1,12 @@
 // Appends a generation's text to a Redis Stream while it runs (INFER.GENERATE ... STREAM key).
 //
 // The engine thread only appends pieces to a buffer under a small mutex and, once a batch is ready
-// (kBatchTokens pieces, or the oldest buffered piece is kBatchMs old) and no flush is pending,
-// schedules one with EventLoopAddOneShot; the flush runs on the main thread and writes everything
+// (kBatchTokens pieces, or the oldest buffered piece is kBatchMs old) and no flush is pending, posts one
+// to the module's write queue (write_queue.h); the flush runs on the main thread and writes everything
 // buffered so far as ONE entry (so the main thread is touched once per batch, never per token;
-// spec §3.2, DESIGN invariant 5); the event schedules a 0 ms timer, whose callback has a context that
-// sends the writes to replicas and the AOF when it is released. The final flush at the end writes
-// whatever is left, from the reply (or free) callback's context. Entries go through RM_Call("XADD", "!")
+// spec §3.2, DESIGN invariant 5). The final entry is written from the queue too, after the last flush,
+// whether or not the client is still there. Through the queue, entries keep their order, wait out client
+// pauses, and are never written on a node that became a replica. Entries go through RM_Call("XADD", "!")
 // so they are trimmed, replicated, written to the AOF and notified like a client's XADD.
 //
 // Entry fields: `text <chunk>`; the last entry is `finish <reason> tokens <n>`.
@@ -17,6 +17,7 @@
 #include <string>
 
 #include "redis/module_api.h"
+#include "redis/write_queue.h"
 
 namespace infer::redis {
 
@@ -25,22 +26,21 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
   // Main thread. `key` is copied; `db` is the client's selected database.
   StreamWriter(const RedisModuleString* key, int db, long long maxlen);
 
-  // Engine thread: buffer one piece of text and make sure a flush is scheduled.
+  // Engine thread: buffer one piece of text and make sure a flush is queued.
   void append(const std::string& piece);
 
-  // Main thread, in a command, reply or free callback (`ctx`: its context, whose release sends the
-  // writes to replicas and the AOF): write what is buffered, then the final entry. Idempotent.
-  void finish(RedisModuleCtx* ctx, const char* reason, long long n_tokens);
+  // Main thread, from the write queue (`ctx`: the queue's context): write what is buffered, then the
+  // final entry. On a node that became a replica nothing is written and the server log says so.
+  // Idempotent.
+  void finish(RedisModuleCtx* ctx, Writable writable, const char* reason, long long n_tokens);
 
-  // Main thread, OnLoad: the long-lived context that names the module when flushes create timers.
-  static void init(RedisModuleCtx* onload_ctx);
+  const std::string& key() const { return key_; }
 
  private:
-  static void flush_event(void* user_data);                    // main thread (EventLoopAddOneShot)
-  static void flush_timer(RedisModuleCtx* ctx, void* user_data);  // main thread (a 0 ms timer)
-  // Main thread: writes what is buffered. With wait false it gives up (false) instead of waiting when
-  // the engine thread holds the buffer.
-  bool flush(RedisModuleCtx* ctx, bool wait);
+  // Main thread, from the write queue: writes what is buffered. With wait false it gives up (false)
+  // instead of waiting when the engine thread holds the buffer.
+  bool flush(RedisModuleCtx* ctx, Writable writable, bool wait);
+  void post_flush();
   void xadd(RedisModuleCtx* ctx, const char* f1, const std::string& v1, const char* f2 = nullptr,
             const std::string& v2 = "");
 

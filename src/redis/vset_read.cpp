@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "redis/args.h"
+#include "redis/blocked_call.h"
 #include "redis/settings.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_threads.h"
@@ -56,7 +57,10 @@ int reply_hits(RedisModuleCtx* ctx, const std::vector<HitView>& hits, const Vsim
 
 // One VSIM request: what the handler parsed, and what the search found (copied out of the set, whose
 // strings may change once the read lock is released).
-struct VsimJob {
+struct VsimJob : BlockedJob {
+  VsimJob() : BlockedJob("infer.vsim", "search") {}
+  int reply(RedisModuleCtx* ctx) override { return reply_hits_or_error(ctx); }
+
   std::optional<std::vector<float>> query;
   std::string element;  // ELE: the element whose vector is the query
   vector::SearchOptions opt;
@@ -81,7 +85,7 @@ struct VsimJob {
       error = e.what();
     }
   }
-  int reply(RedisModuleCtx* ctx) const {
+  int reply_hits_or_error(RedisModuleCtx* ctx) const {
     if (!error.empty()) return reply_error(ctx, error);
     std::vector<HitView> views;
     views.reserve(scores.size());
@@ -89,12 +93,6 @@ struct VsimJob {
     return reply_hits(ctx, views, ro);
   }
 };
-
-int vsim_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  return static_cast<const VsimJob*>(rm::GetBlockedClientPrivateData(ctx))->reply(ctx);
-}
-
-void vsim_free(RedisModuleCtx*, void* privdata) { delete static_cast<VsimJob*>(privdata); }
 
 // True when this call may block the client: not in MULTI, Lua or a module's RM_Call.
 bool can_block(RedisModuleCtx* ctx) {
@@ -129,21 +127,18 @@ int cmd_vsim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
                         can_block(ctx);
   if (threaded) {
     job->set = k.shared;
-    RedisModuleBlockedClient* bc = rm::BlockClient(ctx, vsim_reply, nullptr, vsim_free, 0);
-    VsimJob* raw = job.get();
-    auto task = [raw, bc] {
-      {
-        auto lock = raw->set->read();
-        raw->search(raw->set->set());
+    auto* blocked = static_cast<VsimJob*>(block_client(ctx, std::move(job)));  // owned by the client now
+    auto task = [blocked] {
+      if (!blocked->cancellation->requested()) {
+        auto lock = blocked->set->read();
+        blocked->search(blocked->set->set());
       }
-      raw->set.reset();  // the search is done: a DEL may free the set now
-      rm::UnblockClient(bc, raw);  // non-null: vsim_free always runs and deletes the job
+      blocked->set.reset();  // the search is done: a DEL may free the set now
+      complete(blocked);
     };
-    if (run_search_thread(task)) {
-      job.release();  // owned by the blocked client now
-      return REDISMODULE_OK;
-    }
-    rm::AbortBlock(bc);  // queue full: search here instead
+    if (run_search_thread(task)) return REDISMODULE_OK;
+    abort_blocked(blocked).release();  // queue full: search here instead
+    job.reset(blocked);
     job->set.reset();
   }
   // Synchronous: the main thread holds the global lock and writers run only here, so no set lock.

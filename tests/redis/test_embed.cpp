@@ -117,8 +117,14 @@ TEST_F(EmbedTest, StoreAndRagQueryIntoAReducedSet) {
 
 TEST_F(EmbedTest, BadPoolingIsAClearError) {
   EXPECT_EQ(run({"INFER.EMBED", "stories", "x", "POOLING", "cls"}), "(error) ERR POOLING must be last or mean");
-  const std::string missing = run({"INFER.EMBED", "stories", "x", "POOLING"});
-  EXPECT_NE(missing.find("unknown option 'POOLING'"), std::string::npos) << missing;
+  EXPECT_EQ(run({"INFER.EMBED", "stories", "x", "POOLING"}), "(error) ERR POOLING needs a value (last or mean)");
+}
+
+TEST_F(EmbedTest, StoreWithoutItsArgumentsSaysWhatIsMissing) {
+  const std::string want = "(error) ERR STORE needs a key and an element name: STORE key element [SETATTR json]";
+  EXPECT_EQ(run({"INFER.EMBED", "stories", "x", "STORE", "k"}), want);
+  EXPECT_EQ(run({"INFER.EMBED", "stories", "x", "STORE"}), want);
+  EXPECT_EQ(run({"EXISTS", "k"}), "0");
 }
 
 }  // namespace

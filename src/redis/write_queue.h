@@ -1,0 +1,33 @@
+// Every keyspace write the module makes outside a client command (a finished job's STORE, a stream's
+// entries) goes through this one queue, so that such writes:
+//   - run on the main thread in a context whose release sends them to replicas and the AOF (a timer's);
+//   - keep their order, across commands;
+//   - never run while clients are paused (CLIENT PAUSE WRITE, CLUSTER FAILOVER, FAILOVER): propagating
+//     then asserts in Redis 7.0 (spec "Client pause"), so the queue waits, in order, until the pause ends;
+//   - never run on a replica (a failover may have demoted the node while the work ran): the write is
+//     told so (Writable::No) and must not write.
+// Thread-safe: post from any thread; the writes themselves run on the main thread.
+#pragma once
+#include <functional>
+
+#include "redis/module_api.h"
+
+namespace infer::redis {
+
+// What a write may do when its turn comes. Yes: write through `ctx`. Replica: this node is a replica
+// now; write nothing (say why in the reply, log it).
+enum class Writable { Yes, Replica };
+
+// A queued write: called once on the main thread. It must not throw (the queue catches and logs).
+using QueuedWrite = std::function<void(RedisModuleCtx* ctx, Writable writable)>;
+
+// Queues `write` behind every write queued before it. Any thread.
+void post_write(QueuedWrite write);
+
+// Main thread, OnLoad: the long-lived context that names the module when the queue creates timers.
+void init_write_queue(RedisModuleCtx* onload_ctx);
+
+// Writes queued and not yet run (INFO infer `writes_deferred`). Any thread.
+long long pending_writes();
+
+}  // namespace infer::redis
