@@ -1,6 +1,7 @@
 // INFER.DETOKENIZE model id [id ...]   |   INFER.DETOKENIZE model KEY key
 // Replies the text. Ids must be valid for the model; a key must hold a token blob of the model's
-// vocabulary or a raw uint32 array (token_keys.h).
+// vocabulary or a raw uint32 array (token_keys.h) of at most the model's context in tokens: it is
+// copied and decoded on the main thread, so a larger one is refused before either.
 #include "redis/args.h"
 #include "redis/commands.h"
 #include "redis/models.h"
@@ -16,7 +17,8 @@ int cmd_detokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   std::vector<int32_t> ids;
   if (is_word(argv[2], "KEY")) {
     if (argc != 4) return reply_error(ctx, "KEY takes exactly one key");
-    if (KeyError e = read_token_key(ctx, argv[3], tok, &ids)) return reply_coded_error(ctx, e.code, e.message);
+    const auto context = static_cast<size_t>(model->engine->options().context);
+    if (KeyError e = read_token_key(ctx, argv[3], tok, &ids, context)) return reply_coded_error(ctx, e.code, e.message);
   } else {
     ids.reserve(static_cast<size_t>(argc - 2));
     std::string err;

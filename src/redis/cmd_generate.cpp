@@ -89,8 +89,10 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, const Load
                           const char** code, std::string* deferred_suffix) {
   const tokenizer::Tokenizer& tok = m.engine->tokenizer();
   if (!a.token_keys.empty()) {
+    // Keys past the context are refused by size before they are copied (the main thread holds them).
+    const auto context = static_cast<size_t>(m.engine->options().context);
     for (RedisModuleString* key : a.token_keys) {
-      KeyError e = read_token_key(ctx, key, tok, &req->prompt_ids);
+      KeyError e = read_token_key(ctx, key, tok, &req->prompt_ids, context);
       if (e) {
         *code = e.code;
         return e.message;

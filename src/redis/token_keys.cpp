@@ -20,8 +20,13 @@ KeyError decode_token_bytes(const char* data, size_t len, const tokenizer::Token
   return e;
 }
 
+size_t token_capacity(const char* data, size_t len) {
+  const bool blob = tokenizer::has_blob_header(data, len) && len >= tokenizer::kBlobHeaderBytes;
+  return (blob ? len - tokenizer::kBlobHeaderBytes : len) / sizeof(uint32_t);
+}
+
 KeyError read_token_key(RedisModuleCtx* ctx, RedisModuleString* key, const tokenizer::Tokenizer& tok,
-                        std::vector<int32_t>* out) {
+                        std::vector<int32_t>* out, size_t max_tokens) {
   KeyError e;
   size_t klen = 0;
   const char* kname = rm::StringPtrLen(key, &klen);
@@ -40,6 +45,13 @@ KeyError read_token_key(RedisModuleCtx* ctx, RedisModuleString* key, const token
   }
   size_t len = 0;
   const char* data = rm::StringDMA(k, &len, REDISMODULE_READ);
+  if (const size_t n = token_capacity(data, len); out->size() > max_tokens || n > max_tokens - out->size()) {
+    rm::CloseKey(k);
+    e.message = "token key '" + std::string(kname, klen) + "' holds " + std::to_string(n) + " tokens" +
+                (out->empty() ? "" : " after " + std::to_string(out->size()) + " from earlier keys") +
+                ", more than the model's context of " + std::to_string(max_tokens) + " tokens";
+    return e;
+  }
   // Copied out while the key is open and the lock is held (invariant 3).
   e = decode_token_bytes(data, len, tok, out);
   rm::CloseKey(k);

@@ -4,6 +4,7 @@
 // Main thread, holding the global lock. Keys are copied out at once (invariant 3): nothing returned
 // points into Redis memory.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,9 +20,14 @@ struct KeyError {
   explicit operator bool() const { return !message.empty(); }
 };
 
-// Appends the ids stored at `key` to `out`, validated against `tok`.
+// Appends the ids stored at `key` to `out`, validated against `tok`. A key that would bring `out` past
+// `max_tokens` ids is refused from its byte length alone, before anything is copied or decoded, so an
+// oversized key costs the main thread nothing.
 KeyError read_token_key(RedisModuleCtx* ctx, RedisModuleString* key, const tokenizer::Tokenizer& tok,
-                        std::vector<int32_t>* out);
+                        std::vector<int32_t>* out, size_t max_tokens = SIZE_MAX);
+
+// How many ids a value of `len` bytes can hold (a blob's header excluded), without decoding it.
+size_t token_capacity(const char* data, size_t len);
 
 // The bytes INFER.TOKENIZE ... STORE writes for `ids`.
 std::string make_token_blob(const std::vector<int32_t>& ids, const tokenizer::Tokenizer& tok);

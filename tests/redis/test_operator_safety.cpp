@@ -256,5 +256,66 @@ TEST_F(ModuleLoadexTest, AFailedLoadDoesNotBlockTheNextOne) {
             std::string::npos);
 }
 
+// --- bug 6: token keys larger than the context are refused before they are copied ---
+
+class TokenKeyBoundsTest : public SharedServerTest<TokenKeyBoundsTest> {
+ public:
+  static std::vector<std::string> module_args() { return {"MODEL", "stories", stories_model_path()}; }
+
+ protected:
+  // The model's context (tokens per sequence) from INFER.INFO.
+  long long context() {
+    Reply r = command(c_.get(), {"INFER.INFO", "stories"});
+    for (size_t i = 0; r && i + 1 < r->elements; i += 2)
+      if (std::string(r->element[i]->str, r->element[i]->len) == "context") return r->element[i + 1]->integer;
+    ADD_FAILURE() << show(r.get());
+    return 0;
+  }
+  // A raw little-endian u32 array of `n` ids 0 at `key`, made by Redis itself (no 64 MB upload).
+  void make_raw_key(const std::string& key, long long n) {
+    run({"DEL", key});
+    ASSERT_EQ(run({"SETRANGE", key, std::to_string(4 * n - 1), std::string(1, '\0')}), std::to_string(4 * n));
+  }
+};
+
+TEST_F(TokenKeyBoundsTest, DetokenizeRefusesAKeyLargerThanTheContextAtOnce) {
+  const long long ctx = context();
+  ASSERT_GT(ctx, 0);
+  make_raw_key("tok:fits", ctx);
+  EXPECT_EQ(run({"INFER.DETOKENIZE", "stories", "KEY", "tok:fits"}).rfind("(error)", 0), std::string::npos);
+  make_raw_key("tok:over", ctx + 1);
+  EXPECT_EQ(run({"INFER.DETOKENIZE", "stories", "KEY", "tok:over"}),
+            "(error) ERR token key 'tok:over' holds " + std::to_string(ctx + 1) +
+                " tokens, more than the model's context of " + std::to_string(ctx) + " tokens");
+  make_raw_key("tok:64mb", 16 << 20);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string r = run({"INFER.DETOKENIZE", "stories", "KEY", "tok:64mb"});
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(contains(r, "holds 16777216 tokens, more than the model's context")) << r;
+  EXPECT_LT(took, std::chrono::milliseconds(kSanitizerBuild ? 1000 : 100)) << "nothing is copied or decoded";
+  // A blob's header is not counted as tokens.
+  ASSERT_EQ(run({"INFER.TOKENIZE", "stories", "Once upon a time", "STORE", "tok:blob"}).rfind("(error)", 0),
+            std::string::npos);
+  EXPECT_EQ(run({"INFER.DETOKENIZE", "stories", "KEY", "tok:blob"}), "Once upon a time");
+  run({"DEL", "tok:fits", "tok:over", "tok:64mb", "tok:blob"});
+}
+
+TEST_F(TokenKeyBoundsTest, GenerateRefusesTokenKeysPastTheContextBeforeCopyingThem) {
+  const long long ctx = context();
+  make_raw_key("tok:64mb", 16 << 20);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string r = run({"INFER.GENERATE", "stories", "TOKENS", "tok:64mb", "tok:64mb", "tok:64mb", "tok:64mb"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(kSanitizerBuild ? 1000 : 100));
+  EXPECT_EQ(r, "(error) ERR token key 'tok:64mb' holds 16777216 tokens, more than the model's context of " +
+                   std::to_string(ctx) + " tokens");
+  // Keys that fit one by one but not together: the one that overflows is named, with what came before.
+  make_raw_key("tok:half", ctx / 2 + 1);
+  EXPECT_EQ(run({"INFER.GENERATE", "stories", "TOKENS", "tok:half", "tok:half"}),
+            "(error) ERR token key 'tok:half' holds " + std::to_string(ctx / 2 + 1) + " tokens after " +
+                std::to_string(ctx / 2 + 1) + " from earlier keys, more than the model's context of " +
+                std::to_string(ctx) + " tokens");
+  run({"DEL", "tok:64mb", "tok:half"});
+}
+
 }  // namespace
 }  // namespace infer::test
