@@ -18,8 +18,11 @@
 // TEMPLATE chat is the default when the model has a chat template.
 // COUNT defaults to 3 documents. TIMEOUT covers the whole command (embedding, retrieval, generation)
 // through the engine requests' deadline, never a Redis block timeout (see generation_job.h).
-// Reply: the generated text; with WITHSOURCES a map {text, sources: [[element, score, key]...],
-// prompt_tokens}.
+// Documents: a hit without the DOCKEY attribute is skipped; so is one whose key is missing (evicted,
+// expired or deleted since it was indexed), which WITHSOURCES lists as "missing". A key the caller may
+// not read fails the command with NOPERM and is logged to ACL LOG, like Redis's own key denials.
+// Reply: the generated text; with WITHSOURCES a map {text, sources: [[element, score, key, status]...],
+// prompt_tokens}, status "used" or "missing".
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +47,7 @@ struct Source {
   std::string element;
   float score;
   std::string key;
+  bool missing;  // the key did not exist: nothing of it is in the prompt
 };
 
 // The generation job plus what retrieval needs; replies like INFER.GENERATE, plus sources WITHSOURCES.
@@ -61,10 +65,11 @@ struct RagJob : GenerationJob {
     rm::ReplyWithCString(ctx, "sources");
     rm::ReplyWithArray(ctx, static_cast<long>(sources.size()));
     for (const auto& s : sources) {
-      rm::ReplyWithArray(ctx, 3);
+      rm::ReplyWithArray(ctx, 4);
       rm::ReplyWithStringBuffer(ctx, s.element.data(), s.element.size());
       rm::ReplyWithDouble(ctx, s.score);
       rm::ReplyWithStringBuffer(ctx, s.key.data(), s.key.size());
+      rm::ReplyWithCString(ctx, s.missing ? "missing" : "used");
     }
     rm::ReplyWithCString(ctx, "prompt_tokens");
     rm::ReplyWithLongLong(ctx, static_cast<long long>(prompt_tokens));
@@ -101,6 +106,13 @@ unsigned key_slot(std::string_view key) {
   return crc & 16383;
 }
 
+bool key_exists(RedisModuleCtx* ctx, RedisModuleString* key) {
+  RedisModuleKey* k = rm::OpenKey(ctx, key, REDISMODULE_READ);
+  const bool exists = rm::KeyType(k) != REDISMODULE_KEYTYPE_EMPTY;
+  rm::CloseKey(k);
+  return exists;
+}
+
 // Step 2 on the main thread: search, read documents, assemble; returns false with job->error set.
 bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
   const tokenizer::Tokenizer& tok = job->model->engine->tokenizer();
@@ -134,11 +146,14 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
         RedisModuleString* kname = rm::CreateString(nullptr, key.data(), key.size());
         std::string err;
         if (rm::ACLCheckKeyPermissions(user, kname, static_cast<int>(REDISMODULE_CMD_KEY_ACCESS)) != REDISMODULE_OK) {
+          rm::ACLAddLogEntry(ctx, user, kname, REDISMODULE_ACL_LOG_KEY);
           job->error_code = "NOPERM";
           err = "no permission to read document key '" + key + "'";
         } else if (cluster && key_slot(key) != slot) {
           job->error_code = "CROSSSLOT";
           err = "document key '" + key + "' is in another hash slot than the vector set (use a {hash tag})";
+        } else if (!key_exists(ctx, kname)) {
+          job->sources.push_back({*h.name, h.score, key, true});  // checked after ACL: existence is data too
         } else {
           std::vector<int32_t> ids;
           KeyError ke = read_token_key(ctx, kname, tok, &ids);
@@ -147,7 +162,7 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
             err = ke.message;
           } else {
             docs.push_back(std::move(ids));
-            job->sources.push_back({*h.name, h.score, key});
+            job->sources.push_back({*h.name, h.score, key, false});
           }
         }
         rm::FreeString(nullptr, kname);

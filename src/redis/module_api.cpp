@@ -5,6 +5,7 @@ namespace infer::rm {
 
 #define INFER_RM_DEFINE(name, ret, params) ret(*name) params = nullptr;
 INFER_RM_API(INFER_RM_DEFINE)
+INFER_RM_API_ACL_LOG(INFER_RM_DEFINE)
 #undef INFER_RM_DEFINE
 
 bool bind(RedisModuleCtx* ctx, const char* module_name, int module_version, const char** missing) {
@@ -21,6 +22,7 @@ bool bind(RedisModuleCtx* ctx, const char* module_name, int module_version, cons
     return false;                                                              \
   }
   INFER_RM_API(INFER_RM_LOOKUP)
+  INFER_RM_API_ACL_LOG(INFER_RM_LOOKUP)
 #undef INFER_RM_LOOKUP
   if (IsModuleNameBusy(module_name)) {
     *missing = "module name already in use";

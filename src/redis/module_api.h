@@ -483,10 +483,17 @@ inline constexpr const char* REDISMODULE_ERRORMSG_WRONGTYPE =
   X(KeyAtPos, void, (RedisModuleCtx * ctx, int pos))                                                            \
   X(KeyAtPosWithFlags, void, (RedisModuleCtx * ctx, int pos, int flags))
 
+// ACL LOG entries (Redis 7.0's RM_ACLAddLogEntry; reason is RedisModuleACLLogEntryReason). A separate
+// table so that the list above stays as the spec orders it; bind() fills both.
+inline constexpr int REDISMODULE_ACL_LOG_KEY = 2;
+#define INFER_RM_API_ACL_LOG(X) \
+  X(ACLAddLogEntry, int, (RedisModuleCtx * ctx, RedisModuleUser * user, RedisModuleString * object, int reason))
+
 namespace infer::rm {
 
 #define INFER_RM_DECLARE(name, ret, params) extern ret(*name) params;
 INFER_RM_API(INFER_RM_DECLARE)
+INFER_RM_API_ACL_LOG(INFER_RM_DECLARE)
 #undef INFER_RM_DECLARE
 
 // Fills every pointer above from ctx (the OnLoad context) and registers the module name with
