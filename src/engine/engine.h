@@ -158,7 +158,9 @@ struct EngineStats {
   uint64_t completed = 0, rejected_busy = 0, timeouts = 0, cancelled = 0, errors = 0;
   uint64_t tokens_generated = 0, prompt_tokens = 0, cached_tokens = 0;
   double decode_tps = 0;       // recent aggregate
-  int kv_pages_total = 0, kv_pages_used = 0, kv_pages_cached = 0;
+  int kv_pages_total = 0, kv_pages_used = 0;
+  int kv_pages_cached = 0;     // of the used pages, those only the prefix cache holds (no running request
+                               // uses them; evicted on demand): used - cached are the requests' own
   uint64_t cache_lookups = 0, cache_hits = 0, cache_evictions = 0;
   uint64_t kv_bytes = 0, model_bytes = 0;  // the KV pool's bytes (pages and their padding); weight bytes
   uint64_t kv_bytes_per_token = 0;         // layers × KV heads × head_dim × 2 (K and V) × 2 bytes (F16)

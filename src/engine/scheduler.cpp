@@ -500,7 +500,7 @@ void Scheduler::publish_stats() {
   stats_.running = int(std::count_if(running_.begin(), running_.end(), [](const auto& s) { return !s->finished; }));
   stats_.kv_pages_total = pages_.n_total();
   stats_.kv_pages_used = pages_.n_used();
-  stats_.kv_pages_cached = tree_.cached_pages();
+  stats_.kv_pages_cached = tree_.evictable_pages();  // held by the cache alone: used - cached is the requests'
   stats_.cache_evictions = tree_.evicted_pages();
   stats_.kv_bytes = keep.kv_bytes;
   stats_.model_bytes = keep.model_bytes;

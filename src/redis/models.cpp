@@ -15,6 +15,7 @@
 
 #include "engine/memory_plan.h"
 #include "redis/settings.h"
+#include "redis/stats.h"
 
 namespace infer::redis {
 
@@ -33,6 +34,7 @@ void ModelRegistry::add(std::shared_ptr<const LoadedModel> m) { models_[m->name]
 bool ModelRegistry::remove(std::string_view name) {
   auto it = models_.find(name);
   if (it == models_.end()) return false;
+  retire_engine(it->second->engine);
   models_.erase(it);
   return true;
 }
@@ -133,6 +135,7 @@ std::shared_ptr<engine::Engine> create_engine(const engine::EngineOptions& opts)
     l.committed += held;
   }
   return std::shared_ptr<engine::Engine>(e.release(), [held](engine::Engine* p) {
+    engine_destroyed(p);
     // The destructor cancels and joins the engine's threads: never on the caller's (main) thread.
     std::thread([p, held] {
       delete p;

@@ -1,6 +1,8 @@
 #include "redis/stats.h"
 
 #include <ctime>
+#include <mutex>
+#include <vector>
 
 #include "redis/args.h"
 #include "redis/blocked_call.h"
@@ -42,9 +44,60 @@ MainThreadTimer::~MainThreadTimer() {
 
 namespace {
 
-// Engine counters summed over all loaded models.
-engine::EngineStats total_engine_stats() {
+// Adds the counters of `s` (what only grows) to `sum`.
+void add_counters(engine::EngineStats& sum, const engine::EngineStats& s) {
+  sum.completed += s.completed;
+  sum.rejected_busy += s.rejected_busy;
+  sum.timeouts += s.timeouts;
+  sum.cancelled += s.cancelled;
+  sum.errors += s.errors;
+  sum.tokens_generated += s.tokens_generated;
+  sum.prompt_tokens += s.prompt_tokens;
+  sum.cached_tokens += s.cached_tokens;
+  sum.cache_lookups += s.cache_lookups;
+  sum.cache_hits += s.cache_hits;
+  sum.cache_evictions += s.cache_evictions;
+}
+
+// Engines gone from the registry keep counting in the totals, so that they stay monotonic across
+// INFER.UNLOAD: while an unloaded engine finishes its requests its stats are read live, then its final
+// ones are kept. Any thread (the last reference to an engine can drop anywhere).
+struct RetiredEngines {
+  struct Unloaded {
+    const engine::Engine* id;
+    std::weak_ptr<engine::Engine> engine;
+    engine::EngineStats last;  // as last read: what counts if it is destroyed before the next read
+  };
+  std::mutex mu;
+  engine::EngineStats destroyed;  // counters of unloaded engines already destroyed
+  std::vector<Unloaded> unloaded;
+};
+
+RetiredEngines& retired() {
+  static RetiredEngines r;
+  return r;
+}
+
+// Counters of all unloaded engines.
+engine::EngineStats retired_counters() {
+  RetiredEngines& r = retired();
+  std::vector<std::shared_ptr<engine::Engine>> alive;  // dropped after the unlock: it may run a deleter
   engine::EngineStats sum;
+  std::lock_guard lk(r.mu);
+  for (auto& u : r.unloaded) {
+    if (auto e = u.engine.lock()) {
+      u.last = e->stats();
+      alive.push_back(std::move(e));
+    }
+    add_counters(sum, u.last);
+  }
+  add_counters(sum, r.destroyed);
+  return sum;
+}
+
+// Engine counters summed over all loaded models, and the counters of unloaded ones.
+engine::EngineStats total_engine_stats() {
+  engine::EngineStats sum = retired_counters();
   for (const auto& [name, m] : models().all()) {
     engine::EngineStats s = m->engine->stats();
     sum.queued += s.queued;
@@ -119,6 +172,23 @@ void reply_engine_stats(MapPairs& out, const engine::EngineStats& s) {
 
 }  // namespace
 
+void retire_engine(const std::shared_ptr<engine::Engine>& e) {
+  const engine::EngineStats now = e->stats();
+  std::lock_guard lk(retired().mu);
+  retired().unloaded.push_back({e.get(), e, now});
+}
+
+void engine_destroyed(const engine::Engine* e) {
+  RetiredEngines& r = retired();
+  std::lock_guard lk(r.mu);
+  for (auto it = r.unloaded.begin(); it != r.unloaded.end(); ++it) {
+    if (it->id != e) continue;
+    add_counters(r.destroyed, e->stats());  // final: no request is left
+    r.unloaded.erase(it);
+    return;
+  }
+}
+
 int cmd_stats(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc > 2) return rm::WrongArity(ctx);
   if (argc == 2) {
@@ -173,6 +243,7 @@ void info_engine_fields(RedisModuleInfoCtx* ctx, const engine::EngineStats& s) {
   rm::InfoAddFieldDouble(ctx, "prefix_cache_hit_rate", hit_rate(s));
   rm::InfoAddFieldLongLong(ctx, "kv_pages_used", s.kv_pages_used);
   rm::InfoAddFieldLongLong(ctx, "kv_pages_total", s.kv_pages_total);
+  rm::InfoAddFieldLongLong(ctx, "kv_pages_cached", s.kv_pages_cached);
 }
 }  // namespace
 

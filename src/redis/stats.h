@@ -1,10 +1,14 @@
 // Module-side counters and main-thread timing, reported by INFER.STATS and INFO infer.
 // Threads: everything here is touched on the main thread only (handlers, reply/free/timeout
-// callbacks, INFO), so plain integers suffice. Engine counters come from Engine::stats() instead.
+// callbacks, INFO), so plain integers suffice. Engine counters come from Engine::stats() instead;
+// those of unloaded engines are kept under a mutex (retire_engine).
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+
+#include "engine/engine.h"
 
 #include "redis/module_api.h"
 
@@ -44,6 +48,11 @@ class MainThreadTimer {
   uint64_t start_us_;
   uint64_t start_cpu_us_;
 };
+
+// INFER.UNLOAD hands the engine over here (main thread), so that its counters stay in the totals of
+// INFO and INFER.STATS; engine_destroyed (any thread, before the engine is deleted) keeps its final ones.
+void retire_engine(const std::shared_ptr<engine::Engine>& e);
+void engine_destroyed(const engine::Engine* e);
 
 // The INFO callback (section "infer"); cheap and safe from a crash report.
 void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -315,6 +316,66 @@ TEST_F(TokenKeyBoundsTest, GenerateRefusesTokenKeysPastTheContextBeforeCopyingTh
                 std::to_string(ctx / 2 + 1) + " from earlier keys, more than the model's context of " +
                 std::to_string(ctx) + " tokens");
   run({"DEL", "tok:64mb", "tok:half"});
+}
+
+// --- for operators: INFO ---
+
+TEST(OperatorSafety, InfoShowsCachedPagesSoThatIdleUsedPagesAreAllTheCaches) {
+  INFER_REQUIRE_DIR(models_dir());
+  RedisServer server({.module_args = {"MODEL", "stories", stories_model_path()}});
+  RedisConn c = server.connect();
+  ASSERT_EQ(run(c.get(), {"INFER.GENERATE", "stories", "PROMPT", "Once upon a time there was", "MAXTOKENS", "20"})
+                .rfind("(error)", 0),
+            std::string::npos);
+  const std::string used = info_field(c.get(), "infer_kv_pages_used");
+  EXPECT_NE(used, "0");
+  EXPECT_EQ(info_field(c.get(), "infer_kv_pages_cached"), used) << "idle: the prefix cache holds every used page";
+  const std::string per_model = info_field(c.get(), "infer_model_stories");
+  EXPECT_TRUE(contains(per_model, "kv_pages_cached=" + used)) << per_model;
+}
+
+TEST(OperatorSafety, InfoCountersStayMonotonicAcrossUnload) {
+  INFER_REQUIRE_DIR(models_dir());
+  RedisServer server({.module_args = {"MODEL", "stories", stories_model_path(), "MODEL-DIR", model_dir()}});
+  RedisConn c = server.connect();
+  ASSERT_EQ(run(c.get(), {"INFER.LOAD", "tmp", "stories260K.gguf"}), "OK");
+  for (const char* m : {"stories", "tmp", "tmp"})
+    ASSERT_EQ(run(c.get(), {"INFER.GENERATE", m, "PROMPT", "Once", "MAXTOKENS", "5"}).rfind("(error)", 0),
+              std::string::npos);
+  const std::vector<std::string> counters = {"infer_completed", "infer_tokens_generated"};
+  std::map<std::string, long long> before;
+  for (const auto& f : counters) before[f] = std::stoll(info_field(c.get(), f));
+  EXPECT_EQ(before["infer_completed"], 3);
+  const long long both = std::stoll(info_field(c.get(), "infer_memory_bytes"));
+  ASSERT_EQ(run(c.get(), {"INFER.UNLOAD", "tmp"}), "OK");
+  for (const auto& f : counters) EXPECT_EQ(std::stoll(info_field(c.get(), f)), before[f]) << f;
+  // Also once the engine is gone (destroyed off the main thread: its memory is given back), and
+  // counting on afterwards.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::stoll(info_field(c.get(), "infer_memory_bytes")) != both / 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(std::stoll(info_field(c.get(), "infer_memory_bytes")), both / 2);
+  for (const auto& f : counters) EXPECT_EQ(std::stoll(info_field(c.get(), f)), before[f]) << f;
+  ASSERT_EQ(run(c.get(), {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "5"}).rfind("(error)", 0),
+            std::string::npos);
+  EXPECT_EQ(std::stoll(info_field(c.get(), "infer_completed")), 4);
+  EXPECT_TRUE(contains(run(c.get(), {"INFER.STATS"}), "completed, 4")) << run(c.get(), {"INFER.STATS"});
+}
+
+TEST(OperatorSafety, ModelNamesThatWouldBreakInfoLinesAreRefused) {
+  INFER_REQUIRE_DIR(models_dir());
+  RedisServer server({.module_args = {"MODEL-DIR", model_dir()}});
+  RedisConn c = server.connect();
+  for (const std::string& name : std::vector<std::string>{"a:b", "a,b", "a=b", "a b", "tab\there", "line\nbreak", std::string("nul\0x", 5),
+                                 "caf\xc3\xa9", std::string(129, 'm'), std::string()}) {
+    const std::string r = run(c.get(), {"INFER.LOAD", name, "stories260K.gguf"});
+    EXPECT_TRUE(contains(r, "model names are 1 to 128 printable ASCII characters other than ':', ',', '=' and spaces"))
+        << "'" << name << "': " << r;
+  }
+  EXPECT_EQ(run(c.get(), {"INFER.MODELS"}), "[]");
+  EXPECT_EQ(run(c.get(), {"INFER.LOAD", "ok-name_1.v2", "stories260K.gguf"}), "OK");
+  EXPECT_TRUE(contains(run(c.get(), {"INFO", "infer"}), "infer_model_ok-name_1.v2:queued=0"));
+  expect_startup_refused({"MODEL", "x,y", stories_model_path()}, "MODEL: model names are 1 to 128");
 }
 
 }  // namespace
