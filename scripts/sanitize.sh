@@ -3,9 +3,10 @@
 # (preset tsan), plus a libFuzzer run of the GGUF parser.
 # Usage: scripts/sanitize.sh [short|full]
 #   short (CI): ASan on the gguf, tokenizer, engine, redis and vector suites, TSan on the engine,
-#               redis and vector suites, 30 s of fuzzing.
+#               redis and vector suites, the command fuzzer for 20,000 commands or 1 min, whichever
+#               comes first, 30 s of GGUF fuzzing.
 #   full:       ASan on every suite but cli, TSan on the kernels, model, engine, redis and vector
-#               suites, 10 min of fuzzing.
+#               suites, the command fuzzer for 10 min, 10 min of GGUF fuzzing.
 # The suites that start redis-server load the sanitizer-built module into Debian's uninstrumented
 # server with the sanitizer's runtime preloaded (tests/redis/CMakeLists.txt), so the module's
 # threads run under ASan and TSan too.
@@ -18,9 +19,10 @@ export INFER_REFERENCE_DIR=${INFER_REFERENCE_DIR:-$(realpath -m ../shared/refere
 scripts/setup.sh >/dev/null  # packages only matter here; the release build is cheap when up to date
 
 case "$mode" in
-  short) asan_suites=(gguf tokenizer engine redis vector); tsan_suites=(engine redis vector); fuzz_seconds=30 ;;
+  short) asan_suites=(gguf tokenizer engine redis vector); tsan_suites=(engine redis vector); fuzz_seconds=30
+         command_fuzz=(--commands 20000 --minutes 1) ;;
   full)  asan_suites=(gguf tokenizer kernels model engine redis vector); tsan_suites=(kernels model engine redis vector)
-         fuzz_seconds=600 ;;
+         fuzz_seconds=600; command_fuzz=(--minutes 10) ;;
   *) echo "usage: $0 [short|full]" >&2; exit 2 ;;
 esac
 
@@ -39,6 +41,10 @@ run_suites() {  # preset suite...
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suites asan "${asan_suites[@]}"
+# Random and malformed INFER.* commands and disconnects against the ASan-built module; it prints its
+# seed, which `--seed` replays (scripts/fuzz_commands.sh runs it for longer).
+cmake --build --preset asan --target infer_command_fuzzer
+INFER_BUILD_DIR=$(realpath build/asan) build/asan/tests/redis/infer_command_fuzzer "${command_fuzz[@]}"
 unset ASAN_OPTIONS
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 run_suites tsan "${tsan_suites[@]}"
