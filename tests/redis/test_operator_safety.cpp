@@ -257,6 +257,19 @@ TEST_F(ModuleLoadexTest, AFailedLoadDoesNotBlockTheNextOne) {
             std::string::npos);
 }
 
+// Redis 7.0 refuses a LOADEX with a CONFIG name the module does not have only after OnLoad succeeded,
+// and cannot unload a module with a data type: the module stays loaded and working, and says why a
+// second load is refused.
+TEST_F(ModuleLoadexTest, AnUnknownConfigNameLeavesAWorkingModule) {
+  EXPECT_TRUE(contains(loadex({"CONFIG", "infer.bogus", "1", "ARGS", "MODEL", "s", stories_model_path()}), "(error)"));
+  EXPECT_TRUE(server_->alive());
+  EXPECT_EQ(run(c_.get(), {"INFER.MODELS"}), "[s]");
+  EXPECT_EQ(run(c_.get(), {"INFER.GENERATE", "s", "PROMPT", "Once", "MAXTOKENS", "2"}).rfind("(error)", 0),
+            std::string::npos);
+  EXPECT_TRUE(contains(loadex({}), "(error)"));
+  EXPECT_TRUE(contains(server_->log(), "infer: cannot load: module name already in use")) << server_->log();
+}
+
 // --- bug 6: token keys larger than the context are refused before they are copied ---
 
 class TokenKeyBoundsTest : public SharedServerTest<TokenKeyBoundsTest> {
