@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <climits>
+#include <iterator>
 #include <utility>
 
 #include "redis/args.h"
@@ -133,14 +134,21 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
   const Settings& s = settings();
   RedisModuleString* w = argv[*i];
   if ((extras & kWithStats) && is_word(w, "WITHSTATS")) {
+    if (o->with_stats) return *err = "WITHSTATS given twice", OptionParse::Error;
     o->with_stats = true;
     return OptionParse::Parsed;
   }
   const char* name = (extras & kStream) && is_word(w, "STREAM") ? "STREAM" : nullptr;
-  for (const char* k : kSamplingKeywords)
-    if (is_word(w, k)) name = k;
+  unsigned bit = 1u << std::size(kSamplingKeywords);  // STREAM's
+  for (size_t k = 0; k < std::size(kSamplingKeywords); ++k)
+    if (is_word(w, kSamplingKeywords[k])) name = kSamplingKeywords[k], bit = 1u << k;
   if (!name) return OptionParse::NotOption;
   if (*i + 1 >= argc) return *err = std::string(name) + " needs a value", OptionParse::Error;
+  // Every option but STOP takes one value: a second one is a mistake, not an override.
+  if (!is_word(w, "STOP")) {
+    if (o->given & bit) return *err = std::string(name) + " given twice", OptionParse::Error;
+    o->given |= bit;
+  }
   RedisModuleString* v = argv[++*i];
   long long n = 0;
   double d = 0;
@@ -153,14 +161,15 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
   } else if (is_word(w, "TOPK")) {
     ok = parse_int(v, 0, 1 << 24, "TOPK", &n, err);
     o->sampling.top_k = static_cast<int>(n);
-  } else if (is_word(w, "TOPP")) {
-    ok = parse_real(v, 0, 1, "TOPP", &d, err);
+  } else if (is_word(w, "TOPP")) {  // (0, 1]: the sampler's range (1 = off)
+    ok = parse_real(v, 0, 1, "TOPP", &d, err) && (d > 0 || (*err = "TOPP must be a number in (0, 1]", false));
     o->sampling.top_p = static_cast<float>(d);
   } else if (is_word(w, "MINP")) {
     ok = parse_real(v, 0, 1, "MINP", &d, err);
     o->sampling.min_p = static_cast<float>(d);
-  } else if (is_word(w, "REPEAT-PENALTY")) {
-    ok = parse_real(v, 0, 100, "REPEAT-PENALTY", &d, err);
+  } else if (is_word(w, "REPEAT-PENALTY")) {  // (0, 100]: the sampler divides by it (1 = off)
+    ok = parse_real(v, 0, 100, "REPEAT-PENALTY", &d, err) &&
+         (d > 0 || (*err = "REPEAT-PENALTY must be a number in (0, 100]", false));
     o->sampling.repeat_penalty = static_cast<float>(d);
   } else if (is_word(w, "SEED")) {
     ok = parse_int(v, 0, LLONG_MAX, "SEED", &n, err);
@@ -170,9 +179,8 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
     if (static_cast<int>(o->stop.size()) >= kMaxStops) return *err = "at most 16 STOP strings", OptionParse::Error;
     o->stop.push_back(str(v));
   } else if (is_word(w, "TIMEOUT")) {
-    ok = parse_int(v, 0, 86400000, "TIMEOUT", &o->timeout_ms, err);
+    ok = parse_int(v, 0, INT_MAX, "TIMEOUT", &o->timeout_ms, err);  // infer.timeout-ms's range
   } else {  // STREAM
-    if (o->stream_key) return *err = "STREAM given twice", OptionParse::Error;
     o->stream_key = v;
     o->stream_key_pos = *i;
   }

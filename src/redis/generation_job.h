@@ -25,6 +25,7 @@ struct GenerationOptions {
   bool with_stats = false;
   RedisModuleString* stream_key = nullptr;  // the handler's argv: valid during the handler only
   int stream_key_pos = -1;                  // its argv index, for key-position queries
+  unsigned given = 0;                       // the single-valued options parsed so far (bit per keyword)
 };
 
 // The options with the module's defaults (infer.default-max-tokens, infer.timeout-ms). Main thread.

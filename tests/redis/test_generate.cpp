@@ -170,7 +170,7 @@ TEST_F(GenerateTest, StreamNotifiesAndIsTrimmed) {
   RedisConn sub = server_->connect();
   Reply subscribed = command(sub.get(), {"SUBSCRIBE", "__keyevent@0__:xadd"});
   ASSERT_EQ(subscribed->type, REDIS_REPLY_ARRAY);
-  run(cat({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "8", "STREAM", "out:events"}, kGreedy));
+  run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "8", "TEMP", "0", "STREAM", "out:events"});
   void* raw = nullptr;
   ASSERT_EQ(redisGetReply(sub.get(), &raw), REDIS_OK);
   Reply event(static_cast<redisReply*>(raw));
@@ -180,7 +180,7 @@ TEST_F(GenerateTest, StreamNotifiesAndIsTrimmed) {
   run({"DEL", "out:capped"});
   ASSERT_EQ(run({"CONFIG", "SET", "infer.stream-maxlen", "1"}), "OK");
   for (int i = 0; i < 70; ++i)
-    run(cat({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "4", "STREAM", "out:capped"}, kGreedy));
+    run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "4", "TEMP", "0", "STREAM", "out:capped"});
   ASSERT_EQ(run({"CONFIG", "SET", "infer.stream-maxlen", "10000"}), "OK");
   // 70 requests wrote at least 140 entries (text and finish each); a stream node holds at most 100, so
   // approximate trimming to 1 keeps at most 100 + 1 (untrimmed there would be 140 or more).
@@ -318,6 +318,14 @@ TEST_F(GenerateTest, BadInputGivesClearErrors) {
       {{"stories", "CHAT", "user", "hello"}, "ERR CHAT: the model has no chat template; use PROMPT"},
       {{"stories", "CHAT", "user"}, "ERR CHAT needs role/text pairs"},
       {{"stories", "PROMPT", "x", "STREAM", "s", "STREAM", "t"}, "ERR STREAM given twice"},
+      // The option ranges are the sampler's and the configs' (TOPP 0 and REPEAT-PENALTY 0 were accepted
+      // here and refused after blocking; TIMEOUT took less than infer.timeout-ms).
+      {{"stories", "PROMPT", "x", "TOPP", "0"}, "ERR TOPP must be a number in (0, 1]"},
+      {{"stories", "PROMPT", "x", "REPEAT-PENALTY", "0"}, "ERR REPEAT-PENALTY must be a number in (0, 100]"},
+      {{"stories", "PROMPT", "x", "TIMEOUT", "2147483648"}, "ERR TIMEOUT must be an integer in [0, 2147483647]"},
+      {{"stories", "PROMPT", "x", "MAXTOKENS", "5", "MAXTOKENS", "6"}, "ERR MAXTOKENS given twice"},
+      {{"stories", "PROMPT", "x", "TEMP", "0", "TEMP", "1"}, "ERR TEMP given twice"},
+      {{"stories", "PROMPT", "x", "WITHSTATS", "WITHSTATS"}, "ERR WITHSTATS given twice"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> argv = {"INFER.GENERATE"};
@@ -325,6 +333,11 @@ TEST_F(GenerateTest, BadInputGivesClearErrors) {
     std::string r = run(argv);
     EXPECT_EQ(r.rfind("(error) " + c.error, 0), 0u) << c.args.back() << " → " << r;
   }
+  // STOP is the one option that repeats; a long TIMEOUT (the config's largest) is accepted.
+  EXPECT_EQ(run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "3", "STOP", "x", "STOP", "y", "TIMEOUT",
+                 "2147483647"})
+                .rfind("(error)", 0),
+            std::string::npos);
   // Prompt plus MAXTOKENS beyond the context.
   run({"INFER.TOKENIZE", "stories", "Once upon a time", "STORE", "doc:ctx"});
   EXPECT_NE(run({"INFER.GENERATE", "stories", "TOKENS", "doc:ctx", "MAXTOKENS", "4096"}).find("exceeds the context"),
