@@ -306,7 +306,7 @@ TEST_F(TokenKeyBoundsTest, DetokenizeRefusesAKeyLargerThanTheContextAtOnce) {
   const std::string r = run({"INFER.DETOKENIZE", "stories", "KEY", "tok:64mb"});
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_TRUE(contains(r, "holds 16777216 tokens, more than the model's context")) << r;
-  EXPECT_LT(took, std::chrono::milliseconds(kSanitizerBuild ? 1000 : 100)) << "nothing is copied or decoded";
+  EXPECT_LT(took, std::chrono::milliseconds(kSanitizerBuild ? 1000 : 200)) << "nothing is copied or decoded";
   // A blob's header is not counted as tokens.
   ASSERT_EQ(run({"INFER.TOKENIZE", "stories", "Once upon a time", "STORE", "tok:blob"}).rfind("(error)", 0),
             std::string::npos);
@@ -319,7 +319,7 @@ TEST_F(TokenKeyBoundsTest, GenerateRefusesTokenKeysPastTheContextBeforeCopyingTh
   make_raw_key("tok:64mb", 16 << 20);
   const auto start = std::chrono::steady_clock::now();
   const std::string r = run({"INFER.GENERATE", "stories", "TOKENS", "tok:64mb", "tok:64mb", "tok:64mb", "tok:64mb"});
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(kSanitizerBuild ? 1000 : 100));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(kSanitizerBuild ? 1000 : 200));
   EXPECT_EQ(r, "(error) ERR token key 'tok:64mb' holds 16777216 tokens, more than the model's context of " +
                    std::to_string(ctx) + " tokens");
   // Keys that fit one by one but not together: the one that overflows is named, with what came before.
