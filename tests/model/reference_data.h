@@ -26,7 +26,8 @@ struct ReferenceRecord {
 // Reads reference_dir()/out/<model>.jsonl; throws std::runtime_error when missing or malformed.
 std::vector<ReferenceRecord> load_reference(const std::string& model_name);
 
-// Models the oracle covers: "stories260K" and every reference/models/tiny-*.gguf, sorted.
+// Models the fidelity tests cover, by name: "stories260K" and the tiny-* files of the architectures
+// the engine runs.
 std::vector<std::string> reference_model_names();
 // Path of a reference model's GGUF (stories260K lives in models_dir()).
 std::string reference_model_path(const std::string& model_name);
