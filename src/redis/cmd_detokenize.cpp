@@ -10,6 +10,11 @@
 namespace infer::redis {
 
 int cmd_detokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  // getkeys-api: Redis 7.0 routes cluster commands by these positions (key specs alone give none).
+  if (rm::IsKeysPositionRequest(ctx)) {
+    if (argc == 4 && is_word(argv[2], "KEY")) rm::KeyAtPosWithFlags(ctx, 3, REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS);
+    return REDISMODULE_OK;
+  }
   if (argc < 3) return rm::WrongArity(ctx);
   auto model = models().find(view(argv[1]));
   if (!model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");

@@ -20,6 +20,7 @@
 #include "redis/args.h"
 #include "redis/background.h"
 #include "redis/blocked_call.h"
+#include "redis/cluster_slots.h"
 #include "redis/models.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
@@ -87,7 +88,10 @@ void EmbedJob::write(RedisModuleCtx* ctx, Writable writable) {
     store_error = "READONLY this node became a replica while the text was embedded; nothing stored";
     return;
   }
-  store_error = store(ctx, this, &added);
+  // In a cluster the slot may have moved while the text was embedded: the client gets the redirection
+  // and no stray set is created on a node that does not own the slot.
+  store_error = cluster_write_refusal(ctx, view(store_key));
+  if (store_error.empty()) store_error = store(ctx, this, &added);
 }
 
 int EmbedJob::reply(RedisModuleCtx* ctx) {
@@ -171,7 +175,25 @@ void submit_embedding(std::shared_ptr<const LoadedModel> model, std::string text
   }
 }
 
+namespace {
+
+// getkeys-api: Redis 7.0 routes cluster commands by these positions (key specs alone give none).
+int report_keys(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  for (int i = 3; i < argc; ++i) {
+    if (is_word(argv[i], "POOLING")) {
+      ++i;
+    } else if (is_word(argv[i], "STORE") && i + 2 < argc) {
+      rm::KeyAtPosWithFlags(ctx, i + 1, REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_UPDATE);
+      return REDISMODULE_OK;
+    }
+  }
+  return REDISMODULE_OK;
+}
+
+}  // namespace
+
 int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (rm::IsKeysPositionRequest(ctx)) return report_keys(ctx, argv, argc);
   if (argc < 3) return rm::WrongArity(ctx);
   bool array = false;
   engine::Pooling pooling = engine::Pooling::Default;

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "redis/args.h"
+#include "redis/cluster_slots.h"
 #include "redis/generation_job.h"
 #include "redis/models.h"
 #include "redis/token_keys.h"
@@ -90,21 +91,6 @@ struct RagJob : GenerationJob {
   std::vector<Source> sources;
   size_t prompt_tokens = 0;
 };
-
-// CRC16-XMODEM of the key's hash tag, mod 16384: the cluster slot (7.0 has no ClusterKeySlot API).
-unsigned key_slot(std::string_view key) {
-  auto open = key.find('{');
-  if (open != std::string_view::npos) {
-    auto close = key.find('}', open + 1);
-    if (close != std::string_view::npos && close > open + 1) key = key.substr(open + 1, close - open - 1);
-  }
-  uint16_t crc = 0;
-  for (unsigned char c : key) {
-    crc ^= static_cast<uint16_t>(c << 8);
-    for (int b = 0; b < 8; ++b) crc = static_cast<uint16_t>(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
-  }
-  return crc & 16383;
-}
 
 bool key_exists(RedisModuleCtx* ctx, RedisModuleString* key) {
   RedisModuleKey* k = rm::OpenKey(ctx, key, REDISMODULE_READ);

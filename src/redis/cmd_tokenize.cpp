@@ -8,6 +8,7 @@
 #include "redis/args.h"
 #include "redis/background.h"
 #include "redis/blocked_call.h"
+#include "redis/cluster_slots.h"
 #include "redis/commands.h"
 #include "redis/models.h"
 #include "redis/stats.h"
@@ -71,12 +72,20 @@ void TokenizeJob::write(RedisModuleCtx* ctx, Writable writable) {
     store_error = "READONLY this node became a replica while the text was tokenised; nothing stored";
     return;
   }
-  store_error = store_blob(ctx, *this);
+  // In a cluster the slot may have moved while the text was tokenised: the client gets the redirection.
+  store_error = cluster_write_refusal(ctx, view(store));
+  if (store_error.empty()) store_error = store_blob(ctx, *this);
 }
 
 }  // namespace
 
 int cmd_tokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  // getkeys-api: Redis 7.0 routes cluster commands by these positions (key specs alone give none).
+  if (rm::IsKeysPositionRequest(ctx)) {
+    for (int i = 3; i + 1 < argc; ++i)
+      if (is_word(argv[i], "STORE")) return rm::KeyAtPosWithFlags(ctx, i + 1, REDISMODULE_CMD_KEY_OW | REDISMODULE_CMD_KEY_UPDATE), REDISMODULE_OK;
+    return REDISMODULE_OK;
+  }
   if (argc < 3) return rm::WrongArity(ctx);
   auto job = std::make_unique<TokenizeJob>();
   RedisModuleString* store = nullptr;
@@ -95,9 +104,22 @@ int cmd_tokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   job->model = models().find(view(argv[1]));
   if (!job->model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");
+  const int flags = rm::GetContextFlags(ctx);
+  if (store) {
+    // The command is not flagged write, so that its keyless form runs on replicas and during client
+    // pauses: STORE makes those checks itself.
+    if (flags & REDISMODULE_CTX_FLAGS_SLAVE)
+      return reply_coded_error(ctx, "READONLY", "STORE cannot write on a replica; tokenise without STORE");
+    if (flags & REDISMODULE_CTX_FLAGS_LUA)
+      return reply_error(ctx, "STORE cannot run inside a script (a read-only script could write through it)");
+  }
   job->text = str(argv[2]);
-  bool can_block = !(rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_DENY_BLOCKING);
-  if (job->text.size() <= kSyncTokenizeBytes || !can_block) {
+  const bool can_block = !(flags & REDISMODULE_CTX_FLAGS_DENY_BLOCKING);
+  // During a client pause the write must wait in the queue, which needs a blocked client.
+  const bool paused_store = store && rm::AvoidReplicaTraffic();
+  if (paused_store && !can_block)
+    return reply_coded_error(ctx, "TRYAGAIN", "writes are paused (CLIENT PAUSE or a failover); STORE later");
+  if ((job->text.size() <= kSyncTokenizeBytes && !paused_store) || !can_block) {
     job->store = store;  // argv outlives this call
     job->encode();
     if (job->has_writes()) job->store_error = store_blob(ctx, *job);

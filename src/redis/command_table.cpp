@@ -1,5 +1,11 @@
-// Every INFER.* command in one table: flags, arity and exact key specs (spec §0.4: the legacy
-// first/last/step form makes every key read-write for ACL, so each key argument gets a spec here).
+// The model and token commands: flags, arity and exact key specs (spec §0.4: the legacy first/last/step
+// form makes every key read-write for ACL, so each key argument gets a spec here); the vector-set
+// commands, EMBED and RAG are in vset_commands.cpp.
+// Commands whose keys follow a keyword also take getkeys-api: Redis 7.0 routes cluster commands by the
+// legacy range, which keyword specs cannot give, or by the command's own answer. TOKENIZE, EMBED and
+// GENERATE are not flagged write (nor may-replicate): their keyless forms are reads that run on
+// replicas, in read-only scripts and during client pauses; their STORE and STREAM writes check the
+// node's role themselves and go through the write queue (write_queue.h), which waits out pauses.
 #include "redis/command_registration.h"
 #include "redis/commands.h"
 
@@ -49,12 +55,12 @@ int register_commands(RedisModuleCtx* ctx) {
       {"infer.models", guarded<cmd_models, kModels>, "readonly fast allow-busy", 1, "List loaded models", nullptr},
       {"infer.info", guarded<cmd_info, kInfo>, "readonly fast allow-busy", 2, "Describe a loaded model", nullptr},
       {"infer.stats", guarded<cmd_stats, kStats>, "readonly fast allow-busy", -1, "Serving counters", nullptr},
-      {"infer.tokenize", guarded<cmd_tokenize, kTokenize>, "write deny-oom", -3,
+      {"infer.tokenize", guarded<cmd_tokenize, kTokenize>, "deny-oom getkeys-api no-mandatory-keys", -3,
        "Text to token ids, optionally stored as a token blob", tokenize_specs},
-      {"infer.detokenize", guarded<cmd_detokenize, kDetokenize>, "readonly", -3, "Token ids (or a blob) to text",
-       detokenize_specs},
+      {"infer.detokenize", guarded<cmd_detokenize, kDetokenize>, "readonly getkeys-api no-mandatory-keys", -3,
+       "Token ids (or a blob) to text", detokenize_specs},
       {"infer.generate", guarded<cmd_generate, kGenerate>,
-       "readonly deny-oom deny-script may-replicate getkeys-api no-mandatory-keys", -3,
+       "readonly deny-oom deny-script getkeys-api no-mandatory-keys", -3,
        "Generate text (blocks only the caller)", generate_specs},
   };
   return create_commands(ctx, commands);

@@ -105,10 +105,16 @@ bool GenerationJob::has_writes() const { return stream && !refusal && error.empt
 void GenerationJob::write(RedisModuleCtx* ctx, Writable writable) {
   const char* reason = unblocked ? "cancelled" : engine::finish_reason_name(result.finish);
   stream->finish(ctx, writable, reason, result.timings.generated_tokens);
-  if (writable == Writable::Replica && error.empty()) {
+  if (!error.empty()) return;
+  if (writable == Writable::Replica) {
     error_code = "READONLY";
     error = "this node became a replica while the generation ran; STREAM '" + stream->key() +
             "' has no finish entry";
+  } else if (const std::string& moved = stream->moved(); !moved.empty()) {
+    // The redirection itself ("MOVED 1234 host:port"), so that cluster clients can follow it.
+    for (const char* code : {"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN"})
+      if (moved.rfind(std::string(code) + " ", 0) == 0) error_code = code;
+    error = moved.substr(moved.find(' ') + 1);
   }
 }
 
@@ -198,7 +204,8 @@ void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const Generat
   job->timeout_ms = o.timeout_ms;
   job->with_stats = o.with_stats;
   if (o.stream_key)
-    job->stream = std::make_shared<StreamWriter>(o.stream_key, rm::GetSelectedDb(ctx), settings().stream_maxlen);
+    job->stream = std::make_shared<StreamWriter>(o.stream_key, rm::GetSelectedDb(ctx), settings().stream_maxlen,
+                                                 job->cancellation);
 }
 
 GenerationJob* block_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job) {

@@ -4,12 +4,14 @@
 #include <vector>
 
 #include "redis/args.h"
+#include "redis/cluster_slots.h"
 #include "redis/stats.h"
 
 namespace infer::redis {
 
-StreamWriter::StreamWriter(const RedisModuleString* key, int db, long long maxlen)
-    : key_(view(key)), db_(db), maxlen_(maxlen) {}
+StreamWriter::StreamWriter(const RedisModuleString* key, int db, long long maxlen,
+                           std::shared_ptr<Cancellation> cancellation)
+    : key_(view(key)), db_(db), maxlen_(maxlen), cancellation_(std::move(cancellation)) {}
 
 void StreamWriter::append(const std::string& piece) {
   if (piece.empty()) return;
@@ -46,23 +48,47 @@ bool StreamWriter::flush(RedisModuleCtx* ctx, Writable writable, bool wait) {
       return false;
     }
     chunk.swap(pending_);
+    tokens_written_ += pending_pieces_;
     pending_pieces_ = 0;
     scheduled_ = false;
   }
-  if (finished_ || chunk.empty() || writable != Writable::Yes) return true;
+  if (finished_ || chunk.empty() || writable != Writable::Yes || !may_write(ctx)) return true;
   xadd(ctx, "text", chunk);
   return true;
+}
+
+bool StreamWriter::may_write(RedisModuleCtx* ctx) {
+  if (!moved_.empty()) return false;
+  bool migrating = false;
+  const int db = rm::GetSelectedDb(ctx);
+  if (db != db_) rm::SelectDb(ctx, db_);
+  moved_ = cluster_write_refusal(ctx, key_, &migrating);
+  if (moved_.empty() && migrating) {
+    // The key is still here but may leave with the next MIGRATE: end the stream while readers can see it.
+    xadd(ctx, "finish", "moved", "tokens", std::to_string(tokens_written_));
+    moved_ = "TRYAGAIN the slot of STREAM '" + key_ + "' is migrating: the stream ended with 'finish moved'";
+  } else if (!moved_.empty()) {
+    rm::Log(ctx, "warning", "infer: stream '%s' stops without its finish entry: its slot moved (%s)", key_.c_str(),
+            moved_.c_str());
+  }
+  if (db != db_) rm::SelectDb(ctx, db);
+  if (moved_.empty()) return true;
+  finished_ = true;
+  if (cancellation_) cancellation_->cancel();
+  return false;
 }
 
 void StreamWriter::finish(RedisModuleCtx* ctx, Writable writable, const char* reason, long long n_tokens) {
   if (finished_) return;
   flush(ctx, writable, /*wait=*/true);  // the engine has stopped appending: the lock is free or about to be
+  if (finished_) return;  // the flush found the slot moving or gone
   finished_ = true;
   if (writable != Writable::Yes) {
     rm::Log(ctx, "warning", "infer: stream '%s' ends without its finish entry (%s): this node became a replica",
             key_.c_str(), reason);
     return;
   }
+  if (!may_write(ctx)) return;
   xadd(ctx, "finish", reason, "tokens", std::to_string(n_tokens));
 }
 

@@ -9,13 +9,17 @@
 // pauses, and are never written on a node that became a replica. Entries go through RM_Call("XADD", "!")
 // so they are trimmed, replicated, written to the AOF and notified like a client's XADD.
 //
-// Entry fields: `text <chunk>`; the last entry is `finish <reason> tokens <n>`.
+// Entry fields: `text <chunk>`; the last entry is `finish <reason> tokens <n>`. In a cluster, when the
+// key's slot starts migrating away the stream ends at once with `finish moved` and the generation is
+// cancelled (the key may leave with the next MIGRATE); when the slot is already gone nothing more can
+// be written here, the server log says so and moved() gives the redirection for the reply.
 #pragma once
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "redis/blocked_call.h"
 #include "redis/module_api.h"
 #include "redis/write_queue.h"
 
@@ -23,8 +27,9 @@ namespace infer::redis {
 
 class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
  public:
-  // Main thread. `key` is copied; `db` is the client's selected database.
-  StreamWriter(const RedisModuleString* key, int db, long long maxlen);
+  // Main thread. `key` is copied; `db` is the client's selected database; `cancellation` stops the
+  // generation when the stream cannot go on (its slot moved).
+  StreamWriter(const RedisModuleString* key, int db, long long maxlen, std::shared_ptr<Cancellation> cancellation);
 
   // Engine thread: buffer one piece of text and make sure a flush is queued.
   void append(const std::string& piece);
@@ -35,11 +40,15 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
   void finish(RedisModuleCtx* ctx, Writable writable, const char* reason, long long n_tokens);
 
   const std::string& key() const { return key_; }
+  // Main thread: why the stream stopped early ("MOVED 1234 host:port", "ASK ..."), or "".
+  const std::string& moved() const { return moved_; }
 
  private:
   // Main thread, from the write queue: writes what is buffered. With wait false it gives up (false)
   // instead of waiting when the engine thread holds the buffer.
   bool flush(RedisModuleCtx* ctx, Writable writable, bool wait);
+  // Main thread: false (and the stream is ended or abandoned) when its slot is moving or gone.
+  bool may_write(RedisModuleCtx* ctx);
   void post_flush();
   void xadd(RedisModuleCtx* ctx, const char* f1, const std::string& v1, const char* f2 = nullptr,
             const std::string& v2 = "");
@@ -55,6 +64,9 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
   std::chrono::steady_clock::time_point pending_since_;  // guarded by mu_
   bool scheduled_ = false;  // guarded by mu_
   bool finished_ = false;   // main thread only
+  std::string moved_;       // main thread only
+  long long tokens_written_ = 0;    // main thread only: for `finish moved tokens <n>`
+  std::shared_ptr<Cancellation> cancellation_;
 };
 
 }  // namespace infer::redis

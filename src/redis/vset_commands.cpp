@@ -61,7 +61,7 @@ int register_vector_commands(RedisModuleCtx* ctx) {
       {"infer.vcard", guarded<cmd_vcard, kVcard>, "readonly fast", 2, "Number of elements", g_specs[4]},
       {"infer.vdim", guarded<cmd_vdim, kVdim>, "readonly fast", 2, "Vector dimension", g_specs[4]},
       {"infer.vinfo", guarded<cmd_vinfo, kVinfo>, "readonly fast", 2, "Parameters of a vector set", g_specs[4]},
-      {"infer.embed", guarded<cmd_embed, kEmbed>, "write deny-oom deny-script", -3,
+      {"infer.embed", guarded<cmd_embed, kEmbed>, "deny-oom deny-script getkeys-api no-mandatory-keys", -3,
        "Embed text with a loaded model, optionally adding it to a vector set (blocks only the caller)",
        g_specs[5]},
       {"infer.rag", guarded<cmd_rag, kRag>, "readonly deny-oom deny-script", -5,

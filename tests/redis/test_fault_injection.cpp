@@ -245,6 +245,45 @@ TEST_F(FaultTest, EmbedStoresFinishingDuringAPauseWaitForItsEnd) {
   expect_alive_and_idle();
 }
 
+// Keyless TOKENIZE, EMBED and GENERATE are reads: they run during a write pause. A short TOKENIZE ...
+// STORE (done inline otherwise) waits in the write queue and replies when the pause ends.
+TEST_F(FaultTest, KeylessReadsRunDuringAPauseAndStoresWaitForItsEnd) {
+  start({"--appendonly", "yes"});
+  ASSERT_EQ(run({"CLIENT", "PAUSE", "1500", "WRITE"}), "OK");
+  const auto paused_at = Clock::now();
+  EXPECT_EQ(run({"INFER.TOKENIZE", "stories", "hello"}).rfind("[", 0), 0u);
+  EXPECT_EQ(command(admin_.get(), {"INFER.EMBED", "stories", "hello"})->type, REDIS_REPLY_STRING);
+  EXPECT_EQ(run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "4", "TEMP", "0"}).rfind("(error)", 0),
+            std::string::npos);
+  EXPECT_LT(Clock::now() - paused_at, milliseconds(1000)) << "a keyless read waited for the pause";
+  const std::string n_ids = std::to_string(command(admin_.get(), {"INFER.TOKENIZE", "stories", "hello"})->elements);
+  EXPECT_EQ(run({"INFER.TOKENIZE", "stories", "hello", "STORE", "tok:short"}), n_ids);
+  EXPECT_GE(Clock::now() - paused_at, milliseconds(1400)) << "a STORE wrote during the pause";
+  EXPECT_EQ(run({"EXISTS", "tok:short"}), "1");
+  expect_alive_and_idle();
+}
+
+// The commands are not flagged write (so that their keyless forms are reads): their writing forms
+// refuse on a replica and inside scripts themselves.
+TEST_F(FaultTest, WritingFormsRefuseOnReplicasAndInScripts) {
+  start();
+  EXPECT_EQ(run({"EVAL", "return redis.call('INFER.TOKENIZE', 'stories', 'hi', 'STORE', 'k')", "0"})
+                .rfind("(error) ERR STORE cannot run inside a script (a read-only script could write through it)", 0),
+            0u);
+  const std::string n_ids = std::to_string(command(admin_.get(), {"INFER.TOKENIZE", "stories", "hi"})->elements);
+  EXPECT_EQ(run({"EVAL_RO", "return #redis.call('INFER.TOKENIZE', 'stories', 'hi')", "0"}), n_ids);
+  ASSERT_EQ(run({"REPLICAOF", "127.0.0.1", kDeadPort}), "OK");
+  EXPECT_EQ(run({"INFER.TOKENIZE", "stories", "hi", "STORE", "k"}),
+            "(error) READONLY STORE cannot write on a replica; tokenise without STORE");
+  EXPECT_EQ(run({"INFER.TOKENIZE", "stories", "hi"}).rfind("[", 0), 0u);
+  EXPECT_EQ(run({"INFER.EMBED", "stories", "hi", "STORE", "kb", "e"}).rfind("(error) READONLY", 0), 0u);
+  EXPECT_EQ(command(admin_.get(), {"INFER.EMBED", "stories", "hi"})->type, REDIS_REPLY_STRING);
+  EXPECT_EQ(run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "2", "STREAM", "s"}).rfind("(error) READONLY", 0), 0u);
+  EXPECT_EQ(run({"EXISTS", "k", "kb", "s"}), "0");
+  ASSERT_EQ(run({"REPLICAOF", "NO", "ONE"}), "OK");
+  expect_alive_and_idle();
+}
+
 // Seeded random (command, fault) pairs. A replica follows the whole run; at the end its data set must
 // equal the master's (DEBUG DIGEST), and every token key acknowledged after the last FLUSHALL exists.
 TEST_F(FaultTest, RandomFaults) {
