@@ -147,6 +147,8 @@ void check_alive(const char* when) {
     if (!r || r->type != REDIS_REPLY_STATUS || std::strcmp(r->str, "PONG") != 0)
       report_failure(std::string("PING got ") + show(r.get()) + " (" + when + ")");
   } catch (const std::exception& e) {
+    // A crashing server may still be writing its report: give it a moment to exit.
+    for (int i = 0; i < 20 && g_server->alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (!g_server->alive()) report_failure(std::string("redis-server exited (") + when + ")");
     report_failure(std::string("no PING reply: ") + e.what() + " (" + when + ")");
   }
