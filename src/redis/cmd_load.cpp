@@ -2,54 +2,105 @@
 // Admin only. The path must resolve (realpath) inside the model directory. The engine is created on a
 // loader thread; only the calling client waits. The model is registered on the main thread when the
 // load ends, also when the client disconnected meanwhile; CLIENT UNBLOCK cancels it (the load runs to
-// its end, then the model is dropped instead of registered).
+// its end, then the model is dropped instead of registered). A master sends its successful loads to
+// its replicas, which load the same path from their own MODEL-DIR without blocking the link.
 #include <strings.h>
 
 #include <ctime>
 #include <exception>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "redis/args.h"
 #include "redis/blocked_call.h"
 #include "redis/commands.h"
 #include "redis/models.h"
 #include "redis/settings.h"
+#include "redis/write_queue.h"
 
 namespace infer::redis {
 namespace {
 
+// Main thread: puts a finished load into the registry, or logs why it failed when nobody waits for it.
+void register_loaded(const std::shared_ptr<LoadedModel>& model, const std::string& error, bool log_error) {
+  models().set_loading(model->name, false);
+  if (!error.empty()) {
+    if (log_error) rm::Log(nullptr, "warning", "infer: cannot load model '%s': %s", model->name.c_str(), error.c_str());
+    return;
+  }
+  model->loaded_at_ms = static_cast<long long>(std::time(nullptr)) * 1000;
+  models().add(model);
+}
+
 struct LoadJob : BlockedJob {
-  explicit LoadJob(std::shared_ptr<LoadedModel> m) : BlockedJob("infer.load", "load"), model(std::move(m)) {}
+  LoadJob(std::shared_ptr<LoadedModel> m, std::vector<std::string> args)
+      : BlockedJob("infer.load", "load"), model(std::move(m)), args(std::move(args)) {}
   int reply(RedisModuleCtx* ctx) override {
     if (!error.empty()) return reply_error(ctx, "cannot load model '" + model->name + "': " + error);
     return rm::ReplyWithSimpleString(ctx, "OK");
   }
-  // Registers a finished load, whether or not the client is still there (unless it was unblocked).
+  // Registers a finished load, whether or not the client is still there (unless it was unblocked),
+  // and has the replicas load it too.
   void settle() override {
-    models().set_loading(model->name, false);
-    if (!error.empty() || unblocked) return;
-    model->loaded_at_ms = static_cast<long long>(std::time(nullptr)) * 1000;
-    models().add(model);
+    if (unblocked) return models().set_loading(model->name, false);
+    register_loaded(model, error, /*log_error=*/false);
+    if (error.empty()) replicate_to_replicas("INFER.LOAD", std::move(args));
   }
   void abandon(Abandon) override {}  // a load cannot stop half way; settle() decides
 
   std::shared_ptr<LoadedModel> model;  // engine set on success
+  std::vector<std::string> args;       // the command's arguments, for the replicas
   std::string error;
 };
+
+// A load replicated by this node's master: the master's link cannot block, so the model is created on
+// a loader thread and registered from the event loop; a failure is logged. A model of the same name
+// that the replica already has (its own MODEL line) is kept.
+void load_for_master(std::shared_ptr<LoadedModel> model) {
+  models().set_loading(model->name, true);
+  std::thread([model] {
+    auto done = std::make_unique<std::pair<std::shared_ptr<LoadedModel>, std::string>>(model, "");
+    try {
+      model->engine = create_engine(model->options);
+    } catch (const std::exception& e) {
+      done->second = e.what();
+    } catch (...) {
+      done->second = "unknown error";
+    }
+    rm::EventLoopAddOneShot([](void* p) {
+      std::unique_ptr<std::pair<std::shared_ptr<LoadedModel>, std::string>> d(
+          static_cast<std::pair<std::shared_ptr<LoadedModel>, std::string>*>(p));
+      try {
+        register_loaded(d->first, d->second, /*log_error=*/true);
+        if (d->second.empty())
+          rm::Log(nullptr, "notice", "infer: loaded model '%s' as the master did", d->first->name.c_str());
+      } catch (...) {
+      }
+    }, done.release());
+  }).detach();
+}
 
 }  // namespace
 
 int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 3 || argc % 2 == 0) return rm::WrongArity(ctx);
+  const bool from_master = rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_REPLICATED;
   std::string name = str(argv[1]);
+  if (from_master && (models().find(name) || models().is_loading(name))) {
+    rm::Log(ctx, "notice", "infer: the master loaded model '%s'; this replica keeps its own", name.c_str());
+    return rm::ReplyWithSimpleString(ctx, "OK");
+  }
   if (std::string why = check_model_name(name); !why.empty()) return reply_error(ctx, why);
   if (models().find(name)) return reply_error(ctx, "a model named '" + name + "' is already loaded");
   if (models().is_loading(name)) return reply_error(ctx, "model '" + name + "' is being loaded");
 
   std::string err;
   std::string path = resolve_inside(settings().model_dir, str(argv[2]), &err);
-  if (path.empty()) return reply_error(ctx, err);
+  if (path.empty()) {
+    if (from_master) rm::Log(ctx, "warning", "infer: cannot load model '%s' as the master did: %s", name.c_str(), err.c_str());
+    return reply_error(ctx, err);
+  }
 
   auto model = std::make_shared<LoadedModel>();
   model->name = name;
@@ -81,10 +132,16 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       return reply_error(ctx, "unknown option '" + str(argv[i]) + "' (THREADS, QUEUE, MAX-RUNNING, CONTEXT, WEIGHTS)");
     }
   }
+  if (from_master) {
+    load_for_master(std::move(model));
+    return rm::ReplyWithSimpleString(ctx, "OK");
+  }
   if (refuse_if_cannot_block(ctx, "INFER.LOAD")) return REDISMODULE_OK;
 
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.push_back(str(argv[i]));
   models().set_loading(name, true);
-  auto* job = static_cast<LoadJob*>(block_client(ctx, std::make_unique<LoadJob>(model)));
+  auto* job = static_cast<LoadJob*>(block_client(ctx, std::make_unique<LoadJob>(model, std::move(args))));
   try {
     std::thread([job] {
       try {

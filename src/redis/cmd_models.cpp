@@ -1,7 +1,9 @@
-// INFER.MODELS, INFER.INFO name, INFER.UNLOAD name: the model registry as seen by clients.
+// INFER.MODELS, INFER.INFO name, INFER.UNLOAD name: the model registry as seen by clients. A master
+// sends its unloads to its replicas (write_queue.h), as it does its loads.
 #include "redis/args.h"
 #include "redis/commands.h"
 #include "redis/models.h"
+#include "redis/write_queue.h"
 
 namespace infer::redis {
 
@@ -59,6 +61,7 @@ int cmd_unload(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   // Requests in flight hold their own reference to the engine: they finish normally and the engine is
   // destroyed (off the main thread) after the last one.
   if (!models().remove(view(argv[1]))) return reply_error(ctx, "unknown model '" + str(argv[1]) + "'");
+  if (!(rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_REPLICATED)) replicate_to_replicas("INFER.UNLOAD", {str(argv[1])});
   return rm::ReplyWithSimpleString(ctx, "OK");
 }
 

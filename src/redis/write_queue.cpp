@@ -72,6 +72,16 @@ void post_write(QueuedWrite write) {
   rm::EventLoopAddOneShot(drain_event, nullptr);
 }
 
+void replicate_to_replicas(const char* command, std::vector<std::string> args) {
+  post_write([command, args = std::move(args)](RedisModuleCtx* ctx, Writable writable) {
+    if (writable != Writable::Yes) return;
+    std::vector<RedisModuleString*> argv;
+    for (const std::string& a : args) argv.push_back(rm::CreateString(ctx, a.data(), a.size()));
+    rm::Replicate(ctx, command, "Av", argv.data(), argv.size());  // A: replicas only, not the AOF
+    for (RedisModuleString* a : argv) rm::FreeString(ctx, a);
+  });
+}
+
 long long pending_writes() {
   std::lock_guard<std::mutex> lock(queue().mu);
   return static_cast<long long>(queue().writes.size());

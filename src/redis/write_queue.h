@@ -9,6 +9,8 @@
 // Thread-safe: post from any thread; the writes themselves run on the main thread.
 #pragma once
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "redis/module_api.h"
 
@@ -23,6 +25,11 @@ using QueuedWrite = std::function<void(RedisModuleCtx* ctx, Writable writable)>;
 
 // Queues `write` behind every write queued before it. Any thread.
 void post_write(QueuedWrite write);
+
+// Sends `command args...` to this node's replicas only (not the AOF), from the queue: for state that
+// replicas should share but that is the node's configuration, not data (INFER.LOAD / INFER.UNLOAD).
+// Nothing is sent while the node is itself a replica. Any thread.
+void replicate_to_replicas(const char* command, std::vector<std::string> args);
 
 // Main thread, OnLoad: the long-lived context that names the module when the queue creates timers.
 void init_write_queue(RedisModuleCtx* onload_ctx);
