@@ -63,6 +63,9 @@ class RedisCluster {
   size_t node_for_slot(int slot, long asked = -1) const;
   // A master that does not own `slot`.
   size_t master_not_owning(int slot) const;
+  // Connections to the master owning `slot` and to a master that does not.
+  RedisConn connect_owner(int slot) const { return connect(node_for_slot(slot)); }
+  RedisConn connect_non_owner(int slot) const { return connect(master_not_owning(slot)); }
   // A hash tag ("{...}") whose slot the master `m` owns, distinct on each call (a per-cluster counter).
   std::string tag_on(size_t m);
 
