@@ -113,6 +113,11 @@ class FaultTest : public ::testing::Test {
     EXPECT_TRUE(wait_for([&] {
       return run({"INFO", "infer"}).find("infer_model_stories:queued=0,running=0,") != std::string::npos;
     })) << run({"INFO", "infer"});
+    // Idle, every used KV page is one the prefix cache holds: none leaked by a request.
+    EXPECT_TRUE(wait_for([&] {
+      return info_field(admin_.get(), "infer", "infer_kv_pages_used") ==
+             info_field(admin_.get(), "infer", "infer_kv_pages_cached");
+    })) << run({"INFO", "infer"});
   }
 
   // Starts a STREAM generation on `c` and returns once its stream has its first entry.
@@ -243,6 +248,38 @@ TEST_F(FaultTest, EmbedStoresFinishingDuringAPauseWaitForItsEnd) {
   EXPECT_LE(card_during, kClients);
   EXPECT_EQ(run({"INFER.VCARD", "kb:paused"}), std::to_string(kClients));
   expect_alive_and_idle();
+}
+
+// CLIENT UNBLOCK answers at once for every blocking command and cancels its work: an EMBED ... STORE
+// stores nothing, a LOAD's model is dropped instead of registered.
+TEST_F(FaultTest, ClientUnblockCancelsEmbedAndLoad) {
+  start();
+  RedisConn victim = server_->connect();
+  const std::string id = std::to_string(command(victim.get(), {"CLIENT", "ID"})->integer);
+  send(victim.get(), {"INFER.EMBED", "stories", long_text(6000), "STORE", "kb:unblocked", "e"});
+  const std::string unblocked = run({"CLIENT", "UNBLOCK", id});
+  Reply r = receive(victim.get());
+  ASSERT_TRUE(r) << server_->log();
+  if (unblocked == "1") {
+    EXPECT_EQ(show(r.get()), "(error) UNBLOCKED client unblocked; embedding cancelled");
+    expect_alive_and_idle();
+    EXPECT_EQ(run({"EXISTS", "kb:unblocked"}), "0");
+  } else {  // it finished first
+    EXPECT_EQ(show(r.get()), "1");
+  }
+
+  send(victim.get(), {"INFER.LOAD", "late", "stories.gguf"});
+  const std::string load_unblocked = run({"CLIENT", "UNBLOCK", id});
+  Reply lr = receive(victim.get());
+  ASSERT_TRUE(lr) << server_->log();
+  if (load_unblocked == "1") {
+    EXPECT_EQ(show(lr.get()), "(error) UNBLOCKED client unblocked; load cancelled");
+    expect_alive_and_idle();
+    EXPECT_EQ(run({"INFER.MODELS"}), "[stories]");
+    EXPECT_EQ(run({"INFER.LOAD", "late", "stories.gguf"}), "OK");  // the name is free again
+  } else {
+    EXPECT_EQ(show(lr.get()), "OK");
+  }
 }
 
 // Keyless TOKENIZE, EMBED and GENERATE are reads: they run during a write pause. A short TOKENIZE ...
