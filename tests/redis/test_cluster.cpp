@@ -540,6 +540,7 @@ TEST_F(ClusterFailoverTest, FailoverDuringAGenerationLeavesANewMasterServingTheM
   for (size_t i = 0; i < gens.size(); ++i) {
     Reply reply = read_reply(gens[i].get());
     EXPECT_TRUE(reply) << "no reply to " << join(running[i]);
+    std::cout << "[ generation " << i << " during the failover: " << show(reply.get()).substr(0, 70) << " ]\n";
   }
   EXPECT_TRUE(c().server(m).alive()) << c().server(m).log();
   EXPECT_EQ(on(m, {"PING"}), "PONG");
