@@ -3,7 +3,7 @@
 // long FILTER expressions, keys of other types) to a real redis-server with the module, stories260K and
 // a small MODEL-DIR, and sometimes close the connection right after sending or after a short delay.
 // The server must answer PING after every batch and, after a quiet period at the end, report no queued
-// or running jobs and no blocked clients. On a crash or hang it prints the seed, the last commands sent
+// or running jobs, no blocked clients and no KV pages held beyond the prefix cache's. On a crash or hang it prints the seed, the last commands sent
 // and the server log tail, and exits nonzero.
 //
 // Usage: infer_command_fuzzer [--seed N] [--minutes M] [--commands N] [--clients C] [--no-stream-disconnects]
@@ -600,19 +600,22 @@ long long info_field(redisContext* c, const char* section, const std::string& fi
   return std::atoll(s.c_str() + p + field.size() + 2);
 }
 
-// After the clients stop: every job finishes or is cancelled within the quiet period.
+// After the clients stop: every job finishes or is cancelled within the quiet period, and the KV pages
+// still in use are only those the prefix cache keeps.
 void check_quiet(int quiet_s) {
   RedisConn c = g_server->connect(30000);
-  long long queued = -1, running = -1, blocked = -1;
+  long long queued = -1, running = -1, blocked = -1, held = -1;
   for (auto deadline = Clock::now() + std::chrono::seconds(quiet_s); Clock::now() < deadline;) {
     queued = info_field(c.get(), "infer", "infer_queued");
     running = info_field(c.get(), "infer", "infer_running");
     blocked = info_field(c.get(), "clients", "blocked_clients");
-    if (queued == 0 && running == 0 && blocked == 0) return;
+    held = info_field(c.get(), "infer", "infer_kv_pages_used") - info_field(c.get(), "infer", "infer_kv_pages_cached");
+    if (queued == 0 && running == 0 && blocked == 0 && held == 0) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   report_failure("after " + std::to_string(quiet_s) + " s without commands: infer_queued=" + std::to_string(queued) +
-                 " infer_running=" + std::to_string(running) + " blocked_clients=" + std::to_string(blocked));
+                 " infer_running=" + std::to_string(running) + " blocked_clients=" + std::to_string(blocked) +
+                 " kv pages held by requests (used - cached)=" + std::to_string(held));
 }
 
 void prepare_model_dir(const std::string& dir) {
