@@ -94,6 +94,16 @@ class ClusterTest : public SharedClusterTest<ClusterTest> {
   }
 };
 
+// Texts of 0.3 to 2 KB (tokenised off the main thread, longer embeddings) so that some embeddings
+// finish before the slot moves and others are still running when it does.
+std::string long_text(int i) {
+  std::string s;
+  while (s.size() < 300u + 250u * static_cast<unsigned>(i))
+    s += "Once upon a time there was a little girl named Lily number " + std::to_string(i) +
+         ". She liked to play in the park with her dog. ";
+  return s;
+}
+
 // Every keyed INFER command (the key in `k`, `kb`, `out`), for the redirection tests.
 std::vector<Args> keyed_commands(const std::string& tag) {
   const std::string k = tag + "tok", kb = tag + "kb", out = tag + "out";
@@ -193,15 +203,42 @@ TEST_F(ClusterTest, KeyedCommandsOnAMigratingSlotGetAskForKeysNotOnTheSource) {
     RedisConn t = c().connect(to);
     ASSERT_EQ(run_on(t.get(), {"ASKING"}), "OK");
     EXPECT_EQ(run_on(t.get(), {"INFER.TOKENIZE", "stories", "Once", "STORE", tag + "new"}), "2");
-    ASSERT_EQ(run_on(t.get(), {"ASKING"}), "OK");
-    EXPECT_EQ(run_on(t.get(), {"INFER.EMBED", "stories", "cow", "STORE", tag + "newkb", "cow"}), "1");
   }
   EXPECT_EQ(m.move_keys(), 1u);
   m.finish();
   EXPECT_EQ(on(from, {"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}), "0");
   EXPECT_EQ(on(to, {"INFER.DETOKENIZE", "stories", "KEY", tag + "here"}), "Once upon a time");
   EXPECT_EQ(on(to, {"INFER.DETOKENIZE", "stories", "KEY", tag + "new"}), "Once");
-  EXPECT_EQ(on(to, {"INFER.VCARD", tag + "newkb"}), "1");
+}
+
+// A client that follows an ASK (ASKING, then the command on the importing node) gets its write done
+// there, as SET would, also when the write happens after the command returned (EMBED ... STORE, a
+// TOKENIZE ... STORE of a text over 256 bytes): refusing it with MOVED back to the source would send
+// the client round (the source answers ASK again) until the migration ends.
+TEST_F(ClusterTest, BlockingStoreAfterAskingOnTheImportingNodeIsStoredThere) {
+  const std::string tag = "{askb}";
+  const int slot = c().key_slot(tag);
+  const size_t from = c().node_for_slot(slot);
+  const size_t to = c().master_not_owning(slot);
+  RedisCluster::SlotMigration m(c(), slot, from, to);
+  m.begin();
+  ASSERT_EQ(on(from, {"INFER.EMBED", "stories", "cow", "STORE", tag + "kb", "cow"}), ask(slot, to));
+  {
+    RedisConn t = c().connect(to);
+    ASSERT_EQ(run_on(t.get(), {"ASKING"}), "OK");
+    ASSERT_EQ(run_on(t.get(), {"SET", tag + "core", "x"}), "OK");
+    ASSERT_EQ(run_on(t.get(), {"ASKING"}), "OK");
+    EXPECT_EQ(run_on(t.get(), {"INFER.EMBED", "stories", "cow", "STORE", tag + "kb", "cow"}), "1");
+    ASSERT_EQ(run_on(t.get(), {"ASKING"}), "OK");
+    std::string r = run_on(t.get(), {"INFER.TOKENIZE", "stories", long_text(0), "STORE", tag + "tok"});
+    EXPECT_FALSE(is_error(r)) << r;
+  }
+  m.move_keys();
+  m.finish();
+  EXPECT_EQ(on(from, {"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}), "0");
+  EXPECT_EQ(on(to, {"GET", tag + "core"}), "x");
+  EXPECT_EQ(on(to, {"INFER.VCARD", tag + "kb"}), "1");
+  EXPECT_EQ(on(to, {"EXISTS", tag + "tok"}), "1");
 }
 
 TEST_F(ClusterTest, MultiKeyGenerateWithKeysSplitByAMigrationGetsTryagainLikeMget) {
@@ -288,16 +325,6 @@ TEST_F(ClusterTest, KeylessReadsAnswerDuringAClientPauseWrite) {
   }
   EXPECT_LT(ms_since(t0), bound_ms + 100);
   run_on(pauser.get(), {"CLIENT", "UNPAUSE"});
-}
-
-// Texts of 0.3 to 2 KB (tokenised off the main thread, longer embeddings) so that some embeddings
-// finish before the slot moves and others are still running when it does.
-std::string long_text(int i) {
-  std::string s;
-  while (s.size() < 300u + 250u * static_cast<unsigned>(i))
-    s += "Once upon a time there was a little girl named Lily number " + std::to_string(i) +
-         ". She liked to play in the park with her dog. ";
-  return s;
 }
 
 // Sends `n` EMBED ... STORE of long texts to `node` (each on its own connection), runs `migrate`
