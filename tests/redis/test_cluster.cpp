@@ -449,8 +449,9 @@ std::vector<std::vector<std::string>> stream_entries(RedisCluster& c, size_t nod
 }
 
 // Starts `n` STREAM generations into the slot of `tag` on its owner, parks an XREAD BLOCK reader at the
-// tail of the first stream, moves the slot (back to back, or `paced`: 50 ms in each phase, longer than
-// the stream's 10 ms batching, so the module sees the slot migrating while it still holds the key),
+// tail of the first stream, moves the slot (back to back, or `paced`: once every stream exists, 300 ms
+// migrating with the keys still on the source, far longer than a batch of 16 tokens takes, so the
+// module sees the slot migrating while it still holds each key and can end the stream),
 // then checks: the reader is answered, each stream on the new owner ends with `finish` unless the
 // generation's reply says why it could not (and the old owner's log names the key), and no stream
 // was recreated on the old owner. With `paced`, every stream must end with `finish`.
@@ -468,8 +469,11 @@ void stream_round(RedisCluster& c, const std::string& tag, bool paced) {
   // Wait for the first entries, then park a reader at the tail of stream 0 on the old owner.
   RedisConn probe = c.connect(a);
   auto t0 = Clock::now();
-  while (run_on(probe.get(), {"XLEN", tag + "out0"}) == "0" && ms_since(t0) < 10000)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Paced: every stream exists before the migration starts (else its first entry may meet the slot
+  // migrating without the key, which is rightly an ASK with nothing written).
+  for (int i = 0; i < (paced ? n : 1); ++i)
+    while (run_on(probe.get(), {"XLEN", tag + "out" + std::to_string(i)}) == "0" && ms_since(t0) < 10000)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   RedisConn reader = c.connect(a, 10000);
   send_only(reader.get(), {"XREAD", "BLOCK", "0", "STREAMS", tag + "out0", "$"});
   int finished_before = 0;
@@ -479,7 +483,7 @@ void stream_round(RedisCluster& c, const std::string& tag, bool paced) {
   }
   RedisCluster::SlotMigration m(c, slot, a, b);
   m.begin();
-  if (paced) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (paced) std::this_thread::sleep_for(std::chrono::milliseconds(300));
   m.move_keys();
   if (paced) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   m.finish();
@@ -500,7 +504,7 @@ void stream_round(RedisCluster& c, const std::string& tag, bool paced) {
               << (entries.empty() || entries.back().size() < 2 ? "-" : entries.back()[0] + " " + entries.back()[1])
               << " ]\n";
     if (paced) {
-      EXPECT_TRUE(has_finish) << key << ": the slot migrated for 50 ms with the stream on the old owner";
+      EXPECT_TRUE(has_finish) << key << ": the slot migrated for 300 ms with the stream on the old owner";
     }
     if (r->type != REDIS_REPLY_ERROR) {
       EXPECT_TRUE(has_finish) << key << ": the generation succeeded but its stream on the new owner ("
