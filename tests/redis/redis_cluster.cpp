@@ -97,10 +97,18 @@ std::string RedisCluster::unavailable_reason() {
     o.server_args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"};
     o.load_module = false;
     o.start_timeout_ms = 5000;
-    RedisServer probe(o);
-    std::string info = ask(probe, {"CLUSTER", "INFO"});
-    if (info_field(info, "cluster_state").empty()) return "CLUSTER INFO on a cluster-enabled redis-server: " + info;
-    return "";
+    std::string why;
+    for (int attempt = 0; attempt < 8; ++attempt) {  // see the node start below: the bus port may not fit
+      try {
+        RedisServer probe(o);
+        std::string info = ask(probe, {"CLUSTER", "INFO"});
+        if (info_field(info, "cluster_state").empty()) return "CLUSTER INFO on a cluster-enabled redis-server: " + info;
+        return "";
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+    }
+    return "redis-server cannot start in cluster mode: " + why;
   } catch (const std::exception& e) {
     return std::string("redis-server cannot start in cluster mode: ") + e.what();
   }
@@ -130,13 +138,19 @@ RedisCluster::RedisCluster(RedisClusterOptions opts) {
     std::vector<std::thread> starters;
     for (int i = 0; i < n_nodes; ++i)
       starters.emplace_back([&, i] {
-        try {
-          RedisServerOptions o;
-          o.module_args = opts.module_args;
-          o.server_args = server_args;
-          nodes_[static_cast<size_t>(i)] = std::make_unique<RedisServer>(o);
-        } catch (const std::exception& e) {
-          errors[static_cast<size_t>(i)] = e.what();
+        // The cluster bus listens on port + 10000: a free port above 55535 makes redis-server exit
+        // ("port number too high"), as does a bus port taken. RedisServer tries 3 ports; try more.
+        for (int attempt = 0; attempt < 8; ++attempt) {
+          try {
+            RedisServerOptions o;
+            o.module_args = opts.module_args;
+            o.server_args = server_args;
+            nodes_[static_cast<size_t>(i)] = std::make_unique<RedisServer>(o);
+            errors[static_cast<size_t>(i)].clear();
+            return;
+          } catch (const std::exception& e) {
+            errors[static_cast<size_t>(i)] = e.what();
+          }
         }
       });
     for (auto& t : starters) t.join();
