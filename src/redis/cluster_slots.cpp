@@ -59,6 +59,20 @@ std::string migrating_to(const NodeLine& n, unsigned slot) {
   return "";
 }
 
+// Whether `n` imports `slot` ("[slot-<-id]").
+bool imports(const NodeLine& n, unsigned slot) {
+  const std::string prefix = "[" + std::to_string(slot) + "-<-";
+  for (const std::string& s : n.slots)
+    if (s.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+const NodeLine* myself(const std::vector<NodeLine>& nodes) {
+  for (const NodeLine& n : nodes)
+    if (n.myself) return &n;
+  return nullptr;
+}
+
 const NodeLine* find_id(const std::vector<NodeLine>& nodes, const std::string& id) {
   for (const NodeLine& n : nodes)
     if (n.id == id) return &n;
@@ -81,15 +95,21 @@ unsigned key_slot(std::string_view key) {
   return crc % 16384;
 }
 
-std::string cluster_write_refusal(RedisModuleCtx* ctx, std::string_view key, bool* migrating) {
+bool importing_here(RedisModuleCtx* ctx, std::string_view key) {
+  if (!(rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_CLUSTER)) return false;
+  const std::vector<NodeLine> nodes = cluster_nodes(ctx);
+  const NodeLine* me = myself(nodes);
+  return me && !me->replica && imports(*me, key_slot(key));
+}
+
+std::string cluster_write_refusal(RedisModuleCtx* ctx, std::string_view key, bool* migrating, bool asked) {
   if (migrating) *migrating = false;
   if (!(rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_CLUSTER)) return "";
   const unsigned slot = key_slot(key);
   const std::string slot_str = std::to_string(slot);
   const std::vector<NodeLine> nodes = cluster_nodes(ctx);
-  const NodeLine* me = nullptr;
-  for (const NodeLine& n : nodes)
-    if (n.myself) me = &n;
+  const NodeLine* me = myself(nodes);
+  if (me && !me->replica && asked && imports(*me, slot)) return "";
   if (me && !me->replica && serves(*me, slot)) {
     const std::string target = migrating_to(*me, slot);
     if (target.empty()) return "";

@@ -18,6 +18,14 @@ unsigned key_slot(std::string_view key);
 // get, e.g. "MOVED 1234 127.0.0.1:7001", "ASK 1234 127.0.0.1:7001", "CLUSTERDOWN ...". `migrating` is
 // set when the node owns the slot, holds the key, and the slot is migrating to another node (the key
 // may leave at any moment). Main thread.
-std::string cluster_write_refusal(RedisModuleCtx* ctx, std::string_view key, bool* migrating = nullptr);
+// `asked`: the command that made the write was routed here by ASKING (the slot was importing to this
+// node when it ran, see importing_here); an importing slot then counts as this node's, as Redis counts
+// it for such a command.
+std::string cluster_write_refusal(RedisModuleCtx* ctx, std::string_view key, bool* migrating = nullptr,
+                                  bool asked = false);
+
+// True when this node is importing the key's slot: a command that runs here for such a key came with
+// ASKING. Main thread, in the command's handler.
+bool importing_here(RedisModuleCtx* ctx, std::string_view key);
 
 }  // namespace infer::redis

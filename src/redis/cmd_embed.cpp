@@ -51,6 +51,7 @@ struct EmbedJob : BlockedJob {
   std::optional<std::string> attrs;
   std::string store_error;  // the STORE's error reply, with its code
   bool added = false;       // the STORE added a new element (else it updated one)
+  bool asked = false;       // routed here by ASKING: the slot was importing when the command ran
 };
 
 // Adds the embedding to the set and replicates the add; returns an error reply or "".
@@ -90,7 +91,7 @@ void EmbedJob::write(RedisModuleCtx* ctx, Writable writable) {
   }
   // In a cluster the slot may have moved while the text was embedded: the client gets the redirection
   // and no stray set is created on a node that does not own the slot.
-  store_error = cluster_write_refusal(ctx, view(store_key));
+  store_error = cluster_write_refusal(ctx, view(store_key), nullptr, asked);
   if (store_error.empty()) store_error = store(ctx, this, &added);
 }
 
@@ -255,6 +256,7 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (store_key) {
     owned->store_key = rm::CreateStringFromString(nullptr, store_key);
     owned->element = rm::CreateStringFromString(nullptr, element);
+    owned->asked = importing_here(ctx, view(store_key));
   }
   auto* job = static_cast<EmbedJob*>(block_client(ctx, std::move(owned)));  // owned by the client now
   submit_embedding(

@@ -1,7 +1,7 @@
 // INFER.TOKENIZE model text [NOSPECIAL] [NOBOS] [STORE key]
 // Replies the ids, or with STORE writes them as a token blob (token_keys.h) and replies their count.
-// The store is a plain SET issued through RM_Call with "!", so replicas and the AOF see a SET of the
-// blob and need no model (DESIGN "Redis module"). Texts longer than kSyncTokenizeBytes are tokenised
+// The store replicates as a plain SET of the blob, so replicas and the AOF need no model (DESIGN
+// "Redis module"). Texts longer than kSyncTokenizeBytes are tokenised
 // on the background thread while only the caller waits; inside MULTI/Lua they are done inline.
 #include <memory>
 
@@ -34,6 +34,7 @@ struct TokenizeJob : BlockedJob {
   std::vector<int32_t> ids;
   std::string error;        // the tokenizer's
   std::string store_error;  // the SET's, with its code
+  bool asked = false;       // routed here by ASKING: the slot was importing when the command ran
   void encode() {
     try {
       ids = model->engine->tokenizer().encode(text, opts);
@@ -43,19 +44,20 @@ struct TokenizeJob : BlockedJob {
   }
 };
 
-// Writes the ids as a token blob; returns "" or the error reply (with its code).
+// Writes the ids as a token blob, as SET would (any old value and its TTL replaced), and replicates a
+// plain SET; returns "" or the error reply. Not through RM_Call: in a cluster it routes like a client
+// without ASKING, and the slot check is the caller's (cluster_slots.h).
 std::string store_blob(RedisModuleCtx* ctx, const TokenizeJob& job) {
-  std::string blob = make_token_blob(job.ids, job.model->engine->tokenizer());
-  RedisModuleCallReply* r = rm::Call(ctx, "SET", "!sb", job.store, blob.data(), blob.size());
-  if (!r) return "ERR SET of the token blob failed";
-  std::string why;
-  if (rm::CallReplyType(r) == REDISMODULE_REPLY_ERROR) {
-    size_t len = 0;
-    const char* p = rm::CallReplyStringPtr(r, &len);
-    why = "ERR SET of the token blob failed: " + std::string(p ? p : "", p ? len : 0);
-  }
-  rm::FreeCallReply(r);
-  return why;
+  const std::string blob = make_token_blob(job.ids, job.model->engine->tokenizer());
+  RedisModuleString* value = rm::CreateString(ctx, blob.data(), blob.size());
+  RedisModuleKey* k = rm::OpenKey(ctx, job.store, REDISMODULE_WRITE);
+  const bool ok = k && rm::StringSet(k, value) == REDISMODULE_OK;
+  if (k) rm::CloseKey(k);
+  rm::FreeString(ctx, value);
+  if (!ok) return "ERR SET of the token blob failed";
+  rm::Replicate(ctx, "SET", "sb", job.store, blob.data(), blob.size());
+  rm::NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_STRING, "set", job.store);
+  return "";
 }
 
 int TokenizeJob::reply(RedisModuleCtx* ctx) {
@@ -73,7 +75,7 @@ void TokenizeJob::write(RedisModuleCtx* ctx, Writable writable) {
     return;
   }
   // In a cluster the slot may have moved while the text was tokenised: the client gets the redirection.
-  store_error = cluster_write_refusal(ctx, view(store));
+  store_error = cluster_write_refusal(ctx, view(store), nullptr, asked);
   if (store_error.empty()) store_error = store_blob(ctx, *this);
 }
 
@@ -128,6 +130,7 @@ int cmd_tokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (store) {
     job->store = rm::CreateStringFromString(nullptr, store);  // argv dies with the handler
     job->owns_store = true;
+    job->asked = importing_here(ctx, view(store));
   }
   auto* blocked = static_cast<TokenizeJob*>(block_client(ctx, std::move(job)));
   bool queued = run_in_background([blocked, cancellation = blocked->cancellation] {

@@ -62,6 +62,8 @@ bool StreamWriter::may_write(RedisModuleCtx* ctx) {
   bool migrating = false;
   const int db = rm::GetSelectedDb(ctx);
   if (db != db_) rm::SelectDb(ctx, db_);
+  // Not `asked`: the entries go through RM_Call, which routes like a client without ASKING, so a
+  // stream begun on a node that imports its slot ends with the redirection.
   moved_ = cluster_write_refusal(ctx, key_, &migrating);
   if (moved_.empty() && migrating) {
     // The key is still here but may leave with the next MIGRATE: end the stream while readers can see it.
@@ -114,10 +116,10 @@ void StreamWriter::xadd(RedisModuleCtx* ctx, const char* f1, const std::string& 
   }
   // "!": replicated and written to the AOF (when `ctx` is freed), notified like a client's XADD.
   RedisModuleCallReply* r = rm::Call(ctx, "XADD", "!v", args.data(), args.size());
-  if (r) {
-    if (rm::CallReplyType(r) != REDISMODULE_REPLY_ERROR) ++stats().stream_entries;
-    rm::FreeCallReply(r);
-  }
+  const bool written = r && rm::CallReplyType(r) != REDISMODULE_REPLY_ERROR;
+  if (written) ++stats().stream_entries;
+  if (r) rm::FreeCallReply(r);
+  if (!written) rm::Log(ctx, "warning", "infer: an entry of stream '%s' could not be written", key_.c_str());
   for (RedisModuleString* a : args) rm::FreeString(ctx, a);
   if (db != db_) rm::SelectDb(ctx, db);
 }

@@ -215,10 +215,7 @@ TEST_F(ClusterTest, KeyedCommandsOnAMigratingSlotGetAskForKeysNotOnTheSource) {
 // there, as SET would, also when the write happens after the command returned (EMBED ... STORE, a
 // TOKENIZE ... STORE of a text over 256 bytes): refusing it with MOVED back to the source would send
 // the client round (the source answers ASK again) until the migration ends.
-// DISABLED_ until the module stores such writes: today the late write's slot check
-// (src/redis/cluster_slots.cpp cluster_write_refusal) sees an importing slot it does not own and replies
-// MOVED back to the source, though Redis itself routed the command here after ASKING.
-TEST_F(ClusterTest, DISABLED_BlockingStoreAfterAskingOnTheImportingNodeIsStoredThere) {
+TEST_F(ClusterTest, BlockingStoreAfterAskingOnTheImportingNodeIsStoredThere) {
   const std::string tag = "{askb}";
   const int slot = c().key_slot(tag);
   const size_t from = c().node_for_slot(slot);
