@@ -100,23 +100,13 @@ engine::EngineStats total_engine_stats() {
   engine::EngineStats sum = retired_counters();
   for (const auto& [name, m] : models().all()) {
     engine::EngineStats s = m->engine->stats();
+    add_counters(sum, s);
     sum.queued += s.queued;
     sum.running += s.running;
-    sum.completed += s.completed;
-    sum.rejected_busy += s.rejected_busy;
-    sum.timeouts += s.timeouts;
-    sum.cancelled += s.cancelled;
-    sum.errors += s.errors;
-    sum.tokens_generated += s.tokens_generated;
-    sum.prompt_tokens += s.prompt_tokens;
-    sum.cached_tokens += s.cached_tokens;
     sum.decode_tps += s.decode_tps;
     sum.kv_pages_total += s.kv_pages_total;
     sum.kv_pages_used += s.kv_pages_used;
     sum.kv_pages_cached += s.kv_pages_cached;
-    sum.cache_lookups += s.cache_lookups;
-    sum.cache_hits += s.cache_hits;
-    sum.cache_evictions += s.cache_evictions;
     sum.kv_bytes += s.kv_bytes;
     sum.model_bytes += s.model_bytes;
   }

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -173,6 +174,37 @@ RedisConn RedisServer::connect(int timeout_ms) const {
   }
   redisSetTimeout(c, tv);
   return RedisConn(c);
+}
+
+void send_command(redisContext* c, const std::vector<std::string>& argv) {
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  for (const auto& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()) != REDIS_OK)
+    throw std::runtime_error("cannot queue a command: " + std::string(c->errstr));
+  for (int done = 0; !done;)
+    if (redisBufferWrite(c, &done) != REDIS_OK) throw std::runtime_error("cannot send a command: " + std::string(c->errstr));
+}
+
+Reply receive(redisContext* c) {
+  void* raw = nullptr;
+  if (redisGetReply(c, &raw) != REDIS_OK) return nullptr;
+  return Reply(static_cast<redisReply*>(raw));
+}
+
+std::string stories_model_dir() {
+  static const std::string dir = [] {
+    const std::filesystem::path d =
+        std::filesystem::temp_directory_path() / ("infer-stories-dir-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    std::filesystem::copy_file(stories_model_path(), d / "stories.gguf",
+                               std::filesystem::copy_options::overwrite_existing);
+    return d.string();
+  }();
+  return dir;
 }
 
 Reply command(redisContext* c, const std::vector<std::string>& argv) {

@@ -76,6 +76,12 @@ class RedisServer {
 
 // Sends argv (binary safe) and returns the reply; null on I/O error or timeout.
 Reply command(redisContext* c, const std::vector<std::string>& argv);
+// Sends argv without waiting for the reply (a command left running while the test acts on the server);
+// throws on I/O error. receive() reads the reply later: null when the connection closed or timed out.
+void send_command(redisContext* c, const std::vector<std::string>& argv);
+Reply receive(redisContext* c);
+// A directory, made once per process, holding a copy of stories260K as stories.gguf: a MODEL-DIR.
+std::string stories_model_dir();
 // Convenience for assertions: the reply as text ("(error) ...", "(nil)", integers, arrays as [a, b]).
 std::string show(const redisReply* r);
 

@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <random>
 #include <string>
@@ -21,32 +20,11 @@
 namespace infer::test {
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // A port nothing listens on (privileged): REPLICAOF it demotes the node without a sync.
 const std::string kDeadPort = "1";
-
-// Sends argv without waiting for the reply.
-void send(redisContext* c, const std::vector<std::string>& argv) {
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  for (const auto& a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  ASSERT_EQ(redisAppendCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()), REDIS_OK);
-  int done = 0;
-  while (!done) ASSERT_EQ(redisBufferWrite(c, &done), REDIS_OK);
-}
-
-// The reply to a command sent with send(); null when the connection closed or timed out.
-Reply receive(redisContext* c) {
-  void* raw = nullptr;
-  if (redisGetReply(c, &raw) != REDIS_OK) return nullptr;
-  return Reply(static_cast<redisReply*>(raw));
-}
 
 bool wait_for(const std::function<bool()>& done, milliseconds timeout = milliseconds(20000)) {
   const auto end = Clock::now() + timeout;
@@ -79,16 +57,6 @@ std::string long_text(size_t bytes) {
   return t;
 }
 
-std::string model_dir() {
-  static const std::string dir = [] {
-    const fs::path d = fs::temp_directory_path() / ("infer-fault-models-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    fs::copy_file(stories_model_path(), d / "stories.gguf", fs::copy_options::overwrite_existing);
-    return d.string();
-  }();
-  return dir;
-}
-
 class FaultTest : public ::testing::Test {
  protected:
   void SetUp() override { INFER_REQUIRE_DIR(models_dir()); }
@@ -96,7 +64,7 @@ class FaultTest : public ::testing::Test {
   void start(std::vector<std::string> server_args = {}) {
     server_args.insert(server_args.end(), {"--enable-debug-command", "yes"});
     server_ = std::make_unique<RedisServer>(RedisServerOptions{
-        .module_args = {"MODEL", "stories", stories_model_path(), "MODEL-DIR", model_dir()},
+        .module_args = {"MODEL", "stories", stories_model_path(), "MODEL-DIR", stories_model_dir()},
         .server_args = server_args});
     admin_ = server_->connect();
   }
@@ -123,7 +91,7 @@ class FaultTest : public ::testing::Test {
   // Starts a STREAM generation on `c` and returns once its stream has its first entry.
   void start_streaming(redisContext* c, const std::string& key) {
     run({"DEL", key});
-    send(c, {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "2000", "TEMP", "1", "STREAM", key});
+    send_command(c, {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "2000", "TEMP", "1", "STREAM", key});
     ASSERT_TRUE(wait_for([&] { return std::atoll(run({"XLEN", key}).c_str()) > 0; })) << server_->log();
   }
 
@@ -215,7 +183,7 @@ TEST_F(FaultTest, StreamWritesWaitOutClientPauseWrite) {
 TEST_F(FaultTest, TokenizeStoreFinishingDuringAPauseWaitsForItsEnd) {
   start({"--appendonly", "yes"});
   RedisConn client = server_->connect();
-  send(client.get(), {"INFER.TOKENIZE", "stories", long_text(2 << 20), "STORE", "tok:paused"});
+  send_command(client.get(), {"INFER.TOKENIZE", "stories", long_text(2 << 20), "STORE", "tok:paused"});
   std::this_thread::sleep_for(milliseconds(20));  // the text is being tokenised on the background thread
   ASSERT_EQ(run({"CLIENT", "PAUSE", "1500", "WRITE"}), "OK");
   const auto paused_at = Clock::now();
@@ -234,7 +202,7 @@ TEST_F(FaultTest, EmbedStoresFinishingDuringAPauseWaitForItsEnd) {
   for (int i = 0; i < kClients; ++i) clients.push_back(server_->connect());
   const std::string text = long_text(1500);  // off the main thread, then the engine
   for (int i = 0; i < kClients; ++i)
-    send(clients[i].get(), {"INFER.EMBED", "stories", text, "STORE", "kb:paused", "e" + std::to_string(i)});
+    send_command(clients[i].get(), {"INFER.EMBED", "stories", text, "STORE", "kb:paused", "e" + std::to_string(i)});
   ASSERT_EQ(run({"CLIENT", "PAUSE", "500", "WRITE"}), "OK");
   const long long card_during = std::atoll(run({"INFER.VCARD", "kb:paused"}).c_str());
   int added = 0;
@@ -256,7 +224,7 @@ TEST_F(FaultTest, ClientUnblockCancelsEmbedAndLoad) {
   start();
   RedisConn victim = server_->connect();
   const std::string id = std::to_string(command(victim.get(), {"CLIENT", "ID"})->integer);
-  send(victim.get(), {"INFER.EMBED", "stories", long_text(6000), "STORE", "kb:unblocked", "e"});
+  send_command(victim.get(), {"INFER.EMBED", "stories", long_text(6000), "STORE", "kb:unblocked", "e"});
   const std::string unblocked = run({"CLIENT", "UNBLOCK", id});
   Reply r = receive(victim.get());
   ASSERT_TRUE(r) << server_->log();
@@ -268,7 +236,7 @@ TEST_F(FaultTest, ClientUnblockCancelsEmbedAndLoad) {
     EXPECT_EQ(show(r.get()), "1");
   }
 
-  send(victim.get(), {"INFER.LOAD", "late", "stories.gguf"});
+  send_command(victim.get(), {"INFER.LOAD", "late", "stories.gguf"});
   const std::string load_unblocked = run({"CLIENT", "UNBLOCK", id});
   Reply lr = receive(victim.get());
   ASSERT_TRUE(lr) << server_->log();
@@ -361,19 +329,19 @@ TEST_F(FaultTest, RandomFaults) {
     const std::string id = std::to_string(command(client.get(), {"CLIENT", "ID"})->integer);
     const std::string key = "r" + std::to_string(round);
     if (what == "generate")
-      send(client.get(), {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "600", "TEMP", "1"});
+      send_command(client.get(), {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "600", "TEMP", "1"});
     else if (what == "stream")
-      send(client.get(), {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "600", "STREAM", key});
+      send_command(client.get(), {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "600", "STREAM", key});
     else if (what == "tokenize")
-      send(client.get(), {"INFER.TOKENIZE", "stories", long_text(200000 + pick(400000)), "STORE", key});
+      send_command(client.get(), {"INFER.TOKENIZE", "stories", long_text(200000 + pick(400000)), "STORE", key});
     else if (what == "embed")
-      send(client.get(), {"INFER.EMBED", "stories", long_text(300 + pick(3000)), "STORE", "kb:" + key, "e"});
+      send_command(client.get(), {"INFER.EMBED", "stories", long_text(300 + pick(3000)), "STORE", "kb:" + key, "e"});
     else if (what == "rag")
-      send(client.get(), {"INFER.RAG", "stories", "{kb}", "VALUES", "3", "1", "0", "0", "MAXTOKENS", "300", "STREAM", "{kb}:" + key});
+      send_command(client.get(), {"INFER.RAG", "stories", "{kb}", "VALUES", "3", "1", "0", "0", "MAXTOKENS", "300", "STREAM", "{kb}:" + key});
     else if (what == "vsim")
-      send(client.get(), {"INFER.VSIM", "{kb}", "VALUES", "3", "1", "0", "0", "COUNT", "5"});
+      send_command(client.get(), {"INFER.VSIM", "{kb}", "VALUES", "3", "1", "0", "0", "COUNT", "5"});
     else
-      send(client.get(), {"INFER.LOAD", "spare", "stories.gguf"});
+      send_command(client.get(), {"INFER.LOAD", "spare", "stories.gguf"});
     std::this_thread::sleep_for(milliseconds(delay_ms));
 
     bool client_open = true;

@@ -17,16 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string model_dir() {
-  static const std::string dir = [] {
-    const fs::path d = fs::temp_directory_path() / ("infer-repl-models-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    fs::copy_file(stories_model_path(), d / "stories.gguf", fs::copy_options::overwrite_existing);
-    return d.string();
-  }();
-  return dir;
-}
-
 bool eventually(const std::function<bool()>& done) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!done()) {
@@ -35,6 +25,22 @@ bool eventually(const std::function<bool()>& done) {
   }
   return true;
 }
+
+std::string run(redisContext* c, const std::vector<std::string>& argv) { return show(command(c, argv).get()); }
+
+// A master and its replica, connected, both with the module.
+struct Pair {
+  explicit Pair(std::vector<std::string> replica_module_args, std::vector<std::string> master_server_args = {})
+      : master({.module_args = {"MODEL-DIR", stories_model_dir()}, .server_args = std::move(master_server_args)}),
+        replica({.module_args = std::move(replica_module_args),
+                 .server_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}}),
+        m(master.connect()),
+        r(replica.connect()) {
+    EXPECT_TRUE(eventually([&] { return run(r.get(), {"INFO", "replication"}).find("master_link_status:up") != std::string::npos; }));
+  }
+  RedisServer master, replica;
+  RedisConn m, r;
+};
 
 std::string read_dir_files(const std::string& dir) {
   std::string all;
@@ -51,52 +57,47 @@ std::string read_dir_files(const std::string& dir) {
 
 TEST(ModelReplication, LoadAndUnloadReachReplicasNotTheAof) {
   INFER_REQUIRE_DIR(models_dir());
-  RedisServer master({.module_args = {"MODEL-DIR", model_dir()}, .server_args = {"--appendonly", "yes"}});
-  RedisServer replica({.module_args = {"MODEL-DIR", model_dir()},
-                       .server_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
-  RedisConn m = master.connect();
-  RedisConn r = replica.connect();
-  auto run = [](redisContext* c, const std::vector<std::string>& argv) { return show(command(c, argv).get()); };
-  ASSERT_TRUE(eventually([&] { return run(r.get(), {"INFO", "replication"}).find("master_link_status:up") != std::string::npos; }));
+  Pair p({"MODEL-DIR", stories_model_dir()}, {"--appendonly", "yes"});
+  redisContext* m = p.m.get();
+  redisContext* r = p.r.get();
+  RedisServer& master = p.master;
+  RedisServer& replica = p.replica;
 
-  ASSERT_EQ(run(m.get(), {"INFER.LOAD", "tiny", "stories.gguf", "CONTEXT", "256"}), "OK");
-  ASSERT_TRUE(eventually([&] { return run(r.get(), {"INFER.MODELS"}) == "[tiny]"; })) << replica.log();
+  ASSERT_EQ(run(m, {"INFER.LOAD", "tiny", "stories.gguf", "CONTEXT", "256"}), "OK");
+  ASSERT_TRUE(eventually([&] { return run(r, {"INFER.MODELS"}) == "[tiny]"; })) << replica.log();
   // The replica loaded it with the master's options, and serves reads with it.
-  const std::string info = run(r.get(), {"INFER.INFO", "tiny"});
+  const std::string info = run(r, {"INFER.INFO", "tiny"});
   EXPECT_NE(info.find("context, 256"), std::string::npos) << info;
   const std::vector<std::string> gen = {"INFER.GENERATE", "tiny", "PROMPT", "Once", "MAXTOKENS", "8", "TEMP", "0"};
-  EXPECT_EQ(run(r.get(), gen), run(m.get(), gen));
+  EXPECT_EQ(run(r, gen), run(m, gen));
 
-  ASSERT_EQ(run(m.get(), {"INFER.UNLOAD", "tiny"}), "OK");
-  ASSERT_TRUE(eventually([&] { return run(r.get(), {"INFER.MODELS"}) == "[]"; })) << replica.log();
+  ASSERT_EQ(run(m, {"INFER.UNLOAD", "tiny"}), "OK");
+  ASSERT_TRUE(eventually([&] { return run(r, {"INFER.MODELS"}) == "[]"; })) << replica.log();
   // Models are the node's configuration, not data: nothing of them is in the AOF.
   EXPECT_EQ(read_dir_files(master.dir()).find("INFER.LOAD"), std::string::npos);
 
   // Loaded again, then the replica is promoted (what a failover does): it serves the model.
-  ASSERT_EQ(run(m.get(), {"INFER.LOAD", "tiny", "stories.gguf"}), "OK");
-  ASSERT_TRUE(eventually([&] { return run(r.get(), {"INFER.MODELS"}) == "[tiny]"; })) << replica.log();
-  ASSERT_EQ(run(r.get(), {"REPLICAOF", "NO", "ONE"}), "OK");
-  EXPECT_EQ(run(r.get(), gen), run(m.get(), gen));
+  ASSERT_EQ(run(m, {"INFER.LOAD", "tiny", "stories.gguf"}), "OK");
+  ASSERT_TRUE(eventually([&] { return run(r, {"INFER.MODELS"}) == "[tiny]"; })) << replica.log();
+  ASSERT_EQ(run(r, {"REPLICAOF", "NO", "ONE"}), "OK");
+  EXPECT_EQ(run(r, gen), run(m, gen));
 }
 
 // A replica that already has a model of that name (its own MODEL line) keeps it; one whose MODEL-DIR
 // lacks the file logs why and stays up.
 TEST(ModelReplication, ReplicaKeepsItsOwnModelAndLogsWhatItCannotLoad) {
   INFER_REQUIRE_DIR(models_dir());
-  RedisServer master({.module_args = {"MODEL-DIR", model_dir()}});
-  RedisServer replica({.module_args = {"MODEL", "tiny", stories_model_path()},
-                       .server_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
-  RedisConn m = master.connect();
-  RedisConn r = replica.connect();
-  auto run = [](redisContext* c, const std::vector<std::string>& argv) { return show(command(c, argv).get()); };
-  ASSERT_TRUE(eventually([&] { return run(r.get(), {"INFO", "replication"}).find("master_link_status:up") != std::string::npos; }));
-  ASSERT_EQ(run(m.get(), {"INFER.LOAD", "tiny", "stories.gguf", "CONTEXT", "256"}), "OK");
-  ASSERT_EQ(run(m.get(), {"INFER.LOAD", "other", "stories.gguf"}), "OK");
+  Pair p({"MODEL", "tiny", stories_model_path()});
+  redisContext* m = p.m.get();
+  redisContext* r = p.r.get();
+  RedisServer& replica = p.replica;
+  ASSERT_EQ(run(m, {"INFER.LOAD", "tiny", "stories.gguf", "CONTEXT", "256"}), "OK");
+  ASSERT_EQ(run(m, {"INFER.LOAD", "other", "stories.gguf"}), "OK");
   ASSERT_TRUE(eventually([&] { return replica.log().find("cannot load model 'other' as the master did") != std::string::npos; }))
       << replica.log();
   EXPECT_NE(replica.log().find("this replica keeps its own"), std::string::npos);
-  EXPECT_EQ(run(r.get(), {"INFER.MODELS"}), "[tiny]");
-  EXPECT_EQ(run(r.get(), {"PING"}), "PONG");
+  EXPECT_EQ(run(r, {"INFER.MODELS"}), "[tiny]");
+  EXPECT_EQ(run(r, {"PING"}), "PONG");
 }
 
 }  // namespace
