@@ -66,25 +66,6 @@ std::map<long long, std::pair<long long, long long>> slot_map(const RedisServer&
 
 }  // namespace
 
-void send_only(redisContext* c, const std::vector<std::string>& argv) {
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  for (const auto& a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()) != REDIS_OK)
-    throw std::runtime_error("redisAppendCommandArgv failed");
-  for (int done = 0; !done;)
-    if (redisBufferWrite(c, &done) != REDIS_OK) throw std::runtime_error("send failed");
-}
-
-Reply read_reply(redisContext* c) {
-  void* r = nullptr;
-  if (redisGetReply(c, &r) != REDIS_OK) return nullptr;
-  return Reply(static_cast<redisReply*>(r));
-}
-
 std::string info_field(const std::string& info, const std::string& field) {
   for (const auto& l : lines_of(info))
     if (l.rfind(field + ":", 0) == 0) return l.substr(field.size() + 1);

@@ -106,11 +106,6 @@ class RedisCluster {
   int tag_counter_ = 0;
 };
 
-// Sends argv without waiting for the reply (read it later with read_reply): lets a test keep several
-// blocking commands in flight on separate connections while it acts on the cluster.
-void send_only(redisContext* c, const std::vector<std::string>& argv);
-// The next reply on `c`; null on I/O error or timeout.
-Reply read_reply(redisContext* c);
 // The value of `field` in an INFO-style "field:value" text, or "" when absent.
 std::string info_field(const std::string& info, const std::string& field);
 

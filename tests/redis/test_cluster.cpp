@@ -340,9 +340,9 @@ void late_embed_round(RedisCluster& c, const std::string& tag, size_t from, size
   for (int i = 0; i < n; ++i) conns.push_back(c.connect(from));
   for (int i = 0; i < n; ++i) {
     if (tokenize)
-      send_only(conns[i].get(), {"INFER.TOKENIZE", "stories", long_text(i), "STORE", tok_key(i)});
+      send_command(conns[i].get(), {"INFER.TOKENIZE", "stories", long_text(i), "STORE", tok_key(i)});
     else
-      send_only(conns[i].get(), {"INFER.EMBED", "stories", long_text(i), "STORE", kb,
+      send_command(conns[i].get(), {"INFER.EMBED", "stories", long_text(i), "STORE", kb,
                                  "late" + std::to_string(round) + "_" + std::to_string(i)});
   }
   migrate();
@@ -350,7 +350,7 @@ void late_embed_round(RedisCluster& c, const std::string& tag, size_t from, size
   std::string refusals;
   for (int i = 0; i < n; ++i) {
     const std::string element = "late" + std::to_string(round) + "_" + std::to_string(i);
-    Reply r = read_reply(conns[i].get());
+    Reply r = receive(conns[i].get());
     std::string s = show(r.get());
     ASSERT_TRUE(r) << "no reply to EMBED " << element;
     if (r->type == REDIS_REPLY_INTEGER) {
@@ -463,7 +463,7 @@ void stream_round(RedisCluster& c, const std::string& tag, bool paced) {
   std::vector<RedisConn> gens;
   for (int i = 0; i < n; ++i) {
     gens.push_back(c.connect(a));
-    send_only(gens[i].get(), {"INFER.GENERATE", "stories", "PROMPT", "Once upon a time", "MAXTOKENS", "1500", "TEMP",
+    send_command(gens[i].get(), {"INFER.GENERATE", "stories", "PROMPT", "Once upon a time", "MAXTOKENS", "1500", "TEMP",
                               "1", "SEED", std::to_string(11 + i), "STREAM", tag + "out" + std::to_string(i)});
   }
   // Wait for the first entries, then park a reader at the tail of stream 0 on the old owner.
@@ -475,7 +475,7 @@ void stream_round(RedisCluster& c, const std::string& tag, bool paced) {
     while (run_on(probe.get(), {"XLEN", tag + "out" + std::to_string(i)}) == "0" && ms_since(t0) < 10000)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
   RedisConn reader = c.connect(a, 10000);
-  send_only(reader.get(), {"XREAD", "BLOCK", "0", "STREAMS", tag + "out0", "$"});
+  send_command(reader.get(), {"XREAD", "BLOCK", "0", "STREAMS", tag + "out0", "$"});
   int finished_before = 0;
   for (int i = 0; i < n; ++i) {
     auto e = stream_entries(c, a, tag + "out" + std::to_string(i));
@@ -489,12 +489,12 @@ void stream_round(RedisCluster& c, const std::string& tag, bool paced) {
   m.finish();
 
   // The parked reader is answered (entries, or a redirection when the slot left), never left waiting.
-  Reply rr = read_reply(reader.get());
+  Reply rr = receive(reader.get());
   EXPECT_TRUE(rr) << "the XREAD BLOCK reader on the old owner was left waiting";
 
   for (int i = 0; i < n; ++i) {
     const std::string key = tag + "out" + std::to_string(i);
-    Reply r = read_reply(gens[i].get());
+    Reply r = receive(gens[i].get());
     ASSERT_TRUE(r) << "no reply to the generation streaming to " << key;
     std::string s = show(r.get());
     auto entries = stream_entries(c, b, key);
@@ -565,11 +565,11 @@ TEST_F(ClusterFailoverTest, FailoverDuringAGenerationLeavesANewMasterServingTheM
   };
   for (const auto& cmd : running) {
     gens.push_back(c().connect(m));
-    send_only(gens.back().get(), cmd);
+    send_command(gens.back().get(), cmd);
   }
   failover(r);
   for (size_t i = 0; i < gens.size(); ++i) {
-    Reply reply = read_reply(gens[i].get());
+    Reply reply = receive(gens[i].get());
     EXPECT_TRUE(reply) << "no reply to " << join(running[i]);
     std::cout << "[ generation " << i << " during the failover: " << show(reply.get()).substr(0, 70) << " ]\n";
   }
