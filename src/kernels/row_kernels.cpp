@@ -46,7 +46,6 @@ RowKernels choose(TensorType weight) {
     if (fast.dot_rows && fast.quantize_act) k.dot_outputs = fast.dot_outputs;
     if (use_avx512() && fast.dot_rows && fast.quantize_act) {
       if (use_amx()) k.dot_tile = amx_dot_tile(weight);
-      if (!k.dot_tile) k.dot_tile = avx512_dot_tile(weight);
       const InterleavedKernels il = avx512_interleaved_kernels(weight, use_amx());
       k.dot_outputs_interleaved = il.dot_outputs;
       k.dot_tile_interleaved = il.dot_tile;
