@@ -12,8 +12,9 @@
 namespace infer::redis {
 
 ModuleStats& stats() {
-  static ModuleStats s;
-  return s;
+  // Never destroyed: a crash report at exit (after static destructors ran) still reads it.
+  static auto* s = new ModuleStats;
+  return *s;
 }
 
 namespace {
