@@ -1,7 +1,8 @@
-// A GGUF model file mapped read-only: metadata, tensor table and zero-copy tensor views.
+// A GGUF model file mapped read-only (or, with OpenOptions::huge_page_copy, copied onto huge pages):
+// metadata, tensor table and tensor views.
 //
-// Opening costs O(metadata): the tensor data is never read or copied, views point into the mapping
-// (DESIGN invariant 1). Every count, length, type id, dimension, alignment and offset is validated
+// Opening a mapping costs O(metadata): the tensor data is never read or copied, views point into the
+// mapping (DESIGN invariant 1); a huge-page copy reads the whole file once. Every count, length, type id, dimension, alignment and offset is validated
 // against the file size with overflow-safe arithmetic before use (invariant 2); a bad file throws
 // gguf::Error naming the problem, the key or tensor, and the byte offset.
 //

@@ -1,7 +1,7 @@
 // One persistent pool of compute threads. The caller's thread takes part as worker 0, so a pool of N
-// threads starts N-1 of its own. parallel_for blocks until every task is done.
+// threads starts N-1 of its own. run() blocks until every task is done.
 //
-// Thread-safety: one parallel_for at a time per pool (the engine's step loop is the only caller);
+// Thread-safety: one run() at a time per pool (the engine's step loop is the only caller);
 // calling it from two threads at once is a bug and is detected (throws std::logic_error).
 #pragma once
 #include <functional>

@@ -36,8 +36,9 @@ struct LayerWeights {
 
 class Model {
  public:
-  // Maps the file, reads hparams and binds every tensor; throws std::runtime_error naming the missing
-  // or mis-shaped tensor, or the unsupported architecture / weight type. O(metadata).
+  // Opens the file (by default copied onto huge pages, O(file size); with opts.mmap mapped, O(metadata)),
+  // reads hparams and binds every tensor; throws std::runtime_error naming the missing or mis-shaped
+  // tensor, or the unsupported architecture / weight type.
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& opts = {});
   // Same, over an already opened file (e.g. gguf::File::from_memory in tests); takes ownership.
   static std::unique_ptr<Model> from_file(std::unique_ptr<gguf::File> file);

@@ -50,8 +50,8 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     if (rm::RegisterInfoFunc(ctx, redis::info_callback) != REDISMODULE_OK) return fail(ctx, "cannot register INFO");
     if (redis::register_configs(ctx) != REDISMODULE_OK) return fail(ctx, "cannot load configs");
     for (const auto& [name, path] : redis::settings().startup_models) {
-      // Startup models come from the operator's command line: any path is allowed. Loading is
-      // O(metadata) (weights stay mapped), so doing it here does not delay the server much.
+      // Startup models come from the operator's command line: any path is allowed. Loading copies the
+      // file (O(file size), unless WEIGHTS mmap): the server starts once the models are in memory.
       std::string err = redis::models().load_now(name, path);
       if (!err.empty()) {
         redis::models().clear();
