@@ -6,8 +6,11 @@
 
 namespace infer::redis {
 
-// Creates every INFER.* command with its flags, arity and key specs. OnLoad only.
+// Create the INFER.* commands with their flags, arity and key specs: the model and token commands
+// (command_table.cpp), and the vector-set data type with INFER.V*, EMBED and RAG (vset_commands.cpp).
+// OnLoad only; REDISMODULE_ERR fails the load.
 int register_commands(RedisModuleCtx* ctx);
+int register_vector_commands(RedisModuleCtx* ctx);
 
 int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);        // cmd_load.cpp
 int cmd_unload(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);      // cmd_models.cpp

@@ -9,13 +9,8 @@
 #include "redis/models.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
-#include "redis/vector_commands.h"
 #include "redis/vset_threads.h"
 #include "redis/write_queue.h"
-
-// Weak default so that the module links before the vector-set commands exist; vset_*.cpp provides the
-// strong definition.
-__attribute__((weak)) int register_vector_commands(RedisModuleCtx*) { return REDISMODULE_OK; }
 
 namespace {
 
@@ -46,7 +41,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   try {
     if (std::string err = redis::parse_module_args(argv, argc); !err.empty()) return fail(ctx, err);
     if (redis::register_commands(ctx) != REDISMODULE_OK) return fail(ctx, "cannot register commands");
-    if (register_vector_commands(ctx) != REDISMODULE_OK) return fail(ctx, "cannot register vector commands");
+    if (redis::register_vector_commands(ctx) != REDISMODULE_OK) return fail(ctx, "cannot register vector commands");
     if (rm::RegisterInfoFunc(ctx, redis::info_callback) != REDISMODULE_OK) return fail(ctx, "cannot register INFO");
     if (redis::register_configs(ctx) != REDISMODULE_OK) return fail(ctx, "cannot load configs");
     for (const auto& [name, path] : redis::settings().startup_models) {

@@ -1,7 +1,7 @@
-// register_vector_commands (redis/vector_commands.h): the "infervset" data type and the INFER.V*,
+// register_vector_commands (redis/commands.h): the "infervset" data type and the INFER.V*,
 // INFER.EMBED and INFER.RAG commands with their flags, arity and exact key specs (spec §0.4, §6).
 #include "redis/command_registration.h"
-#include "redis/vector_commands.h"
+#include "redis/commands.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_type.h"
 
@@ -29,12 +29,10 @@ constexpr uint64_t RO = REDISMODULE_CMD_KEY_RO, RW = REDISMODULE_CMD_KEY_RW, ACC
 RedisModuleCommandKeySpec g_specs[7][2];
 
 }  // namespace
-}  // namespace infer::redis
 
 int register_vector_commands(RedisModuleCtx* ctx) {
-  using namespace infer::redis;
   if (register_vset_type(ctx) != REDISMODULE_OK) {
-    infer::rm::Log(ctx, "warning", "infer: cannot create the infervset data type");
+    rm::Log(ctx, "warning", "infer: cannot create the infervset data type");
     return REDISMODULE_ERR;
   }
   g_specs[0][0] = index_key_spec("vector set", RW | UPDATE, 1);
@@ -70,3 +68,5 @@ int register_vector_commands(RedisModuleCtx* ctx) {
   };
   return create_commands(ctx, commands);
 }
+
+}  // namespace infer::redis
