@@ -1,7 +1,6 @@
 // Key j's row in a paged K or V, for the attention kernels. With pages of a power-of-two size (the
 // engine's 16) the page and row come from a shift and a mask, not a division by page_tokens per key
-// (BM_AttentionRowQwen3Shape, Zen 5, AVX-512, three interleaved runs: 256 keys 32-38 → 31-32 µs, 2048
-// keys 280-316 → 264-302 µs; keeping the last key's page instead was slower than dividing).
+// (BM_AttentionRowQwen3Shape; docs/performance.md, "Constants").
 #pragma once
 #include <cstdint>
 

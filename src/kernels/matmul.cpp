@@ -20,17 +20,14 @@ namespace infer::kernels {
 namespace {
 constexpr uint64_t kTileBytes = 192 * 1024;   // prefill chunk: weight rows well inside a 512 KiB L2
 // Decode chunk: about two per thread, so that a thread's streams run long before they are cut, and
-// still two claims each to even out a slow start; clamped for tiny and huge matrices. Measured on
-// qwen3-0.6b with 2 threads: fixed 128 KiB chunks 42 (Q8_0) / 62 (Q4_K_M) tok/s, fixed 256 KiB 50 / 63,
-// this rule 50 / 66-69, one chunk per thread 47 / 66.
+// still two claims each to even out a slow start; clamped for tiny and huge matrices (infer bench
+// decode; figures in docs/performance.md, "Constants").
 constexpr uint64_t kMinStreamBytes = 128 * 1024, kMaxStreamBytes = 1024 * 1024;
 constexpr int64_t kQuantizeChunkRows = 8;   // at most this many activation rows per quantising claim
 constexpr int64_t kRowsByDecodeKernel = 2;  // up to this many rows, the decode kernel runs once per row
 // Interleaved layout: up to this many rows take the AVX-512 VNNI kernel (codes unpacked once per 8
-// rows, no tiles), more the AMX tiles. bench_kernels BM_MatmulBatch (1024 × 151,936, 2 threads), VNNI
-// against AMX: Q4_K 4 rows 2.1 / 4.8 ms, 8 rows 3.7 / 5.7, 16 rows 7.1 / 8.4; Q6_K 4 rows 4.8 / 10.0,
-// 8 rows 6.4 / 11.4, 16 rows 12.2 / 15.8. Prefill (pp512, qwen3-0.6b Q4_K_M) is faster on the tiles:
-// 383 tok/s against 328 with VNNI throughout.
+// rows, no tiles), more the AMX tiles, which win for prefill (bench_kernels BM_MatmulBatch, infer bench
+// pp512; docs/performance.md, "Constants").
 constexpr int64_t kRowsByVnniKernel = 16;
 // Below this much work (weight bytes × rows) waking the pool costs more than it saves (tiny models).
 constexpr uint64_t kMinParallelBytes = 64 * 1024;
@@ -41,9 +38,8 @@ uint64_t stream_chunk_bytes(const WeightMatrix& w, int threads) {
 }
 
 // Batches on the kernels that unpack a group once for all the rows: twice the decode chunk, about one
-// per thread. Each chunk starts its prefetch stream cold. infer serve-bench, 8 sequences, qwen3-0.6b
-// Q4_K_M, 2 threads (AVX-512 VNNI, no AMX), three runs each: decode chunks 435-508 tok/s, these
-// 522-549, a quarter of the decode chunk 448-482.
+// per thread, since each chunk starts its prefetch stream cold (infer serve-bench at 8 sequences;
+// docs/performance.md, "Constants").
 uint64_t batch_chunk_bytes(const WeightMatrix& w, int threads) { return 2 * stream_chunk_bytes(w, threads); }
 
 void check(const WeightMatrix& w) {
@@ -100,8 +96,7 @@ struct MatmulPart {
   void multiply_row_layout(int64_t o0, int64_t o1) const {
     const auto* wdata = static_cast<const uint8_t*>(w->data);
     // One or two rows: the decode kernel once per row. Its streams keep more reads in flight than the
-    // batch kernels (bench_kernels BM_MatmulBatch, Q4_K, 2 rows, 2 threads: 6.0 ms this way, 7.4 with
-    // the AMX tile kernel, 8.5 with the 2-row AVX2 kernel).
+    // batch kernels (bench_kernels BM_MatmulBatch at 2 rows; docs/performance.md, "Constants").
     if (n_rows <= kRowsByDecodeKernel && k.dot_outputs) {
       for (int64_t r = 0; r < n_rows; ++r) {
         k.dot_outputs(w->n_in, wdata + o0 * w->row_bytes, w->row_bytes, o1 - o0, act + r * act_row_bytes,

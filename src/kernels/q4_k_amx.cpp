@@ -19,11 +19,8 @@ constexpr int kSubLen = 32;
 constexpr int kSubs = kQKK / kSubLen;  // 8
 constexpr int64_t kQs = offsetof(BlockQ4_K, qs);
 // Small batches over the interleaved layout: from this many rows the AMX planes kernel, below it the
-// VNNI one. bench_kernels BM_MatmulBatch (1024 × 151,936, 2 threads), VNNI against planes, two runs:
-// 4 rows 2.3-2.5 / 3.0-3.2 ms, 6 rows 3.1-3.4 / 3.3-3.5, 8 rows 3.8-4.5 / 3.6-3.8, 12 rows 6.3-7.1 /
-// 4.7, 16 rows 8.5-9.1 / 5.5-6.0. Serving qwen3-0.6b Q4_K_M (infer serve-bench, 2 threads), planes
-// from 8 rows against VNNI throughout: 8 sequences 232-237 / 242 tok/s, 16 sequences 260-263 / 248:
-// at 8 rows the small matrices gain nothing, so the planes start at 12.
+// VNNI one; at 8 rows the small matrices gain nothing from the planes (bench_kernels BM_MatmulBatch,
+// infer serve-bench; docs/performance.md, "Constants").
 constexpr int kRowsByPlanes = 12;
 
 // Scales and mins of super-block i for the 16 rows. §5.1: w0 = sc0..3 (low 6 bits; top 2 bits extend

@@ -24,17 +24,16 @@ namespace {
 // Below this many multiply-adds a matmul runs on the calling thread alone: waking the pool costs more
 // than the work (stories260K's 64×64 matrices).
 constexpr int64_t kMinParallelWork = int64_t(1) << 20;
-// The same for a batch's attention, whose keys come from memory at a few GB/s per thread: qwen3-0.6b
-// (infer serve-bench --profile, prompts of 64, 48 tokens), attention per decode step at 1 row 0.67-0.78
-// ms alone against 0.60-0.61 on the pool, at 2 rows 1.37-1.51 against 0.82-0.89.
+// The same for a batch's attention, whose keys come from memory at a few GB/s per thread, so even one
+// or two decode rows gain from the pool (infer serve-bench --profile; docs/performance.md, "Constants").
 constexpr int64_t kMinParallelAttention = int64_t(1) << 16;
 
 // The attention of one layer for every row of a batch, in two phases. First each row's q/k norms, RoPE
 // and K/V store (`prepare_row`), rows claimed one at a time by whichever thread is free; every thread
 // then waits until all rows are stored, since a prefill row attends to the rows before it. A claimed
 // row is always finished by its claimant (even when it throws), so the wait ends even if a thread
-// never starts. (On the calling thread before the job, the rows took 14.6 µs a layer at 8 rows, 2.7%
-// of a decode step, while the other thread waited; in the job 7.2 µs, both threads busy.)
+// never starts. (In the job rather than on the calling thread before it, so that both threads work:
+// serve-bench --profile.)
 // Then the tasks: (row, KV head) pairs, dealt to the threads round-robin: rows late in a prefill have
 // more keys, so contiguous shares would be uneven. Tasks run KV head by KV head, so that a thread
 // reads one head's keys and values for many rows in a row and finds them in L2 (row-major order
