@@ -126,10 +126,10 @@ BlockedJob* block_client(RedisModuleCtx* ctx, std::unique_ptr<BlockedJob> owned)
 void complete(BlockedJob* job) {
   if (!job->has_writes()) return unblock(job);
   post_write([job](RedisModuleCtx* ctx, Writable writable) {
-    const int db = rm::GetSelectedDb(ctx);
-    if (db != job->db) rm::SelectDb(ctx, job->db);
-    guarded(job->command, "write", [&] { job->write(ctx, writable); });
-    if (db != job->db) rm::SelectDb(ctx, db);
+    {
+      SelectedDb in_clients_db(ctx, job->db);
+      guarded(job->command, "write", [&] { job->write(ctx, writable); });
+    }
     unblock(job);
   });
 }

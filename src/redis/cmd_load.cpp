@@ -22,6 +22,18 @@
 namespace infer::redis {
 namespace {
 
+// Loader thread: creates the model's engine; returns "" or why it failed.
+std::string create_engine_for(LoadedModel& model) {
+  try {
+    model.engine = create_engine(model.options);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
 // Main thread: puts a finished load into the registry, or logs why it failed when nobody waits for it.
 void register_loaded(const std::shared_ptr<LoadedModel>& model, const std::string& error, bool log_error) {
   models().set_loading(model->name, false);
@@ -60,14 +72,7 @@ struct LoadJob : BlockedJob {
 void load_for_master(std::shared_ptr<LoadedModel> model) {
   models().set_loading(model->name, true);
   std::thread([model] {
-    auto done = std::make_unique<std::pair<std::shared_ptr<LoadedModel>, std::string>>(model, "");
-    try {
-      model->engine = create_engine(model->options);
-    } catch (const std::exception& e) {
-      done->second = e.what();
-    } catch (...) {
-      done->second = "unknown error";
-    }
+    auto done = std::make_unique<std::pair<std::shared_ptr<LoadedModel>, std::string>>(model, create_engine_for(*model));
     rm::EventLoopAddOneShot([](void* p) {
       std::unique_ptr<std::pair<std::shared_ptr<LoadedModel>, std::string>> d(
           static_cast<std::pair<std::shared_ptr<LoadedModel>, std::string>*>(p));
@@ -144,13 +149,7 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   auto* job = static_cast<LoadJob*>(block_client(ctx, std::make_unique<LoadJob>(model, std::move(args))));
   try {
     std::thread([job] {
-      try {
-        job->model->engine = create_engine(job->model->options);
-      } catch (const std::exception& e) {
-        job->error = e.what();
-      } catch (...) {
-        job->error = "unknown error";
-      }
+      job->error = create_engine_for(*job->model);
       complete(job);
     }).detach();
   } catch (const std::exception& e) {

@@ -92,13 +92,6 @@ struct RagJob : GenerationJob {
   size_t prompt_tokens = 0;
 };
 
-bool key_exists(RedisModuleCtx* ctx, RedisModuleString* key) {
-  RedisModuleKey* k = rm::OpenKey(ctx, key, REDISMODULE_READ);
-  const bool exists = rm::KeyType(k) != REDISMODULE_KEYTYPE_EMPTY;
-  rm::CloseKey(k);
-  return exists;
-}
-
 // Step 2 on the main thread: search, read documents, assemble; returns false with job->error set.
 bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
   const tokenizer::Tokenizer& tok = job->model->engine->tokenizer();
@@ -138,7 +131,7 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
         } else if (cluster && key_slot(key) != slot) {
           job->error_code = "CROSSSLOT";
           err = "document key '" + key + "' is in another hash slot than the vector set (use a {hash tag})";
-        } else if (!key_exists(ctx, kname)) {
+        } else if (!rm::KeyExists(ctx, kname)) {
           job->sources.push_back({*h.name, h.score, key, true});  // checked after ACL: existence is data too
         } else {
           std::vector<int32_t> ids;

@@ -52,16 +52,15 @@ bool StreamWriter::flush(RedisModuleCtx* ctx, Writable writable, bool wait) {
     pending_pieces_ = 0;
     scheduled_ = false;
   }
-  if (finished_ || chunk.empty() || writable != Writable::Yes || !may_write(ctx)) return true;
-  xadd(ctx, "text", chunk);
+  if (finished_ || chunk.empty() || writable != Writable::Yes) return true;
+  SelectedDb in_clients_db(ctx, db_);
+  if (may_write(ctx)) xadd(ctx, "text", chunk);
   return true;
 }
 
 bool StreamWriter::may_write(RedisModuleCtx* ctx) {
   if (!moved_.empty()) return false;
   bool migrating = false;
-  const int db = rm::GetSelectedDb(ctx);
-  if (db != db_) rm::SelectDb(ctx, db_);
   // Not `asked`: the entries go through RM_Call, which routes like a client without ASKING, so a
   // stream begun on a node that imports its slot ends with the redirection.
   moved_ = cluster_write_refusal(ctx, key_, &migrating);
@@ -73,7 +72,6 @@ bool StreamWriter::may_write(RedisModuleCtx* ctx) {
     rm::Log(ctx, "warning", "infer: stream '%s' stops without its finish entry: its slot moved (%s)", key_.c_str(),
             moved_.c_str());
   }
-  if (db != db_) rm::SelectDb(ctx, db);
   if (moved_.empty()) return true;
   finished_ = true;
   if (cancellation_) cancellation_->cancel();
@@ -90,15 +88,12 @@ void StreamWriter::finish(RedisModuleCtx* ctx, Writable writable, const char* re
             key_.c_str(), reason);
     return;
   }
-  if (!may_write(ctx)) return;
-  xadd(ctx, "finish", reason, "tokens", std::to_string(n_tokens));
+  SelectedDb in_clients_db(ctx, db_);
+  if (may_write(ctx)) xadd(ctx, "finish", reason, "tokens", std::to_string(n_tokens));
 }
 
 void StreamWriter::xadd(RedisModuleCtx* ctx, const char* f1, const std::string& v1, const char* f2,
                         const std::string& v2) {
-  // In the writer's database (the requesting client's), then back: `ctx` may be a reply context.
-  const int db = rm::GetSelectedDb(ctx);
-  if (db != db_) rm::SelectDb(ctx, db_);
   std::vector<RedisModuleString*> args;
   auto add = [&](const std::string& a) { args.push_back(rm::CreateString(ctx, a.data(), a.size())); };
   add(key_);
@@ -121,7 +116,6 @@ void StreamWriter::xadd(RedisModuleCtx* ctx, const char* f1, const std::string& 
   if (r) rm::FreeCallReply(r);
   if (!written) rm::Log(ctx, "warning", "infer: an entry of stream '%s' could not be written", key_.c_str());
   for (RedisModuleString* a : args) rm::FreeString(ctx, a);
-  if (db != db_) rm::SelectDb(ctx, db);
 }
 
 }  // namespace infer::redis

@@ -47,9 +47,10 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
   // Main thread, from the write queue: writes what is buffered. With wait false it gives up (false)
   // instead of waiting when the engine thread holds the buffer.
   bool flush(RedisModuleCtx* ctx, Writable writable, bool wait);
-  // Main thread: false (and the stream is ended or abandoned) when its slot is moving or gone.
-  bool may_write(RedisModuleCtx* ctx);
   void post_flush();
+  // Main thread, with the writer's database selected (flush and finish select it). may_write is false
+  // (and the stream is ended or abandoned) when its slot is moving or gone.
+  bool may_write(RedisModuleCtx* ctx);
   void xadd(RedisModuleCtx* ctx, const char* f1, const std::string& v1, const char* f2 = nullptr,
             const std::string& v2 = "");
 

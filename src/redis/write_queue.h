@@ -31,6 +31,22 @@ void post_write(QueuedWrite write);
 // Nothing is sent while the node is itself a replica. Any thread.
 void replicate_to_replicas(const char* command, std::vector<std::string> args);
 
+// Selects database `db` on `ctx` for its lifetime, then the one selected before: a queued write runs
+// in the database of the client that asked for it. Main thread.
+class SelectedDb {
+ public:
+  SelectedDb(RedisModuleCtx* ctx, int db) : ctx_(ctx), previous_(rm::GetSelectedDb(ctx)) {
+    if (db != previous_) rm::SelectDb(ctx_, db);
+  }
+  ~SelectedDb() { rm::SelectDb(ctx_, previous_); }
+  SelectedDb(const SelectedDb&) = delete;
+  SelectedDb& operator=(const SelectedDb&) = delete;
+
+ private:
+  RedisModuleCtx* ctx_;
+  int previous_;
+};
+
 // Main thread, OnLoad: the long-lived context that names the module when the queue creates timers.
 void init_write_queue(RedisModuleCtx* onload_ctx);
 
