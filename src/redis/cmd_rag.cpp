@@ -134,8 +134,8 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
         } else if (!rm::KeyExists(ctx, kname)) {
           job->sources.push_back({*h.name, h.score, key, true});  // checked after ACL: existence is data too
         } else {
-          std::vector<int32_t> ids;
-          KeyError ke = read_token_key(ctx, kname, tok, &ids);
+          std::vector<int32_t> ids;  // one document past the context is refused before it is copied
+          KeyError ke = read_token_key(ctx, kname, tok, &ids, static_cast<size_t>(job->model->engine->options().context));
           if (ke) {
             job->error_code = ke.code;
             err = ke.message;

@@ -24,7 +24,7 @@ struct KeyError {
 // `max_tokens` ids is refused from its byte length alone, before anything is copied or decoded, so an
 // oversized key costs the main thread nothing.
 KeyError read_token_key(RedisModuleCtx* ctx, RedisModuleString* key, const tokenizer::Tokenizer& tok,
-                        std::vector<int32_t>* out, size_t max_tokens = SIZE_MAX);
+                        std::vector<int32_t>* out, size_t max_tokens);
 
 // How many ids a value of `len` bytes can hold (a blob's header excluded), without decoding it.
 size_t token_capacity(const char* data, size_t len);

@@ -75,6 +75,21 @@ TEST_F(RagDocs, DeletedDocumentKeyIsSkippedAndListedAsMissing) {
                                 "0", "MAXTOKENS", "16"}));
 }
 
+// A document key larger than the model's context is refused from its size, before it is copied on the
+// main thread (like TOKENS and DETOKENIZE KEY).
+TEST_F(RagDocs, DocumentKeyPastTheContextIsRefusedBeforeItIsCopied) {
+  const std::string info = run({"INFER.INFO", "stories"});
+  const size_t at = info.find("context, ");
+  ASSERT_NE(at, std::string::npos) << info;
+  const long long context = std::stoll(info.substr(at + 9));
+  ASSERT_EQ(run({"DEL", "doc:1"}), "1");  // now a raw uint32 array of context + 1 zero ids
+  ASSERT_EQ(run({"SETRANGE", "doc:1", std::to_string(4 * (context + 1) - 1), std::string(1, '\0')}),
+            std::to_string(4 * (context + 1)));
+  const std::string r = run({"INFER.RAG", "stories", "kb", "QUERY", kDocs[1], "COUNT", "3", "MAXTOKENS", "4"});
+  EXPECT_EQ(r, "(error) ERR token key 'doc:1' holds " + std::to_string(context + 1) +
+                   " tokens, more than the model's context of " + std::to_string(context) + " tokens");
+}
+
 TEST_F(RagDocs, ExpiredDocumentKeysAreMissingAndTheQuestionAloneIsThePrompt) {
   for (int i = 0; i < 3; ++i) ASSERT_EQ(run({"PEXPIRE", "doc:" + std::to_string(i), "1"}), "1");
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
