@@ -48,9 +48,8 @@ void run_synth(const SynthArgs& a) {
     }
   };
   auto s = model::write_synth(o, a.out);
-  const char* arch_name = o.arch == model::Arch::Llama ? "llama" : o.arch == model::Arch::Qwen2 ? "qwen2" : "qwen3";
   std::fprintf(stderr, "synth: wrote %s: %s %s %s, %zu tensors, %.1f M params, %.1f MiB, vocab %d from %s\n",
-               a.out.c_str(), arch_name, s.shape.name.c_str(), a.type.c_str(), s.n_tensors,
+               a.out.c_str(), model::arch_name(o.arch), s.shape.name.c_str(), a.type.c_str(), s.n_tensors,
                double(s.n_params) / 1e6, double(s.tensor_bytes) / (1 << 20), s.shape.n_vocab, s.vocab_source.c_str());
 }
 

@@ -1,5 +1,5 @@
-// Causal attention of one query row over a sequence's paged F16 keys/values (spec §3.5):
-// scores = (q_h · k_j) · scale, softmax, out_h = Σ_j p_j · v_j, keys always taken in order 0..n-1.
+// Attention of one query row over a sequence's paged F16 keys/values (spec §3.5):
+// scores = (q_h · k_j) · scale, softmax, out_h = Σ_j p_j · v_j, keys always taken in order from kv.first_key.
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "kernels/ops_avx2.h"
@@ -15,9 +15,10 @@ void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head
     const int kvh = h / n_gqa;
     const float* qh = q + static_cast<int64_t>(h) * head_dim;
     for (int j = 0; j < n_keys; ++j) {
-      const int64_t page = kv.page_table[j / kv.page_tokens];
+      const int key = kv.first_key + j;
+      const int64_t page = kv.page_table[key / kv.page_tokens];
       const uint16_t* k = kv.k_base + page * kv.page_stride +
-                          static_cast<int64_t>(j % kv.page_tokens) * kv.kv_dim + static_cast<int64_t>(kvh) * head_dim;
+                          static_cast<int64_t>(key % kv.page_tokens) * kv.kv_dim + static_cast<int64_t>(kvh) * head_dim;
       double dot = 0.0;
       for (int d = 0; d < head_dim; ++d) dot += static_cast<double>(qh[d]) * f16_to_f32(k[d]);
       scratch[j] = static_cast<float>(dot) * scale;
@@ -26,9 +27,10 @@ void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head
     float* oh = out + static_cast<int64_t>(h) * head_dim;
     for (int d = 0; d < head_dim; ++d) oh[d] = 0.f;
     for (int j = 0; j < n_keys; ++j) {
-      const int64_t page = kv.page_table[j / kv.page_tokens];
+      const int key = kv.first_key + j;
+      const int64_t page = kv.page_table[key / kv.page_tokens];
       const uint16_t* v = kv.v_base + page * kv.page_stride +
-                          static_cast<int64_t>(j % kv.page_tokens) * kv.kv_dim + static_cast<int64_t>(kvh) * head_dim;
+                          static_cast<int64_t>(key % kv.page_tokens) * kv.kv_dim + static_cast<int64_t>(kvh) * head_dim;
       const float p = scratch[j];
       for (int d = 0; d < head_dim; ++d) oh[d] += p * f16_to_f32(v[d]);
     }

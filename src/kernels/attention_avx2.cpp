@@ -31,7 +31,7 @@ float dot_f32_f16(const float* q, const uint16_t* k, int n) {
   return sum;
 }
 
-// Calls fn(j, row) for keys j = 0..n_keys-1 in order, row pointing at the key's `row_halves`-long
+// Calls fn(j, row) for keys j = 0..n_keys-1 (key kv.first_key + j) in order, row pointing at the key's `row_halves`-long
 // slice of its kv_dim-wide row. Rows a few keys ahead are prefetched: they are strided and, across
 // pages, scattered, which the hardware prefetcher does not follow.
 template <typename Fn>
@@ -42,10 +42,11 @@ inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, in
     for (int b = 0; b < row_halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
   }
   int j = 0;
-  for (int page_index = 0; j < n_keys; ++page_index) {
+  int first_row = kv.first_key % kv.page_tokens;
+  for (int page_index = kv.first_key / kv.page_tokens; j < n_keys; ++page_index, first_row = 0) {
     const uint16_t* page = base + static_cast<int64_t>(kv.page_table[page_index]) * kv.page_stride;
-    const int rows = std::min(kv.page_tokens, n_keys - j);
-    for (int r = 0; r < rows; ++r, ++j) {
+    const int rows = std::min(kv.page_tokens - first_row, n_keys - j);
+    for (int r = first_row; r < first_row + rows; ++r, ++j) {
       if (j + kAhead < n_keys) {
         const char* p = reinterpret_cast<const char*>(key_row(base, kv, j + kAhead));
         for (int b = 0; b < row_halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);

@@ -10,10 +10,10 @@ namespace infer::kernels {
 // Internal linkage: files compiled for different instruction sets include this (see amx_common.h).
 namespace {
 
-// Row of key j (its `base`-relative slice: base is kv.k_base or kv.v_base plus the head's offset).
+// Row of key kv.first_key + j (its `base`-relative slice: base is kv.k_base or kv.v_base plus the head's offset).
 inline const uint16_t* key_row(const uint16_t* base, const PagedKv& kv, int j) {
   const auto tokens = static_cast<unsigned>(kv.page_tokens);
-  const auto key = static_cast<unsigned>(j);
+  const auto key = static_cast<unsigned>(j + kv.first_key);
   unsigned page, row;
   if ((tokens & (tokens - 1)) == 0) {
     page = key >> __builtin_ctz(tokens);

@@ -36,6 +36,18 @@ void rope_apply_ref(float* head, const float* cos, const float* sin, const RopeP
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_ref(const float* gate, const float* up, float* out, int64_t n);
 
+// GELU, tanh approximation, through an f16 table as llama.cpp's CPU backend computes it (spec
+// architectures-more.md §0.3): x <= -10 gives 0, x >= 10 gives x, else the table entry of f16(x).
+// out may be x. geglu: out[i] = gelu(gate[i]) · up[i] (gemma3's feed-forward).
+void gelu(const float* x, float* out, int64_t n);
+void geglu(const float* gate, const float* up, float* out, int64_t n);
+// The value gelu's table holds for f16 input bits h, as f16 bits (tests).
+uint16_t gelu_table_entry(uint16_t h);
+
+// LayerNorm (bert): y = (x - mean) / sqrt(var + eps) · w + b, mean and population variance summed in
+// double. w and b may be null. x and out may be the same buffer.
+void layernorm(const float* x, const float* w, const float* b, float* out, int64_t n, float eps);
+
 // In-place softmax over n values: subtract the max, exp, sum in double, scale by the f32 reciprocal.
 void softmax(float* x, int64_t n);
 void softmax_ref(float* x, int64_t n);
@@ -50,12 +62,14 @@ struct PagedKv {
   int page_tokens;
   const int32_t* page_table;
   int kv_dim;
+  int first_key = 0;  // attention reads keys first_key, first_key+1, ... (a sliding window skips older ones)
 };
 
-// Causal attention of one query row (all n_head heads, q is n_head*head_dim floats, already roped)
-// over keys 0..n_keys-1 of `kv`. GQA: head h uses KV head h / (n_head / n_kv_head).
+// Attention of one query row (all n_head heads, q is n_head*head_dim floats, already roped)
+// over the n_keys keys kv.first_key .. kv.first_key+n_keys-1 of `kv` (which keys are visible, causal or
+// not, windowed or not, is the caller's choice). GQA: head h uses KV head h / (n_head / n_kv_head).
 // out is n_head*head_dim floats. `scratch` holds at least (n_head / n_kv_head) * n_keys floats.
-// The reduction order over keys is fixed (key 0 first), independent of how the row was batched.
+// The reduction order over keys is fixed (first_key first), independent of how the row was batched.
 void attention_row(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                    float scale, float* out, float* scratch);
 void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head,

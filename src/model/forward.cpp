@@ -1,7 +1,9 @@
 // The forward pass over a batch of (sequence, position, token) rows, llama2.c-style: one function that
-// reads like the math (spec/architectures.md §4), with the llama / qwen2 / qwen3 differences as a few
-// guarded lines (biases, q/k norm, RoPE pairing). Matmuls take all rows at once so that weights are
-// read once per step; attention runs per row through each sequence's page table.
+// reads like the math (spec/architectures.md §4, architectures-more.md), with the differences between
+// architectures as a few guarded lines: biases (qwen2, bert), q/k norms (qwen3, qwen3moe, gemma3),
+// RoPE pairing, gemma3's embedding scale, post-norms, GeGLU and sliding window, bert's post-LayerNorm,
+// GELU and whole-sequence attention, and qwen3moe's experts (moe_ffn). Matmuls take all rows at once
+// so that weights are read once per step; attention runs per row through each sequence's page table.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -48,6 +50,8 @@ struct AttentionJob {
   std::vector<std::vector<float>>* scratch;  // per thread
   int q_dim, head_dim, n_kv_head, n_gqa;
   float scale;
+  int window;                   // a local layer's sliding window (keys pos-window+1..pos), or 0
+  const std::vector<int>* seq_end;  // non-causal: each sequence's last position in the batch + 1; else null
   int n_threads;
   const std::function<void(int layer, int row)>* prepare_row;
   mutable std::atomic<int> next_row{0};
@@ -78,8 +82,12 @@ struct AttentionJob {
       kernels::PagedKv view = kv->view(layer, batch->seqs[size_t(row.seq)].page_table);
       view.k_base += int64_t(g) * head_dim;  // KV head g; rows keep their kv_dim stride
       view.v_base += int64_t(g) * head_dim;
+      // causal: positions up to the row's own; a window keeps the last `window` of them; non-causal
+      // (bert): every position of the sequence
+      const int end = seq_end ? (*seq_end)[size_t(row.seq)] : row.pos + 1;
+      view.first_key = window > 0 ? std::max(0, row.pos + 1 - window) : 0;
       const size_t at = size_t(int64_t(r) * q_dim + int64_t(g) * n_gqa * head_dim);
-      kernels::attention_row(&(*q)[at], view, row.pos + 1, n_gqa, 1, head_dim, scale, &(*out)[at], s);
+      kernels::attention_row(&(*q)[at], view, end - view.first_key, n_gqa, 1, head_dim, scale, &(*out)[at], s);
     }
   }
 };
@@ -124,6 +132,10 @@ int check_batch(const HParams& hp, const Batch& batch, const KvPool& kv, int max
                                 std::to_string(sp.page_table[p]) + " is not a page of the pool");
       }
     }
+    if (row.want_logits && !hp.has_classifier()) {
+      throw std::invalid_argument(where() + "wants logits, but a " + hp.arch_name +
+                                  " model is an embedding model (no classifier)");
+    }
     if (row.want_logits) out_rows.push_back(r);
   }
   const int n_logits = int(out_rows.size());
@@ -143,11 +155,22 @@ struct Forward::Buffers {
   std::vector<float> q;     // queries              [max_rows × q_dim]
   std::vector<float> k, v;  // this step's keys/values [max_rows × kv_dim]
   std::vector<float> att;   // attention output     [max_rows × q_dim]
-  std::vector<float> hb, hb2;  // FFN hidden         [max_rows × n_ff]
+  std::vector<float> hb, hb2;  // FFN hidden         [max_rows × ffn_width]
   std::vector<float> final_rows;  // final-normed rows that want outputs [max_rows × n_embd]
-  std::vector<float> rope_cos, rope_sin;  // per row, n_rot/2 each
+  std::vector<float> rope_cos, rope_sin;          // per row, n_rot/2 each (global layers)
+  std::vector<float> rope_cos_swa, rope_sin_swa;  // the same with the local layers' base (gemma3)
   std::vector<std::vector<float>> att_scratch;  // per thread: scores over up to n_ctx_train keys
   std::vector<int> out_rows;  // indices of output rows: want_logits ones, then want_hidden-only ones
+  std::vector<int> seq_end;   // non-causal models: last position + 1 of each sequence in the batch
+  // qwen3moe: router probabilities, each row's experts and weights, rows gathered per expert, and
+  // each (row, chosen expert)'s output
+  std::vector<float> router;       // [max_rows × n_expert]
+  std::vector<int> route_expert;   // [max_rows × n_expert_used]
+  std::vector<float> route_weight; // [max_rows × n_expert_used]
+  std::vector<int> expert_slots;   // (row · n_expert_used + j) of the rows routed to one expert
+  std::vector<float> moe_in, moe_y;  // [max_rows × n_embd]
+  std::vector<float> moe_out;        // [max_rows × n_expert_used × n_embd]
+  std::vector<RouterMargin> router_margins;  // [n_layer × max_rows]
   kernels::MatmulScratch mm;
   kernels::ThreadPool solo{1};
 };
@@ -164,24 +187,49 @@ Forward::Forward(const Model& model, kernels::ThreadPool& pool, int max_rows)
   b.k.resize(R * hp.kv_dim());
   b.v.resize(R * hp.kv_dim());
   b.att.resize(R * hp.q_dim());
-  b.hb.resize(R * hp.n_ff);
-  b.hb2.resize(R * hp.n_ff);
+  b.hb.resize(R * hp.ffn_width());
+  b.hb2.resize(R * hp.ffn_width());
   b.final_rows.resize(R * hp.n_embd);
   b.rope_cos.resize(R * (hp.n_rot / 2));
   b.rope_sin.resize(R * (hp.n_rot / 2));
+  if (hp.n_swa > 0) {
+    b.rope_cos_swa.resize(R * (hp.n_rot / 2));
+    b.rope_sin_swa.resize(R * (hp.n_rot / 2));
+  }
   b.att_scratch.resize(size_t(pool.size()));
   // attention_row needs n_gqa score rows of up to n_ctx_train keys
   for (auto& s : b.att_scratch) s.resize(size_t(hp.n_head / hp.n_kv_head) * size_t(hp.n_ctx_train));
   b.out_rows.reserve(R);
+  b.seq_end.reserve(R);
+  if (hp.is_moe()) {
+    const size_t K = size_t(hp.n_expert_used);
+    b.router.resize(R * hp.n_expert);
+    b.route_expert.resize(R * K);
+    b.route_weight.resize(R * K);
+    b.expert_slots.reserve(R * K);
+    b.moe_in.resize(R * hp.n_embd);
+    b.moe_y.resize(R * hp.n_embd);
+    b.moe_out.resize(R * K * hp.n_embd);
+    b.router_margins.resize(size_t(hp.n_layer) * R);
+  }
 }
 
 Forward::~Forward() = default;
 
+const RouterMargin& Forward::router_margin(int layer, int row) const {
+  return buf_->router_margins.at(size_t(layer) * size_t(max_rows_) + size_t(row));
+}
+
 uint64_t Forward::scratch_bytes(const HParams& hp, int max_rows, int n_threads) {
   const uint64_t rows = uint64_t(std::max(max_rows, 0));
-  // One row each of: x, xb, final_rows (n_embd); q, att (q_dim); k, v (kv_dim); hb, hb2 (n_ff); rope.
-  const uint64_t per_row = 3 * uint64_t(hp.n_embd) + 2 * uint64_t(hp.q_dim()) + 2 * uint64_t(hp.kv_dim()) +
-                           2 * uint64_t(hp.n_ff) + uint64_t(hp.n_rot);
+  // One row each of: x, xb, final_rows (n_embd); q, att (q_dim); k, v (kv_dim); hb, hb2 (ffn width);
+  // rope (twice with a sliding window); with experts, the router and the routed rows.
+  uint64_t per_row = 3 * uint64_t(hp.n_embd) + 2 * uint64_t(hp.q_dim()) + 2 * uint64_t(hp.kv_dim()) +
+                     2 * uint64_t(hp.ffn_width()) + uint64_t(hp.n_rot) * (hp.n_swa > 0 ? 2 : 1);
+  if (hp.is_moe()) {
+    per_row += uint64_t(hp.n_expert) + 2 * uint64_t(hp.n_expert_used) + 2 * uint64_t(hp.n_embd) +
+               uint64_t(hp.n_expert_used) * uint64_t(hp.n_embd);
+  }
   const uint64_t gqa = hp.n_kv_head > 0 ? uint64_t(hp.n_head / hp.n_kv_head) : 1;
   const uint64_t scores = uint64_t(std::max(n_threads, 1)) * gqa * uint64_t(std::max(hp.n_ctx_train, 0));
   // Quantised activations: under two bytes per input element of the widest matmul input.
@@ -203,8 +251,9 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
   const Model& m = model_;
   Buffers& b = *buf_;
   const int n = int(batch.rows.size());
-  const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff, HD = hp.head_dim;
+  const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), HD = hp.head_dim;
   const int half_rot = hp.n_rot / 2;
+  const bool bert = hp.arch == Arch::Bert;
 
   // bad input is an exception, never a wild write
   const int n_logit_rows = check_batch(hp, batch, kv, max_rows_, b.out_rows);
@@ -238,8 +287,9 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
     Buffers* b;
     int E, F;
     float eps;
-    const float* norm;  // this layer's RMSNorm weight
-  } steps{&b, E, F, hp.rms_eps, nullptr};
+    const float* norm;     // this layer's RMSNorm weight
+    const float* up_bias;  // bert: this layer's FFN up bias, added before the GELU
+  } steps{&b, E, hp.ffn_width(), hp.rms_eps, nullptr, nullptr};
   const kernels::PrepareRows norm_rows = [s = &steps](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       kernels::rmsnorm(&s->b->x[size_t(r) * s->E], s->norm, &s->b->xb[size_t(r) * s->E], s->E, s->eps);
@@ -249,6 +299,21 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
     for (int64_t r = begin; r < end; ++r) {
       float* gate = &s->b->hb[size_t(r) * s->F];
       kernels::swiglu(gate, &s->b->hb2[size_t(r) * s->F], gate, s->F);
+    }
+  };
+  const kernels::PrepareRows geglu_rows = [s = &steps](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* gate = &s->b->hb[size_t(r) * s->F];
+      kernels::geglu(gate, &s->b->hb2[size_t(r) * s->F], gate, s->F);
+    }
+  };
+  const kernels::PrepareRows bias_gelu_rows = [s = &steps](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* up = &s->b->hb[size_t(r) * s->F];
+      if (s->up_bias) {
+        for (int i = 0; i < s->F; ++i) up[i] += s->up_bias[i];
+      }
+      kernels::gelu(up, up, s->F);
     }
   };
   auto add_bias = [&](float* y, const float* bias, int width) {
@@ -261,51 +326,139 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
   auto residual = [&](float* x, const float* add, int width) {
     for (int64_t i = 0; i < int64_t(n) * width; ++i) x[i] += add[i];
   };
+  auto rmsnorm_rows = [&](float* y, const float* w) {
+    for (int r = 0; r < n; ++r) kernels::rmsnorm(y + int64_t(r) * E, w, y + int64_t(r) * E, E, hp.rms_eps);
+  };
+  auto layernorm_rows = [&](float* y, const float* w, const float* bias) {
+    for (int r = 0; r < n; ++r) kernels::layernorm(y + int64_t(r) * E, w, bias, y + int64_t(r) * E, E, hp.rms_eps);
+  };
 
   const kernels::RopeParams rope{hp.n_rot, hp.rope_freq_base, hp.rope_freq_scale, hp.rope_neox, m.rope_freqs()};
-  const float att_scale = 1.0f / std::sqrt(float(HD));
+  const kernels::RopeParams rope_swa{hp.n_rot, hp.rope_freq_base_swa, 1.0f, hp.rope_neox, nullptr};
 
-  // ---- token embedding, and each row's RoPE angles (shared by all layers and heads) ----
+  // ---- token embedding (gemma3: scaled; bert: + token type 0 + position, LayerNorm), and each row's
+  // RoPE angles (shared by all layers and heads) ----
   const kernels::WeightMatrix& emb = m.token_embd();
   for (int r = 0; r < n; ++r) {
     const BatchRow& row = batch.rows[size_t(r)];
-    kernels::dequantize_weight_row(emb, row.token, &b.x[size_t(r) * E]);
+    float* xr = &b.x[size_t(r) * E];
+    kernels::dequantize_weight_row(emb, row.token, xr);
+    if (hp.embd_scale != 1.f) {
+      for (int i = 0; i < E; ++i) xr[i] *= hp.embd_scale;
+    }
+    if (bert) {
+      float* pe = &b.xb[size_t(r) * E];
+      kernels::dequantize_weight_row(m.position_embd(), row.pos, pe);
+      for (int i = 0; i < E; ++i) xr[i] = (m.token_type0() ? xr[i] + m.token_type0()[i] : xr[i]) + pe[i];
+      kernels::layernorm(xr, m.embd_norm(), m.embd_norm_bias(), xr, E, hp.rms_eps);
+      continue;  // no RoPE
+    }
     kernels::rope_angles(row.pos, rope, &b.rope_cos[size_t(r) * half_rot], &b.rope_sin[size_t(r) * half_rot]);
+    if (hp.n_swa > 0) {
+      kernels::rope_angles(row.pos, rope_swa, &b.rope_cos_swa[size_t(r) * half_rot],
+                           &b.rope_sin_swa[size_t(r) * half_rot]);
+    }
+  }
+  if (!hp.causal) {
+    b.seq_end.assign(batch.seqs.size(), 0);
+    for (const BatchRow& row : batch.rows) b.seq_end[size_t(row.seq)] = std::max(b.seq_end[size_t(row.seq)], row.pos + 1);
   }
 
   int64_t att_work = 0;  // multiply-adds of this batch's attention, to decide whether to use the pool
-  for (const BatchRow& row : batch.rows) att_work += int64_t(row.pos + 1) * Q * 2;
+  for (const BatchRow& row : batch.rows) att_work += int64_t(hp.causal ? row.pos + 1 : b.seq_end[size_t(row.seq)]) * Q * 2;
   kernels::ThreadPool& att_pool = att_work < kMinParallelAttention ? b.solo : pool_;
   const int n_gqa = hp.n_head / hp.n_kv_head;
 
-  // Per row after the q, k, v matmuls: q/k RMSNorm (qwen3), RoPE (adjacent pairs for llama, half-split
-  // NeoX for qwen2/qwen3), then k and v into the row's pages. Runs inside the attention job.
+  // Per row after the q, k, v matmuls: q/k RMSNorm (qwen3, qwen3moe, gemma3), RoPE (adjacent pairs for
+  // llama, half-split NeoX for the others; none for bert; gemma3's local layers with their own base),
+  // then k and v into the row's pages. Runs inside the attention job.
   const std::function<void(int, int)> finish_qkv_row = [&](int layer, int r) {
     const LayerWeights& L = m.layers()[size_t(layer)];
-    const int Q = hp.q_dim(), KV = hp.kv_dim(), HD = hp.head_dim, half_rot = hp.n_rot / 2;
     float* qr = &b.q[size_t(r) * Q];
     float* kr = &b.k[size_t(r) * KV];
     if (L.q_norm) {
       for (int h = 0; h < hp.n_head; ++h) kernels::rmsnorm(qr + h * HD, L.q_norm, qr + h * HD, HD, hp.rms_eps);
       for (int h = 0; h < hp.n_kv_head; ++h) kernels::rmsnorm(kr + h * HD, L.k_norm, kr + h * HD, HD, hp.rms_eps);
     }
-    const float* c = &b.rope_cos[size_t(r) * half_rot];
-    const float* sn = &b.rope_sin[size_t(r) * half_rot];
-    for (int h = 0; h < hp.n_head; ++h) kernels::rope_apply(qr + h * HD, c, sn, rope);
-    for (int h = 0; h < hp.n_kv_head; ++h) kernels::rope_apply(kr + h * HD, c, sn, rope);
+    if (!bert) {
+      const bool local = hp.is_local_layer(layer);
+      const float* c = &(local ? b.rope_cos_swa : b.rope_cos)[size_t(r) * half_rot];
+      const float* sn = &(local ? b.rope_sin_swa : b.rope_sin)[size_t(r) * half_rot];
+      const kernels::RopeParams& rp = local ? rope_swa : rope;
+      for (int h = 0; h < hp.n_head; ++h) kernels::rope_apply(qr + h * HD, c, sn, rp);
+      for (int h = 0; h < hp.n_kv_head; ++h) kernels::rope_apply(kr + h * HD, c, sn, rp);
+    }
     const BatchRow& row = batch.rows[size_t(r)];
     kernels::kv_store(kr, &b.v[size_t(r) * KV], kv.k_base(layer), kv.v_base(layer), kv.page_stride(),
                       kv.page_tokens(), batch.seqs[size_t(row.seq)].page_table, KV, row.pos);
+  };
+
+  // qwen3moe's FFN on the rows x (normed into xb by the router's matmul), into xb: each row's router softmax over all experts, its
+  // n_expert_used most probable experts with their probabilities renormalised, then expert by expert
+  // the rows routed to it (so a batch reads each chosen expert once), each row's outputs summed in the
+  // order of its choices (spec architectures-more.md §3.3). A row's result does not depend on the other
+  // rows (invariant 7): its expert matmuls are bitwise what they would be alone.
+  auto moe_ffn = [&](int layer, const LayerWeights& L) {
+    const int NE = hp.n_expert, K = hp.n_expert_used, FE = hp.n_ff_exp;
+    matmul(L.router, b.xb.data(), b.router.data(), n, norm_rows);
+    for (int r = 0; r < n; ++r) {
+      float* p = &b.router[size_t(r) * NE];
+      kernels::softmax(p, NE);
+      int* chosen = &b.route_expert[size_t(r) * K];
+      for (int j = 0; j < K; ++j) {  // the K largest, the lower index first among equals
+        int best = -1;
+        for (int e = 0; e < NE; ++e) {
+          if (std::find(chosen, chosen + j, e) != chosen + j) continue;
+          if (best < 0 || p[e] > p[best]) best = e;
+        }
+        chosen[j] = best;
+      }
+      float first_unchosen = 0.f;
+      for (int e = 0; e < NE; ++e) {
+        if (std::find(chosen, chosen + K, e) == chosen + K) first_unchosen = std::max(first_unchosen, p[e]);
+      }
+      b.router_margins[size_t(layer) * size_t(max_rows_) + size_t(r)] = {p[chosen[K - 1]], first_unchosen};
+      float sum = 0.f;
+      for (int j = 0; j < K; ++j) sum += p[chosen[j]];
+      sum = std::max(sum, 6.103515625e-5f);
+      for (int j = 0; j < K; ++j) b.route_weight[size_t(r) * K + j] = p[chosen[j]] / sum;
+    }
+    for (int e = 0; e < NE; ++e) {
+      b.expert_slots.clear();
+      for (int slot = 0; slot < n * K; ++slot) {
+        if (b.route_expert[size_t(slot)] == e) b.expert_slots.push_back(slot);
+      }
+      const int rows = int(b.expert_slots.size());
+      if (rows == 0) continue;
+      for (int i = 0; i < rows; ++i) {
+        std::memcpy(&b.moe_in[size_t(i) * E], &b.xb[size_t(b.expert_slots[size_t(i)] / K) * E], sizeof(float) * E);
+      }
+      const kernels::WeightMatrix gate = expert(L.gate_exps, e, NE), up = expert(L.up_exps, e, NE);
+      const kernels::WeightMatrix down = expert(L.down_exps, e, NE);
+      matmul_shared({{&gate, b.hb.data(), FE}, {&up, b.hb2.data(), FE}}, b.moe_in.data(), rows, {});
+      matmul(down, b.hb.data(), b.moe_y.data(), rows, swiglu_rows);
+      for (int i = 0; i < rows; ++i) {
+        std::memcpy(&b.moe_out[size_t(b.expert_slots[size_t(i)]) * E], &b.moe_y[size_t(i) * E], sizeof(float) * E);
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      float* out = &b.xb[size_t(r) * E];
+      for (int j = 0; j < K; ++j) {
+        const float w = b.route_weight[size_t(r) * K + j];
+        const float* y = &b.moe_out[(size_t(r) * K + j) * E];
+        for (int i = 0; i < E; ++i) out[i] = j == 0 ? y[i] * w : out[i] + y[i] * w;
+      }
+    }
   };
 
   lap(&PassProfile::other_s);
   for (int l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = m.layers()[size_t(l)];
 
-    // attention rmsnorm, then the qkv matmuls (+ biases: qwen2)
+    // attention rmsnorm (bert: none, its input is the residual), then the qkv matmuls (+ biases)
     steps.norm = L.attn_norm;
     matmul_shared({{&L.wq, b.q.data(), L.wq.n_out}, {&L.wk, b.k.data(), L.wk.n_out}, {&L.wv, b.v.data(), L.wv.n_out}},
-                  b.xb.data(), n, norm_rows);
+                  bert ? b.x.data() : b.xb.data(), n, bert ? kernels::PrepareRows{} : norm_rows);
     add_bias(b.q.data(), L.bq, Q);
     add_bias(b.k.data(), L.bk, KV);
     add_bias(b.v.data(), L.bv, KV);
@@ -314,44 +467,69 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
     // multihead attention over (row, KV head) tasks, after each row's q/k norms, RoPE and K/V store;
     // each task is computed whole by one thread, so its result does not depend on the split
     // (invariant 7)
-    const AttentionJob job{&batch, &kv, l, &b.q, &b.att, &b.att_scratch, Q, HD, hp.n_kv_head, n_gqa, att_scale,
+    const AttentionJob job{&batch,  &kv, l, &b.q, &b.att, &b.att_scratch, Q, HD, hp.n_kv_head, n_gqa, hp.attn_scale,
+                           hp.is_local_layer(l) ? hp.n_swa : 0, hp.causal ? nullptr : &b.seq_end,
                            att_pool.size(), &finish_qkv_row};
     att_pool.run([&job](int t) { job.run(t); });
     lap(&PassProfile::attention_s);
 
-    // output projection and residual
+    // output projection (+ bias: bert; gemma3: its own RMSNorm) and residual (bert: then LayerNorm)
     matmul(L.wo, b.att.data(), b.xb.data(), n);
+    add_bias(b.xb.data(), L.bo, E);
+    if (L.post_attn_norm) rmsnorm_rows(b.xb.data(), L.post_attn_norm);
     residual(b.x.data(), b.xb.data(), E);
+    if (bert) layernorm_rows(b.x.data(), L.attn_out_norm, L.attn_out_norm_b);
     lap(&PassProfile::output_s);
 
-    // ffn rmsnorm; SwiGLU: down(silu(gate·h) ⊙ up·h), then residual
+    // ffn rmsnorm, then SwiGLU down(silu(gate·h) ⊙ up·h), GeGLU (gemma3), the experts (qwen3moe), or
+    // bert's down(gelu(up·x + b)) + b
     steps.norm = L.ffn_norm;
-    matmul_shared({{&L.w_gate, b.hb.data(), L.w_gate.n_out}, {&L.w_up, b.hb2.data(), L.w_up.n_out}}, b.xb.data(), n,
-                  norm_rows);
-    lap(&PassProfile::ffn_up_s);
-    matmul(L.w_down, b.hb.data(), b.xb.data(), n, swiglu_rows);
+    steps.up_bias = L.b_up;
+    if (hp.is_moe()) {
+      moe_ffn(l, L);
+      lap(&PassProfile::ffn_up_s);
+    } else if (bert) {
+      matmul(L.w_up, b.x.data(), b.hb.data(), n);
+      lap(&PassProfile::ffn_up_s);
+      matmul(L.w_down, b.hb.data(), b.xb.data(), n, bias_gelu_rows);
+      add_bias(b.xb.data(), L.b_down, E);
+    } else {
+      matmul_shared({{&L.w_gate, b.hb.data(), L.w_gate.n_out}, {&L.w_up, b.hb2.data(), L.w_up.n_out}}, b.xb.data(),
+                    n, norm_rows);
+      lap(&PassProfile::ffn_up_s);
+      matmul(L.w_down, b.hb.data(), b.xb.data(), n, hp.arch == Arch::Gemma3 ? geglu_rows : swiglu_rows);
+    }
+    if (L.post_ffn_norm) rmsnorm_rows(b.xb.data(), L.post_ffn_norm);
     residual(b.x.data(), b.xb.data(), E);
+    if (bert) layernorm_rows(b.x.data(), L.layer_out_norm, L.layer_out_norm_b);
     lap(&PassProfile::ffn_down_s);
   }
 
-  // final rmsnorm, only for the rows that want outputs (gathered so that the classifier reads its
-  // weights once for all of them)
+  // final rmsnorm (bert: none, the last layer's output is the hidden state), only for the rows that
+  // want outputs (gathered so that the classifier reads its weights once for all of them)
   const int n_out = int(b.out_rows.size());
   if (n_out == 0) return;
   for (int i = 0; i < n_out; ++i) {
-    kernels::rmsnorm(&b.x[size_t(b.out_rows[size_t(i)]) * E], m.output_norm(), &b.final_rows[size_t(i) * E], E,
-                     hp.rms_eps);
+    const float* xr = &b.x[size_t(b.out_rows[size_t(i)]) * E];
+    if (bert) {
+      std::memcpy(&b.final_rows[size_t(i) * E], xr, sizeof(float) * E);
+    } else {
+      kernels::rmsnorm(xr, m.output_norm(), &b.final_rows[size_t(i) * E], E, hp.rms_eps);
+    }
   }
   if (hidden) std::memcpy(hidden, b.final_rows.data(), sizeof(float) * size_t(n_out) * E);
 
-  // classifier, over the leading want_logits rows only
+  // classifier, over the leading want_logits rows only (+ bias: qwen2; gemma3: soft-capped)
   if (logits && n_logit_rows > 0) {
     const kernels::WeightMatrix& out = m.output();
     kernels::matmul(out, b.final_rows.data(), n_logit_rows, E, logits, hp.n_vocab, mm_pool(out, n_logit_rows), b.mm);
-    if (const float* bias = m.output_bias()) {
-      for (int i = 0; i < n_logit_rows; ++i) {
-        float* lr = logits + int64_t(i) * hp.n_vocab;
+    for (int i = 0; i < n_logit_rows; ++i) {
+      float* lr = logits + int64_t(i) * hp.n_vocab;
+      if (const float* bias = m.output_bias()) {
         for (int j = 0; j < hp.n_vocab; ++j) lr[j] += bias[j];
+      }
+      if (const float c = hp.logit_softcap; c > 0.f) {
+        for (int j = 0; j < hp.n_vocab; ++j) lr[j] = c * std::tanh(lr[j] / c);
       }
     }
   }

@@ -75,7 +75,70 @@ int positive_int(const std::string& key, int64_t v, int64_t max = 1 << 30) {
   return static_cast<int>(v);
 }
 
+const Arch kArchs[] = {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3, Arch::Phi3, Arch::Qwen3Moe, Arch::Bert};
+
+Arch parse_architecture(const std::string& name) {
+  for (Arch a : kArchs) {
+    if (name == arch_name(a)) return a;
+  }
+  std::string supported;
+  for (Arch a : kArchs) supported += std::string(supported.empty() ? "" : ", ") + arch_name(a);
+  throw std::runtime_error("unsupported model architecture '" + name + "' (supported: " + supported + ")");
+}
+
+bool get_bool(const gguf::File& f, const std::string& key, bool fallback) {
+  const gguf::Value* v = typed(f, key, ValueType::BOOL);
+  return v ? v->as_bool() : fallback;
+}
+
+// gemma3: sliding window, its layer pattern and RoPE base, softcapping (architectures-more.md §1).
+void read_gemma3(const gguf::File& file, const std::string& a, HParams& hp) {
+  hp.embd_scale = std::sqrt(float(hp.n_embd));
+  hp.n_swa = int(get_u32(file, a + "attention.sliding_window", false, 0));
+  if (hp.n_swa < 0) throw key_error(a + "attention.sliding_window", "must be >= 0");
+  if (const gguf::Value* v = file.find(a + "attention.sliding_window_pattern"); v && v->is_array()) {
+    throw key_error(a + "attention.sliding_window_pattern", "per-layer arrays are not supported");
+  }
+  hp.swa_pattern = positive_int(a + "attention.sliding_window_pattern",
+                                get_u32(file, a + "attention.sliding_window_pattern", false, 6));
+  hp.rope_freq_base_swa = get_f32(file, a + "rope.freq_base_swa", false, 10000.f);
+  if (!(hp.rope_freq_base_swa > 0.f) || !std::isfinite(hp.rope_freq_base_swa)) {
+    throw key_error(a + "rope.freq_base_swa", "must be a finite positive number");
+  }
+  hp.logit_softcap = get_f32(file, a + "final_logit_softcapping", false, 0.f);
+  if (!(hp.logit_softcap >= 0.f) || !std::isfinite(hp.logit_softcap)) {
+    throw key_error(a + "final_logit_softcapping", "must be a finite non-negative number");
+  }
+  // the 27B model (62 layers) scales by the embedding's head width instead of key_length
+  if (hp.n_layer == 62) hp.attn_scale = 1.0f / std::sqrt(float(hp.n_embd / hp.n_head));
+}
+
+// qwen3moe: experts per layer and per token, and an expert's width (architectures-more.md §3.1).
+void read_experts(const gguf::File& file, const std::string& a, HParams& hp) {
+  hp.n_expert = positive_int(a + "expert_count", get_u32(file, a + "expert_count", true, 0), 4096);
+  hp.n_expert_used = positive_int(a + "expert_used_count", get_u32(file, a + "expert_used_count", true, 0), 4096);
+  if (hp.n_expert_used > hp.n_expert) {
+    throw key_error(a + "expert_used_count", "value " + std::to_string(hp.n_expert_used) + " exceeds expert_count " +
+                                                 std::to_string(hp.n_expert));
+  }
+  hp.n_ff_exp = positive_int(a + "expert_feed_forward_length",
+                             get_u32(file, a + "expert_feed_forward_length", false, hp.n_ff / hp.n_expert_used));
+}
+
 }  // namespace
+
+const char* arch_name(Arch arch) {
+  switch (arch) {
+    case Arch::Llama: return "llama";
+    case Arch::Qwen2: return "qwen2";
+    case Arch::Qwen3: return "qwen3";
+    case Arch::Gemma3: return "gemma3";
+    case Arch::Phi3: return "phi3";
+    case Arch::Qwen3Moe: return "qwen3moe";
+    case Arch::Bert: return "bert";
+  }
+  return "?";
+}
 
 HParams read_hparams(const gguf::File& file) {
   HParams hp;
@@ -84,16 +147,7 @@ HParams read_hparams(const gguf::File& file) {
     if (!v) throw key_error("general.architecture", "missing (required)");
     hp.arch_name = v->as_string();
   }
-  if (hp.arch_name == "llama") {
-    hp.arch = Arch::Llama;
-  } else if (hp.arch_name == "qwen2") {
-    hp.arch = Arch::Qwen2;
-  } else if (hp.arch_name == "qwen3") {
-    hp.arch = Arch::Qwen3;
-  } else {
-    throw std::runtime_error("unsupported model architecture '" + hp.arch_name +
-                             "' (supported: llama, qwen2, qwen3)");
-  }
+  hp.arch = parse_architecture(hp.arch_name);
   const std::string a = hp.arch_name + ".";
 
   {
@@ -126,15 +180,19 @@ HParams read_hparams(const gguf::File& file) {
                         std::to_string(hp.head_dim) + " (unsupported)");
   }
   hp.n_rot = positive_int(a + "rope.dimension_count", get_u32(file, a + "rope.dimension_count", false, hp.head_dim));
-  if (hp.n_rot != hp.head_dim) {
+  // phi3 rotates a leading part of each head (partial_rotary_factor); the others rotate all of it
+  if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0 || (hp.arch != Arch::Phi3 && hp.n_rot != hp.head_dim)) {
     throw key_error(a + "rope.dimension_count", "value " + std::to_string(hp.n_rot) +
-                                                    " must equal the head dimension " + std::to_string(hp.head_dim));
+                                                    (hp.arch == Arch::Phi3 ? " must be even and at most"
+                                                                           : " must equal") +
+                                                    " the head dimension " + std::to_string(hp.head_dim));
   }
   if (hp.head_dim % 2 != 0) throw key_error(a + "attention.key_length", "head dimension must be even");
 
-  hp.rms_eps = get_f32(file, a + "attention.layer_norm_rms_epsilon", true, 0.f);
+  const std::string eps_key = hp.arch == Arch::Bert ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon";
+  hp.rms_eps = get_f32(file, a + eps_key, true, 0.f);
   if (!(hp.rms_eps >= 0.f) || !std::isfinite(hp.rms_eps)) {
-    throw key_error(a + "attention.layer_norm_rms_epsilon", "must be a finite non-negative number");
+    throw key_error(a + eps_key, "must be a finite non-negative number");
   }
   hp.rope_freq_base = get_f32(file, a + "rope.freq_base", false, 10000.f);
   if (!(hp.rope_freq_base > 0.f) || !std::isfinite(hp.rope_freq_base)) {
@@ -164,8 +222,13 @@ HParams read_hparams(const gguf::File& file) {
   hp.pooling_type = int(get_u32(file, a + "pooling_type", false, -1));
   hp.rope_neox = hp.arch != Arch::Llama;
   hp.tied_output = file.tensor("output.weight") == nullptr;
-  if (get_u32(file, a + "expert_count", false, 0) > 0) {
-    throw key_error(a + "expert_count", "mixture-of-experts models are not supported");
+  hp.causal = hp.arch != Arch::Bert || get_bool(file, a + "attention.causal", true);
+  hp.attn_scale = 1.0f / std::sqrt(float(hp.head_dim));
+  if (hp.arch == Arch::Gemma3) read_gemma3(file, a, hp);
+  if (hp.arch == Arch::Qwen3Moe) {
+    read_experts(file, a, hp);
+  } else if (get_u32(file, a + "expert_count", false, 0) > 0) {
+    throw key_error(a + "expert_count", "mixture-of-experts layers are not supported for " + hp.arch_name);
   }
   return hp;
 }

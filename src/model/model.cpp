@@ -1,5 +1,5 @@
 // Model loading: hyper-parameters, then every tensor bound by name with an exact shape check
-// (spec/architectures.md §2). Matrices stay views into the file's memory (DESIGN invariant 1): the
+// (spec/architectures.md §2, architectures-more.md). Matrices stay views into the file's memory (DESIGN invariant 1): the
 // mapping, or the huge-page copy, whose Q4_K/Q6_K matrices are rewritten in place into the interleaved
 // layout where the CPU has kernels for it (kernels/interleave.h).
 #include "model/model.h"
@@ -51,12 +51,12 @@ class Binder {
   }
 
   kernels::WeightMatrix matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required = true) {
-    const gguf::TensorView* t = find(name, {n_in, n_out}, required);
-    if (!t) return {};
-    if (!kernels::is_supported_weight_type(t->type)) {
-      throw tensor_error(name, "weight type " + std::string(gguf::type_name(t->type)) + " is not supported");
-    }
-    return kernels::WeightMatrix{t->type, t->data, n_in, n_out, gguf::row_bytes(t->type, uint64_t(n_in))};
+    return weight(find(name, {n_in, n_out}, required), name, n_in, n_out);
+  }
+
+  // A stack of n_expert matrices [n_in, n_out, n_expert], as one matrix of n_out·n_expert rows.
+  kernels::WeightMatrix experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert) {
+    return weight(find(name, {n_in, n_out, n_expert}, true), name, n_in, n_out * n_expert);
   }
 
   // A 1-D vector as F32: pointed to when stored as F32, else dequantised once into `owned`.
@@ -73,6 +73,19 @@ class Binder {
     return owned.back().data();
   }
 
+  // The first row of a matrix [n, rows] as F32 (bert's token type 0), owned when converted.
+  const float* first_row(const std::string& name, int64_t n, std::vector<std::vector<float>>& owned) {
+    const gguf::TensorView* t = f_.tensor(name);
+    if (!t) return nullptr;
+    if (t->ne[0] != n || t->n_dims > 2) throw tensor_error(name, "has shape " + shape_text(*t) + ", expected [" +
+                                                                   std::to_string(n) + ", n_types]");
+    used_.insert(name);
+    if (t->type == gguf::TensorType::F32) return reinterpret_cast<const float*>(t->data);
+    owned.emplace_back(size_t(n));
+    kernels::dequantize_row(t->type, t->data, owned.back().data(), n);
+    return owned.back().data();
+  }
+
   // llama.cpp refuses files with tensors the architecture does not load; so do we, naming one.
   void check_all_used() const {
     for (const auto& t : f_.tensors()) {
@@ -81,11 +94,106 @@ class Binder {
   }
 
  private:
+  static kernels::WeightMatrix weight(const gguf::TensorView* t, const std::string& name, int64_t n_in, int64_t n_out) {
+    if (!t) return {};
+    if (!kernels::is_supported_weight_type(t->type)) {
+      throw tensor_error(name, "weight type " + std::string(gguf::type_name(t->type)) + " is not supported");
+    }
+    return kernels::WeightMatrix{t->type, t->data, n_in, n_out, gguf::row_bytes(t->type, uint64_t(n_in))};
+  }
+
   const gguf::File& f_;
   std::set<std::string> used_;
 };
 
+// Rows [begin, begin + n) of w (a slice of a fused tensor).
+kernels::WeightMatrix row_range(const kernels::WeightMatrix& w, int64_t begin, int64_t n) {
+  kernels::WeightMatrix r = w;
+  r.data = static_cast<const uint8_t*>(w.data) + begin * int64_t(w.row_bytes);
+  r.n_out = n;
+  return r;
+}
+
+// Q, K, V: three tensors, or (phi3, bert) one fused attn_qkv sliced by rows in that order.
+void bind_qkv(Binder& b, const HParams& hp, const std::string& p, LayerWeights& L,
+              std::vector<std::vector<float>>& owned) {
+  const int64_t E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim();
+  const bool fused_allowed = hp.arch == Arch::Phi3 || hp.arch == Arch::Bert;
+  if (const kernels::WeightMatrix qkv = fused_allowed ? b.matrix(p + "attn_qkv.weight", E, Q + 2 * KV, false)
+                                                      : kernels::WeightMatrix{};
+      qkv.data) {
+    L.wq = row_range(qkv, 0, Q);
+    L.wk = row_range(qkv, Q, KV);
+    L.wv = row_range(qkv, Q + KV, KV);
+    if (const float* bias = b.vector(p + "attn_qkv.bias", Q + 2 * KV, false, owned)) {
+      L.bq = bias;
+      L.bk = bias + Q;
+      L.bv = bias + Q + KV;
+    }
+    return;
+  }
+  L.wq = b.matrix(p + "attn_q.weight", E, Q);
+  L.wk = b.matrix(p + "attn_k.weight", E, KV);
+  L.wv = b.matrix(p + "attn_v.weight", E, KV);
+  L.bq = b.vector(p + "attn_q.bias", Q, false, owned);
+  L.bk = b.vector(p + "attn_k.bias", KV, false, owned);
+  L.bv = b.vector(p + "attn_v.bias", KV, false, owned);
+}
+
+// One layer's tensors by the architecture's names (spec/architectures.md §2, architectures-more.md).
+void bind_layer(Binder& b, const HParams& hp, const std::string& p, LayerWeights& L,
+                std::vector<std::vector<float>>& owned) {
+  const int64_t E = hp.n_embd, Q = hp.q_dim(), F = hp.n_ff, HD = hp.head_dim;
+  const Arch arch = hp.arch;
+  bind_qkv(b, hp, p, L, owned);
+  L.wo = b.matrix(p + "attn_output.weight", Q, E);
+  if (arch == Arch::Bert) {
+    L.bo = b.vector(p + "attn_output.bias", E, false, owned);
+    L.attn_out_norm = b.vector(p + "attn_output_norm.weight", E, true, owned);
+    L.attn_out_norm_b = b.vector(p + "attn_output_norm.bias", E, true, owned);
+    L.w_up = b.matrix(p + "ffn_up.weight", E, F);
+    L.b_up = b.vector(p + "ffn_up.bias", F, false, owned);
+    L.w_down = b.matrix(p + "ffn_down.weight", F, E);
+    L.b_down = b.vector(p + "ffn_down.bias", E, false, owned);
+    L.layer_out_norm = b.vector(p + "layer_output_norm.weight", E, true, owned);
+    L.layer_out_norm_b = b.vector(p + "layer_output_norm.bias", E, true, owned);
+    return;
+  }
+  L.attn_norm = b.vector(p + "attn_norm.weight", E, true, owned);
+  if (arch == Arch::Qwen3 || arch == Arch::Qwen3Moe || arch == Arch::Gemma3) {
+    L.q_norm = b.vector(p + "attn_q_norm.weight", HD, true, owned);
+    L.k_norm = b.vector(p + "attn_k_norm.weight", HD, true, owned);
+  }
+  if (arch == Arch::Gemma3) {
+    L.post_attn_norm = b.vector(p + "post_attention_norm.weight", E, true, owned);
+    L.post_ffn_norm = b.vector(p + "post_ffw_norm.weight", E, true, owned);
+  }
+  L.ffn_norm = b.vector(p + "ffn_norm.weight", E, true, owned);
+  if (arch == Arch::Qwen3Moe) {
+    const int64_t FE = hp.n_ff_exp, NE = hp.n_expert;
+    L.router = b.matrix(p + "ffn_gate_inp.weight", E, NE);
+    L.gate_exps = b.experts(p + "ffn_gate_exps.weight", E, FE, NE);
+    L.up_exps = b.experts(p + "ffn_up_exps.weight", E, FE, NE);
+    L.down_exps = b.experts(p + "ffn_down_exps.weight", FE, E, NE);
+    return;
+  }
+  if (arch == Arch::Phi3) {  // ffn_up holds the gate rows, then the up rows
+    const kernels::WeightMatrix gate_up = b.matrix(p + "ffn_up.weight", E, 2 * F);
+    L.w_gate = row_range(gate_up, 0, F);
+    L.w_up = row_range(gate_up, F, F);
+  } else {
+    L.w_gate = b.matrix(p + "ffn_gate.weight", E, F);
+    L.w_up = b.matrix(p + "ffn_up.weight", E, F);
+  }
+  L.w_down = b.matrix(p + "ffn_down.weight", F, E);
+}
+
 }  // namespace
+
+kernels::WeightMatrix expert(const kernels::WeightMatrix& stacked, int e, int n_expert) {
+  const int64_t rows = stacked.n_out / n_expert;
+  return row_range(stacked, int64_t(e) * rows, rows);
+}
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
   gguf::OpenOptions oo;
@@ -105,32 +213,25 @@ std::unique_ptr<Model> Model::from_file(std::unique_ptr<gguf::File> file) {
   auto& owned = m->owned_small_;
 
   m->token_embd_ = b.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
-  m->output_norm_ = b.vector("output_norm.weight", hp.n_embd, true, owned);
-  m->output_ = hp.tied_output ? m->token_embd_ : b.matrix("output.weight", hp.n_embd, hp.n_vocab);
+  if (hp.has_classifier()) {
+    m->output_norm_ = b.vector("output_norm.weight", hp.n_embd, true, owned);
+    m->output_ = hp.tied_output ? m->token_embd_ : b.matrix("output.weight", hp.n_embd, hp.n_vocab);
+  }
   if (hp.arch == Arch::Qwen2) m->output_bias_ = b.vector("output.bias", hp.n_vocab, false, owned);
   if (hp.arch == Arch::Llama) m->rope_freqs_ = b.vector("rope_freqs.weight", hp.n_rot / 2, false, owned);
+  if (hp.arch == Arch::Phi3 && (m->file_->tensor("rope_factors_long.weight") || m->file_->tensor("rope_factors_short.weight"))) {
+    throw std::runtime_error("phi3 LongRoPE factors (rope_factors_long/short) are not supported");
+  }
+  if (hp.arch == Arch::Bert) {
+    m->position_embd_ = b.matrix("position_embd.weight", hp.n_embd, hp.n_ctx_train);
+    m->token_type0_ = b.first_row("token_types.weight", hp.n_embd, owned);
+    m->embd_norm_ = b.vector("token_embd_norm.weight", hp.n_embd, true, owned);
+    m->embd_norm_b_ = b.vector("token_embd_norm.bias", hp.n_embd, true, owned);
+  }
 
-  const int64_t E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff;
   m->layers_.resize(size_t(hp.n_layer));
   for (int i = 0; i < hp.n_layer; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    LayerWeights& L = m->layers_[size_t(i)];
-    L.attn_norm = b.vector(p + "attn_norm.weight", E, true, owned);
-    L.wq = b.matrix(p + "attn_q.weight", E, Q);
-    L.wk = b.matrix(p + "attn_k.weight", E, KV);
-    L.wv = b.matrix(p + "attn_v.weight", E, KV);
-    L.bq = b.vector(p + "attn_q.bias", Q, false, owned);
-    L.bk = b.vector(p + "attn_k.bias", KV, false, owned);
-    L.bv = b.vector(p + "attn_v.bias", KV, false, owned);
-    if (hp.arch == Arch::Qwen3) {
-      L.q_norm = b.vector(p + "attn_q_norm.weight", hp.head_dim, true, owned);
-      L.k_norm = b.vector(p + "attn_k_norm.weight", hp.head_dim, true, owned);
-    }
-    L.wo = b.matrix(p + "attn_output.weight", Q, E);
-    L.ffn_norm = b.vector(p + "ffn_norm.weight", E, true, owned);
-    L.w_gate = b.matrix(p + "ffn_gate.weight", E, F);
-    L.w_up = b.matrix(p + "ffn_up.weight", E, F);
-    L.w_down = b.matrix(p + "ffn_down.weight", F, E);
+    bind_layer(b, hp, "blk." + std::to_string(i) + ".", m->layers_[size_t(i)], owned);
   }
   b.check_all_used();
   if (m->file_->copied()) m->interleave_matrices();
@@ -138,22 +239,44 @@ std::unique_ptr<Model> Model::from_file(std::unique_ptr<gguf::File> file) {
 }
 
 void Model::interleave_matrices() {
-  std::vector<kernels::WeightMatrix*> all = {&token_embd_, &output_};
+  // Every matrix the forward pass reads, with the rows of the pieces its kernels see (an expert's
+  // rows for a stack of experts; phi3's q, k, v and gate, up are row ranges of one tensor).
+  struct View {
+    kernels::WeightMatrix* w;
+    int64_t piece_rows;
+  };
+  std::vector<View> all = {{&token_embd_, token_embd_.n_out}, {&output_, output_.n_out}};
   for (LayerWeights& L : layers_) {
-    for (kernels::WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) all.push_back(w);
+    for (kernels::WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) all.push_back({w, w->n_out});
+    for (kernels::WeightMatrix* w : {&L.gate_exps, &L.up_exps, &L.down_exps}) {
+      all.push_back({w, hp_.n_expert > 0 ? w->n_out / hp_.n_expert : w->n_out});
+    }
   }
-  // By tensor: a tied output is the token embedding's tensor, rewritten once.
+  // By tensor (a tied output is the token embedding's tensor, rewritten once). A tensor is rewritten
+  // only when every piece read from it starts on a whole group of rows and spans whole groups (or ends
+  // the tensor): the interleaved kernels read groups, never rows of a group shared with another piece.
   std::vector<std::string> names;
   std::map<const void*, std::vector<kernels::WeightMatrix*>> by_data;
   for (const auto& t : file_->tensors()) {
-    for (kernels::WeightMatrix* w : all) {
-      if (w->data != t.data || !kernels::interleaved_kernels_available(w->type)) continue;
-      if (by_data[t.data].empty()) names.push_back(t.name);
-      by_data[t.data].push_back(w);
+    const auto* begin = static_cast<const uint8_t*>(t.data);
+    const int64_t rows = t.ne[1] * t.ne[2] * t.ne[3];
+    std::vector<kernels::WeightMatrix*> views;
+    bool aligned = true;
+    for (const View& v : all) {
+      const auto* at = static_cast<const uint8_t*>(v.w->data);
+      if (!at || at < begin || at >= begin + t.n_bytes || !kernels::interleaved_kernels_available(v.w->type)) continue;
+      const int64_t first = (at - begin) / int64_t(v.w->row_bytes);
+      const bool whole_pieces = v.piece_rows % kernels::kInterleaveRows == 0 ||
+                                (v.piece_rows == v.w->n_out && first + v.w->n_out == rows);
+      aligned = aligned && first % kernels::kInterleaveRows == 0 && whole_pieces;
+      views.push_back(v.w);
     }
+    if (views.empty() || !aligned) continue;
+    names.push_back(t.name);
+    by_data[t.data] = std::move(views);
   }
   file_->rewrite(names, [&](const gguf::TensorView& t, uint8_t* bytes) {
-    kernels::interleave_rows(t.type, bytes, t.ne[0], t.ne[1]);
+    kernels::interleave_rows(t.type, bytes, t.ne[0], t.ne[1] * t.ne[2] * t.ne[3]);
     for (kernels::WeightMatrix* w : by_data[t.data]) w->interleaved = true;
   });
   interleaved_matrices_ = int(names.size());

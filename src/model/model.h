@@ -25,14 +25,26 @@ struct LoadOptions {
 // for it (kernels/interleave.h: Q4_K and Q6_K with AVX-512 VNNI), for faster decode and batches; see
 // interleaved_matrices().
 
+// One layer's tensors; which are set depends on the architecture (null / empty when absent).
 struct LayerWeights {
-  const float* attn_norm = nullptr;                 // [n_embd]
-  kernels::WeightMatrix wq, wk, wv, wo;
-  const float* bq = nullptr; const float* bk = nullptr; const float* bv = nullptr;  // qwen2 biases
-  const float* q_norm = nullptr; const float* k_norm = nullptr;                     // qwen3 [head_dim]
-  const float* ffn_norm = nullptr;
-  kernels::WeightMatrix w_gate, w_up, w_down;
+  const float* attn_norm = nullptr;                 // [n_embd] pre-attention norm (not bert)
+  kernels::WeightMatrix wq, wk, wv, wo;             // phi3: row ranges of the fused attn_qkv
+  const float* bq = nullptr; const float* bk = nullptr; const float* bv = nullptr;  // qwen2, bert biases
+  const float* bo = nullptr;                                                        // bert
+  const float* q_norm = nullptr; const float* k_norm = nullptr;  // qwen3, qwen3moe, gemma3 [head_dim]
+  const float* post_attn_norm = nullptr;            // gemma3: RMSNorm of the attention output
+  const float* attn_out_norm = nullptr; const float* attn_out_norm_b = nullptr;    // bert post-LN
+  const float* ffn_norm = nullptr;                  // pre-FFN norm (not bert)
+  kernels::WeightMatrix w_gate, w_up, w_down;       // phi3: gate and up are halves of the fused ffn_up
+  const float* b_up = nullptr; const float* b_down = nullptr;                       // bert
+  const float* post_ffn_norm = nullptr;             // gemma3: RMSNorm of the FFN output
+  const float* layer_out_norm = nullptr; const float* layer_out_norm_b = nullptr;  // bert post-LN
+  // qwen3moe: the router [n_embd → n_expert] and the experts' matrices, expert e at expert(w, e)
+  kernels::WeightMatrix router, gate_exps, up_exps, down_exps;
 };
+
+// Expert e's matrix of a stacked 3-D expert tensor whose WeightMatrix spans all experts' rows.
+kernels::WeightMatrix expert(const kernels::WeightMatrix& stacked, int e, int n_expert);
 
 class Model {
  public:
@@ -55,6 +67,11 @@ class Model {
   const float* output_norm() const { return output_norm_; }
   const float* output_bias() const { return output_bias_; }  // qwen2 `output.bias` [n_vocab], or null
   const float* rope_freqs() const { return rope_freqs_; }    // llama3 `rope_freqs.weight` [n_rot/2], or null
+  // bert's input embeddings: position rows [n_ctx_train × n_embd], token type 0's row, and their LayerNorm
+  const kernels::WeightMatrix& position_embd() const { return position_embd_; }
+  const float* token_type0() const { return token_type0_; }
+  const float* embd_norm() const { return embd_norm_; }
+  const float* embd_norm_bias() const { return embd_norm_b_; }
 
  private:
   Model() = default;
@@ -65,6 +82,10 @@ class Model {
   const float* output_norm_ = nullptr;
   const float* output_bias_ = nullptr;
   const float* rope_freqs_ = nullptr;
+  kernels::WeightMatrix position_embd_{};
+  const float* token_type0_ = nullptr;
+  const float* embd_norm_ = nullptr;
+  const float* embd_norm_b_ = nullptr;
   std::vector<std::vector<float>> owned_small_;  // dequantised norm/bias vectors when not F32
   int interleaved_matrices_ = 0;
 
@@ -93,6 +114,14 @@ struct Batch {
   std::vector<SeqPages> seqs;
 };
 
+// A mixture-of-experts routing decision of one row in one layer: the router probability of the least
+// likely expert chosen and of the most likely one not chosen. When they nearly tie, an engine that
+// rounds differently may choose the other expert (spec architectures-more.md §3.4).
+struct RouterMargin {
+  float last_chosen = 0.f;
+  float first_unchosen = 0.f;
+};
+
 // Scratch buffers of the forward pass, sized for up to max_rows rows; allocated once.
 // Not thread-safe: one forward at a time per context.
 class Forward {
@@ -117,6 +146,9 @@ class Forward {
   void run(const Batch& batch, KvPool& kv, float* logits, float* hidden = nullptr, PassProfile* profile = nullptr);
 
   int max_rows() const { return max_rows_; }
+  // qwen3moe: row `row` of the last run's routing margin in `layer` (diagnostics and tests); throws
+  // std::out_of_range for a model without experts or an index out of range.
+  const RouterMargin& router_margin(int layer, int row) const;
 
  private:
   struct Buffers;

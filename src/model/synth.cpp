@@ -18,15 +18,6 @@ using gguf::TensorType;
 
 namespace {
 
-const char* arch_key(Arch a) {
-  switch (a) {
-    case Arch::Llama: return "llama";
-    case Arch::Qwen2: return "qwen2";
-    case Arch::Qwen3: return "qwen3";
-  }
-  return "llama";
-}
-
 // What a tensor is, which decides its initial distribution.
 enum class Kind { Embedding, Matrix, Norm, Bias };
 
@@ -246,7 +237,7 @@ TensorType mixture_type(SynthType t, std::string_view name, int64_t ne0, int n_l
 SynthSummary write_synth(const SynthOptions& o, const std::string& path) {
   SynthSummary sum;
   SynthShape sh = synth_shape(o.like, o.arch);
-  const char* A = arch_key(o.arch);
+  const char* A = arch_name(o.arch);
   const std::string a = A;
   if (o.arch == Arch::Qwen2 && sh.n_head * sh.head_dim != sh.n_embd)
     throw std::invalid_argument("qwen2 needs n_head x head_dim == n_embd; shape " + sh.name + " has " +

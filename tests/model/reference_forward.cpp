@@ -20,6 +20,9 @@ void rmsnorm(std::vector<double>& x, size_t off, size_t n, const std::vector<flo
   for (size_t i = 0; i < n; ++i) x[off + i] = x[off + i] * r * w[i];
 }
 
+// GELU, tanh approximation, in double (the engine's f16 table stays within 2e-3 σ of it).
+double gelu(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * x * (1.0 + 0.044715 * x * x))); }
+
 }  // namespace
 
 ReferenceForward::Matrix ReferenceForward::dequantize(const kernels::WeightMatrix& w) {
@@ -58,10 +61,22 @@ ReferenceForward::ReferenceForward(const model::Model& m) : hp_(m.hparams()) {
     r.bv = copy_vec(L.bv, hp_.kv_dim());
     r.q_norm = copy_vec(L.q_norm, hp_.head_dim);
     r.k_norm = copy_vec(L.k_norm, hp_.head_dim);
+    r.post_attn_norm = copy_vec(L.post_attn_norm, hp_.n_embd);
+    r.post_ffn_norm = copy_vec(L.post_ffn_norm, hp_.n_embd);
     r.wq = dequantize(L.wq);
     r.wk = dequantize(L.wk);
     r.wv = dequantize(L.wv);
     r.wo = dequantize(L.wo);
+    if (hp_.is_moe()) {
+      r.router = dequantize(L.router);
+      for (int e = 0; e < hp_.n_expert; ++e) {
+        r.gate_exps.push_back(dequantize(model::expert(L.gate_exps, e, hp_.n_expert)));
+        r.up_exps.push_back(dequantize(model::expert(L.up_exps, e, hp_.n_expert)));
+        r.down_exps.push_back(dequantize(model::expert(L.down_exps, e, hp_.n_expert)));
+      }
+      layers_.push_back(std::move(r));
+      continue;
+    }
     r.gate = dequantize(L.w_gate);
     r.up = dequantize(L.w_up);
     r.down = dequantize(L.w_down);
@@ -77,12 +92,13 @@ std::vector<std::vector<float>> ReferenceForward::run(const std::vector<int32_t>
   std::vector<std::vector<std::vector<double>>> kcache(layers_.size()), vcache(layers_.size());
   std::vector<std::vector<float>> all_logits;
 
-  auto rope = [&](std::vector<double>& v, size_t off, int pos) {
+  auto rope = [&](std::vector<double>& v, size_t off, int pos, bool local) {
     const size_t half = size_t(hp_.n_rot) / 2;
+    const double base = local ? hp_.rope_freq_base_swa : hp_.rope_freq_base;
     for (size_t i = 0; i < half; ++i) {
-      double theta = double(pos) * std::pow(double(hp_.rope_freq_base), -2.0 * double(i) / double(hp_.n_rot));
+      double theta = double(pos) * std::pow(base, -2.0 * double(i) / double(hp_.n_rot));
       if (!rope_freqs_.empty()) theta /= rope_freqs_[i];
-      theta *= hp_.rope_freq_scale;
+      if (!local) theta *= hp_.rope_freq_scale;
       const size_t a = hp_.rope_neox ? off + i : off + 2 * i;
       const size_t b = hp_.rope_neox ? off + i + half : off + 2 * i + 1;
       const double x0 = v[a], x1 = v[b];
@@ -93,13 +109,43 @@ std::vector<std::vector<float>> ReferenceForward::run(const std::vector<int32_t>
   auto add = [](std::vector<double>& y, const std::vector<float>& b) {
     for (size_t i = 0; i < b.size(); ++i) y[i] += b[i];
   };
+  // down(act(gate·h) ⊙ up·h), act SiLU or (gemma3) GELU
+  auto gated_ffn = [&](const Matrix& gate, const Matrix& up, const Matrix& down, const std::vector<double>& h) {
+    std::vector<double> g = matvec(gate, h);
+    const std::vector<double> u = matvec(up, h);
+    for (size_t i = 0; i < g.size(); ++i) {
+      g[i] = (hp_.arch == model::Arch::Gemma3 ? gelu(g[i]) : g[i] / (1.0 + std::exp(-g[i]))) * u[i];
+    }
+    return matvec(down, g);
+  };
+  // qwen3moe: softmax over all experts, the n_expert_used most probable renormalised, their outputs summed
+  auto moe_ffn = [&](const Layer& L, const std::vector<double>& h) {
+    std::vector<double> p = matvec(L.router, h);
+    const double max = *std::max_element(p.begin(), p.end());
+    double sum = 0;
+    for (double& v : p) sum += (v = std::exp(v - max));
+    for (double& v : p) v /= sum;
+    std::vector<int> order(p.size());
+    for (size_t e = 0; e < p.size(); ++e) order[e] = int(e);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[size_t(a)] > p[size_t(b)]; });
+    double chosen = 0;
+    for (int j = 0; j < hp_.n_expert_used; ++j) chosen += p[size_t(order[size_t(j)])];
+    std::vector<double> out(h.size(), 0.0);
+    for (int j = 0; j < hp_.n_expert_used; ++j) {
+      const size_t e = size_t(order[size_t(j)]);
+      const std::vector<double> y = gated_ffn(L.gate_exps[e], L.up_exps[e], L.down_exps[e], h);
+      for (size_t i = 0; i < out.size(); ++i) out[i] += p[e] / chosen * y[i];
+    }
+    return out;
+  };
 
   for (size_t pos = 0; pos < tokens.size(); ++pos) {
     std::vector<double> x(E);
-    for (size_t i = 0; i < E; ++i) x[i] = token_embd_.w[size_t(tokens[pos]) * E + i];
+    for (size_t i = 0; i < E; ++i) x[i] = token_embd_.w[size_t(tokens[pos]) * E + i] * double(hp_.embd_scale);
 
     for (size_t l = 0; l < layers_.size(); ++l) {
       const Layer& L = layers_[l];
+      const bool local = hp_.is_local_layer(int(l));
       // attention rmsnorm
       std::vector<double> h = x;
       rmsnorm(h, 0, E, L.attn_norm, eps);
@@ -113,44 +159,47 @@ std::vector<std::vector<float>> ReferenceForward::run(const std::vector<int32_t>
         for (size_t hh = 0; hh < n_head; ++hh) rmsnorm(q, hh * HD, HD, L.q_norm, eps);
         for (size_t hh = 0; hh < n_kv; ++hh) rmsnorm(k, hh * HD, HD, L.k_norm, eps);
       }
-      for (size_t hh = 0; hh < n_head; ++hh) rope(q, hh * HD, int(pos));
-      for (size_t hh = 0; hh < n_kv; ++hh) rope(k, hh * HD, int(pos));
+      for (size_t hh = 0; hh < n_head; ++hh) rope(q, hh * HD, int(pos), local);
+      for (size_t hh = 0; hh < n_kv; ++hh) rope(k, hh * HD, int(pos), local);
       kcache[l].push_back(k);
       vcache[l].push_back(v);
-      // causal GQA attention over positions 0..pos
+      // causal GQA attention over positions first..pos (a local layer: the last n_swa of them)
+      const size_t first = local && pos + 1 > size_t(hp_.n_swa) ? pos + 1 - size_t(hp_.n_swa) : 0;
       std::vector<double> att(q.size(), 0.0);
       for (size_t hh = 0; hh < n_head; ++hh) {
         const size_t kvo = (hh / n_gqa) * HD;
-        std::vector<double> score(pos + 1);
+        std::vector<double> score(pos + 1, -1e300);
         double max = -1e300;
-        for (size_t j = 0; j <= pos; ++j) {
+        for (size_t j = first; j <= pos; ++j) {
           double dot = 0;
           for (size_t d = 0; d < HD; ++d) dot += q[hh * HD + d] * kcache[l][j][kvo + d];
-          score[j] = dot / std::sqrt(double(HD));
+          score[j] = dot * double(hp_.attn_scale);
           max = std::max(max, score[j]);
         }
         double sum = 0;
-        for (double& s : score) sum += (s = std::exp(s - max));
-        for (size_t j = 0; j <= pos; ++j) {
+        for (size_t j = first; j <= pos; ++j) sum += (score[j] = std::exp(score[j] - max));
+        for (size_t j = first; j <= pos; ++j) {
           for (size_t d = 0; d < HD; ++d) att[hh * HD + d] += score[j] / sum * vcache[l][j][kvo + d];
         }
       }
-      // output projection, residual
-      const std::vector<double> o = matvec(L.wo, att);
+      // output projection (gemma3: post-norm), residual
+      std::vector<double> o = matvec(L.wo, att);
+      if (!L.post_attn_norm.empty()) rmsnorm(o, 0, E, L.post_attn_norm, eps);
       for (size_t i = 0; i < E; ++i) x[i] += o[i];
-      // ffn rmsnorm, SwiGLU, residual
+      // ffn rmsnorm, SwiGLU / GeGLU / experts (gemma3: post-norm), residual
       h = x;
       rmsnorm(h, 0, E, L.ffn_norm, eps);
-      std::vector<double> g = matvec(L.gate, h);
-      const std::vector<double> u = matvec(L.up, h);
-      for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-      const std::vector<double> dn = matvec(L.down, g);
+      std::vector<double> dn = hp_.is_moe() ? moe_ffn(L, h) : gated_ffn(L.gate, L.up, L.down, h);
+      if (!L.post_ffn_norm.empty()) rmsnorm(dn, 0, E, L.post_ffn_norm, eps);
       for (size_t i = 0; i < E; ++i) x[i] += dn[i];
     }
     // final rmsnorm, classifier
     rmsnorm(x, 0, E, output_norm_, eps);
     std::vector<double> logits = matvec(output_, x);
     add(logits, output_bias_);
+    if (const double c = hp_.logit_softcap; c > 0) {
+      for (double& v : logits) v = c * std::tanh(v / c);
+    }
     all_logits.emplace_back(logits.begin(), logits.end());
   }
   return all_logits;

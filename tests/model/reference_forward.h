@@ -1,4 +1,5 @@
-// A scalar reference forward pass for one sequence, written straight from spec/architectures.md §3–§4:
+// A scalar reference forward pass for one sequence, written straight from spec/architectures.md §3–§4
+// and architectures-more.md (gemma3, phi3, qwen3moe; bert has its own embedding tests):
 // every weight dequantised to F32 once, activations and accumulations in double, no paging, no KV
 // rounding, no activation quantisation. The yardstick that model::Forward is checked against.
 #pragma once
@@ -22,8 +23,10 @@ class ReferenceForward {
     std::vector<float> w;  // n_out rows of n_in
   };
   struct Layer {
-    std::vector<float> attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm;
+    std::vector<float> attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm, post_attn_norm, post_ffn_norm;
     Matrix wq, wk, wv, wo, gate, up, down;
+    Matrix router;
+    std::vector<Matrix> gate_exps, up_exps, down_exps;  // qwen3moe, one per expert
   };
   static Matrix dequantize(const kernels::WeightMatrix& w);
   static std::vector<double> matvec(const Matrix& m, const std::vector<double>& x);

@@ -62,7 +62,18 @@ TEST_P(MatchesReferenceForward, LogitsWithinTolerance) {
   EXPECT_LE(worst, tol);
 }
 
-INSTANTIATE_TEST_SUITE_P(ReferenceModels, MatchesReferenceForward, ::testing::ValuesIn(reference_model_names()),
+// The quantised mixture-of-experts files are left out: the reference forward does not round
+// activations, so on them it routes some rows to other experts (spec architectures-more.md §3.4);
+// test_fidelity.cpp checks them against llama.cpp, near-ties shown.
+std::vector<std::string> models_without_quantised_experts() {
+  std::vector<std::string> names;
+  for (const std::string& n : reference_model_names()) {
+    if (n.find("moe") == std::string::npos || n.ends_with("-f32")) names.push_back(n);
+  }
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(ReferenceModels, MatchesReferenceForward, ::testing::ValuesIn(models_without_quantised_experts()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string s = info.param;
                            for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
@@ -186,7 +197,8 @@ TEST_P(Invariant7, RowLogitsBitwiseIndependentOfBatchingChunkingAndThreads) {
 
 INSTANTIATE_TEST_SUITE_P(Models, Invariant7,
                          ::testing::Values("stories260K", "tiny-llama-q8_0", "tiny-llama-q4_k_m", "tiny-qwen2-f16",
-                                           "tiny-qwen3-q4_k_m"),
+                                           "tiny-qwen3-q4_k_m", "tiny-gemma3-q8_0", "tiny-phi3-q4_k_m",
+                                           "tiny-qwen3moe-q4_k_m", "tiny-qwen3moe-f32"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string s = info.param;
                            for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

@@ -25,7 +25,6 @@ namespace {
 using model::Arch;
 using model::SynthType;
 
-const char* arch_name(Arch a) { return a == Arch::Llama ? "llama" : a == Arch::Qwen2 ? "qwen2" : "qwen3"; }
 
 const char* type_name(SynthType t) {
   switch (t) {
