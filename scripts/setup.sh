@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes for the fuzz preset
   libpcre2-dev                      # pre-tokenizer regexes
+  libicu-dev                        # WordPiece normalisation (NFD, Unicode categories, case)
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks
   libcli11-dev                      # the infer CLI

@@ -1,5 +1,5 @@
-// Tokenizer built from a GGUF vocabulary: special-token splitting, then SPM or byte-level BPE per
-// text fragment; detokenisation through a per-token piece table built at load.
+// Tokenizer built from a GGUF vocabulary: special-token splitting, then SPM, byte-level BPE or
+// WordPiece per text fragment; detokenisation through a per-token piece table built at load.
 #include "tokenizer/tokenizer.h"
 
 #include <cstdlib>
@@ -12,6 +12,7 @@
 #include "tokenizer/spm_encoder.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer/wordpiece_encoder.h"
 
 namespace infer::tokenizer {
 namespace {
@@ -86,37 +87,15 @@ class VocabTokenizer final : public Tokenizer {
 
   std::vector<TokenId> encode(std::string_view text, const EncodeOptions& opts) const override {
     std::vector<TokenId> out;
-    const bool add_bos = opts.add_special && vocab_.add_bos && vocab_.bos >= 0;
-    if (add_bos) out.push_back(vocab_.bos);
+    if (opts.add_special && vocab_.add_bos && vocab_.bos >= 0) out.push_back(vocab_.bos);
     const auto fragments = split_on_special_tokens(vocab_, text, opts.parse_special);
-    if (vocab_.kind == VocabKind::Spm) {
-      bool prev_special = !opts.continuation;  // the dummy prefix goes at the start and after each special token
-      std::string piece;
-      for (const auto& f : fragments) {
-        if (f.token >= 0) {
-          out.push_back(f.token);
-          prev_special = true;
-          continue;
-        }
-        piece.clear();
-        if (vocab_.add_space_prefix && prev_special) piece += ' ';
-        piece.append(f.text);
-        spm_encode(vocab_, replace_all(piece, " ", kSpmSpace), out);
-        prev_special = false;
-      }
-    } else {
-      BpeEncoder bpe(vocab_);
-      for (const auto& f : fragments) {
-        if (f.token >= 0) {
-          out.push_back(f.token);
-          continue;
-        }
-        const std::string clean = utf8::sanitize(f.text);
-        for (const auto& [begin, end] : pre_->split(clean))
-          bpe.encode_word(bytes_to_unicode_text(std::string_view(clean).substr(begin, end - begin)), out);
-      }
+    switch (vocab_.kind) {
+      case VocabKind::Spm: encode_spm(fragments, opts, out); break;
+      case VocabKind::Bpe: encode_bpe(fragments, out); break;
+      case VocabKind::WordPiece: encode_wordpiece(fragments, out); break;
     }
     if (opts.add_special && vocab_.add_eos && vocab_.eos >= 0) out.push_back(vocab_.eos);
+    if (opts.add_special && vocab_.add_sep && vocab_.sep >= 0) out.push_back(vocab_.sep);
     return out;
   }
 
@@ -131,15 +110,21 @@ class VocabTokenizer final : public Tokenizer {
     size_t begin = 0, end = ids.size();
     if (remove_special && vocab_.add_bos && begin < end && ids[begin] == vocab_.bos) ++begin;
     if (remove_special && vocab_.add_eos && begin < end && ids[end - 1] == vocab_.eos) --end;
+    if (remove_special && vocab_.add_sep && begin < end && ids[end - 1] == vocab_.sep) --end;
+    const bool wordpiece = vocab_.kind == VocabKind::WordPiece;
     std::string out;
     bool strip_space = vocab_.kind == VocabKind::Spm && vocab_.add_space_prefix;
     for (size_t i = begin; i < end; ++i) {
       std::string piece = token_to_piece(ids[i], remove_special);
       if (strip_space && !piece.empty() && piece.front() == ' ') piece.erase(0, 1);
       strip_space = false;
+      // A shown [UNK] or [SEP] is a word of its own, not glued to the word before it.
+      if (wordpiece && !piece.empty() && vocab_.tokens[ids[i]].type != TokenType::Normal) piece.insert(0, 1, ' ');
       out += piece;
     }
-    return vocab_.clean_spaces ? clean_up_spaces(out) : out;
+    if (vocab_.clean_spaces) out = clean_up_spaces(out);
+    if (wordpiece && !out.empty() && out.front() == ' ') out.erase(0, 1);  // every word starts with one
+    return out;
   }
 
   int n_vocab() const override { return vocab_.n_vocab(); }
@@ -172,6 +157,43 @@ class VocabTokenizer final : public Tokenizer {
                               std::to_string(vocab_.n_vocab()) + ")");
   }
 
+  void encode_spm(const std::vector<Fragment>& fragments, const EncodeOptions& opts, std::vector<TokenId>& out) const {
+    bool prev_special = !opts.continuation;  // the dummy prefix goes at the start and after each special token
+    std::string piece;
+    for (const auto& f : fragments) {
+      if (f.token >= 0) {
+        out.push_back(f.token);
+        prev_special = true;
+        continue;
+      }
+      piece.clear();
+      if (vocab_.add_space_prefix && prev_special) piece += ' ';
+      piece.append(f.text);
+      spm_encode(vocab_, replace_all(piece, " ", kSpmSpace), out);
+      prev_special = false;
+    }
+  }
+
+  void encode_bpe(const std::vector<Fragment>& fragments, std::vector<TokenId>& out) const {
+    BpeEncoder bpe(vocab_);
+    for (const auto& f : fragments) {
+      if (f.token >= 0) {
+        out.push_back(f.token);
+        continue;
+      }
+      const std::string clean = utf8::sanitize(f.text);
+      for (const auto& [begin, end] : pre_->split(clean))
+        bpe.encode_word(bytes_to_unicode_text(std::string_view(clean).substr(begin, end - begin)), out);
+    }
+  }
+
+  void encode_wordpiece(const std::vector<Fragment>& fragments, std::vector<TokenId>& out) const {
+    for (const auto& f : fragments) {
+      if (f.token >= 0) out.push_back(f.token);
+      else wordpiece_encode(vocab_, f.text, out);
+    }
+  }
+
   // Output text of every token as if special tokens were shown (llama.cpp's piece cache).
   void build_pieces() {
     pieces_.resize(vocab_.tokens.size());
@@ -184,7 +206,7 @@ class VocabTokenizer final : public Tokenizer {
           pieces_[id] = t.text;
           break;
         case TokenType::Normal:
-          pieces_[id] = vocab_.kind == VocabKind::Spm ? replace_all(t.text, kSpmSpace, " ") : unmap_bytes(t.text);
+          pieces_[id] = vocab_.kind == VocabKind::Bpe ? unmap_bytes(t.text) : replace_all(t.text, kSpmSpace, " ");
           break;
         case TokenType::Byte:
           if (vocab_.kind == VocabKind::Spm && t.text.size() == 6 && t.text.compare(0, 3, "<0x") == 0)

@@ -1,10 +1,12 @@
 // Text ↔ token ids from a GGUF file's vocabulary metadata (tokenizer.ggml.*), exact to llama.cpp:
-// SentencePiece-style (`llama`) and byte-level BPE (`gpt2`, pre-tokenizer per tokenizer.ggml.pre).
+// SentencePiece-style (`llama`), byte-level BPE (`gpt2`, pre-tokenizer per tokenizer.ggml.pre) and
+// WordPiece (`bert`, BERT's normalisation and greedy longest match).
 // Thread-safety: immutable after construction; all const methods may run concurrently.
 //
 // Files: vocab.* (keys, defaults, special ids, EOG set, fingerprint), pre_tokenizer.* (regexes per
 // tokenizer.ggml.pre), special_split.* (special-token text), spm_encoder.*, bpe_encoder.*,
-// byte_unicode.*, utf8.*; token_blob.* (ids in Redis values) and chat_template.* (prompt formats).
+// wordpiece_split.* (BERT normalisation into words), wordpiece_encoder.*, byte_unicode.*, utf8.*;
+// token_blob.* (ids in Redis values) and chat_template.* (prompt formats).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -21,7 +23,8 @@ using TokenId = int32_t;
 enum class TokenType : int32_t { Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
 
 struct EncodeOptions {
-  bool add_special = true;    // BOS/EOS as the vocab's add_bos_token / add_eos_token say
+  bool add_special = true;    // BOS/EOS as the vocab's add_bos_token / add_eos_token say; WordPiece:
+                              // always [CLS] first and [SEP] last
   bool parse_special = true;  // recognise control/user-defined token text like <|im_start|>
   bool continuation = false;  // the text continues earlier text (pieces assembled by id): SPM adds no
                               // dummy-prefix space at its start (it still does after special tokens)
@@ -35,7 +38,9 @@ class Tokenizer {
 
   // Token ids of `text` (any bytes). SPM adds the dummy-prefix space at the start and after each
   // special token, and falls back to <0xXX> byte tokens. BPE replaces invalid UTF-8 by U+FFFD before
-  // splitting (llama.cpp does the same), so such input does not round-trip.
+  // splitting (llama.cpp does the same), so such input does not round-trip. WordPiece lowercases,
+  // strips accents and drops invalid UTF-8 and control characters (wordpiece_split.h), and gives a
+  // word it cannot split [UNK]; its text does not round-trip either.
   virtual std::vector<TokenId> encode(std::string_view text, const EncodeOptions& opts = {}) const = 0;
   // Text of one token as it appears in output (byte tokens give their raw byte, ▁ → space ...).
   // With remove_special, Control/Unknown tokens give "" (otherwise their text). Throws
@@ -44,7 +49,10 @@ class Tokenizer {
   // Detokenise a sequence as llama.cpp does: with remove_special, a leading BOS and a trailing EOS
   // (when the vocab adds them) are dropped and Control tokens render empty; SentencePiece vocabs drop
   // the leading space of the first piece (the dummy prefix); vocabs with clean-up (SPM, gpt-2 ...)
-  // remove the space before . , ! ? and before 's 'm 're 've. Throws std::out_of_range on a bad id.
+  // remove the space before . , ! ? and before 's 'm 're 've. WordPiece: a word-initial piece ("▁x")
+  // starts a new word with a space, a continuation piece is glued to the one before it, a shown
+  // special token is a word of its own, and the text's leading space is dropped; with remove_special
+  // a leading [CLS] and a trailing [SEP] are dropped. Throws std::out_of_range on a bad id.
   virtual std::string decode(const std::vector<TokenId>& ids, bool remove_special = true) const = 0;
 
   virtual int n_vocab() const = 0;
@@ -59,8 +67,8 @@ class Tokenizer {
   virtual TokenId find_token(std::string_view text) const = 0;
   virtual bool is_eog(TokenId id) const = 0;  // end of generation: eos, eot, <|im_end|>, <|eot_id|> ...
   virtual bool add_bos() const = 0;
-  virtual std::string model_name() const = 0;     // "llama" / "gpt2"
-  virtual std::string pre_tokenizer() const = 0;  // effective pre-tokenizer ("default" when absent)
+  virtual std::string model_name() const = 0;     // "llama" / "gpt2" / "bert"
+  virtual std::string pre_tokenizer() const = 0;  // effective pre-tokenizer ("default" when absent, SPM, WordPiece)
   virtual bool pre_tokenizer_unknown() const = 0; // true when the file named one we do not know
   // Stable 64-bit hash of the vocabulary (DESIGN invariant 8), stored in token blobs: it must never
   // change. Definition: FNV-1a 64 (offset basis 0xcbf29ce484222325, prime 0x100000001b3) over

@@ -56,6 +56,63 @@ void detect_by_text(Vocab& vocab, TokenId& id, std::initializer_list<std::string
   if (id >= 0) make_control(vocab, id);
 }
 
+VocabKind kind_of_model(const std::string& model_name) {
+  if (model_name == "llama") return VocabKind::Spm;
+  if (model_name == "gpt2") return VocabKind::Bpe;
+  if (model_name == "bert") return VocabKind::WordPiece;
+  fail("tokenizer.ggml.model '" + model_name + "' is not supported (only 'llama', 'gpt2' and 'bert')");
+}
+
+// Byte-level BPE takes its flags from the pre-tokenizer named by tokenizer.ggml.pre.
+void set_bpe_pre_tokenizer(Vocab& vocab) {
+  std::string pre_name = vocab.pre_name_file;
+  if (pre_name.empty()) {
+    warn("tokenizer.ggml.pre is missing; using the 'default' pre-tokenizer");
+    pre_name = "default";
+  }
+  if (auto spec = find_pre_tokenizer(pre_name)) {
+    vocab.pre = std::move(*spec);
+  } else {
+    warn("unknown pre-tokenizer '" + pre_name + "' (tokenizer.ggml.pre); using 'gpt-2'");
+    vocab.pre = *find_pre_tokenizer("gpt-2");
+    vocab.pre_unknown = true;
+  }
+  vocab.add_bos = vocab.pre.add_bos;
+  vocab.clean_spaces = vocab.pre.clean_spaces;
+  vocab.ignore_merges = vocab.pre.ignore_merges;
+}
+
+// llama.cpp's per-model special ids and flags, before the file's keys override them.
+void set_model_defaults(Vocab& vocab) {
+  switch (vocab.kind) {
+    case VocabKind::Spm:
+      vocab.bos = 1, vocab.eos = 2, vocab.unk = 0;
+      vocab.add_bos = true;
+      vocab.add_space_prefix = true;
+      vocab.pre = PreTokenizerSpec{"default", {}, false, true, true};
+      break;
+    case VocabKind::Bpe:
+      vocab.bos = 11, vocab.eos = 11;
+      set_bpe_pre_tokenizer(vocab);
+      break;
+    case VocabKind::WordPiece:  // BERT's [CLS] is the bos id; WordPiece ignores tokenizer.ggml.pre
+      vocab.bos = 101, vocab.sep = 102, vocab.unk = 100, vocab.pad = 0;
+      vocab.pre = PreTokenizerSpec{"default", {}, false, true, true};
+      break;
+  }
+}
+
+// The normaliser switches, the longest token, and the [CLS] ... [SEP] framing, which llama.cpp's
+// WordPiece path adds with add_special whatever add_bos_token / add_eos_token say.
+void read_wordpiece_keys(const gguf::File& file, Vocab& vocab) {
+  vocab.wordpiece.lowercase = file.get_bool("tokenizer.ggml.normalizer.lowercase", true);
+  vocab.wordpiece.strip_accents = file.get_bool("tokenizer.ggml.normalizer.strip_accents", true);
+  vocab.add_bos = true;
+  vocab.add_eos = false;
+  vocab.add_sep = true;
+  for (const TokenEntry& t : vocab.tokens) vocab.max_token_len = std::max(vocab.max_token_len, t.text.size());
+}
+
 constexpr std::string_view kDeepseekEos = "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
 
 class Fnv1a64 {
@@ -104,13 +161,7 @@ uint64_t vocab_fingerprint(std::string_view model_name, std::string_view pre_nam
 Vocab load_vocab(const gguf::File& file) {
   Vocab vocab;
   vocab.model_name = file.get_string("tokenizer.ggml.model");
-  if (vocab.model_name == "llama") {
-    vocab.kind = VocabKind::Spm;
-  } else if (vocab.model_name == "gpt2") {
-    vocab.kind = VocabKind::Bpe;
-  } else {
-    fail("tokenizer.ggml.model '" + vocab.model_name + "' is not supported (only 'llama' and 'gpt2')");
-  }
+  vocab.kind = kind_of_model(vocab.model_name);
 
   // Tokens, scores, types.
   const auto& token_values = require_array(file, "tokenizer.ggml.tokens").as_array();
@@ -157,32 +208,9 @@ Vocab load_vocab(const gguf::File& file) {
     vocab.merge_rank.try_emplace(std::string(merges[i]), static_cast<int32_t>(i));
   }
 
-  // Per-model defaults, then the pre-tokenizer.
   vocab.pre_name_file = file.get_string("tokenizer.ggml.pre", "");
-  if (vocab.kind == VocabKind::Spm) {
-    vocab.bos = 1, vocab.eos = 2, vocab.unk = 0;
-    vocab.add_bos = true;
-    vocab.add_space_prefix = true;
-    vocab.pre = PreTokenizerSpec{"default", {}, false, true, true};
-  } else {
-    vocab.bos = 11, vocab.eos = 11;
-    std::string pre_name = vocab.pre_name_file;
-    if (pre_name.empty()) {
-      warn("tokenizer.ggml.pre is missing; using the 'default' pre-tokenizer");
-      pre_name = "default";
-    }
-    if (auto spec = find_pre_tokenizer(pre_name)) {
-      vocab.pre = std::move(*spec);
-    } else {
-      warn("unknown pre-tokenizer '" + pre_name + "' (tokenizer.ggml.pre); using 'gpt-2'");
-      vocab.pre = *find_pre_tokenizer("gpt-2");
-      vocab.pre_unknown = true;
-    }
-    vocab.add_bos = vocab.pre.add_bos;
-    vocab.clean_spaces = vocab.pre.clean_spaces;
-    vocab.ignore_merges = vocab.pre.ignore_merges;
-  }
-  for (TokenId* id : {&vocab.bos, &vocab.eos, &vocab.unk})
+  set_model_defaults(vocab);
+  for (TokenId* id : {&vocab.bos, &vocab.eos, &vocab.unk, &vocab.sep, &vocab.pad})
     if (*id >= n_vocab) *id = -1;
 
   read_id(file, "tokenizer.ggml.bos_token_id", n_vocab, vocab.bos);
@@ -204,6 +232,7 @@ Vocab load_vocab(const gguf::File& file) {
   vocab.add_bos = file.get_bool("tokenizer.ggml.add_bos_token", vocab.add_bos);
   vocab.add_eos = file.get_bool("tokenizer.ggml.add_eos_token", vocab.add_eos);
   vocab.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix", vocab.add_space_prefix);
+  if (vocab.kind == VocabKind::WordPiece) read_wordpiece_keys(file, vocab);
 
   // Text-based detection of ids the file does not name (spec §6.3).
   detect_by_text(vocab, vocab.eot,

@@ -14,10 +14,11 @@
 #include "gguf/file.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/wordpiece_split.h"
 
 namespace infer::tokenizer {
 
-enum class VocabKind { Spm, Bpe };
+enum class VocabKind { Spm, Bpe, WordPiece };
 
 struct TokenEntry {
   std::string text;
@@ -48,9 +49,12 @@ struct Vocab {
   TokenId fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
   bool add_bos = false;
   bool add_eos = false;
+  bool add_sep = false;  // WordPiece: [SEP] closes every add_special encoding
   bool add_space_prefix = false;
   bool clean_spaces = true;
   bool ignore_merges = false;
+  WordPieceNormalizer wordpiece;  // WordPiece only
+  size_t max_token_len = 0;       // WordPiece only: longest token text in bytes
 
   std::vector<bool> eog;                // indexed by id
   std::vector<TokenId> special_tokens;  // Control/UserDefined/Unknown, longest text first

@@ -1,6 +1,7 @@
 // The reference implementation's outputs (../shared/reference/out/*.jsonl): every prompt must tokenise
 // to its `prompt_ids` exactly (BOS as the metadata says, special text not parsed), and the pieces of
-// `greedy_ids` must concatenate to `greedy_text` (or `greedy_bytes_hex`).
+// `greedy_ids` must concatenate to `greedy_text` (or `greedy_bytes_hex`); embedding models' prompts
+// likewise, with [CLS] and [SEP].
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -33,8 +34,7 @@ std::string model_path_for(const std::string& stem) {
 }
 
 // The generative models' files, by name: a file added to reference/out is not covered until it is
-// listed here (the tiny-bert-* files hold embeddings, not greedy continuations; their tokenisation is
-// WordPiece).
+// listed here (the tiny-bert-* files hold embeddings, not greedy continuations: kEmbeddingReferences).
 const char* const kGenerativeReferences[] = {
     "stories260K",          "tiny-gemma3-f32",     "tiny-gemma3-q4_k_m",  "tiny-gemma3-q8_0",
     "tiny-llama-bf16",      "tiny-llama-f16",      "tiny-llama-f32",      "tiny-llama-q4_0",
@@ -42,6 +42,9 @@ const char* const kGenerativeReferences[] = {
     "tiny-phi3-f32",        "tiny-phi3-q4_k_m",    "tiny-phi3-q8_0",      "tiny-qwen2-f16",
     "tiny-qwen2-q4_k_m",    "tiny-qwen2-q8_0",     "tiny-qwen3-f32",      "tiny-qwen3-q4_k_m",
     "tiny-qwen3-q8_0",      "tiny-qwen3moe-f32",   "tiny-qwen3moe-q4_k_m", "tiny-qwen3moe-q8_0"};
+
+// The embedding models' files (WordPiece): prompt_ids as an embedding tokenises them, [CLS] ... [SEP].
+const char* const kEmbeddingReferences[] = {"tiny-bert-f16", "tiny-bert-f32", "tiny-bert-q8_0"};
 
 TEST(ReferencePrompts, PromptIdsAndGreedyTextMatch) {
   const std::string out_dir = test::reference_dir() + "/out";
@@ -71,6 +74,29 @@ TEST(ReferencePrompts, PromptIdsAndGreedyTextMatch) {
         EXPECT_EQ(hex(text), j.at("greedy_bytes_hex").get<std::string>()) << stem << ": [" << prompt << "]";
       else
         EXPECT_EQ(text, j.at("greedy_text").get<std::string>()) << stem << ": [" << prompt << "]";
+      ++lines;
+    }
+    EXPECT_GT(lines, 0) << path;
+  }
+}
+
+TEST(ReferencePrompts, EmbeddingPromptIdsMatch) {
+  const std::string out_dir = test::reference_dir() + "/out";
+  INFER_REQUIRE_DIR(out_dir);
+  for (const char* stem : kEmbeddingReferences) {
+    const std::string path = out_dir + "/" + stem + ".jsonl";
+    const auto file = gguf::File::open(model_path_for(stem));
+    const auto tok = Tokenizer::from_gguf(*file);
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "cannot read " << path;
+    int lines = 0;
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      const auto j = nlohmann::json::parse(line);
+      const std::string prompt = j.at("prompt");
+      EXPECT_EQ(tok->encode(prompt, {.add_special = true, .parse_special = false}),
+                j.at("prompt_ids").get<std::vector<TokenId>>())
+          << stem << ": [" << prompt << "]";
       ++lines;
     }
     EXPECT_GT(lines, 0) << path;

@@ -218,12 +218,36 @@ TEST(RoundTrip, RandomMixedScriptText) {
   }
 }
 
+// WordPiece text does not come back (case, accents, spacing), but its decoding encodes to the same
+// ids wherever no word became [UNK].
+TEST(RoundTrip, WordPieceDecodingEncodesToTheSameIds) {
+  INFER_REQUIRE_DIR(test::vectors_dir());
+  const std::vector<std::string> alphabet = {"a", "Z", "un", "able", " ", "\n", "'s", "1", "42", ".", ",", "!", "<",
+                                             "|", "$", "-", "\xC3\xA9", "\xC3\x84", "e\xCC\x81", "\xD0\x96",
+                                             "\xE4\xBD\xA0", "\xE2\x80\x8D", "\xC2\xA0", "[SEP]"};
+  std::mt19937 rng(4321);
+  const auto tok = load(vocab("bert-bge"));
+  int checked = 0;
+  for (int n = 0; n < 300; ++n) {
+    std::string text;
+    const int len = 1 + static_cast<int>(rng() % 24);
+    for (int i = 0; i < len; ++i) text += alphabet[rng() % alphabet.size()];
+    const EncodeOptions words_only{.add_special = false, .parse_special = true};
+    const auto ids = tok->encode(text, words_only);
+    if (std::find(ids.begin(), ids.end(), tok->unk()) != ids.end()) continue;
+    const std::string back = tok->decode(ids, /*remove_special=*/false);  // a parsed [SEP] stays
+    ASSERT_EQ(tok->encode(back, words_only), ids) << "[" << text << "] → [" << back << "]";
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
+}
+
 // Arbitrary bytes (invalid UTF-8, NULs, stray continuation bytes) never crash or throw, and every
 // vocab id decodes.
 TEST(Robustness, RandomBytesEncodeAndAllIdsDecode) {
   INFER_REQUIRE_DIR(test::vectors_dir());
   std::mt19937 rng(99);
-  for (const char* name : {"llama-spm", "gpt-2", "qwen2", "deepseek-coder"}) {
+  for (const char* name : {"llama-spm", "gpt-2", "qwen2", "deepseek-coder", "bert-bge"}) {
     const auto tok = load(vocab(name));
     for (int n = 0; n < 300; ++n) {
       std::string bytes(1 + rng() % 40, '\0');
@@ -254,7 +278,7 @@ TEST(Decode, CleansSpacesBeforePunctuationWhereTheVocabAsks) {
 
 TEST(Concurrency, ThreadsTokenizeIdentically) {
   INFER_REQUIRE_DIR(test::vectors_dir());
-  for (const char* name : {"llama-spm", "qwen2"}) {
+  for (const char* name : {"llama-spm", "qwen2", "bert-bge"}) {
     const auto tok = load(vocab(name));
     std::string text;
     for (int i = 0; i < 20; ++i) text += "The quick brown fox, 12345 times: <|im_end|> Привет мир! 你好 🦙🦙 \n\t ";

@@ -1,7 +1,9 @@
 // Every vocab file in INFER_VECTORS_DIR must reproduce its .inp/.out vectors exactly (found at run
-// time, so new vocab files are tested as they appear), and detokenising must give the text back.
+// time, so new vocab files are tested as they appear), and detokenising must give the text back
+// (WordPiece, which normalises: the same ids back).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -50,6 +52,14 @@ TEST_P(VocabVectors, DecodeGivesTextBack) {
   const auto file = gguf::File::open(vocab_path);
   const auto tok = Tokenizer::from_gguf(*file);
   for (const auto& c : test::read_vector_cases(vocab_path + ".inp", vocab_path + ".out")) {
+    if (tok->model_name() == "bert") {
+      // WordPiece normalises (case, accents, spacing), so the text cannot come back; its decoding
+      // must at least encode to the same ids (words that became [UNK] aside).
+      if (std::find(c.expected.begin(), c.expected.end(), tok->unk()) != c.expected.end()) continue;
+      EXPECT_EQ(tok->encode(tok->decode(c.expected), {.add_special = false, .parse_special = false}), c.expected)
+          << "[" << c.text << "] decodes to [" << tok->decode(c.expected) << "]";
+      continue;
+    }
     // Exact also for SPM: decode drops the dummy-prefix space that encode adds.
     const std::string text = tok->decode(c.expected);
     // Clean-up of " ." / " 's" and the like is lossy by design; skip cases it applies to.

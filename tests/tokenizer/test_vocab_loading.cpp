@@ -122,8 +122,10 @@ TEST_F(VocabFile, FingerprintDependsOnTokensAndMerges) {
 }
 
 TEST_F(VocabFile, ErrorsNameTheKey) {
+  EXPECT_THAT(load_error([](gguf::Writer& w) { w.add_string("tokenizer.ggml.model", "t5"); }),
+              HasSubstr("tokenizer.ggml.model 't5' is not supported"));
   EXPECT_THAT(load_error([](gguf::Writer& w) { w.add_string("tokenizer.ggml.model", "bert"); }),
-              HasSubstr("tokenizer.ggml.model 'bert' is not supported"));
+              HasSubstr("missing key tokenizer.ggml.tokens"));
   EXPECT_THAT(load_error([](gguf::Writer& w) { w.add_string("tokenizer.ggml.model", "llama"); }),
               HasSubstr("missing key tokenizer.ggml.tokens"));
   EXPECT_THAT(load_error([](gguf::Writer& w) {

@@ -46,11 +46,10 @@ std::vector<VectorCase> read_vector_cases(const std::string& inp_path, const std
 
 std::vector<std::string> vocab_files(const std::string& dir) {
   // By name: a vocab added to the folder is not covered until its tokenizer exists and it is listed.
-  // ggml-vocab-bert-bge.gguf (WordPiece) is not listed yet.
   static const char* const kVocabFiles[] = {
-      "ggml-vocab-deepseek-coder.gguf", "ggml-vocab-gpt-2.gguf",  "ggml-vocab-llama-bpe.gguf",
-      "ggml-vocab-llama-spm.gguf",      "ggml-vocab-phi-3.gguf",  "ggml-vocab-qwen2.gguf",
-      "ggml-vocab-smollm.gguf",         "ggml-vocab-starcoder.gguf"};
+      "ggml-vocab-bert-bge.gguf",  "ggml-vocab-deepseek-coder.gguf", "ggml-vocab-gpt-2.gguf",
+      "ggml-vocab-llama-bpe.gguf", "ggml-vocab-llama-spm.gguf",      "ggml-vocab-phi-3.gguf",
+      "ggml-vocab-qwen2.gguf",     "ggml-vocab-smollm.gguf",         "ggml-vocab-starcoder.gguf"};
   std::vector<std::string> files;
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return files;
