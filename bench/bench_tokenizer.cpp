@@ -86,7 +86,9 @@ BENCHMARK_CAPTURE(BM_Encode, llama_spm, "llama-spm")->Unit(benchmark::kMilliseco
 BENCHMARK_CAPTURE(BM_Encode, gpt_2, "gpt-2")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Encode, qwen2, "qwen2")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Encode, llama_bpe, "llama-bpe")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Encode, bert_bge, "bert-bge")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, llama_spm, "llama-spm")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, qwen2, "qwen2")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, bert_bge, "bert-bge")->Unit(benchmark::kMillisecond);
 
 }  // namespace
