@@ -48,11 +48,12 @@ class Tokenizer {
   virtual std::string token_to_piece(TokenId id, bool remove_special = true) const = 0;
   // Detokenise a sequence as llama.cpp does: with remove_special, a leading BOS and a trailing EOS
   // (when the vocab adds them) are dropped and Control tokens render empty; SentencePiece vocabs drop
-  // the leading space of the first piece (the dummy prefix); vocabs with clean-up (SPM, gpt-2 ...)
-  // remove the space before . , ! ? and before 's 'm 're 've. WordPiece: a word-initial piece ("▁x")
-  // starts a new word with a space, a continuation piece is glued to the one before it, a shown
-  // special token is a word of its own, and the text's leading space is dropped; with remove_special
-  // a leading [CLS] and a trailing [SEP] are dropped. Throws std::out_of_range on a bad id.
+  // the leading space of the first piece (the dummy prefix); vocabs with clean-up (SPM, gpt-2,
+  // WordPiece ...) remove the space before . , ! ? and before 's 'm 're 've. WordPiece: a word-initial
+  // piece ("▁x") starts a new word with a space, a continuation piece is glued to the one before it,
+  // a shown special token is a word of its own, and the text's leading space is dropped; with
+  // remove_special a leading [CLS] and a trailing [SEP] are dropped. Throws std::out_of_range on a
+  // bad id.
   virtual std::string decode(const std::vector<TokenId>& ids, bool remove_special = true) const = 0;
 
   virtual int n_vocab() const = 0;
