@@ -30,6 +30,16 @@ uint64_t Handle::id() const { return state_ ? state_->id : 0; }
 
 namespace {
 
+// llama.cpp's pooling_type enum to ours; absent (-1), 4 (rank) and unknown values pool the last token.
+Pooling default_pooling(int pooling_type) {
+  switch (pooling_type) {
+    case 0: return Pooling::None;
+    case 1: return Pooling::Mean;
+    case 2: return Pooling::Cls;
+    default: return Pooling::Last;
+  }
+}
+
 class EngineImpl final : public Engine {
  public:
   explicit EngineImpl(const EngineOptions& opts) : opts_(opts) {
@@ -74,6 +84,9 @@ class EngineImpl final : public Engine {
         return invalid("prompt token " + std::to_string(i) + " = " + std::to_string(req.prompt_ids[i]) +
                        " is not in the vocabulary [0, " + std::to_string(n_vocab) + ")");
     const int64_t n_prompt = int64_t(req.prompt_ids.size());
+    const model::HParams& hp = model_->hparams();
+    if (!req.embedding && !hp.has_classifier())
+      return invalid("model '" + hp.arch_name + "' is an embedding model: it cannot generate text, only embed");
     if (!req.embedding && req.max_tokens < 1) return invalid("max_tokens must be >= 1");
     if (!req.embedding) {
       try {
@@ -82,8 +95,12 @@ class EngineImpl final : public Engine {
         return invalid(e.what());
       }
     }
-    if (req.embedding && req.pooling == Pooling::Default)
-      req.pooling = model_->hparams().pooling_type == 1 ? Pooling::Mean : Pooling::Last;
+    if (req.embedding && req.pooling == Pooling::Default) req.pooling = default_pooling(hp.pooling_type);
+    // a whole-sequence (non-causal) model computes the prompt in one step: every row sees every other
+    if (!hp.causal && n_prompt > opts_.step_tokens)
+      return invalid("prompt of " + std::to_string(n_prompt) + " tokens exceeds the " +
+                     std::to_string(opts_.step_tokens) + " tokens a " + hp.arch_name +
+                     " model computes at once (step_tokens)");
     if (req.embedding ? n_prompt > opts_.context : n_prompt >= opts_.context)
       return invalid("prompt of " + std::to_string(n_prompt) + " tokens does not fit the context of " +
                      std::to_string(opts_.context) + " tokens" + (req.embedding ? "" : " with room to generate"));

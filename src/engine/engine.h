@@ -34,12 +34,14 @@ struct SamplingParams {
 enum class FinishReason { Stop, Length, Cancelled, Deadline, Error };
 const char* finish_reason_name(FinishReason r);  // "stop", "length", ...
 
-// How an embedding request pools the prompt's final-normed hidden states.
+// How an embedding request pools the prompt's hidden states (final-normed; bert: the last layer's output).
 enum class Pooling {
-  Default,  // the model's GGUF <arch>.pooling_type when that is mean (1), else Last
+  Default,  // the model's GGUF <arch>.pooling_type: 0 None, 1 Mean, 2 Cls, 3 Last; absent or other: Last
   Last,     // the last prompt token's state (decoder embedding models: qwen3 family)
   Mean,     // the average over every prompt position; such a request computes every position itself
             // (no prefix-cache reuse: cached positions have no hidden states)
+  Cls,      // the first position's state (bert's [CLS]); computed by the request, like Mean
+  None,     // every prompt position's state, unpooled, like Mean
 };
 
 struct Request {
@@ -49,10 +51,9 @@ struct Request {
   int max_tokens = 128;
   std::vector<std::string> stop;         // stop strings (not included in the output text)
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  bool embedding = false;                // prefill only; result carries the embedding (n_embd floats)
-                                         // pooled from the prompt's final-normed hidden states
+  bool embedding = false;                // prefill only; result carries the embedding (see Result)
   Pooling pooling = Pooling::Default;    // embeddings: which states are pooled (see Pooling)
-  bool normalize = true;                 // embeddings: L2-normalise the pooled vector
+  bool normalize = true;                 // embeddings: L2-normalise the pooled vector (None: each row)
   int priority = 0;                      // higher first; FIFO within a priority
 };
 
@@ -71,7 +72,7 @@ struct Result {
   std::string error;          // set when finish == Error
   std::string text;
   std::vector<int32_t> ids;   // generated ids (an end-of-generation token is not included)
-  std::vector<float> embedding;
+  std::vector<float> embedding;  // n_embd floats, or with Pooling::None n_prompt rows of n_embd
   uint64_t seed = 0;          // the seed actually used
   Timings timings;
 };

@@ -49,6 +49,8 @@ const char* finish_name(FinishReason r) {
 Generator::Generator(const model::Model& model, const tokenizer::Tokenizer* tok, const GeneratorOptions& opts)
     : model_(model), tok_(tok), opts_(opts) {
   const auto& hp = model.hparams();
+  if (!hp.has_classifier())
+    throw std::invalid_argument("model '" + hp.arch_name + "' is an embedding model: it cannot generate text, only embed");
   if (opts.threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(opts.threads));
   if (opts.context < 1) throw std::invalid_argument("context must be >= 1, got " + std::to_string(opts.context));
   if (opts.prefill_chunk < 1)

@@ -31,6 +31,7 @@ struct Scheduler::Sequence {
   RadixTree::Node* lock = nullptr;
   std::optional<Sampler> sampler;  // absent for embeddings
   std::vector<double> pooled;   // embeddings: sum of the pooled hidden states, added in position order
+                                // (Pooling::None: each position's state, n_prompt rows)
   int n_pooled = 0;             // how many states `pooled` holds
   TextStream text;
   std::string piece;            // text released while handling the current token
@@ -197,8 +198,10 @@ void Scheduler::expire_running() {
   std::erase_if(running_, [](const auto& s) { return s->finished; });
 }
 
+// Only a causal model's prefix is reusable (a whole-sequence model's keys depend on later tokens), and
+// only by a request that needs the last position alone.
 bool Scheduler::uses_prefix_cache(const Request& req) const {
-  return opts_.prefix_cache && !(req.embedding && req.pooling == Pooling::Mean);
+  return opts_.prefix_cache && model_.hparams().causal && !(req.embedding && req.pooling != Pooling::Last);
 }
 
 std::optional<Scheduler::Reservation> Scheduler::reserve(const PendingRequest& p) {
@@ -248,7 +251,7 @@ void Scheduler::admit() {
     s->pages = std::move(r.pages);
     s->lock = r.match.node;
     if (req.embedding)
-      s->pooled.assign(size_t(n_embd_), 0.0);
+      s->pooled.assign(size_t(n_embd_) * size_t(req.pooling == Pooling::None ? s->n_prompt : 1), 0.0);
     else
       s->sampler.emplace(req.sampling, n_vocab_);
     s->admitted = now;
@@ -268,7 +271,7 @@ bool Scheduler::build_batch() {
   batch_seqs_.clear();
   batch_rows_.clear();
   logit_seqs_.clear();
-  hidden_seqs_.clear();
+  hidden_rows_.clear();
   auto add_seq = [&](Sequence& s, int n_rows) {
     batch_.seqs.push_back(model::SeqPages{s.pages.data(), int(s.pages.size())});
     batch_seqs_.push_back(&s);
@@ -288,6 +291,7 @@ bool Scheduler::build_batch() {
   for (auto& s : running_) {
     if (s->decoding() || budget == 0) continue;
     const int chunk = std::min(s->n_prompt - s->n_past, budget);
+    if (!model_.hparams().causal && chunk < s->n_prompt - s->n_past) continue;  // whole prompt or nothing
     const int idx = add_seq(*s, chunk);
     const Request& req = s->p->req;
     for (int pos = s->n_past; pos < s->n_past + chunk; ++pos) {
@@ -298,9 +302,11 @@ bool Scheduler::build_batch() {
         continue;
       }
       // Embeddings need hidden states only, never logits.
-      const bool pooled = last || req.pooling == Pooling::Mean;
+      const bool pooled = req.pooling == Pooling::Last  ? last
+                          : req.pooling == Pooling::Cls ? pos == 0
+                                                        : true;  // Mean, None
       batch_.rows.push_back(model::BatchRow{idx, pos, s->tokens[size_t(pos)], false, pooled});
-      if (pooled) hidden_seqs_.push_back(s.get());
+      if (pooled) hidden_rows_.emplace_back(s.get(), pos);
     }
     budget -= chunk;
     decode_only_ = false;
@@ -314,11 +320,12 @@ void Scheduler::process_outputs() {
   // Hidden-only rows follow the logits rows in hidden_, in row order: each sequence's in position
   // order, so a mean is summed in the same order however the prompt was chunked.
   const float* hidden_only = &hidden_[logit_seqs_.size() * size_t(n_embd_)];
-  for (size_t k = 0; k < hidden_seqs_.size(); ++k) {
-    Sequence& s = *hidden_seqs_[k];
+  for (size_t k = 0; k < hidden_rows_.size(); ++k) {
+    auto [s, pos] = hidden_rows_[k];
     const float* h = hidden_only + k * size_t(n_embd_);
-    for (int i = 0; i < n_embd_; ++i) s.pooled[size_t(i)] += h[i];
-    ++s.n_pooled;
+    double* into = &s->pooled[s->p->req.pooling == Pooling::None ? size_t(pos) * size_t(n_embd_) : 0];
+    for (int i = 0; i < n_embd_; ++i) into[i] += h[i];
+    ++s->n_pooled;
   }
   for (Sequence* s : batch_seqs_)
     if (s->p->req.embedding && !s->finished && s->n_past == s->n_prompt) finish_embedding(*s);
@@ -326,13 +333,16 @@ void Scheduler::process_outputs() {
 
 void Scheduler::finish_embedding(Sequence& s) {
   std::vector<float>& e = s.result.embedding;
-  e.resize(size_t(n_embd_));
-  for (int i = 0; i < n_embd_; ++i) e[size_t(i)] = float(s.pooled[size_t(i)] / s.n_pooled);
+  const bool rows = s.p->req.pooling == Pooling::None;  // every position's state, not their mean
+  e.resize(s.pooled.size());
+  for (size_t i = 0; i < e.size(); ++i) e[i] = float(rows ? s.pooled[i] : s.pooled[i] / s.n_pooled);
   if (s.p->req.normalize) {
-    double norm = 0;
-    for (float x : e) norm += double(x) * x;
-    const float inv = norm > 0 ? float(1.0 / std::sqrt(norm)) : 0.f;
-    for (float& x : e) x *= inv;
+    for (size_t at = 0; at < e.size(); at += size_t(n_embd_)) {
+      double norm = 0;
+      for (int i = 0; i < n_embd_; ++i) norm += double(e[at + size_t(i)]) * e[at + size_t(i)];
+      const float inv = norm > 0 ? float(1.0 / std::sqrt(norm)) : 0.f;
+      for (int i = 0; i < n_embd_; ++i) e[at + size_t(i)] *= inv;
+    }
   }
   s.first_token = Clock::now();
   s.has_first_token = true;
@@ -415,7 +425,7 @@ void Scheduler::finish(Sequence& s, FinishReason why, std::string error) {
   if (why != FinishReason::Error) s.text.finish();
 
   // Give the computed prefix to the cache (whole pages), then let go of our pages.
-  if (opts_.prefix_cache && why != FinishReason::Error) {
+  if (opts_.prefix_cache && model_.hparams().causal && why != FinishReason::Error) {
     const int n_full = s.n_past / kv_.page_tokens();
     tree_.insert(std::span<const int32_t>(s.tokens.data(), size_t(n_full) * size_t(kv_.page_tokens())),
                  std::span<const int32_t>(s.pages.data(), size_t(n_full)));

@@ -120,7 +120,8 @@ class Scheduler {
   std::vector<Sequence*> batch_seqs_;    // batch_.seqs[i] belongs to batch_seqs_[i]
   std::vector<int> batch_rows_;          // rows each batch sequence got this step
   std::vector<Sequence*> logit_seqs_;    // owner of each logits row, in row order
-  std::vector<Sequence*> hidden_seqs_;   // owner of each hidden-only row (embeddings), in row order
+  std::vector<std::pair<Sequence*, int>> hidden_rows_;  // owner and position of each hidden-only row
+                                                        // (embeddings), in row order
   bool decode_only_ = false;             // this step's rows are all decode rows (profiled steps)
   std::vector<float> logits_, hidden_;
   std::vector<Draw> draws_;      // per logits row

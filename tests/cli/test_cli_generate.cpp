@@ -384,5 +384,51 @@ TEST_F(CliTest, ServeBenchBadArgumentsFailCleanly) {
   }
 }
 
+// `infer embed` on the tiny bert reference model: prompt ids and the mean (the model's pooling) as
+// llama.cpp computed them, one vector per token unpooled, unit length with --normalize.
+TEST_F(CliTest, EmbedJsonMatchesTheReferenceMeanAndPoolsAsAsked) {
+  INFER_REQUIRE_DIR(test::reference_dir());
+  const std::string bert = test::reference_dir() + "/models/tiny-bert-f32.gguf";
+  std::ifstream ref_file(test::reference_dir() + "/out/tiny-bert-f32.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(ref_file, line));
+  const auto ref = nlohmann::json::parse(line);
+  ASSERT_EQ(ref["prompt"], "Once upon a time");
+
+  auto r = run("embed -m " + bert + " -p 'Once upon a time' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("{\"prompt_ids\":", 0), 0u) << r.out.substr(0, 40);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt_ids"], ref["prompt_ids"]);
+  ASSERT_EQ(j["embedding"].size(), ref["embd_mean"].size());
+  for (size_t i = 0; i < ref["embd_mean"].size(); ++i)
+    EXPECT_NEAR(j["embedding"][i].get<double>(), ref["embd_mean"][i].get<double>(), 0.01) << i;
+
+  r = run("embed -m " + bert + " -p 'Once upon a time' --pooling none --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["embeddings"].size(), ref["prompt_ids"].size());
+  EXPECT_NEAR(j["embeddings"][0][0].get<double>(), ref["embd_cls"][0].get<double>(), 0.01);
+
+  r = run("embed -m " + bert + " -p 'Once upon a time' --pooling cls --normalize --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  double norm = 0;
+  j = nlohmann::json::parse(r.out);
+  for (const auto& x : j["embedding"]) norm += x.get<double>() * x.get<double>();
+  EXPECT_NEAR(norm, 1.0, 1e-5);
+
+  r = run("embed -m " + bert + " -p 'x' --pooling median");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--pooling: 'median' is not one of none, mean, cls, last"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, GenerateOnAnEmbeddingModelIsAClearError) {
+  INFER_REQUIRE_DIR(test::reference_dir());
+  auto r = run("generate -m " + test::reference_dir() + "/models/tiny-bert-f32.gguf -p 'Once' -n 4");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_FALSE(r.signaled);
+  EXPECT_NE(r.err.find("model 'bert' is an embedding model: it cannot generate text"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace infer
