@@ -125,6 +125,7 @@ class EngineImpl final : public Engine {
   void flush_prefix_cache() override { scheduler_->request_flush(); }
   int n_vocab() const override { return model_->hparams().n_vocab; }
   int n_embd() const override { return model_->hparams().n_embd; }
+  bool can_generate() const override { return model_->hparams().has_classifier(); }
   const tokenizer::Tokenizer& tokenizer() const override { return *tok_; }
   const EngineOptions& options() const override { return opts_; }
 

@@ -187,6 +187,7 @@ class Engine {
   virtual void flush_prefix_cache() = 0;
   virtual int n_vocab() const = 0;
   virtual int n_embd() const = 0;
+  virtual bool can_generate() const = 0;  // false for embedding models (bert): they only embed
   // The tokenizer (thread-safe, immutable) and model facts, for front ends.
   virtual const tokenizer::Tokenizer& tokenizer() const = 0;
   virtual const EngineOptions& options() const = 0;

@@ -1,9 +1,10 @@
-// INFER.EMBED model text [POOLING last|mean] [NORMALIZE] [ARRAY] [STORE key element [SETATTR json]]
+// INFER.EMBED model text [POOLING last|mean|cls] [NORMALIZE] [ARRAY] [STORE key element [SETATTR json]]
 //
-// The model embeds `text` off the main thread (engine Request::embedding) from the prompt's final-normed
-// hidden states: POOLING last takes the last token's, POOLING mean averages every token's (such a request
-// computes the whole text, never reusing the prefix cache). Without POOLING the model's GGUF
-// <arch>.pooling_type decides (mean when it says mean, else last). NORMALIZE L2-normalises the vector;
+// The model embeds `text` off the main thread (engine Request::embedding) from the prompt's hidden
+// states (final-normed; a bert embedder's last layer): POOLING last takes the last token's, POOLING mean
+// averages every token's, POOLING cls takes the first's (bert's [CLS]); mean and cls compute the whole
+// text, never reusing the prefix cache. Without POOLING the model's GGUF <arch>.pooling_type decides
+// (mean, cls or last; an embedding model such as bge says which it was trained with). NORMALIZE L2-normalises the vector;
 // without it the pooled vector is returned as the model produced it (vector sets normalise on add, so
 // STORE and cosine search do not depend on it). Reply: the vector as an FP32 blob, or with ARRAY as an
 // array of doubles.
@@ -204,13 +205,15 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   std::optional<std::string> attrs;
   for (int i = 3; i < argc; ++i) {
     if (is_word(argv[i], "POOLING")) {
-      if (++i >= argc) return reply_error(ctx, "POOLING needs a value (last or mean)");
+      if (++i >= argc) return reply_error(ctx, "POOLING needs a value (last, mean or cls)");
       if (is_word(argv[i], "mean"))
         pooling = engine::Pooling::Mean;
       else if (is_word(argv[i], "last"))
         pooling = engine::Pooling::Last;
+      else if (is_word(argv[i], "cls"))
+        pooling = engine::Pooling::Cls;
       else
-        return reply_error(ctx, "POOLING must be last or mean");
+        return reply_error(ctx, "POOLING must be last, mean or cls");
     } else if (is_word(argv[i], "NORMALIZE")) {
       normalize = true;
     } else if (is_word(argv[i], "ARRAY")) {
@@ -226,7 +229,7 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       }
     } else {
       return reply_error(ctx, "unknown option '" + str(argv[i]) +
-                                  "' (POOLING last|mean, NORMALIZE, ARRAY, STORE key element [SETATTR json])");
+                                  "' (POOLING last|mean|cls, NORMALIZE, ARRAY, STORE key element [SETATTR json])");
     }
   }
   auto model = models().find(view(argv[1]));

@@ -1,10 +1,12 @@
 // INFER.RAG model vset {QUERY text | FP32 blob | VALUES n v...} [QUESTION text] [COUNT k] [EF n]
 //   [FILTER expr] [FILTER-EF n] [DOCKEY attr] [TEMPLATE plain|chat] [MAXTOKENS n] [TEMP t] [TOPK k]
-//   [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms] [WITHSOURCES]
+//   [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms] [WITHSOURCES] [EMBEDDER name]
 //
 // One-command retrieval-augmented generation, in up to three steps:
-//   1. QUERY text is embedded by the model off the main thread with its default pooling, as INFER.EMBED
-//      without POOLING embeds documents (skipped for a vector query);
+//   1. QUERY text is embedded off the main thread with the embedding model's default pooling, as
+//      INFER.EMBED without POOLING embeds documents (skipped for a vector query). The embedding model
+//      is EMBEDDER name (a dedicated embedder such as a bert model, which embeds far better than a
+//      chat model's last hidden state) or, without EMBEDDER, the generating model itself;
 //   2. on the main thread, in one step (a consistent snapshot): search the set, take each hit's
 //      document key from its attribute DOCKEY (default "tokens"), check the caller may read it (ACL)
 //      and that it lives in the set's hash slot (cluster), copy its token blob out, and assemble the
@@ -53,6 +55,7 @@ struct Source {
 
 // The generation job plus what retrieval needs; replies like INFER.GENERATE, plus sources WITHSOURCES.
 struct RagJob : GenerationJob {
+  std::shared_ptr<const LoadedModel> embedder;  // embeds QUERY text: EMBEDDER, else the generating model
   explicit RagJob(std::shared_ptr<const LoadedModel> m) : GenerationJob(std::move(m), "infer.rag") {
     timeout_subject = "INFER.RAG";
   }
@@ -241,6 +244,7 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   std::string err;
   std::optional<std::string> query_text;
   std::optional<std::string> template_name;
+  std::optional<std::string> embedder_name;
   int i = 3;
   if (is_word(argv[i], "QUERY")) {
     query_text = str(argv[i + 1]);
@@ -275,6 +279,8 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       } catch (const vector::FilterError& e) {
         return reply_error(ctx, e.what());
       }
+    } else if (is_word(w, "EMBEDDER") && has_value) {
+      embedder_name = str(argv[++i]);
     } else if (is_word(w, "DOCKEY") && has_value) {
       job->dockey = str(argv[++i]);
     } else if (is_word(w, "TEMPLATE") && has_value) {
@@ -291,12 +297,20 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 
   job->model = models().find(view(argv[1]));
   if (!job->model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");
+  if (!job->model->engine->can_generate())
+    return reply_error(ctx, "model '" + str(argv[1]) + "' is an embedding model: it cannot generate; " +
+                                "give it as EMBEDDER and a generating model first");
+  job->embedder = job->model;
+  if (embedder_name) {
+    job->embedder = models().find(*embedder_name);
+    if (!job->embedder) return reply_error(ctx, "unknown EMBEDDER model '" + *embedder_name + "' (see INFER.MODELS)");
+  }
   const tokenizer::Tokenizer& tok = job->model->engine->tokenizer();
   job->chat = template_name ? *template_name == "chat" : !tok.chat_template().empty();
   {
     VsetKey k(ctx, argv[2], REDISMODULE_READ);
     if (k.wrong_type) return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    const uint32_t want = query_text ? static_cast<uint32_t>(job->model->engine->n_embd())
+    const uint32_t want = query_text ? static_cast<uint32_t>(job->embedder->engine->n_embd())
                                      : static_cast<uint32_t>(job->query.size());
     if (k.set && k.set->input_dim() != want)
       return reply_error(ctx, "vector dimension mismatch: the query has " + std::to_string(want) +
@@ -316,7 +330,7 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   // The query is pooled as INFER.EMBED pools without POOLING (the model's pooling_type), as documents
   // stored with INFER.EMBED ... STORE are; normalising changes nothing for cosine search.
   submit_embedding(
-      j->model, *query_text, engine::Pooling::Default, true, j->gen.deadline,
+      j->embedder, *query_text, engine::Pooling::Default, true, j->gen.deadline,
       [j](engine::Handle h) { j->cancellation->set(std::move(h)); },
       [j](const engine::SubmitError& refusal) {
         j->error_code = refusal.kind == engine::SubmitError::Kind::Busy ? "BUSY" : "ERR";
