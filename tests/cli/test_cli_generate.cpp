@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +28,7 @@ struct CmdResult {
   int exit_code = -1;
   bool signaled = false;
   std::string out, err;
+  double wall_s = 0;  // the whole process's wall time: an upper bound for anything it times
 };
 
 std::string slurp(const fs::path& p) {
@@ -57,8 +59,10 @@ class CliTest : public ::testing::Test {
   CmdResult run(const std::string& args) {
     const auto out = tmp_ / "stdout", err = tmp_ / "stderr";
     const std::string cmd = bin_.string() + " " + args + " >" + out.string() + " 2>" + err.string();
+    const auto t0 = std::chrono::steady_clock::now();
     const int status = std::system(cmd.c_str());
     CmdResult r;
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.signaled = WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) >= 128);
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     r.out = slurp(out);
@@ -70,12 +74,14 @@ class CliTest : public ::testing::Test {
   // the test).
   nlohmann::json serve_bench_rows(const std::string& args) {
     auto r = run("serve-bench -m " + stories_ + " " + args + " --json");
+    rows_wall_s_ = r.wall_s;
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::array();
   }
 
   fs::path bin_, tmp_;
   std::string stories_;
+  double rows_wall_s_ = 0;  // the last serve_bench_rows run's wall time
 };
 
 TEST_F(CliTest, GenerateJsonHasTheFieldsAndReferenceIds) {
@@ -87,8 +93,10 @@ TEST_F(CliTest, GenerateJsonHasTheFieldsAndReferenceIds) {
   EXPECT_EQ(j["ids"], nlohmann::json({432, 383, 286, 261, 376, 298, 315, 421}));
   EXPECT_EQ(j["text"], ", there was a little girl");
   EXPECT_EQ(j["finish_reason"], "length");
-  EXPECT_GT(j["prefill_tps"].get<double>(), 0);
-  EXPECT_GT(j["decode_tps"].get<double>(), 0);
+  // Rates of work timed within the process: 5 prompt tokens, and 7 decode steps (the 8th token needs
+  // no step after it).
+  EXPECT_GE(j["prefill_tps"].get<double>(), 5 / r.wall_s);
+  EXPECT_GE(j["decode_tps"].get<double>(), 7 / r.wall_s);
   ASSERT_EQ(j["prompt_logits"].size(), 5u);
   ASSERT_EQ(j["logits"].size(), 8u);
   EXPECT_EQ(j["prompt_logits"][0][0][0], 403);
@@ -194,7 +202,15 @@ TEST_F(CliTest, BenchJsonReportsSpeedsAndBandwidthShare) {
   auto r = run("bench -m " + stories_ + " -p 32 -n 8 -r 2 -t 1 --probe-mib 32 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  for (const char* k : {"pp_tps", "tg_tps", "bandwidth_gbs", "tg_bandwidth_share"}) EXPECT_GT(j[k].get<double>(), 0) << k;
+  // 32 prompt tokens and 8 generated ones per repetition, all within the process's wall time.
+  EXPECT_GE(j["pp_tps"].get<double>(), 32 / r.wall_s);
+  EXPECT_GE(j["tg_tps"].get<double>(), 8 / r.wall_s);
+  // The probe read 32 MiB at least once within it too; the share is the weights' read rate over it.
+  EXPECT_GE(j["bandwidth_gbs"].get<double>(), (32 << 20) / 1e9 / r.wall_s);
+  EXPECT_DOUBLE_EQ(j["tg_weight_gbs"].get<double>(),
+                   j["weight_bytes_per_token"].get<double>() * j["tg_tps"].get<double>() / 1e9);
+  EXPECT_DOUBLE_EQ(j["tg_bandwidth_share"].get<double>(),
+                   j["tg_weight_gbs"].get<double>() / j["bandwidth_gbs"].get<double>());
   for (const char* k : {"pp_tps_stddev", "tg_tps_stddev"}) EXPECT_GE(j[k].get<double>(), 0) << k;
   EXPECT_EQ(j["threads"], 1);
   EXPECT_EQ(j["model_bytes"], 292800u * 4);  // stories260K: 292,800 F32 parameters
@@ -214,7 +230,11 @@ TEST_F(CliTest, ServeBenchJsonHasOneRowPerConcurrency) {
   const int levels[] = {1, 2, 4};
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i]["concurrency"], levels[i]);
-    for (const char* k : {"decode_tps", "ttft_p50_ms", "ttft_p99_ms"}) EXPECT_GT(rows[i][k].get<double>(), 0) << k;
+    // Random prompts may stop early at an end token, so the decode rate has no lower bound here; every
+    // first token comes within the run.
+    EXPECT_GT(rows[i]["decode_tps"].get<double>(), 0);
+    EXPECT_GT(rows[i]["ttft_p50_ms"].get<double>(), 0);
+    EXPECT_LE(rows[i]["ttft_p99_ms"].get<double>(), 1000 * rows_wall_s_);
     EXPECT_LE(rows[i]["ttft_p50_ms"].get<double>(), rows[i]["ttft_p99_ms"].get<double>());
     EXPECT_FALSE(rows[i].contains("ttft_cold_ms")) << "prefix fields only with --shared-prefix";
     // One run per level: its decode tok/s is the level's, and its ratio is to the first level's.
@@ -347,8 +367,10 @@ TEST_F(CliTest, ServeBenchSharedPrefixReportsColdWarmAndHitRate) {
   INFER_REQUIRE_DIR(test::models_dir());
   auto rows = serve_bench_rows("--concurrency 2 --prompt-tokens 40 --shared-prefix 32 --gen-tokens 4 -t 1");
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_GT(rows[0]["ttft_cold_ms"].get<double>(), 0);
-  EXPECT_GT(rows[0]["ttft_warm_ms"].get<double>(), 0);
+  for (const char* k : {"ttft_cold_ms", "ttft_warm_ms"}) {
+    EXPECT_GT(rows[0][k].get<double>(), 0) << k;
+    EXPECT_LE(rows[0][k].get<double>(), 1000 * rows_wall_s_) << k;
+  }
   // 32 of 40 tokens shared, reused in whole 16-token pages: 32 cached tokens per warm prompt.
   EXPECT_GT(rows[0]["cache_hit_rate"].get<double>(), 0.5);
   EXPECT_LE(rows[0]["cache_hit_rate"].get<double>(), 1.0);
@@ -362,6 +384,7 @@ TEST_F(CliTest, ServeBenchRunsTheSmallestRequests) {
   for (const auto& row : rows) {
     EXPECT_EQ(row["max_seq_tokens"], 4);
     EXPECT_GT(row["ttft_p50_ms"].get<double>(), 0);
+    EXPECT_LE(row["ttft_p50_ms"].get<double>(), 1000 * rows_wall_s_);
     EXPECT_EQ(row["decode_tps"].get<double>(), 0) << "one token each: it comes with the prefill, none is decoded";
   }
 }

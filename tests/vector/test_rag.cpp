@@ -114,10 +114,13 @@ TEST_F(Rag, TimeoutAlwaysReplies) {
   EXPECT_GT(timeouts, 0);
 }
 
-TEST_F(Rag, ErrorPaths) {
+TEST_F(Rag, UnknownModelAndWrongKeyTypeAreRefused) {
   EXPECT_NE(run({"INFER.RAG", "nope", "kb", "QUERY", "x"}).find("unknown model"), std::string::npos);
   run({"SET", "str", "x"});
   EXPECT_NE(run({"INFER.RAG", "stories", "str", "QUERY", "x"}).find("WRONGTYPE"), std::string::npos);
+}
+
+TEST_F(Rag, BadQueriesAndOptionsAreRefused) {
   EXPECT_NE(run({"INFER.RAG", "stories", "kb", "VALUES", "2", "1", "0", "QUESTION", "q"}).find("dimension mismatch"),
             std::string::npos);
   EXPECT_NE(run({"INFER.RAG", "stories", "kb", "VALUES", "2", "1", "0"}).find("needs QUESTION"), std::string::npos);
@@ -128,14 +131,22 @@ TEST_F(Rag, ErrorPaths) {
   EXPECT_NE(run({"INFER.RAG", "stories", "kb", "QUERY", "x", "BOGUS", "1"}).find("unknown option"), std::string::npos);
   EXPECT_NE(run({"INFER.RAG", "stories", "kb", "QUERY", "x", "MAXTOKENS", "0"}).find("MAXTOKENS must be"),
             std::string::npos);
-  // A hit whose document key is gone is skipped and listed as missing (tests/redis/test_rag_docs.cpp).
+}
+
+// A hit whose document key is gone is skipped and listed as missing (tests/redis/test_rag_docs.cpp).
+TEST_F(Rag, HitWhoseDocumentKeyIsGoneIsListedAsMissing) {
   run({"DEL", "doc:4"});
   EXPECT_NE(run({"INFER.RAG", "stories", "kb", "QUERY", kDocs[4], "COUNT", "1", "MAXTOKENS", "4", "WITHSOURCES"})
                 .find("[[doc:4, 1, doc:4, missing]]"),
             std::string::npos);
-  // A missing set retrieves nothing and still answers.
+}
+
+TEST_F(Rag, MissingSetRetrievesNothingAndStillAnswers) {
   EXPECT_EQ(run({"INFER.RAG", "stories", "empty", "QUERY", "x", "MAXTOKENS", "2", "WITHSOURCES"}).find("(error)"),
             std::string::npos);
+}
+
+TEST_F(Rag, IsRefusedInsideMulti) {
   run({"MULTI"});
   run({"INFER.RAG", "stories", "kb", "QUERY", "x"});
   EXPECT_NE(run({"EXEC"}).find("cannot run inside MULTI"), std::string::npos);

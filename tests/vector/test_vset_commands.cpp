@@ -78,10 +78,9 @@ TEST_F(VsetCommands, QuantisationsAndRawEmbeddings) {
   EXPECT_NE(run({"INFER.VINFO", "q"}).find("hnsw-m, 8"), std::string::npos);
 }
 
-TEST_F(VsetCommands, ErrorPaths) {
+TEST_F(VsetCommands, VaddRefusesBadVectorsAndOptionsAndAddsNothing) {
   run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "a"});
   EXPECT_EQ(run({"INFER.VADD", "s", "VALUES", "2", "1", "0", "x"}), "(error) ERR vector dimension mismatch: got 2, set has 3");
-  EXPECT_EQ(run({"INFER.VSIM", "s", "VALUES", "2", "1", "0"}), "(error) ERR vector dimension mismatch: got 2, set has 3");
   EXPECT_NE(run({"INFER.VADD", "s", "FP32", "abcde", "x"}).find("multiple of 4"), std::string::npos);
   EXPECT_NE(run({"INFER.VADD", "s", "FP32", "", "x"}).find("(error)"), std::string::npos);
   EXPECT_NE(run({"INFER.VADD", "s", "VALUES", "3", "1", "zero", "0", "x"}).find("not a number"), std::string::npos);
@@ -89,27 +88,40 @@ TEST_F(VsetCommands, ErrorPaths) {
   EXPECT_NE(run({"INFER.VADD", "s", "VALUES", "0", "x", "y"}).find("VALUES count"), std::string::npos);
   EXPECT_NE(run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "x", "SETATTR", "{bad"}).find("invalid JSON"),
             std::string::npos);
-  EXPECT_EQ(run({"INFER.VCARD", "s"}), "1");  // nothing half-added
-  EXPECT_NE(run({"INFER.VADD", "new", "VALUES", "1", "1", "x", "SETATTR", "{bad"}).find("invalid JSON"), std::string::npos);
-  EXPECT_EQ(run({"EXISTS", "new"}), "0");  // no empty set left behind
-  EXPECT_NE(run({"INFER.VSETATTR", "s", "a", "[1,"}).find("invalid JSON"), std::string::npos);
   EXPECT_NE(run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "x", "BIN"}).find("quantization mismatch"),
             std::string::npos);
   EXPECT_NE(run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "x", "M", "32"}).find("M value mismatch"),
             std::string::npos);
   EXPECT_NE(run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "x", "M", "2"}).find("M must be"), std::string::npos);
   EXPECT_NE(run({"INFER.VADD", "s", "REDUCE", "2", "VALUES", "3", "1", "0", "0", "x"}).find("REDUCE"), std::string::npos);
-  EXPECT_NE(run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "x", "BOGUS"}).find("syntax error"), std::string::npos);
+  EXPECT_EQ(run({"INFER.VCARD", "s"}), "1");  // nothing half-added
+  EXPECT_NE(run({"INFER.VADD", "new", "VALUES", "1", "1", "x", "SETATTR", "{bad"}).find("invalid JSON"), std::string::npos);
+  EXPECT_EQ(run({"EXISTS", "new"}), "0");  // no empty set left behind
+}
+
+TEST_F(VsetCommands, VsimRefusesBadQueriesAndOptions) {
+  run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "a"});
+  EXPECT_EQ(run({"INFER.VSIM", "s", "VALUES", "2", "1", "0"}), "(error) ERR vector dimension mismatch: got 2, set has 3");
   EXPECT_NE(run({"INFER.VSIM", "s", "ELE", "a", "FILTER", ".year >"}).find("invalid FILTER expression"), std::string::npos);
   EXPECT_NE(run({"INFER.VSIM", "s", "ELE", "a", "FILTER", "year > 3"}).find("invalid FILTER expression"), std::string::npos);
   EXPECT_NE(run({"INFER.VSIM", "s", "ELE", "a", "COUNT", "0"}).find("COUNT must be"), std::string::npos);
   EXPECT_NE(run({"INFER.VSIM", "s", "ELE", "a", "FILTER-EF", "0"}).find("FILTER-EF must be"), std::string::npos);
   EXPECT_EQ(run({"INFER.VSIM", "s", "ELE", "nope"}), "(error) ERR element not found in set");
   EXPECT_NE(run({"INFER.VSIM", "s", "BLOB", "x", "y"}).find("invalid vector specification"), std::string::npos);
+}
+
+TEST_F(VsetCommands, BadAttributesUnknownOptionsAndWrongArityAreRefused) {
+  run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "a"});
+  EXPECT_NE(run({"INFER.VSETATTR", "s", "a", "[1,"}).find("invalid JSON"), std::string::npos);
+  EXPECT_NE(run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "x", "BOGUS"}).find("syntax error"), std::string::npos);
   EXPECT_NE(run({"INFER.VEMB", "s", "a", "BOGUS"}).find("syntax error"), std::string::npos);
   EXPECT_NE(run({"INFER.VADD", "s", "VALUES"}).find("wrong number"), std::string::npos);
   EXPECT_NE(run({"INFER.VREM", "s"}).find("wrong number"), std::string::npos);
-  // Missing keys.
+  EXPECT_EQ(run({"INFER.VCARD", "s"}), "1");
+}
+
+TEST_F(VsetCommands, MissingKeysAndElementsReadAsEmptyOrNil) {
+  run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "a"});
   EXPECT_EQ(run({"INFER.VSIM", "none", "VALUES", "1", "1"}), "[]");
   EXPECT_EQ(run({"INFER.VCARD", "none"}), "0");
   EXPECT_EQ(run({"INFER.VDIM", "none"}), "(error) ERR key does not exist");
