@@ -1,4 +1,5 @@
-// Helpers shared by the *_amx.cpp kernels (compiled with AVX-512 and AMX). Include only there.
+// Helpers shared by the *_amx.cpp tile kernels (compiled with AVX-512 and AMX), on top of
+// avx512_common.h. Include only there.
 //
 // The tile kernels compute C[a][w] = Σ_k Y[a][k]·W[w][k] for up to 16 activation rows a and 16 weight
 // rows w over one sub-block of K codes. A holds the activation codes, read in place from the Q8_K
@@ -7,57 +8,16 @@
 // build B once per group of 16 weight rows, for all the activation rows, from 16-lane vectors of the
 // rows' block words: AVX-512 gathers over the row layout, plain loads over the interleaved layout
 // (GatheredRows, InterleavedRows). C holds the exact int32 sums (a rows × 16 w), which AVX-512 then
-// scales, vectorised over the 16 weight rows.
-//
-// The interleaved layout's decode and small-batch kernels (dot_outputs_interleaved,
-// dot_rows_interleaved) use no tiles: VPDPBUSD dots the same 16-lane code vectors with one activation
-// word broadcast. Between them and the tile kernel, dot_rows_planes folds the scales into the B tiles.
+// scales, vectorised over the 16 weight rows. For small batches over the interleaved layout,
+// dot_rows_planes folds the scales into the B tiles.
 #pragma once
-// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-
-#include <cstddef>
-#include <cstdint>
-#include <cstdlib>
-#include <new>
-
-#include "kernels/blocks.h"
+#include "kernels/avx512_common.h"
 
 namespace infer::kernels::amx {
-// Everything here has internal linkage, and the *_amx.cpp files use no standard-library templates:
-// a template instantiated in a file compiled with AVX-512 is a weak symbol that the linker may pick
-// for every file, and it would then run AVX-512 code on CPUs without it.
+// Internal linkage, as avx512_common.h explains.
 namespace {
+using namespace avx512;
 
-inline int64_t min_of(int64_t a, int64_t b) { return a < b ? a : b; }
-
-// A growable array of trivially copyable T on 64-byte aligned memory; contents are not kept on growth.
-template <class T>
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { std::free(data_); }
-  void resize(size_t n) {
-    if (n <= capacity_) return;
-    std::free(data_);
-    const size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
-    data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
-    if (!data_) throw std::bad_alloc();
-    capacity_ = n;
-  }
-  T* data() const { return data_; }
-  T& operator[](size_t i) const { return data_[i]; }
-
- private:
-  T* data_ = nullptr;
-  size_t capacity_ = 0;
-};
-
-inline constexpr int kGroupRows = 16;   // weight rows per B tile (16 int32 columns of C)
 inline constexpr int kTileActRows = 16;  // activation rows per A tile
 inline constexpr int kRowBytes = 64;     // B and C tile row stride in the staging buffers
 
@@ -82,63 +42,6 @@ inline void configure_tiles(int k_sub, int n_act) {
   };
   __asm__ volatile("ldtilecfg %0" : : "m"(*reinterpret_cast<const Record*>(cfg)));
 }
-
-// Per activation row and super-block: its scale dy, and its block sums reduced to groups of
-// `group_len` codes and packed as int16 pairs (sums[2p], sums[2p+1]) in one int32, for vpdpwssd.
-struct ActivationSums {
-  int n_pairs = 0;
-  int64_t n_blocks = 0;
-  Buffer<float> dy;           // [row][block]
-  Buffer<int32_t> sum_pairs;  // [row][block][pair]
-
-  void build(const uint8_t* act, uint64_t act_stride, int n_rows, int64_t n, int group_len) {
-    n_blocks = n / kQKK;
-    const int n_groups = kQKK / group_len;
-    n_pairs = n_groups / 2;
-    dy.resize(static_cast<size_t>(n_rows * n_blocks));
-    sum_pairs.resize(static_cast<size_t>(n_rows * n_blocks * n_pairs));  // every entry is written below
-    for (int a = 0; a < n_rows; ++a) {
-      const auto* y = reinterpret_cast<const BlockQ8_K*>(act + a * act_stride);
-      for (int64_t i = 0; i < n_blocks; ++i) {
-        dy[a * n_blocks + i] = y[i].d;
-        int16_t sums[kQKK / 16] = {};
-        for (int g = 0; g < n_groups; ++g) {
-          int sum = 0;
-          for (int h = 0; h < group_len / 16; ++h) sum += y[i].bsums[g * (group_len / 16) + h];
-          sums[g] = static_cast<int16_t>(sum);  // |sum| ≤ 32·128: fits
-        }
-        for (int p = 0; p < n_pairs; ++p) {
-          const uint32_t lo = static_cast<uint16_t>(sums[2 * p]), hi = static_cast<uint16_t>(sums[2 * p + 1]);
-          sum_pairs[(a * n_blocks + i) * n_pairs + p] = static_cast<int32_t>(lo | hi << 16);
-        }
-      }
-    }
-  }
-  float scale(int a, int64_t i) const { return dy[a * n_blocks + i]; }
-  int32_t pair(int a, int64_t i, int p) const { return sum_pairs[(a * n_blocks + i) * n_pairs + p]; }
-};
-
-// acc + sc·sum per lane, exact for |sum| < 2^23, with sc given as scale_words(sc) (|sc| ≤ 128). The
-// sum is split into its low byte and the 16 bits above it as int16 words (a byte shuffle), and
-// VPDPWSSD adds low·sc + high·256·sc: two µops where VPMULLD takes two and the add one more.
-// bench_kernels BM_MatmulBatch, 8 rows, three runs: Q6_K 6.6-6.9 ms against 6.8-7.0; Q4_K (its code
-// words unrolled) 3.3-3.5 against 3.4-3.5, and in L2 (BM_MatmulBatchHot) 46-47 µs against 47-51.
-inline __m512i scale_words(__m512i sc) {  // words (sc, 256·sc)
-  return _mm512_or_si512(_mm512_and_si512(sc, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(sc, 24));
-}
-inline __m512i add_scaled(__m512i acc, __m512i sum, __m512i sc_words) {
-  // Each dword's bytes (0, zero, 1, 2): VPSHUFB indexes bytes of the 128-bit lane.
-  const __m512i split = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -128, 1, 2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14));
-  return _mm512_dpwssd_epi32(acc, _mm512_shuffle_epi8(sum, split), sc_words);
-}
-
-// Vectors kept in a Buffer (wrapped: the vector types' attributes do not survive as template arguments).
-struct alignas(64) Zmm {
-  __m512i v;
-};
-struct alignas(64) ZmmF {
-  __m512 v;
-};
 
 inline constexpr int kPrefetchGroups = 1;
 
@@ -176,55 +79,6 @@ struct GatheredRows {
     }
   }
 };
-
-// Interleaved layout (interleave.h): plain loads from the group's unit of each super-block, one
-// stream. Each load prefetches its line kAhead bytes further on: spread over the loads, the
-// prefetches keep a steady number of reads in flight, where a burst of them per unit would stall on
-// the line fill buffers.
-struct InterleavedRows {
-  // BM_MatmulBatch, 1 and 8 rows: none −30% (decode); 2-16 KiB or a group ahead within the noise.
-  static constexpr int64_t kAhead = 4096;
-  const uint8_t* w;
-  int64_t block_bytes;
-  InterleavedRows(const uint8_t* group, uint64_t /*row_bytes*/, int /*rows: 16*/, int64_t block_bytes_)
-      : w(group), block_bytes(block_bytes_) {}
-  const uint8_t* unit(int64_t i) const { return w + i * 16 * block_bytes; }
-  __m512i word(int64_t i, int64_t at) const {
-    const uint8_t* p = unit(i) + 16 * at;
-    _mm_prefetch(reinterpret_cast<const char*>(p + kAhead), _MM_HINT_T0);
-    return _mm512_loadu_si512(p);
-  }
-  __m512i word_again(int64_t i, int64_t at) const {  // a word read before: its line is prefetched already
-    return _mm512_loadu_si512(unit(i) + 16 * at);
-  }
-  __m512i last_half(int64_t i) const {  // the 16 rows' tails of 2 bytes follow the words
-    return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit(i) + 16 * (block_bytes - 2))));
-  }
-  void prefetch(int64_t) const {}  // word() prefetches
-  // All of unit i into L2 (Q6_K batches) or, BlockBytes a constant so that the prefetches are
-  // unrolled, into L1 (Q6_K decode): Q6_K's reads jump between three parts of its unit (ql, ql + 32,
-  // qh), which the hardware prefetchers follow badly. Measurements in q6_k_amx.cpp.
-  void prefetch_unit_to_l2(int64_t i) const {
-    const auto* p = reinterpret_cast<const char*>(unit(i));
-    for (int64_t l = 0; l < 16 * block_bytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T1);
-  }
-  template <int64_t BlockBytes>
-  void prefetch_unit_to_l1(int64_t i) const {
-    const auto* p = reinterpret_cast<const char*>(unit(i));
-    for (int64_t l = 0; l < 16 * BlockBytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
-  }
-};
-
-// The 4 activation codes at p in every lane (the signed operand of VPDPBUSD).
-inline __m512i broadcast_word(const int8_t* p) {
-  int32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-// The f16 in the low (high) half of each dword, as 16 floats.
-inline __m512 low_halves_f32(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)); }
-inline __m512 high_halves_f32(__m512i v) { return low_halves_f32(_mm512_srli_epi32(v, 16)); }
 
 // B tiles of a group in one 64-byte aligned buffer: [block][sub-block], `tile_bytes` each.
 class BTiles {
@@ -289,20 +143,6 @@ inline __m512i scaled_sum_q4_k(const ZmmF* sc, const CTiles* c, int a) {
   return _mm512_add_epi32(_mm512_cvtps_epi32(even), _mm512_cvtps_epi32(odd));
 }
 
-// Σ_p weight_pairs[p] · (activation row's sum pair p), int16 pairs multiplied and added into int32.
-// Pairs: Zmm (buffers) or __m512i (registers).
-inline __m512i vector_of(const Zmm& z) { return z.v; }
-inline __m512i vector_of(__m512i v) { return v; }
-
-template <class Pair>
-__m512i pair_dot(const Pair* weight_pairs, const ActivationSums& sums, int row, int64_t i, int n_pairs) {
-  __m512i s = _mm512_setzero_si512();
-  for (int p = 0; p < n_pairs; ++p) {
-    s = _mm512_dpwssd_epi32(s, vector_of(weight_pairs[p]), _mm512_set1_epi32(sums.pair(row, i, p)));
-  }
-  return s;
-}
-
 // The tile kernel (contract as DotTileFn) for a weight format's Group: kSubLen and kSubs (sub-blocks
 // of a super-block, a multiple of 4), kSumGroupLen (ActivationSums grouping), kBlockBytes,
 // unpack(source, n_blocks), b_tile(i, j), and accumulate(i, c, a, sums, row, acc): acc plus
@@ -348,83 +188,6 @@ void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const u
   }
   _tile_release();
 }
-
-// The decode kernel over the interleaved layout (contract as DotOutputsFn, n_w a multiple of 16) for a
-// format's Decode: kSumGroupLen, kBlockBytes and block<NR>(source, i, y, sums, row0, acc): acc[a] plus
-// super-block i's terms for the 16 rows and activation row y[a]. One float per row and super-block, in
-// super-block order. The groups are read as kDecodeStreams streams side by side (one per equal part
-// of the chunk), for more reads in flight and more independent work between them.
-inline constexpr int kDecodeStreams = 2;
-
-template <class Decode>
-void dot_outputs_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                             float* out) {
-  thread_local ActivationSums sums;
-  sums.build(act, 0, 1, n, Decode::kSumGroupLen);
-  const BlockQ8_K* const y[1] = {reinterpret_cast<const BlockQ8_K*>(act)};
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const int64_t n_groups = n_w / kGroupRows, part = n_groups / kDecodeStreams;
-  auto source = [&](int64_t g) {
-    return InterleavedRows(wb + g * kGroupRows * row_bytes, row_bytes, kGroupRows, Decode::kBlockBytes);
-  };
-  for (int64_t g = 0; g < part; ++g) {
-    InterleavedRows src[kDecodeStreams] = {source(g), source(g + part)};
-    __m512 acc[kDecodeStreams] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (int64_t i = 0; i < sums.n_blocks; ++i) {
-      for (int s = 0; s < kDecodeStreams; ++s) Decode::template block<1>(src[s], i, y, sums, 0, &acc[s]);
-    }
-    for (int s = 0; s < kDecodeStreams; ++s) _mm512_storeu_ps(out + (g + s * part) * kGroupRows, acc[s]);
-  }
-  for (int64_t g = kDecodeStreams * part; g < n_groups; ++g) {
-    const InterleavedRows src = source(g);
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < sums.n_blocks; ++i) Decode::template block<1>(src, i, y, sums, 0, &acc);
-    _mm512_storeu_ps(out + g * kGroupRows, acc);
-  }
-}
-
-// Small batches over the interleaved layout (contract as DotTileFn, n_w a multiple of 16): each group
-// against up to kRowsPerPass activation rows at once with the Decode's block<NR>, so that the codes
-// of a super-block are unpacked once per pass and the AMX tiles' loads and stores are avoided.
-inline constexpr int kRowsPerPass = 8;
-
-template <class Decode, int NR>
-void rows_pass(const InterleavedRows& src, const ActivationSums& sums, const uint8_t* act, uint64_t act_stride,
-               int row0, float* out, int64_t out_stride) {
-  const BlockQ8_K* y[NR];
-  __m512 acc[NR];
-  for (int a = 0; a < NR; ++a) {
-    y[a] = reinterpret_cast<const BlockQ8_K*>(act + (row0 + a) * act_stride);
-    acc[a] = _mm512_setzero_ps();
-  }
-  for (int64_t i = 0; i < sums.n_blocks; ++i) Decode::template block<NR>(src, i, y, sums, row0, acc);
-  for (int a = 0; a < NR; ++a) _mm512_storeu_ps(out + (row0 + a) * out_stride, acc[a]);
-}
-
-template <class Decode>
-void dot_rows_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                          uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  thread_local ActivationSums sums;
-  sums.build(act, act_stride, n_rows, n, Decode::kSumGroupLen);
-  const auto* wb = static_cast<const uint8_t*>(w);
-  for (int64_t o0 = 0; o0 < n_w; o0 += kGroupRows) {
-    const InterleavedRows src(wb + o0 * row_bytes, row_bytes, kGroupRows, Decode::kBlockBytes);
-    for (int a0 = 0; a0 < n_rows; a0 += kRowsPerPass) {
-      float* o = out + o0;
-      switch (static_cast<int>(min_of(kRowsPerPass, n_rows - a0))) {
-        case 1: rows_pass<Decode, 1>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 2: rows_pass<Decode, 2>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 3: rows_pass<Decode, 3>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 4: rows_pass<Decode, 4>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 5: rows_pass<Decode, 5>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 6: rows_pass<Decode, 6>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 7: rows_pass<Decode, 7>(src, sums, act, act_stride, a0, o, out_stride); break;
-        default: rows_pass<Decode, 8>(src, sums, act, act_stride, a0, o, out_stride); break;
-      }
-    }
-  }
-}
-
 
 // Small batches over the interleaved layout on AMX, with each sub-block's scale folded into the
 // weight codes. A format's Planes splits every scale into two digits small enough that code × digit

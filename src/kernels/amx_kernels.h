@@ -1,8 +1,6 @@
-// Entry points of the AMX tile kernels and the AVX-512 kernels of the interleaved layout (files
-// *_amx.cpp), gathered by row_kernels_amx.cpp. Tile kernels (dot_tile_*, and dot_rows_interleaved_q4_k,
-// which takes the AMX planes for 12-16 rows) only when use_amx(); the others when use_avx512().
-// Internal to src/kernels.
-// Contracts as DotTileFn and DotOutputsFn (row_kernels.h).
+// Entry points of the AMX tile kernels (files *_amx.cpp), gathered by row_kernels_amx.cpp and
+// row_kernels_avx512.cpp. Call only when use_amx(). Internal to src/kernels.
+// Contracts as DotTileFn (row_kernels.h).
 #pragma once
 #include <cstdint>
 
@@ -17,17 +15,10 @@ void dot_tile_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 void dot_tile_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
-void dot_outputs_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                                  float* out);
-void dot_outputs_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                                  float* out);
 
+// Small batches over the interleaved layout: the AMX planes for 12-16 rows, the AVX-512 VNNI kernel
+// (avx512::dot_rows_interleaved_q4_k) for the others.
 void dot_rows_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                               uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
-// AVX-512 VNNI only (no tiles, no planes): for CPUs without AMX.
-void dot_rows_interleaved_vnni_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
-void dot_rows_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
 }  // namespace infer::kernels::amx

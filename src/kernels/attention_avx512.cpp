@@ -2,8 +2,8 @@
 // order, 16 lanes wide, with each head's output held in registers while the values stream past (the
 // AVX2 version reloads and stores it for every key). attention_row() takes it for every row on
 // AVX-512 machines (use_avx512()), so a row's arithmetic never depends on its batch (invariant 7).
-// Like the *_amx.cpp files, this file defines no weak symbols (no standard-library templates): see
-// amx_common.h.
+// Like the *_avx512.cpp and *_amx.cpp kernel files, this file defines no weak symbols (no
+// standard-library templates): see avx512_common.h.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"

@@ -1,8 +1,8 @@
 // F32, F16 and BF16 rows: conversions and reference dot products (accumulated in double, in order).
 #include <cstring>
 
-#include "kernels/formats.h"
 #include "kernels/quant.h"
+#include "kernels/reference_kernels.h"
 
 namespace infer::kernels::ref {
 

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "kernels/formats.h"
 #include "kernels/quant.h"
+#include "kernels/reference_kernels.h"
 
 namespace infer::kernels::ref {
 

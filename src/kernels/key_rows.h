@@ -7,7 +7,7 @@
 #include "kernels/ops.h"
 
 namespace infer::kernels {
-// Internal linkage: files compiled for different instruction sets include this (see amx_common.h).
+// Internal linkage: files compiled for different instruction sets include this (see avx512_common.h).
 namespace {
 
 // Row of key kv.first_key + j (its `base`-relative slice: base is kv.k_base or kv.v_base plus the head's offset).

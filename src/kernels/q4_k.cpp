@@ -4,10 +4,10 @@
 #include <cmath>
 
 #include "kernels/blocks.h"
-#include "kernels/formats.h"
 #include "kernels/k_quantize.h"
 #include "kernels/k_superblock.h"
 #include "kernels/quant.h"
+#include "kernels/reference_kernels.h"
 
 namespace infer::kernels::ref {
 

@@ -1,9 +1,9 @@
 // Q5_K (spec §5.5): Q4_K's layout plus qh, whose bit b of byte l is the 5th bit of element 32b + l.
 #include "kernels/blocks.h"
-#include "kernels/formats.h"
 #include "kernels/k_quantize.h"
 #include "kernels/k_superblock.h"
 #include "kernels/quant.h"
+#include "kernels/reference_kernels.h"
 
 namespace infer::kernels::ref {
 

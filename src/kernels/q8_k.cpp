@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "kernels/blocks.h"
-#include "kernels/formats.h"
+#include "kernels/reference_kernels.h"
 
 namespace infer::kernels::ref {
 

@@ -6,8 +6,8 @@
 #include "kernels/avx2_common.h"
 #include "kernels/avx2_kernels.h"
 #include "kernels/blocks.h"
-#include "kernels/formats.h"
 #include "kernels/quant.h"
+#include "kernels/reference_kernels.h"
 
 namespace infer::kernels::avx2 {
 

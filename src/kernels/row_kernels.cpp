@@ -4,7 +4,7 @@
 #include <array>
 
 #include "kernels/cpu_features.h"
-#include "kernels/formats.h"
+#include "kernels/reference_kernels.h"
 
 namespace infer::kernels {
 

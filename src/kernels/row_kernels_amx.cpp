@@ -1,5 +1,4 @@
-// The AMX tile kernels per weight type, for the row and the interleaved layouts, and the interleaved
-// layout's AVX-512 VNNI kernels (no tiles: also for AVX-512 CPUs without AMX, such as AMD's Zen 4/5).
+// The AMX tile kernel per weight type, for the row layout.
 #include "kernels/amx_kernels.h"
 #include "kernels/row_kernels.h"
 
@@ -10,18 +9,6 @@ DotTileFn amx_dot_tile(TensorType weight) {
     case TensorType::Q4_K: return amx::dot_tile_q4_k;
     case TensorType::Q6_K: return amx::dot_tile_q6_k;
     default: return nullptr;
-  }
-}
-
-InterleavedKernels avx512_interleaved_kernels(TensorType weight, bool tiles) {
-  switch (weight) {
-    case TensorType::Q4_K:
-      return {amx::dot_outputs_interleaved_q4_k, tiles ? amx::dot_tile_interleaved_q4_k : nullptr,
-              tiles ? amx::dot_rows_interleaved_q4_k : amx::dot_rows_interleaved_vnni_q4_k};
-    case TensorType::Q6_K:
-      return {amx::dot_outputs_interleaved_q6_k, tiles ? amx::dot_tile_interleaved_q6_k : nullptr,
-              amx::dot_rows_interleaved_q6_k};
-    default: return {};
   }
 }
 

@@ -1,7 +1,7 @@
 // AVX2/FMA/POPCNT versions of the Q8 and F32 dot products and the BIN Hamming distance behind
-// distance() (quant.cpp). Compiled with AVX2 flags
-// (CMakeLists.txt) and reached only through the run-time check in quant.cpp; the scalar loops there are
-// the reference, and tests/vector/test_quant.cpp holds the two together.
+// distance() (encoded_vectors.cpp). Compiled with AVX2 flags (CMakeLists.txt) and reached only through
+// the run-time check in encoded_vectors.cpp; the scalar loops there are the reference, and
+// tests/vector/test_quant.cpp holds the two together.
 #include <immintrin.h>
 
 #include <cstring>

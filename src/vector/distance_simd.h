@@ -1,5 +1,5 @@
-// Dot products and Hamming distances of stored vectors, in a scalar reference (quant.cpp) and an
-// AVX2/FMA/POPCNT version (distance_avx2.cpp, only called when the CPU has AVX2 and FMA, which implies
+// Dot products and Hamming distances of stored vectors, in a scalar reference (encoded_vectors.cpp) and
+// an AVX2/FMA/POPCNT version (distance_avx2.cpp, only called when the CPU has AVX2 and FMA, which implies
 // POPCNT). Internal to src/vector; quant.h's distance_fn() picks one. Explicit dispatch rather than
 // target_clones: ifunc resolvers run before the sanitizer runtimes start and crash TSan builds.
 #pragma once

@@ -1,10 +1,11 @@
-// Type dispatch for the scalar references of quant.h.
+// quant.h's block geometry per type, and its type dispatch to the scalar references
+// (reference_kernels.h).
 #include "kernels/quant.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "kernels/formats.h"
+#include "kernels/reference_kernels.h"
 
 namespace infer::kernels {
 

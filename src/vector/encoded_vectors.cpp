@@ -1,3 +1,5 @@
+// The stored vectors of quant.h: encoding and decoding in each Quant, and the distances between encoded
+// vectors (scalar references here, AVX2 versions in distance_avx2.cpp, picked once at run time).
 #include "vector/quant.h"
 
 #include <algorithm>
