@@ -1,4 +1,5 @@
-// Shared helpers of the kernels tests: random rows and quantised weight matrices.
+// Shared helpers of the kernels tests: random rows, quantised weight matrices, and the scale of a dot
+// product's rounding error.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -30,6 +31,17 @@ inline std::vector<uint8_t> random_weights(TensorType t, int64_t rows, int64_t n
   std::vector<uint8_t> w(rb * rows);
   for (int64_t r = 0; r < rows; ++r) quantize_row(t, x.data() + r * n, w.data() + r * rb, n);
   return w;
+}
+
+// Σ |w_i · x_i| over the dequantised rows (weights of type t, activations in activation_type(t)): the
+// scale of a dot product's rounding error.
+inline double dot_magnitude(TensorType t, const void* w, const void* act, int64_t n) {
+  std::vector<float> wd(n), ad(n);
+  dequantize_row(t, w, wd.data(), n);
+  dequantize_row(activation_type(t), act, ad.data(), n);
+  double m = 0;
+  for (int64_t i = 0; i < n; ++i) m += std::fabs(static_cast<double>(wd[i]) * ad[i]);
+  return m;
 }
 
 inline const char* type_label(TensorType t) {

@@ -20,16 +20,6 @@ using test::kWeightTypes;
 using test::random_floats;
 using test::type_label;
 
-// Σ |w_i · x_i| over the dequantised rows: the scale of the dot product's rounding error.
-double magnitude(TensorType t, const void* w, const void* act, int64_t n) {
-  std::vector<float> wd(n), ad(n);
-  dequantize_row(t, w, wd.data(), n);
-  dequantize_row(activation_type(t), act, ad.data(), n);
-  double m = 0;
-  for (int64_t i = 0; i < n; ++i) m += std::fabs(static_cast<double>(wd[i]) * ad[i]);
-  return m;
-}
-
 // The kernel set's activation blocks in the reference format (BlockQ8_0F → Q8_0; others as they are).
 std::vector<uint8_t> as_reference_format(const RowKernels& k, const std::vector<uint8_t>& act, int64_t n) {
   if (k.act_block_bytes != sizeof(BlockQ8_0F)) return act;
@@ -93,7 +83,7 @@ TEST_F(Avx2Kernels, DotProductsMatchTheReferenceForOneToFourRows) {
         k.dot_rows(n, w.data(), fast_act.data(), fb, nr, out, 1);
         for (int r = 0; r < nr; ++r) {
           const void* a = act.data() + r * ab;
-          const double tol = 1e-5 * magnitude(t, w.data(), a, n);
+          const double tol = 1e-5 * test::dot_magnitude(t, w.data(), a, n);
           EXPECT_NEAR(out[r], dot_ref(t, w.data(), a, n), tol) << type_label(t) << " n=" << n << " rows=" << nr;
         }
       }
@@ -110,7 +100,7 @@ TEST_F(Avx2Kernels, FloatRowsWithTailsMatchTheReference) {
     quantize_activation_row(t, x.data(), act.data(), n);
     float out;
     row_kernels(t).dot_rows(n, w.data(), act.data(), 0, 1, &out, 1);
-    EXPECT_NEAR(out, dot_ref(t, w.data(), act.data(), n), 1e-5 * magnitude(t, w.data(), act.data(), n))
+    EXPECT_NEAR(out, dot_ref(t, w.data(), act.data(), n), 1e-5 * test::dot_magnitude(t, w.data(), act.data(), n))
         << type_label(t);
   }
 }
