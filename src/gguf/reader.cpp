@@ -5,7 +5,11 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "gguf/file.h"
 
@@ -159,45 +163,53 @@ class Parser {
   uint64_t n_array_elements_ = 0;  // over the whole file, nested arrays included
 };
 
-}  // namespace
 
-void File::parse() {
-  Parser p(path_, base_, size_);
+using Metadata = std::vector<std::pair<std::string, Value>>;
+using NameIndex = std::unordered_map<std::string_view, size_t>;
 
-  // Header (§1.2).
-  if (size_ < 4 || std::memcmp(base_, "GGUF", 4) != 0) {
-    p.fail("not a GGUF file: magic is [" + hex_bytes(base_, std::min<uint64_t>(size_, 4)) +
+// Header (§1.2): magic, version, and the tensor and key counts, each refused when the bytes left
+// cannot hold that many records.
+struct Header {
+  uint32_t version = 0;
+  int64_t n_tensors = 0, n_kv = 0;
+};
+
+Header read_header(Parser& p, const uint8_t* base, uint64_t size) {
+  if (size < 4 || std::memcmp(base, "GGUF", 4) != 0) {
+    p.fail("not a GGUF file: magic is [" + hex_bytes(base, std::min<uint64_t>(size, 4)) +
                "], expected [47 47 55 46] (\"GGUF\")",
            0);
   }
   p.read<uint32_t>("magic");
-  auto version = p.read<uint32_t>("version");
-  if (version != 0 && (version & 0xFFFF) == 0) {
-    p.fail("GGUF version field reads " + std::to_string(version) +
+  Header h;
+  h.version = p.read<uint32_t>("version");
+  if (h.version != 0 && (h.version & 0xFFFF) == 0) {
+    p.fail("GGUF version field reads " + std::to_string(h.version) +
                ": the file is big-endian (wrong byte order for this host)",
            4);
   }
-  if (version == 1) p.fail("GGUF v1 is no longer supported (only v2 and v3); convert the model again", 4);
-  if (version != 2 && version != 3) p.fail("unsupported GGUF version " + std::to_string(version), 4);
-  version_ = version;
-  auto n_tensors = p.read<int64_t>("tensor count");
-  if (n_tensors < 0) p.fail("negative tensor count " + std::to_string(n_tensors), 8);
-  auto n_kv = p.read<int64_t>("metadata count");
-  if (n_kv < 0) p.fail("negative metadata count " + std::to_string(n_kv), 16);
-  if (static_cast<uint64_t>(n_kv) > p.left() / kMinKvBytes) {
-    p.fail("metadata count " + std::to_string(n_kv) + " cannot fit in the " + std::to_string(p.left()) +
+  if (h.version == 1) p.fail("GGUF v1 is no longer supported (only v2 and v3); convert the model again", 4);
+  if (h.version != 2 && h.version != 3) p.fail("unsupported GGUF version " + std::to_string(h.version), 4);
+  h.n_tensors = p.read<int64_t>("tensor count");
+  if (h.n_tensors < 0) p.fail("negative tensor count " + std::to_string(h.n_tensors), 8);
+  h.n_kv = p.read<int64_t>("metadata count");
+  if (h.n_kv < 0) p.fail("negative metadata count " + std::to_string(h.n_kv), 16);
+  if (static_cast<uint64_t>(h.n_kv) > p.left() / kMinKvBytes) {
+    p.fail("metadata count " + std::to_string(h.n_kv) + " cannot fit in the " + std::to_string(p.left()) +
                " bytes left",
            16);
   }
-  if (static_cast<uint64_t>(n_tensors) > p.left() / kMinTensorInfoBytes) {
-    p.fail("tensor count " + std::to_string(n_tensors) + " cannot fit in the " + std::to_string(p.left()) +
+  if (static_cast<uint64_t>(h.n_tensors) > p.left() / kMinTensorInfoBytes) {
+    p.fail("tensor count " + std::to_string(h.n_tensors) + " cannot fit in the " + std::to_string(p.left()) +
                " bytes left",
            8);
   }
+  return h;
+}
 
-  // Metadata (§1.4).
-  std::vector<uint64_t> key_offsets;
-  kv_.reserve(static_cast<size_t>(n_kv));
+// Metadata (§1.4): n_kv key-value pairs into kv, each record's offset into key_offsets.
+void read_metadata(Parser& p, int64_t n_kv, Metadata& kv, std::vector<uint64_t>& key_offsets) {
+  kv.reserve(static_cast<size_t>(n_kv));
   key_offsets.reserve(static_cast<size_t>(n_kv));
   for (int64_t i = 0; i < n_kv; ++i) {
     uint64_t at = p.pos();
@@ -206,134 +218,144 @@ void File::parse() {
     std::string what = "key " + key;
     ValueType type = p.read_type(what);
     Value value = p.read_value(type, what, 0);
-    kv_.emplace_back(std::move(key), std::move(value));
+    kv.emplace_back(std::move(key), std::move(value));
     key_offsets.push_back(at);
   }
-  // kv_ is final: the index's string_views point into its strings from here on.
-  kv_index_.reserve(kv_.size());
-  for (size_t i = 0; i < kv_.size(); ++i) {
-    if (!kv_index_.emplace(kv_[i].first, i).second) p.fail("duplicate metadata key " + kv_[i].first, key_offsets[i]);
-  }
+}
 
-  // Alignment (§1.6).
-  alignment_ = kDefaultAlignment;
-  if (auto it = kv_index_.find("general.alignment"); it != kv_index_.end()) {
-    const Value& v = kv_[it->second].second;
-    if (v.type != ValueType::UINT32) {
-      p.fail("key general.alignment has type " + std::string(value_type_name(v.type)) + ", expected UINT32",
-             key_offsets[it->second]);
-    }
-    auto a = v.as_uint();
-    if (a == 0 || !std::has_single_bit(a)) {
-      p.fail("key general.alignment = " + std::to_string(a) + " is not a non-zero power of two",
-             key_offsets[it->second]);
-    }
-    alignment_ = static_cast<uint32_t>(a);
-  }
-
-  // Tensor table (§1.5).
-  std::vector<uint64_t> info_offsets;
-  tensors_.reserve(static_cast<size_t>(n_tensors));
-  info_offsets.reserve(static_cast<size_t>(n_tensors));
-  for (int64_t i = 0; i < n_tensors; ++i) {
-    uint64_t at = p.pos();
-    TensorView t;
-    t.name = p.read_string("tensor #" + std::to_string(i) + " name");
-    if (t.name.empty()) p.fail("tensor #" + std::to_string(i) + " has an empty name", at);
-    std::string what = "tensor " + t.name;
-    if (t.name.size() > kMaxTensorNameBytes) {
-      p.fail(what + ": name is " + std::to_string(t.name.size()) + " bytes, the limit is " +
-                 std::to_string(kMaxTensorNameBytes),
-             at);
-    }
-    uint64_t dims_at = p.pos();
-    t.n_dims = p.read<uint32_t>(what + " n_dims");
-    if (t.n_dims > kMaxDims) p.fail(what + ": n_dims " + std::to_string(t.n_dims) + " exceeds 4", dims_at);
-    int64_t n_elements = 1;
-    for (uint32_t d = 0; d < t.n_dims; ++d) {
-      uint64_t ne_at = p.pos();
-      t.ne[d] = p.read<int64_t>(what + " ne[" + std::to_string(d) + "]");
-      if (t.ne[d] <= 0) {
-        p.fail(what + ": dimension ne[" + std::to_string(d) + "] = " + std::to_string(t.ne[d]) + " is not positive",
-               ne_at);
-      }
-      if (__builtin_mul_overflow(n_elements, t.ne[d], &n_elements)) {
-        p.fail(what + ": element count overflows int64 at ne[" + std::to_string(d) + "]", ne_at);
-      }
-    }
-    uint64_t type_at = p.pos();
-    auto type_id = p.read<uint32_t>(what + " type");
-    auto traits = type_traits(type_id);
-    if (!traits) {
-      p.fail(what + ": unknown or removed tensor type id " + std::to_string(static_cast<int32_t>(type_id)), type_at);
-    }
-    t.type = static_cast<TensorType>(type_id);
-    if (t.ne[0] % traits->block_elements != 0) {
-      p.fail(what + ": row length ne[0] = " + std::to_string(t.ne[0]) + " is not a multiple of the " +
-                 std::string(traits->name) + " block size " + std::to_string(traits->block_elements),
-             dims_at);
-    }
-    uint64_t n_bytes = static_cast<uint64_t>(t.ne[0]) / traits->block_elements * traits->block_bytes;
-    for (int d = 1; d < 4; ++d) {
-      if (__builtin_mul_overflow(n_bytes, static_cast<uint64_t>(t.ne[d]), &n_bytes)) {
-        p.fail(what + ": byte size overflows uint64", dims_at);
-      }
-    }
-    t.n_bytes = n_bytes;
-    t.offset = p.read<uint64_t>(what + " offset");
-    tensors_.push_back(std::move(t));
-    info_offsets.push_back(at);
-  }
-
-  // tensors_ is final (no more push_back): the index's string_views point into its names.
-  tensor_index_.reserve(tensors_.size());
-  for (size_t i = 0; i < tensors_.size(); ++i) {
-    if (!tensor_index_.emplace(tensors_[i].name, i).second) {
-      p.fail("duplicate tensor name " + tensors_[i].name, info_offsets[i]);
+// Indexes the names of `items` (final: the index's string_views point into them); a name seen twice is
+// an error at its second record.
+template <class Items, class NameOf>
+void index_unique_names(const Parser& p, const Items& items, NameOf name_of, const std::vector<uint64_t>& offsets,
+                        const char* what, NameIndex& index) {
+  index.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!index.emplace(name_of(items[i]), i).second) {
+      p.fail(std::string(what) + " " + name_of(items[i]), offsets[i]);
     }
   }
+}
 
-  // Data section (§1.6). We require each tensor to be aligned, inside the file and disjoint from the
-  // others, but not ggml's exact packing: any order and any gaps are accepted.
-  uint64_t end_of_infos = p.pos();
-  if (__builtin_add_overflow(end_of_infos, uint64_t{alignment_} - 1, &data_offset_)) {
+// Alignment (§1.6): general.alignment, a UINT32 power of two, or the default without it.
+uint32_t read_alignment(const Parser& p, const Metadata& kv, const NameIndex& kv_index,
+                        const std::vector<uint64_t>& key_offsets) {
+  const auto it = kv_index.find("general.alignment");
+  if (it == kv_index.end()) return kDefaultAlignment;
+  const Value& v = kv[it->second].second;
+  if (v.type != ValueType::UINT32) {
+    p.fail("key general.alignment has type " + std::string(value_type_name(v.type)) + ", expected UINT32",
+           key_offsets[it->second]);
+  }
+  auto a = v.as_uint();
+  if (a == 0 || !std::has_single_bit(a)) {
+    p.fail("key general.alignment = " + std::to_string(a) + " is not a non-zero power of two",
+           key_offsets[it->second]);
+  }
+  return static_cast<uint32_t>(a);
+}
+
+// One record of the tensor table (§1.5): name, dims, type and offset, with the byte size computed
+// and every overflow refused. The data range is checked once the data section's start is known.
+TensorView read_tensor_info(Parser& p, int64_t i) {
+  uint64_t at = p.pos();
+  TensorView t;
+  t.name = p.read_string("tensor #" + std::to_string(i) + " name");
+  if (t.name.empty()) p.fail("tensor #" + std::to_string(i) + " has an empty name", at);
+  std::string what = "tensor " + t.name;
+  if (t.name.size() > kMaxTensorNameBytes) {
+    p.fail(what + ": name is " + std::to_string(t.name.size()) + " bytes, the limit is " +
+               std::to_string(kMaxTensorNameBytes),
+           at);
+  }
+  uint64_t dims_at = p.pos();
+  t.n_dims = p.read<uint32_t>(what + " n_dims");
+  if (t.n_dims > kMaxDims) p.fail(what + ": n_dims " + std::to_string(t.n_dims) + " exceeds 4", dims_at);
+  int64_t n_elements = 1;
+  for (uint32_t d = 0; d < t.n_dims; ++d) {
+    uint64_t ne_at = p.pos();
+    t.ne[d] = p.read<int64_t>(what + " ne[" + std::to_string(d) + "]");
+    if (t.ne[d] <= 0) {
+      p.fail(what + ": dimension ne[" + std::to_string(d) + "] = " + std::to_string(t.ne[d]) + " is not positive",
+             ne_at);
+    }
+    if (__builtin_mul_overflow(n_elements, t.ne[d], &n_elements)) {
+      p.fail(what + ": element count overflows int64 at ne[" + std::to_string(d) + "]", ne_at);
+    }
+  }
+  uint64_t type_at = p.pos();
+  auto type_id = p.read<uint32_t>(what + " type");
+  auto traits = type_traits(type_id);
+  if (!traits) {
+    p.fail(what + ": unknown or removed tensor type id " + std::to_string(static_cast<int32_t>(type_id)), type_at);
+  }
+  t.type = static_cast<TensorType>(type_id);
+  if (t.ne[0] % traits->block_elements != 0) {
+    p.fail(what + ": row length ne[0] = " + std::to_string(t.ne[0]) + " is not a multiple of the " +
+               std::string(traits->name) + " block size " + std::to_string(traits->block_elements),
+           dims_at);
+  }
+  uint64_t n_bytes = static_cast<uint64_t>(t.ne[0]) / traits->block_elements * traits->block_bytes;
+  for (int d = 1; d < 4; ++d) {
+    if (__builtin_mul_overflow(n_bytes, static_cast<uint64_t>(t.ne[d]), &n_bytes)) {
+      p.fail(what + ": byte size overflows uint64", dims_at);
+    }
+  }
+  t.n_bytes = n_bytes;
+  t.offset = p.read<uint64_t>(what + " offset");
+  return t;
+}
+
+// The data section's start (§1.6): the end of the tensor table rounded up to the alignment, inside
+// the file when there are tensors.
+uint64_t data_section_start(const Parser& p, uint32_t alignment, bool has_tensors, uint64_t size) {
+  const uint64_t end_of_infos = p.pos();
+  uint64_t start = 0;
+  if (__builtin_add_overflow(end_of_infos, uint64_t{alignment} - 1, &start)) {
     p.fail("data section start overflows", end_of_infos);
   }
-  data_offset_ -= data_offset_ % alignment_;
-  if (tensors_.empty()) data_offset_ = std::min(data_offset_, size_);  // no padding is required then
-  if (!tensors_.empty() && data_offset_ > size_) {
-    p.fail("data section start " + std::to_string(data_offset_) + " is past the end of the file (size " +
-               std::to_string(size_) + ")",
+  start -= start % alignment;
+  if (!has_tensors) return std::min(start, size);  // no padding is required then
+  if (start > size) {
+    p.fail("data section start " + std::to_string(start) + " is past the end of the file (size " +
+               std::to_string(size) + ")",
            end_of_infos);
   }
-  for (size_t i = 0; i < tensors_.size(); ++i) {
-    TensorView& t = tensors_[i];
-    std::string what = "tensor " + t.name;
-    uint64_t offset_at = info_offsets[i];  // the record; the offset field is its last 8 bytes
-    if (t.offset % alignment_ != 0) {
-      p.fail(what + ": data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
-                 std::to_string(alignment_),
-             offset_at);
-    }
-    uint64_t begin = 0, end = 0;
-    if (__builtin_add_overflow(data_offset_, t.offset, &begin) || __builtin_add_overflow(begin, t.n_bytes, &end)) {
-      p.fail(what + ": data offset " + std::to_string(t.offset) + " + " + std::to_string(t.n_bytes) +
-                 " bytes overflows",
-             offset_at);
-    }
-    if (end > size_) {
-      p.fail(what + ": data range [" + std::to_string(begin) + ", " + std::to_string(end) + ") exceeds file size " +
-                 std::to_string(size_),
-             offset_at);
-    }
-    t.data = base_ + begin;
+  return start;
+}
+
+// Points t at its data: aligned and inside the file, or an error at its record (record_at).
+void place_tensor(const Parser& p, TensorView& t, uint64_t record_at, const uint8_t* base, uint64_t size,
+                  uint64_t data_offset, uint32_t alignment) {
+  std::string what = "tensor " + t.name;
+  if (t.offset % alignment != 0) {
+    p.fail(what + ": data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
+               std::to_string(alignment),
+           record_at);
   }
-  std::vector<size_t> order(tensors_.size());
+  uint64_t begin = 0, end = 0;
+  if (__builtin_add_overflow(data_offset, t.offset, &begin) || __builtin_add_overflow(begin, t.n_bytes, &end)) {
+    p.fail(what + ": data offset " + std::to_string(t.offset) + " + " + std::to_string(t.n_bytes) +
+               " bytes overflows",
+           record_at);
+  }
+  if (end > size) {
+    p.fail(what + ": data range [" + std::to_string(begin) + ", " + std::to_string(end) + ") exceeds file size " +
+               std::to_string(size),
+           record_at);
+  }
+  t.data = base + begin;
+}
+
+// No two tensors' data overlap. We require each tensor to be aligned, inside the file and disjoint
+// from the others, but not ggml's exact packing: any order and any gaps are accepted.
+void check_disjoint(const Parser& p, const std::vector<TensorView>& tensors,
+                    const std::vector<uint64_t>& info_offsets) {
+  std::vector<size_t> order(tensors.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tensors_[a].offset < tensors_[b].offset; });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tensors[a].offset < tensors[b].offset; });
   for (size_t k = 1; k < order.size(); ++k) {
-    const TensorView& prev = tensors_[order[k - 1]];
-    const TensorView& cur = tensors_[order[k]];
+    const TensorView& prev = tensors[order[k - 1]];
+    const TensorView& cur = tensors[order[k]];
     if (cur.offset < prev.offset + prev.n_bytes) {  // no overflow: both ranges were checked against the size
       p.fail("tensor " + cur.name + ": data range [" + std::to_string(cur.offset) + ", " +
                  std::to_string(cur.offset + cur.n_bytes) + ") overlaps tensor " + prev.name + " [" +
@@ -341,7 +363,36 @@ void File::parse() {
              info_offsets[order[k]]);
     }
   }
+}
 
+}  // namespace
+
+void File::parse() {
+  Parser p(path_, base_, size_);
+  const Header h = read_header(p, base_, size_);
+  version_ = h.version;
+
+  std::vector<uint64_t> key_offsets;
+  read_metadata(p, h.n_kv, kv_, key_offsets);
+  index_unique_names(p, kv_, [](const auto& kv) -> const std::string& { return kv.first; }, key_offsets,
+                     "duplicate metadata key", kv_index_);
+  alignment_ = read_alignment(p, kv_, kv_index_, key_offsets);
+
+  std::vector<uint64_t> info_offsets;
+  tensors_.reserve(static_cast<size_t>(h.n_tensors));
+  info_offsets.reserve(static_cast<size_t>(h.n_tensors));
+  for (int64_t i = 0; i < h.n_tensors; ++i) {
+    info_offsets.push_back(p.pos());
+    tensors_.push_back(read_tensor_info(p, i));
+  }
+  index_unique_names(p, tensors_, [](const TensorView& t) -> const std::string& { return t.name; }, info_offsets,
+                     "duplicate tensor name", tensor_index_);
+
+  data_offset_ = data_section_start(p, alignment_, !tensors_.empty(), size_);
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    place_tensor(p, tensors_[i], info_offsets[i], base_, size_, data_offset_, alignment_);
+  }
+  check_disjoint(p, tensors_, info_offsets);
 }
 
 }  // namespace infer::gguf
