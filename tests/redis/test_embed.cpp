@@ -116,8 +116,8 @@ TEST_F(EmbedTest, StoreAndRagQueryIntoAReducedSet) {
 }
 
 TEST_F(EmbedTest, BadPoolingIsAClearError) {
-  EXPECT_EQ(run({"INFER.EMBED", "stories", "x", "POOLING", "cls"}), "(error) ERR POOLING must be last or mean");
-  EXPECT_EQ(run({"INFER.EMBED", "stories", "x", "POOLING"}), "(error) ERR POOLING needs a value (last or mean)");
+  EXPECT_EQ(run({"INFER.EMBED", "stories", "x", "POOLING", "median"}), "(error) ERR POOLING must be last, mean or cls");
+  EXPECT_EQ(run({"INFER.EMBED", "stories", "x", "POOLING"}), "(error) ERR POOLING needs a value (last, mean or cls)");
 }
 
 TEST_F(EmbedTest, StoreWithoutItsArgumentsSaysWhatIsMissing) {
