@@ -90,9 +90,9 @@ int32_t Sampler::argmax() const {
 }
 
 // The k best (logit, id) pairs in `before` order, in one pass: a heap of the k best so far, its worst
-// on top, so almost every token costs one comparison (nth_element over the whole vocabulary cost
-// ~1 ms per token at 152k entries, on the scheduler thread while the compute pool waits). The set is
-// the same one nth_element gives: `before` is a strict total order.
+// on top, so almost every token costs one comparison (nth_element over the whole vocabulary ran on the
+// scheduler thread while the compute pool waited: infer serve-bench; docs/performance.md, Constants).
+// The set is the same one nth_element gives: `before` is a strict total order.
 void Sampler::select_top_k(int k) {
   cand_.clear();
   for (int32_t i = 0; i < k; ++i) cand_.emplace_back(work_[i], i);

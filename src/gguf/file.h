@@ -76,8 +76,9 @@ struct OpenOptions {
   bool lock_in_memory = false;  // mlock the mapping (best effort; failure is reported, not fatal)
   bool populate = false;        // MAP_POPULATE: read everything now (only for benchmarks)
   // Read the file into private anonymous memory advised for transparent huge pages instead of mapping
-  // it: streaming the weights then takes a TLB miss per 2 MiB, not per 4 KiB (decode ~20% faster where
-  // THP is on), at the price of no page-cache sharing between processes. Read-only once loaded.
+  // it: streaming the weights then takes a TLB miss per 2 MiB, not per 4 KiB (faster decode where THP
+  // is on: infer bench; docs/performance.md, Constants), at the price of no page-cache sharing between
+  // processes. Read-only once loaded.
   bool huge_page_copy = false;
 };
 

@@ -68,8 +68,8 @@ struct GatheredRows {
   // read past the matrix.
   __m512i last_half(int64_t i) const { return _mm512_srli_epi32(word(i, block_bytes - 4), 16); }
   // Prefetches block i of each of the 16 rows kPrefetchGroups groups further on. A batch step reads
-  // every weight once, from memory: without this the gathers wait on it longer (bench_kernels
-  // BM_MatmulBatch/12/8, 2 threads: 10.1 ms without; 9.6 one group ahead, 9.6 two, 10.2 four).
+  // every weight once, from memory: without this the gathers wait on it longer, and one or two groups
+  // ahead beat four (BM_MatmulBatch; docs/performance.md, Constants).
   void prefetch(int64_t i) const {
     const uint8_t* p = w + kPrefetchGroups * 16 * row_bytes + i * block_bytes;
     for (int r = 0; r < 16; ++r) {

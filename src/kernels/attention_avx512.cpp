@@ -25,8 +25,7 @@ inline __m512 load_f16x16(const uint16_t* p) {
 }
 
 // How far ahead the passes prefetch (keys). A head's rows are a slice of rows kv_dim apart, which the
-// hardware prefetchers do not follow (BM_AttentionStepQwen3Shape/96/8: 7.9 ms with 16 keys and 4
-// values ahead, 6.0 with 16 and 16).
+// hardware prefetchers do not follow (BM_AttentionStepQwen3Shape; docs/performance.md, Constants).
 constexpr int kKeysAhead = 32, kValuesAhead = 16;
 
 inline void prefetch_row(const uint16_t* row, int halves) {

@@ -90,9 +90,8 @@ struct ActivationSums {
 
 // acc + sc·sum per lane, exact for |sum| < 2^23, with sc given as scale_words(sc) (|sc| ≤ 128). The
 // sum is split into its low byte and the 16 bits above it as int16 words (a byte shuffle), and
-// VPDPWSSD adds low·sc + high·256·sc: two µops where VPMULLD takes two and the add one more.
-// bench_kernels BM_MatmulBatch, 8 rows, three runs: Q6_K 6.6-6.9 ms against 6.8-7.0; Q4_K (its code
-// words unrolled) 3.3-3.5 against 3.4-3.5, and in L2 (BM_MatmulBatchHot) 46-47 µs against 47-51.
+// VPDPWSSD adds low·sc + high·256·sc: two µops where VPMULLD takes two and the add one more
+// (BM_MatmulBatch, BM_MatmulBatchHot; docs/performance.md, Constants).
 inline __m512i scale_words(__m512i sc) {  // words (sc, 256·sc)
   return _mm512_or_si512(_mm512_and_si512(sc, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(sc, 24));
 }
@@ -115,7 +114,8 @@ struct alignas(64) ZmmF {
 // prefetches keep a steady number of reads in flight, where a burst of them per unit would stall on
 // the line fill buffers.
 struct InterleavedRows {
-  // BM_MatmulBatch, 1 and 8 rows: none −30% (decode); 2-16 KiB or a group ahead within the noise.
+  // Without these prefetches decode is much slower; any reach from 2 KiB to a group ahead does as well
+  // (BM_MatmulBatch; docs/performance.md, Constants).
   static constexpr int64_t kAhead = 4096;
   const uint8_t* w;
   int64_t block_bytes;

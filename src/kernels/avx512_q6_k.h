@@ -30,8 +30,8 @@ inline __m512i codes(__m512i ql0, __m512i ql1, __m512i qh, int g) {
 }
 
 // The 16 sub-block scales of super-block i (sign-extended) and their int16 pairs (sc[2p], sc[2p+1]).
-// Inlined: out of line its 24 vectors went through the stack (BM_MatmulBatch Q6_K, three runs: 1 row
-// 3.7-4.0 ms against 4.2-4.8, 8 rows 6.6 against 7.0; Q4_K's gains nothing).
+// Inlined: out of line its 24 vectors went through the stack, slowing Q6_K; Q4_K's gains nothing
+// (BM_MatmulBatch; docs/performance.md, Constants).
 template <class Source>
 __attribute__((always_inline)) inline void decode_scales(const Source& src, int64_t i, __m512i* sc, __m512i* sc_pairs) {
   const __m512i low16 = _mm512_set1_epi32(0xFFFF);

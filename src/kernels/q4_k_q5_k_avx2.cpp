@@ -100,8 +100,8 @@ template <int NR> using Q5_KKernel = KQuant<true>::Kernel<NR>;
 // One activation row against NW weight rows (decode): per weight row exactly Kernel<1>'s arithmetic
 // (same super-block order and float operations; the integer sums are exact), NW streams in flight.
 constexpr int kPrefetchBlocks = 16;
-// Two streams (dot_outputs_in_streams), Q4_K_M qwen3-0.6b with 2 threads: adjacent rows 54 tok/s,
-// 2 streams 63, 3 streams 61; 4 or 8 blocks ahead instead of 16: 57, 62.
+// Two streams (dot_outputs_in_streams) and 16 blocks ahead decode fastest of those tried: more streams
+// or a shorter reach leave memory idle (infer bench decode; docs/performance.md, Constants).
 constexpr int kOutputsStreams = 2;
 
 template <int NW>
@@ -119,7 +119,7 @@ static void run(int64_t n, const uint8_t* w, uint64_t stream_bytes, const uint8_
     uint16_t d_half[NW], dmin_half[NW];
     for (int o = 0; o < NW; ++o) {
       const BlockQ4_K& b = x[o][i];
-      // 16 super-blocks (~2-3 KiB) ahead of each stream: measured best for decode (2 ahead: -9%).
+      // 16 super-blocks (~2-3 KiB) ahead of each stream: the best reach for decode (infer bench).
       // Every cache line of the block 16 ahead (a block is 144 bytes: up to 3 lines).
       for (int l = 0; l < 3; ++l) {
         _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBlocks * sizeof(BlockQ4_K) + 64 * l, _MM_HINT_T0);

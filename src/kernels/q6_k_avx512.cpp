@@ -18,12 +18,9 @@ struct Q6KDecode {
   static void block(const InterleavedRows& src, int64_t i, const BlockQ8_K* const* y, const ActivationSums& sums,
                     int row0, __m512* acc) {
     __m512i sc[kSubs], sc_pairs[kSubs / 2];
-    // The whole of a later unit, besides each word's own prefetch. Batches: unit i + 2 into L2
-    // (BM_MatmulBatch Q6_K, 8 rows, 2 threads: Intel 5.7-6.0 ms against 5.8-6.3 without; Zen 5 3.1
-    // against 4.4). Decode: unit i + 1 into L1 (Zen 5, 1 row: 1.71 against 2.02 ms, and the row
-    // layout's AVX2 kernel takes 2.0; unit i + 2 2.6 against 2.9 while memory was slow; Q4_K gains
-    // nothing from it: 1.16 against 1.03). On Intel unit i + 2 into L2 slowed decode (3.6-3.8 against
-    // 3.4 ms); i + 1 into L1 is not measured there.
+    // The whole of a later unit, besides each word's own prefetch: unit i + 2 into L2 for batches,
+    // unit i + 1 into L1 for decode, where i + 2 into L2 slowed Intel; Q4_K gains nothing from it
+    // (BM_MatmulBatch; docs/performance.md, Constants).
     if constexpr (NR > 1) {
       src.prefetch_unit_to_l2(i + 2);
     } else {
@@ -35,9 +32,8 @@ struct Q6KDecode {
     for (int h = 0; h < 2; ++h) {
       for (int k0 = 0; k0 < 32; k0 += kSubLen) {
         // The words of codes k0..k0+15: (ql, ql + 32, qh) for each r. Few rows: read once for the 4
-        // groups and kept in registers (1 row: 35 → 23 µs per 1024 × 1024, in L2). More rows need
-        // the registers for their sums: read again per group, from L1 (8 rows, 1024 × 151,936: 6.4 ms
-        // this way, 7.1-7.7 kept).
+        // groups and kept in registers. More rows need the registers for their sums: read again per
+        // group, from L1 (BM_MatmulBatchHot, BM_MatmulBatch; docs/performance.md, Constants).
         constexpr bool kKeepWords = NR <= 2;
         auto word = [&](int which, int r, bool first = true) {
           const int64_t at = (which == 2 ? kQh + 32 * h : kQl + 64 * h + 32 * which) + k0 + 4 * r;

@@ -45,8 +45,8 @@ KvPool::KvPool(const HParams& hp, int page_tokens, int n_pages)
                              std::to_string(n_pages) + " pages of " + std::to_string(page_tokens) + " tokens)");
   }
   ::madvise(base_, rounded, MADV_HUGEPAGE);  // advice only: without THP this is plain memory
-  // Touched now, not on a sequence's first write: no step pays for page faults and zeroing (5% of an
-  // 8-sequence serve-bench), and a machine short of memory shows it at load, not mid-request.
+  // Touched now, not on a sequence's first write: no step pays for page faults and zeroing (infer
+  // serve-bench; docs/performance.md, Constants), and a machine short of memory shows it at load.
   auto* bytes = reinterpret_cast<volatile uint8_t*>(base_);
   for (uint64_t at = 0; at < rounded; at += kSmallPageBytes) bytes[at] = 0;
 }

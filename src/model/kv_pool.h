@@ -5,7 +5,7 @@
 // page_stride = n_layer * 2 * page_tokens * kv_dim + kPagePadHalves. The pad (5 cache lines) keeps
 // pages off the same cache sets: a page's size is usually a multiple of 256 KiB, so without it the
 // same layer's rows of every page map to the same L1/L2 sets, and a long prompt's attention, which
-// reads them all per query row, thrashes (2,050-token prefill: 17.3 s without the pad).
+// reads them all per query row, thrashes (a 2,050-token prefill; docs/performance.md, Constants).
 // This class only stores; which page belongs to whom (allocation, reference counts, prefix sharing) is
 // the engine's job. Memory is allocated and touched once at construction and never grows.
 #pragma once

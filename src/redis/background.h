@@ -13,8 +13,9 @@ inline constexpr size_t kMaxBackgroundTasks = 1024;
 // Starts the thread (OnLoad), so that no command pays for creating it.
 void start_background_thread();
 
-// Texts longer than this are tokenised off the main thread when the client may block. At the slowest
-// measured encode rate (about 2.3 M tokens per CPU-second) 256 bytes cost the main thread < 30 µs.
+// Texts longer than this are tokenised off the main thread when the client may block; up to this many
+// bytes cost the main thread microseconds even at the slowest encode rate measured (BM_Encode;
+// docs/performance.md, Constants).
 inline constexpr size_t kSyncTokenizeBytes = 256;
 
 }  // namespace infer::redis
