@@ -38,8 +38,8 @@ constexpr int64_t kMinParallelAttention = int64_t(1) << 16;
 // serve-bench --profile.)
 // Then the tasks: (row, KV head) pairs, dealt to the threads round-robin: rows late in a prefill have
 // more keys, so contiguous shares would be uneven. Tasks run KV head by KV head, so that a thread
-// reads one head's keys and values for many rows in a row and finds them in L2 (row-major order
-// cycled through all heads: 2,050-token prefill 17.3 s).
+// reads one head's keys and values for many rows in a row and finds them in L2 (a long prefill;
+// docs/performance.md, Constants).
 // The job is captured by one pointer so that handing it to the pool allocates nothing.
 struct AttentionJob {
   const Batch* batch;
