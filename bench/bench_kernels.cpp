@@ -196,7 +196,7 @@ void BM_ReadBandwidth(benchmark::State& state) {
 
 void decode_args(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K, TensorType::Q4_0,
-                       TensorType::F16}) {
+                       TensorType::F16, TensorType::BF16}) {
     for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{1024, 3072}, {3072, 1024}, {1024, 151936}}) {
       for (int threads : {1, 2}) b->Args({static_cast<int64_t>(t), n_in, n_out, threads});
     }
@@ -205,7 +205,7 @@ void decode_args(benchmark::internal::Benchmark* b) {
 
 void prefill_args(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K, TensorType::Q4_0,
-                       TensorType::F16}) {
+                       TensorType::F16, TensorType::BF16}) {
     for (int64_t rows : {64, 512}) {
       for (int threads : {1, 2}) b->Args({static_cast<int64_t>(t), 1024, 3072, rows, threads, 0});
     }

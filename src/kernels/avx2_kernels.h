@@ -22,6 +22,15 @@ void dot_outputs_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w,
 void dot_outputs_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out);
 void dot_outputs_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out);
 
+// Contract as DotTileFn: the batch kernels (register tiles over several activation rows).
+#define INFER_AVX2_DOT_TILE(name)                                                                          \
+  void name(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride, \
+            int n_rows, float* out, int64_t out_stride)
+INFER_AVX2_DOT_TILE(dot_tile_f32);
+INFER_AVX2_DOT_TILE(dot_tile_f16);
+INFER_AVX2_DOT_TILE(dot_tile_bf16);
+#undef INFER_AVX2_DOT_TILE
+
 // Q8_0 codes and scales, written as BlockQ8_0F.
 void quantize_act_q8_0f(const float* src, void* dst, int64_t n);
 void quantize_act_q8_k(const float* src, void* dst, int64_t n);

@@ -44,8 +44,9 @@ RowKernels choose(TensorType weight) {
     const RowKernels fast = avx2_row_kernels(weight);
     if (fast.dot_rows) k.dot_rows = fast.dot_rows;
     if (fast.dot_rows && fast.quantize_act) k.dot_outputs = fast.dot_outputs;
+    k.dot_tile = fast.dot_tile;  // reads the same activation blocks as fast.dot_rows
     if (use_avx512() && fast.dot_rows && fast.quantize_act) {
-      if (use_amx()) k.dot_tile = amx_dot_tile(weight);
+      if (use_amx() && amx_dot_tile(weight)) k.dot_tile = amx_dot_tile(weight);
       const InterleavedKernels il = avx512_interleaved_kernels(weight, use_amx());
       k.dot_outputs_interleaved = il.dot_outputs;
       k.dot_tile_interleaved = il.dot_tile;

@@ -22,7 +22,8 @@ using DotOutputsFn = void (*)(int64_t n, const void* w, uint64_t row_bytes, int6
 
 // Dots `n_w` consecutive weight rows (row_bytes apart) with `n_rows` (≥ 1) activation rows:
 // out[r * out_stride + o] = w[o] · act[r]. Batches only (AMX tiles: weights unpacked once for all the
-// rows); each value is bitwise what dot_rows and dot_outputs give.
+// rows; AVX2: several rows per pass over each weight row); each value is bitwise what dot_rows and
+// dot_outputs give.
 using DotTileFn = void (*)(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                            uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
@@ -34,7 +35,9 @@ struct RowKernels {
   int64_t act_block_elements;  // geometry of quantize_act's blocks
   uint64_t act_block_bytes;
   DotOutputsFn dot_outputs = nullptr;  // optional (AVX2 only); null: call dot_rows per weight row
-  DotTileFn dot_tile = nullptr;        // optional (AMX only); null: call dot_rows per weight row
+  // optional: AMX tiles (Q4_K, Q6_K) or AVX2 register tiles (float rows, Q8_0, Q4_0); null: call
+  // dot_rows per weight row
+  DotTileFn dot_tile = nullptr;
   // The interleaved layout (interleave.h; AVX-512 VNNI machines): the same contracts over whole groups
   // of 16 weight rows (w at a group's start, n_w a multiple of 16), each value bitwise what the row
   // layout's kernels give for the same rows.
