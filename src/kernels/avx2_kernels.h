@@ -29,6 +29,8 @@ void dot_outputs_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w,
 INFER_AVX2_DOT_TILE(dot_tile_f32);
 INFER_AVX2_DOT_TILE(dot_tile_f16);
 INFER_AVX2_DOT_TILE(dot_tile_bf16);
+INFER_AVX2_DOT_TILE(dot_tile_q8_0);
+INFER_AVX2_DOT_TILE(dot_tile_q4_0);
 #undef INFER_AVX2_DOT_TILE
 
 // Q8_0 codes and scales, written as BlockQ8_0F.

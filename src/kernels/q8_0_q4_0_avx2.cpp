@@ -1,6 +1,11 @@
 // AVX2 dot products of Q8_0 and Q4_0 weight rows with Q8_0 activations (several rows at once), read
 // as BlockQ8_0F so that the activation scale costs one broadcast per block and row.
 // Both formats decode a block to 32 signed codes; the product uses maddubs on |w| and sign(y, w).
+// Per (weight row, activation row): even blocks into one accumulator, odd into another, each in block
+// order, acc += (dw·dy)·float(sum); the result is hsum(acc_even + acc_odd). dw·dy is exact in f32
+// (two f16 values), so the batch tile may form it once per block for all its rows.
+#include <algorithm>
+
 #include "kernels/avx2_common.h"
 #include "kernels/avx2_kernels.h"
 #include "kernels/blocks.h"
@@ -69,6 +74,96 @@ struct Q8Act {
   };
 };
 
+// Batch tiles: kTileRows activation rows per pass over a weight row, its even blocks then its odd
+// ones (one accumulator each per row: 8 of the 16 registers), over k-blocks of kBlockBlocks blocks
+// whose activation rows stay in L1, for a sub-tile of weight rows that stays in L2 (infer bench pp512
+// on Q8_0/Q4_0, bench_kernels BM_MatmulPrefill; figures in docs/performance.md, "Prefill").
+constexpr int kTileRows = 8;
+constexpr int64_t kBlockBlocks = 64;  // even: a k-block starts on an even block
+constexpr uint64_t kSubTileBytes = 128 * 1024;
+constexpr int64_t kSubTileRows = 64;
+
+template <class Decode>
+struct Q8Tile {
+  using Block = typename Decode::Block;
+
+  // Blocks b = first, first + 2, .. < end of one weight row against NR rows; scale[b - b0][r] = dw·dy.
+  template <int NR>
+  static void pass(const Block* x, const BlockQ8_0F* const (&y)[NR], const float (*scale)[kTileRows], int64_t b0,
+                   int64_t first, int64_t end, __m256* state) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[NR];
+    for (int r = 0; r < NR; ++r) acc[r] = state[r];
+    for (int64_t b = first; b < end; b += 2) {
+      const __m256i wq = Decode::codes(x[b]);
+      const __m256i wabs = _mm256_sign_epi8(wq, wq);
+      for (int r = 0; r < NR; ++r) {
+        const __m256i ys = _mm256_sign_epi8(load(y[r][b].qs), wq);
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
+        acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&scale[b - b0][r]), _mm256_cvtepi32_ps(p), acc[r]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) state[r] = acc[r];
+  }
+
+  // Weight rows [0, n_w) of a sub-tile against activation rows [0, NR).
+  template <int NR>
+  static void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                        uint64_t act_stride, float* out, int64_t out_stride) {
+    const BlockQ8_0F* y[NR];
+    for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_0F*>(act + r * act_stride);
+    __m256 state[kSubTileRows][2][NR];
+    for (int64_t o = 0; o < n_w; ++o) {
+      for (int r = 0; r < NR; ++r) state[o][0][r] = state[o][1][r] = _mm256_setzero_ps();
+    }
+    alignas(32) float dy[kBlockBlocks][kTileRows] = {};
+    alignas(32) float scale[kBlockBlocks][kTileRows];
+    const int64_t nb = n / kQK0;
+    for (int64_t b0 = 0; b0 < nb; b0 += kBlockBlocks) {
+      const int64_t b1 = std::min(nb, b0 + kBlockBlocks);
+      for (int64_t b = b0; b < b1; ++b) {
+        for (int r = 0; r < NR; ++r) dy[b - b0][r] = y[r][b].d;
+      }
+      for (int64_t o = 0; o < n_w; ++o) {
+        const auto* x = reinterpret_cast<const Block*>(w + o * row_bytes);
+        for (int64_t b = b0; b < b1; ++b) {
+          const __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].d)));
+          _mm256_store_ps(scale[b - b0], _mm256_mul_ps(dw, _mm256_load_ps(dy[b - b0])));
+        }
+        pass<NR>(x, y, scale, b0, b0, b1, state[o][0]);
+        pass<NR>(x, y, scale, b0, b0 + 1, b1, state[o][1]);
+      }
+    }
+    for (int64_t o = 0; o < n_w; ++o) {
+      for (int r = 0; r < NR; ++r) out[r * out_stride + o] = hsum(_mm256_add_ps(state[o][0][r], state[o][1][r]));
+    }
+  }
+
+  static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                       uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const int64_t sub = std::clamp<int64_t>(static_cast<int64_t>(kSubTileBytes / row_bytes), 1, kSubTileRows);
+    for (int64_t o0 = 0; o0 < n_w; o0 += sub) {
+      const int64_t nw = std::min(sub, n_w - o0);
+      const uint8_t* wt = wb + o0 * row_bytes;
+      for (int r = 0; r < n_rows; r += kTileRows) {
+        const uint8_t* a = act + r * act_stride;
+        float* o = out + r * out_stride + o0;
+        switch (std::min(kTileRows, n_rows - r)) {
+          case 1: tile_rows<1>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
+          case 2: tile_rows<2>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
+          case 3: tile_rows<3>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
+          case 4: tile_rows<4>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
+          case 5: tile_rows<5>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
+          case 6: tile_rows<6>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
+          case 7: tile_rows<7>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
+          default: tile_rows<8>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
+        }
+      }
+    }
+  }
+};
+
 template <int NR> using Q8_0Kernel = Q8Act<DecodeQ8_0>::Kernel<NR>;
 template <int NR> using Q4_0Kernel = Q8Act<DecodeQ4_0>::Kernel<NR>;
 
@@ -122,6 +217,16 @@ void dot_outputs_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w,
 void dot_rows_q4_0(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
                    int64_t out_stride) {
   dot_rows_dispatch<Q4_0Kernel>(n, w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  Q8Tile<DecodeQ8_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  Q8Tile<DecodeQ4_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::avx2

@@ -11,8 +11,10 @@ RowKernels avx2_row_kernels(TensorType weight) {
     case TensorType::F16: return {avx2::dot_rows_f16, avx2::quantize_act_f16, 1, 2, nullptr, avx2::dot_tile_f16};
     case TensorType::BF16: return {avx2::dot_rows_bf16, nullptr, 1, 2, nullptr, avx2::dot_tile_bf16};
     case TensorType::Q8_0:
-      return {avx2::dot_rows_q8_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F), avx2::dot_outputs_q8_0};
-    case TensorType::Q4_0: return {avx2::dot_rows_q4_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F)};
+      return {avx2::dot_rows_q8_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F), avx2::dot_outputs_q8_0,
+              avx2::dot_tile_q8_0};
+    case TensorType::Q4_0:
+      return {avx2::dot_rows_q4_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F), nullptr, avx2::dot_tile_q4_0};
     case TensorType::Q4_K:
       return {avx2::dot_rows_q4_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K), avx2::dot_outputs_q4_k};
     case TensorType::Q5_K: return {avx2::dot_rows_q5_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K)};

@@ -44,7 +44,7 @@ TEST(CpuFeatures, AmxTileKernelsAreUsedWhereAvailable) {
   EXPECT_TRUE(use_avx2() && f.avx512 && f.amx_int8);
   EXPECT_NE(row_kernels(TensorType::Q4_K).dot_tile, nullptr);
   EXPECT_NE(row_kernels(TensorType::Q6_K).dot_tile, nullptr);
-  EXPECT_EQ(row_kernels(TensorType::Q8_0).dot_tile, nullptr);  // no tile kernel for Q8_0 yet
+  EXPECT_EQ(amx_dot_tile(TensorType::Q8_0), nullptr);  // no AMX tile kernel for Q8_0 yet (AVX2 tiles instead)
 }
 
 // AVX-512 VNNI alone (AMD Zen 4/5, or INFER_NO_AMX=1) is enough for the interleaved layout: its decode
