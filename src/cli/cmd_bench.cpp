@@ -6,14 +6,18 @@
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
 #include "engine/generator.h"
+#include "gguf/tensor_type.h"
 #include "kernels/bandwidth.h"
+#include "kernels/kernel_report.h"
 #include "kernels/thread_pool.h"
 #include "model/model.h"
 
@@ -60,6 +64,19 @@ uint64_t weight_bytes_per_token(const model::Model& m) {
   const auto* embd = m.file().tensor("token_embd.weight");
   if (embd && !m.hparams().tied_output) bytes -= embd->n_bytes - embd->row_bytes();
   return bytes;
+}
+
+// The (type, layout) of every matrix the forward pass multiplies by, each once, in type order.
+std::set<std::pair<kernels::TensorType, bool>> matrix_kinds(const model::Model& m) {
+  std::set<std::pair<kernels::TensorType, bool>> kinds;
+  auto add = [&](const kernels::WeightMatrix& w) {
+    if (w.data) kinds.insert({w.type, w.interleaved});
+  };
+  for (const model::LayerWeights& l : m.layers()) {
+    for (const kernels::WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*w);
+  }
+  add(m.output());
+  return kinds;
 }
 
 void run_bench(const BenchArgs& a) {
@@ -138,6 +155,15 @@ void run_bench(const BenchArgs& a) {
     j["weight_bytes_per_token"] = per_token;
     j["weights"] = a.mmap ? "mmap" : "huge-page copy";
     j["interleaved_matrices"] = model->interleaved_matrices();
+    j["cpu"] = kernels::cpu_model();
+    j["kernels"] = nlohmann::json::array();
+    for (const auto& [type, interleaved] : matrix_kinds(*model)) {
+      const kernels::KernelFamilies f = kernels::kernel_families(type, interleaved);
+      j["kernels"].push_back({{"type", std::string(gguf::type_name(type))},
+                              {"interleaved", interleaved},
+                              {"decode", f.decode},
+                              {"batch", f.batch}});
+    }
     std::puts(j.dump().c_str());
     return;
   }
@@ -149,6 +175,13 @@ void run_bench(const BenchArgs& a) {
     std::printf("| %s | %.1f MiB | %d | tg%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.n, tgs.mean, tgs.stddev);
   std::printf("weights: %s, %d matrices in the interleaved layout\n",
               a.mmap ? "mapped file (--mmap)" : "copied into huge pages", model->interleaved_matrices());
+  std::printf("cpu: %s; kernels (decode / batch):", kernels::cpu_model().c_str());
+  for (const auto& [type, interleaved] : matrix_kinds(*model)) {
+    const kernels::KernelFamilies f = kernels::kernel_families(type, interleaved);
+    std::printf(" %s%s %s / %s;", std::string(gguf::type_name(type)).c_str(), interleaved ? " (interleaved)" : "",
+                f.decode, f.batch);
+  }
+  std::printf("\n");
   std::printf("read bandwidth probe: %.2f GB/s; decode reads %.1f MiB/token = %.2f GB/s: share %.2f\n", bw_gbs,
               double(per_token) / (1 << 20), tg_gbs, share);
 }

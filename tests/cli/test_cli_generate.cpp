@@ -221,6 +221,11 @@ TEST_F(CliTest, BenchJsonReportsSpeedsAndBandwidthShare) {
   EXPECT_EQ(nlohmann::json::parse(mapped.out)["weights"], "mmap");
   EXPECT_EQ(nlohmann::json::parse(mapped.out)["interleaved_matrices"], 0);  // a mapping is never rewritten
   EXPECT_EQ(j["interleaved_matrices"], 0);  // stories260K is F32: no interleaved kernels
+  EXPECT_NE(j["cpu"].get<std::string>().find("(family "), std::string::npos) << j["cpu"];
+  ASSERT_EQ(j["kernels"].size(), 1u) << j["kernels"];  // one matrix type, row layout
+  EXPECT_EQ(j["kernels"][0]["type"], "F32");
+  EXPECT_EQ(j["kernels"][0]["interleaved"], false);
+  for (const char* k : {"decode", "batch"}) EXPECT_FALSE(j["kernels"][0][k].get<std::string>().empty()) << k;
 }
 
 TEST_F(CliTest, ServeBenchJsonHasOneRowPerConcurrency) {

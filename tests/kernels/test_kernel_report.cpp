@@ -1,0 +1,47 @@
+// kernel_report.h: the CPU model and the kernel family names a benchmark report carries.
+#include <stdexcept>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu_features.h"
+#include "kernels/kernel_report.h"
+#include "kernels/row_kernels.h"
+#include "kernel_test_data.h"
+
+namespace infer::kernels {
+namespace {
+
+TEST(KernelReport, CpuModelNamesTheFamily) {
+  const std::string m = cpu_model();
+  EXPECT_FALSE(m.empty());
+  EXPECT_NE(m.find("(family "), std::string::npos) << m;
+}
+
+// The float rows and the Q8_0 activation formats have AVX2 batch tiles on every AVX2 CPU (no AMX tiles
+// for them); the names follow the kernels row_kernels chose.
+TEST(KernelReport, FamiliesFollowTheRunTimeChoice) {
+  for (TensorType t : test::kWeightTypes) {
+    const KernelFamilies f = kernel_families(t, false);
+    const RowKernels k = row_kernels(t);
+    if (!use_avx2()) {
+      EXPECT_STREQ(f.batch, "scalar") << test::type_label(t);
+      continue;
+    }
+    EXPECT_STREQ(f.decode, k.dot_outputs ? "avx2-streams" : "avx2-rows") << test::type_label(t);
+    const bool amx = use_amx() && amx_dot_tile(t);
+    EXPECT_STREQ(f.batch, amx ? "amx-tiles" : k.dot_tile ? "avx2-tiles" : "avx2-rows") << test::type_label(t);
+  }
+  if (use_avx2()) {
+    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0}) {
+      EXPECT_STREQ(kernel_families(t, false).batch, "avx2-tiles") << test::type_label(t);
+    }
+  }
+}
+
+TEST(KernelReport, RejectsUnsupportedTypes) {
+  EXPECT_THROW(kernel_families(static_cast<TensorType>(63), false), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace infer::kernels
