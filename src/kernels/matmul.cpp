@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cpu_features.h"
 #include "kernels/interleave.h"
 #include "kernels/row_kernels.h"
 
@@ -214,8 +215,12 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
     // matrices evenly between the threads (192 KiB tiles gave a 576 KiB matrix 2 chunks to one thread
     // and 1 to the other).
     const bool whole_batch = (p.k.dot_tile || w.interleaved) && n_rows > kRowsByDecodeKernel;
+    // The AVX2 register tiles block for the caches inside a chunk and start no prefetch streams: they
+    // keep the decode chunks, so that a thread the OS deschedules holds less of the batch (bench_kernels
+    // BM_MatmulPrefill, infer bench pp512 on Q8_0; docs/performance.md, "Prefill").
+    const bool amx_tile = p.k.dot_tile && use_amx() && p.k.dot_tile == amx_dot_tile(w.type);
     uint64_t chunk_bytes = kTileBytes;
-    if (whole_batch && n_rows > kMaxRows) {
+    if (whole_batch && n_rows > kMaxRows && (w.interleaved || amx_tile)) {
       chunk_bytes = batch_chunk_bytes(w, pool.size());
     } else if (whole_batch || n_rows <= kMaxRows) {
       chunk_bytes = stream_chunk_bytes(w, pool.size());
