@@ -1,19 +1,24 @@
 // `infer bench`: prefill (pp) and decode (tg) speed like llama-bench, plus a read-bandwidth probe in
-// the same process and the share of it that decode achieves.
+// the same process and the share of it that decode achieves. `--embed N` measures embedding throughput
+// instead (bert embedders, or any model): sequences of N tokens per second through the engine.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
+#include "engine/engine.h"
 #include "engine/generator.h"
 #include "gguf/tensor_type.h"
 #include "kernels/bandwidth.h"
@@ -33,6 +38,8 @@ struct BenchArgs {
   bool json = false;
   int probe_mib = 1024;
   bool mmap = false;
+  int embed = 0;        // tokens per sequence of the embedding benchmark; 0: pp/tg instead
+  int embed_seqs = 32;  // sequences per repetition
 };
 
 struct Stat {
@@ -79,7 +86,78 @@ std::set<std::pair<kernels::TensorType, bool>> matrix_kinds(const model::Model& 
   return kinds;
 }
 
+// Embedding throughput: each repetition submits embed_seqs sequences of `embed` random tokens at once
+// (the engine batches them as the server would) and times them all; mean pooling, as bge models use.
+void run_embed_bench(const BenchArgs& a) {
+  engine::EngineOptions o;
+  o.model_path = a.model;
+  o.mmap = a.mmap;
+  o.threads = a.threads;
+  o.queue_depth = a.embed_seqs;
+  o.context = a.embed;
+  o.step_tokens = std::max(512, a.embed);
+  o.prefix_cache = false;
+  auto e = engine::Engine::create(o);
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> any_token(0, e->n_vocab() - 1);
+  auto run_once = [&] {
+    std::mutex mu;
+    std::condition_variable cv;
+    int done = 0;
+    std::string error;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < a.embed_seqs; ++i) {
+      engine::Request r;
+      r.prompt_ids.resize(size_t(a.embed));
+      for (auto& t : r.prompt_ids) t = any_token(rng);
+      r.embedding = true;
+      r.pooling = engine::Pooling::Mean;
+      engine::Callbacks cb;
+      cb.on_done = [&](engine::Result&& res) {
+        std::lock_guard lock(mu);
+        if (res.finish != engine::FinishReason::Stop) error = res.error;
+        ++done;
+        cv.notify_one();
+      };
+      auto h = e->submit(std::move(r), std::move(cb));
+      if (auto* err = std::get_if<engine::SubmitError>(&h)) throw std::runtime_error("bench --embed: " + err->message);
+    }
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return done == a.embed_seqs; });
+    if (!error.empty()) throw std::runtime_error("bench --embed: " + error);
+    return a.embed_seqs / seconds_since(t0);
+  };
+  std::fprintf(stderr, "bench: %s, %d threads, embedding %d sequences of %d tokens, warm-up\n", a.model.c_str(),
+               a.threads, a.embed_seqs, a.embed);
+  run_once();
+  std::vector<double> seqs;
+  for (int r = 0; r < a.reps; ++r) {
+    seqs.push_back(run_once());
+    std::fprintf(stderr, "bench: embed%d rep %d/%d: %.2f sequences/s\n", a.embed, r + 1, a.reps, seqs.back());
+  }
+  const Stat s = stat_of(seqs);
+  if (a.json) {
+    nlohmann::json j;
+    j["model"] = a.model;
+    j["threads"] = a.threads;
+    j["embed_tokens"] = a.embed;
+    j["embed_sequences"] = a.embed_seqs;
+    j["repetitions"] = a.reps;
+    j["embed_seqs_per_s"] = s.mean;
+    j["embed_seqs_per_s_stddev"] = s.stddev;
+    j["embed_tokens_per_s"] = s.mean * a.embed;
+    j["cpu"] = kernels::cpu_model();
+    std::puts(j.dump().c_str());
+    return;
+  }
+  std::printf("| model | threads | test | sequences/s | tokens/s |\n|---|---|---|---|---|\n");
+  std::printf("| %s | %d | embed%d x %d | %.2f ± %.2f | %.1f |\n", a.model.c_str(), a.threads, a.embed, a.embed_seqs,
+              s.mean, s.stddev, s.mean * a.embed);
+  std::printf("cpu: %s\n", kernels::cpu_model().c_str());
+}
+
 void run_bench(const BenchArgs& a) {
+  if (a.embed > 0) return run_embed_bench(a);
   if (a.p < 0 || a.n < 0 || (a.p == 0 && a.n == 0)) throw std::invalid_argument("-p and -n must be >= 0, and not both 0");
   if (a.reps < 1) throw std::invalid_argument("-r must be >= 1");
   model::LoadOptions lo;
@@ -196,6 +274,10 @@ void setup_bench(CLI::App& app) {
   cmd->add_option("-r,--repetitions", args->reps, "repetitions (mean ± stddev)")->check(CLI::Range(1, 1000));
   cmd->add_option("--probe-mib", args->probe_mib, "bandwidth probe array size in MiB")->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_option("--embed", args->embed,
+                  "embedding throughput instead: sequences of this many tokens per second (mean pooling)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--embed-seqs", args->embed_seqs, "sequences per repetition of --embed")->check(CLI::Range(1, 4096));
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->callback([args] { run_bench(*args); });
 }

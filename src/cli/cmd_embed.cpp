@@ -61,7 +61,9 @@ void run_embed(const EmbedArgs& a) {
   r.normalize = a.normalize;
   const std::vector<int32_t> ids = r.prompt_ids;
   std::promise<engine::Result> done;
-  auto submitted = e->submit(std::move(r), {.on_done = [&done](engine::Result&& res) { done.set_value(std::move(res)); }});
+  engine::Callbacks cb;
+  cb.on_done = [&done](engine::Result&& res) { done.set_value(std::move(res)); };
+  auto submitted = e->submit(std::move(r), std::move(cb));
   if (const auto* err = std::get_if<engine::SubmitError>(&submitted)) throw std::runtime_error("embed: " + err->message);
   const engine::Result res = done.get_future().get();
   if (res.finish != engine::FinishReason::Stop) throw std::runtime_error("embed: " + res.error);

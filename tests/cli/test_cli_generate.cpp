@@ -458,5 +458,18 @@ TEST_F(CliTest, GenerateOnAnEmbeddingModelIsAClearError) {
   EXPECT_NE(r.err.find("model 'bert' is an embedding model: it cannot generate text"), std::string::npos) << r.err;
 }
 
+// `infer bench --embed N` on a bert model: sequences per second, and tokens per second = N times that.
+TEST_F(CliTest, BenchEmbedReportsSequencesAndTokensPerSecond) {
+  INFER_REQUIRE_DIR(test::reference_dir());
+  auto r = run("bench -m " + test::reference_dir() + "/models/tiny-bert-f32.gguf --embed 32 --embed-seqs 4 -r 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["embed_tokens"], 32);
+  EXPECT_EQ(j["embed_sequences"], 4);
+  const double seqs = j["embed_seqs_per_s"].get<double>();
+  EXPECT_GT(seqs, 0.1);  // 4 sequences of 32 tokens on a 4-layer, 64-wide model take well under 40 s
+  EXPECT_DOUBLE_EQ(j["embed_tokens_per_s"].get<double>(), seqs * 32);
+}
+
 }  // namespace
 }  // namespace infer
