@@ -30,7 +30,7 @@ void run_synth(const SynthArgs& a) {
   o.like = a.like;
   o.type = model::parse_synth_type(a.type);
   // Without --arch the shape's own architecture is used.
-  o.arch = a.arch.empty() ? model::synth_shape(a.like, model::Arch::Llama).natural_arch : model::parse_arch(a.arch);
+  o.arch = a.arch.empty() ? model::synth_natural_arch(a.like) : model::parse_arch(a.arch);
   o.seed = a.seed;
   o.threads = a.threads;
   o.vocab_path = a.vocab;
@@ -56,8 +56,11 @@ void run_synth(const SynthArgs& a) {
 void setup_synth(CLI::App& app) {
   auto args = std::make_shared<SynthArgs>();
   auto* cmd = app.add_subcommand("synth", "Write a random-weight GGUF model of a real shape");
-  cmd->add_option("--arch", args->arch, "llama | qwen2 | qwen3 (default: the shape's own)");
-  cmd->add_option("--like", args->like, "tiny | smollm2-135m | qwen3-0.6b | llama-3.2-1b | qwen3-4b");
+  cmd->add_option("--arch", args->arch,
+                  "llama | qwen2 | qwen3 | gemma3 | phi3 | qwen3moe | bert (default: the shape's own)");
+  std::string shapes;
+  for (const auto& n : model::synth_shape_names()) shapes += (shapes.empty() ? "" : " | ") + n;
+  cmd->add_option("--like", args->like, shapes);
   cmd->add_option("--type", args->type, "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k_m | q5_k_m | q6_k");
   cmd->add_option("-o,--output", args->out, "output GGUF file")->required();
   cmd->add_option("--seed", args->seed, "weight seed");

@@ -155,69 +155,9 @@ void add_synthetic_vocab(gguf::Writer& w, int n_vocab) {
 
 }  // namespace
 
-std::vector<std::string> synth_shape_names() {
-  return {"tiny", "smollm2-135m", "qwen3-0.6b", "llama-3.2-1b", "qwen3-4b"};
-}
-
-SynthShape synth_shape(std::string_view like, Arch arch) {
-  if (like == "tiny") {
-    // The shapes of shared/reference/models/tiny-* (stories260K's 512-token vocab).
-    switch (arch) {
-      case Arch::Llama: return {"tiny", Arch::Llama, 512, 4096, 256, 4, 8, 4, 32, 768, 10000.f, 1e-6f, false, "stories260K.gguf"};
-      case Arch::Qwen2: return {"tiny", Arch::Qwen2, 512, 4096, 256, 4, 8, 2, 32, 768, 1e6f, 1e-6f, false, "stories260K.gguf"};
-      case Arch::Qwen3: return {"tiny", Arch::Qwen3, 512, 4096, 256, 4, 4, 2, 128, 768, 1e6f, 1e-6f, false, "stories260K.gguf"};
-    }
-  }
-  if (like == "smollm2-135m")
-    return {"smollm2-135m", Arch::Llama, 49152, 8192, 576, 30, 9, 3, 64, 1536, 100000.f, 1e-5f, true, "ggml-vocab-smollm.gguf"};
-  if (like == "qwen3-0.6b")
-    return {"qwen3-0.6b", Arch::Qwen3, 151936, 40960, 1024, 28, 16, 8, 128, 3072, 1e6f, 1e-6f, true, "ggml-vocab-qwen2.gguf"};
-  if (like == "llama-3.2-1b")
-    return {"llama-3.2-1b", Arch::Llama, 128256, 131072, 2048, 16, 32, 8, 64, 8192, 500000.f, 1e-5f, true, "ggml-vocab-llama-bpe.gguf"};
-  if (like == "qwen3-4b")
-    return {"qwen3-4b", Arch::Qwen3, 151936, 40960, 2560, 36, 32, 8, 128, 9728, 1e6f, 1e-6f, true, "ggml-vocab-qwen2.gguf"};
-  std::string known;
-  for (auto& n : synth_shape_names()) known += (known.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("unknown model shape '" + std::string(like) + "' (known: " + known + ")");
-}
-
-SynthType parse_synth_type(std::string_view n) {
-  if (n == "f32") return SynthType::F32;
-  if (n == "f16") return SynthType::F16;
-  if (n == "bf16") return SynthType::BF16;
-  if (n == "q8_0") return SynthType::Q8_0;
-  if (n == "q4_0") return SynthType::Q4_0;
-  if (n == "q4_k_m") return SynthType::Q4_K_M;
-  if (n == "q5_k_m") return SynthType::Q5_K_M;
-  if (n == "q6_k") return SynthType::Q6_K;
-  throw std::invalid_argument("unknown type '" + std::string(n) +
-                              "' (known: f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k)");
-}
-
-uint32_t synth_file_type(SynthType t) {
-  switch (t) {
-    case SynthType::F32: return 0;
-    case SynthType::F16: return 1;
-    case SynthType::BF16: return 32;
-    case SynthType::Q8_0: return 7;
-    case SynthType::Q4_0: return 2;
-    case SynthType::Q4_K_M: return 15;
-    case SynthType::Q5_K_M: return 17;
-    case SynthType::Q6_K: return 18;
-  }
-  return 0;
-}
-
-Arch parse_arch(std::string_view n) {
-  if (n == "llama") return Arch::Llama;
-  if (n == "qwen2") return Arch::Qwen2;
-  if (n == "qwen3") return Arch::Qwen3;
-  throw std::invalid_argument("unknown architecture '" + std::string(n) + "' (known: llama, qwen2, qwen3)");
-}
-
 bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
-TensorType mixture_type(SynthType t, std::string_view name, int64_t ne0, int n_layer, bool tied) {
+TensorType mixture_type(SynthType t, std::string_view name, int64_t ne0, int n_layer, bool tied, int n_expert) {
   const TensorType base = plain_type(t);
   if (!is_quantized(t)) return base;  // float files: every matrix in the file's type
   const bool is_output = name == "output.weight" || (tied && name == "token_embd.weight");
@@ -227,131 +167,241 @@ TensorType mixture_type(SynthType t, std::string_view name, int64_t ne0, int n_l
     if (t != SynthType::Q8_0) want = ne0 % 256 == 0 ? TensorType::Q6_K : TensorType::Q8_0;
   } else if (t == SynthType::Q4_K_M || t == SynthType::Q5_K_M) {
     const int layer = layer_of(name);
-    // Dense models: the attn_v and ffn_down counters both equal the layer index (§9.2).
-    if ((ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) && use_more_bits(layer, n_layer))
-      want = TensorType::Q6_K;
+    // attn_v's rule covers the fused attn_qkv, ffn_down's the expert stack; the counters of both
+    // equal the layer index (§9.2). Mixtral-like 8-expert models get finer attention (§9.3-9.4).
+    const bool v = ends_with(name, ".attn_v.weight") || ends_with(name, ".attn_qkv.weight");
+    const bool down = ends_with(name, ".ffn_down.weight") || ends_with(name, ".ffn_down_exps.weight");
+    if ((v || down) && use_more_bits(layer, n_layer)) want = TensorType::Q6_K;
+    if (n_expert == 8 && (v || ends_with(name, ".attn_k.weight"))) want = TensorType::Q8_0;
+    if (n_expert == 8 && t == SynthType::Q4_K_M && ends_with(name, ".attn_output.weight")) want = TensorType::Q5_K;
   }
   return with_fallback(want, ne0);
 }
 
-SynthSummary write_synth(const SynthOptions& o, const std::string& path) {
-  SynthSummary sum;
-  SynthShape sh = synth_shape(o.like, o.arch);
-  const char* A = arch_name(o.arch);
-  const std::string a = A;
-  if (o.arch == Arch::Qwen2 && sh.n_head * sh.head_dim != sh.n_embd)
-    throw std::invalid_argument("qwen2 needs n_head x head_dim == n_embd; shape " + sh.name + " has " +
-                                std::to_string(sh.n_head) + " x " + std::to_string(sh.head_dim) + " != " +
-                                std::to_string(sh.n_embd));
-  if (o.threads < 1) throw std::invalid_argument("threads must be >= 1");
+namespace {
 
-  // Tokenizer source.
-  std::unique_ptr<gguf::File> vocab;
-  std::string vocab_path = o.vocab_path;
-  if (vocab_path.empty())
+// The tokenizer's source: `vocab_path`, else the shape's vocab file in the first dir that has it, else
+// none (synthetic). The vocab file decides the embedding's row count.
+std::unique_ptr<gguf::File> open_vocab(const SynthOptions& o, SynthShape& sh, SynthSummary& sum) {
+  std::string path = o.vocab_path;
+  if (path.empty() && !sh.vocab_file.empty())
     for (const auto& dir : o.vocab_dirs) {
       auto p = std::filesystem::path(dir) / sh.vocab_file;
       if (std::filesystem::is_regular_file(p)) {
-        vocab_path = p.string();
+        path = p.string();
         break;
       }
     }
-  if (!vocab_path.empty()) {
-    vocab = gguf::File::open(vocab_path);
-    const auto* tokens = vocab->find("tokenizer.ggml.tokens");
-    if (!tokens || !tokens->is_array()) throw std::invalid_argument(vocab_path + ": no tokenizer.ggml.tokens");
-    sh.n_vocab = int(tokens->array_size());  // the vocab decides the embedding's row count
-    sum.vocab_source = vocab_path;
-  } else {
-    sum.vocab_source = "synthetic";
-  }
+  sum.vocab_source = path.empty() ? "synthetic" : path;
+  if (path.empty()) return nullptr;
+  auto vocab = gguf::File::open(path);
+  const auto* tokens = vocab->find("tokenizer.ggml.tokens");
+  if (!tokens || !tokens->is_array()) throw std::invalid_argument(path + ": no tokenizer.ggml.tokens");
+  sh.n_vocab = int(tokens->array_size());
+  return vocab;
+}
 
-  gguf::Writer w;
-  w.add_string("general.architecture", a);
-  w.add_string("general.name", "synthetic-" + a + "-" + sh.name);
-  w.add_uint32(a + ".context_length", uint32_t(sh.n_ctx));
-  w.add_uint32(a + ".embedding_length", uint32_t(sh.n_embd));
-  w.add_uint32(a + ".block_count", uint32_t(sh.n_layer));
-  w.add_uint32(a + ".feed_forward_length", uint32_t(sh.n_ff));
-  w.add_uint32(a + ".attention.head_count", uint32_t(sh.n_head));
-  w.add_uint32(a + ".attention.head_count_kv", uint32_t(sh.n_kv_head));
-  w.add_float32(a + ".rope.freq_base", sh.rope_base);
-  w.add_float32(a + ".attention.layer_norm_rms_epsilon", sh.rms_eps);
-  if (o.arch == Arch::Qwen3 || sh.head_dim * sh.n_head != sh.n_embd) {
-    w.add_uint32(a + ".attention.key_length", uint32_t(sh.head_dim));
-    w.add_uint32(a + ".attention.value_length", uint32_t(sh.head_dim));
+// <arch>.* hyper-parameters with the key set llama.cpp's converter writes for the architecture.
+void add_hparams(gguf::Writer& w, Arch arch, const SynthShape& sh) {
+  const std::string a = std::string(arch_name(arch)) + ".";
+  w.add_uint32(a + "context_length", uint32_t(sh.n_ctx));
+  w.add_uint32(a + "embedding_length", uint32_t(sh.n_embd));
+  w.add_uint32(a + "block_count", uint32_t(sh.n_layer));
+  w.add_uint32(a + "feed_forward_length", uint32_t(sh.n_ff));
+  w.add_uint32(a + "attention.head_count", uint32_t(sh.n_head));
+  if (arch == Arch::Bert) {  // no RoPE, LayerNorm, every token sees the whole sequence
+    w.add_float32(a + "attention.layer_norm_epsilon", sh.rms_eps);
+    w.add_bool(a + "attention.causal", false);
+    if (sh.pooling_type >= 0) w.add_uint32(a + "pooling_type", uint32_t(sh.pooling_type));
+    return;
   }
-  if (o.arch == Arch::Llama) {
-    w.add_uint32(a + ".rope.dimension_count", uint32_t(sh.head_dim));
-    w.add_uint32(a + ".vocab_size", uint32_t(sh.n_vocab));
+  w.add_uint32(a + "attention.head_count_kv", uint32_t(sh.n_kv_head));
+  w.add_float32(a + "rope.freq_base", sh.rope_base);
+  w.add_float32(a + "attention.layer_norm_rms_epsilon", sh.rms_eps);
+  const bool own_head_dim = arch == Arch::Qwen3 || arch == Arch::Qwen3Moe || arch == Arch::Gemma3;
+  if (own_head_dim || sh.head_dim * sh.n_head != sh.n_embd) {
+    w.add_uint32(a + "attention.key_length", uint32_t(sh.head_dim));
+    w.add_uint32(a + "attention.value_length", uint32_t(sh.head_dim));
   }
+  if (arch == Arch::Llama) {
+    w.add_uint32(a + "rope.dimension_count", uint32_t(sh.head_dim));
+    w.add_uint32(a + "vocab_size", uint32_t(sh.n_vocab));
+  }
+  if (arch == Arch::Phi3) {  // no LongRoPE factors: plain RoPE over the whole context
+    w.add_uint32(a + "rope.dimension_count", uint32_t(sh.n_rot > 0 ? sh.n_rot : sh.head_dim));
+    w.add_uint32(a + "rope.scaling.original_context_length", uint32_t(sh.n_ctx));
+  }
+  if (arch == Arch::Gemma3 && sh.n_swa > 0) {
+    w.add_uint32(a + "attention.sliding_window", uint32_t(sh.n_swa));
+    w.add_uint32(a + "attention.sliding_window_pattern", uint32_t(sh.swa_pattern));
+    w.add_float32(a + "rope.freq_base_swa", sh.rope_base_swa);
+  }
+  if (arch == Arch::Qwen3Moe) {
+    w.add_uint32(a + "expert_count", uint32_t(sh.n_expert));
+    w.add_uint32(a + "expert_used_count", uint32_t(sh.n_expert_used));
+    w.add_uint32(a + "expert_feed_forward_length", uint32_t(sh.n_ff_exp));
+  }
+}
+
+void add_tokenizer(gguf::Writer& w, const gguf::File* vocab, Arch arch, const SynthShape& sh) {
   if (vocab) {
     for (const auto& [key, value] : vocab->metadata())
       if (key.rfind("tokenizer.", 0) == 0) w.add_kv(key, value);
   } else {
     add_synthetic_vocab(w, sh.n_vocab);
   }
-  w.add_uint32("general.quantization_version", 2);
-  w.add_uint32("general.file_type", synth_file_type(o.type));
+  // bert files need a token-type count (llama.cpp refuses 0); we only ever use type 0
+  if (arch == Arch::Bert && !(vocab && vocab->find("tokenizer.ggml.token_type_count")))
+    w.add_uint32("tokenizer.ggml.token_type_count", 2);
+}
 
-  // Tensor plan. F32 files are in the converter's order; every other type is what llama-quantize
-  // writes: global tensors by name, then each layer's tensors by name (§9.2).
-  const bool sorted = o.type != SynthType::F32;
-  std::vector<TensorPlan> plan;
-  const int64_t E = sh.n_embd, V = sh.n_vocab, F = sh.n_ff, HD = sh.head_dim;
-  const int64_t Q = int64_t(sh.n_head) * HD, KV = int64_t(sh.n_kv_head) * HD;
-  auto matrix = [&](std::string name, int64_t in, int64_t out, Kind kind = Kind::Matrix) {
-    TensorType t = mixture_type(o.type, name, in, sh.n_layer, sh.tied);
-    plan.push_back({std::move(name), {in, out}, t, kind});
-  };
-  auto vec = [&](std::string name, int64_t n, Kind kind) { plan.push_back({std::move(name), {n}, TensorType::F32, kind}); };
-  auto by_name = [](auto& x, auto& y) { return x.name < y.name; };
-  matrix("token_embd.weight", E, V, Kind::Embedding);
-  vec("output_norm.weight", E, Kind::Norm);
-  if (!sh.tied) matrix("output.weight", E, V);
-  if (sorted) std::sort(plan.begin(), plan.end(), by_name);
-  for (int l = 0; l < sh.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    const size_t first = plan.size();
-    const bool qwen2 = o.arch == Arch::Qwen2;
+// The tensors and their types, in the order llama.cpp's tools write them: F32 files in the
+// converter's order; every other type as llama-quantize writes it: global tensors by name, then each
+// layer's tensors by name (§9.2).
+class TensorPlanner {
+ public:
+  TensorPlanner(const SynthOptions& o, const SynthShape& sh) : o_(o), sh_(sh), sorted_(o.type != SynthType::F32) {}
+
+  std::vector<TensorPlan> plan() {
+    globals();
+    sort_from(0);
+    for (int l = 0; l < sh_.n_layer; ++l) {
+      const size_t first = plan_.size();
+      const std::string p = "blk." + std::to_string(l) + ".";
+      if (o_.arch == Arch::Bert) {
+        bert_layer(p);
+      } else {
+        attention(p);
+        ffn(p);
+      }
+      sort_from(first);
+    }
+    return std::move(plan_);
+  }
+
+ private:
+  void globals() {
+    const int64_t E = sh_.n_embd, V = sh_.n_vocab;
+    matrix("token_embd.weight", E, V, Kind::Embedding);
+    if (o_.arch == Arch::Bert) {  // llama-quantize never quantises these two (§9.1)
+      plan_.push_back({"token_types.weight", {E, 2}, TensorType::F32, Kind::Embedding});
+      plan_.push_back({"position_embd.weight", {E, sh_.n_ctx}, TensorType::F32, Kind::Embedding});
+      vec("token_embd_norm.weight", E, Kind::Norm);
+      vec("token_embd_norm.bias", E, Kind::Bias);
+      return;
+    }
+    vec("output_norm.weight", E, Kind::Norm);
+    if (!sh_.tied) matrix("output.weight", E, V);
+  }
+
+  void attention(const std::string& p) {
+    const int64_t E = sh_.n_embd, HD = sh_.head_dim, Q = sh_.n_head * HD, KV = sh_.n_kv_head * HD;
+    const Arch arch = o_.arch;
     vec(p + "attn_norm.weight", E, Kind::Norm);
-    matrix(p + "attn_q.weight", E, Q);
-    if (qwen2) vec(p + "attn_q.bias", Q, Kind::Bias);
-    matrix(p + "attn_k.weight", E, KV);
-    if (qwen2) vec(p + "attn_k.bias", KV, Kind::Bias);
-    matrix(p + "attn_v.weight", E, KV);
-    if (qwen2) vec(p + "attn_v.bias", KV, Kind::Bias);
-    if (o.arch == Arch::Qwen3) {
+    if (arch == Arch::Phi3) {
+      matrix(p + "attn_qkv.weight", E, Q + 2 * KV);
+    } else {
+      const bool biases = arch == Arch::Qwen2;
+      matrix(p + "attn_q.weight", E, Q);
+      if (biases) vec(p + "attn_q.bias", Q, Kind::Bias);
+      matrix(p + "attn_k.weight", E, KV);
+      if (biases) vec(p + "attn_k.bias", KV, Kind::Bias);
+      matrix(p + "attn_v.weight", E, KV);
+      if (biases) vec(p + "attn_v.bias", KV, Kind::Bias);
+    }
+    if (arch == Arch::Qwen3 || arch == Arch::Qwen3Moe || arch == Arch::Gemma3) {
       vec(p + "attn_q_norm.weight", HD, Kind::Norm);
       vec(p + "attn_k_norm.weight", HD, Kind::Norm);
     }
     matrix(p + "attn_output.weight", Q, E);
-    vec(p + "ffn_norm.weight", E, Kind::Norm);
-    matrix(p + "ffn_gate.weight", E, F);
-    matrix(p + "ffn_up.weight", E, F);
-    matrix(p + "ffn_down.weight", F, E);
-    if (sorted) std::sort(plan.begin() + first, plan.end(), by_name);
+    if (arch == Arch::Gemma3) vec(p + "post_attention_norm.weight", E, Kind::Norm);
   }
 
+  void ffn(const std::string& p) {
+    const int64_t E = sh_.n_embd, F = sh_.n_ff;
+    vec(p + "ffn_norm.weight", E, Kind::Norm);
+    if (o_.arch == Arch::Qwen3Moe) {
+      const int64_t FE = sh_.n_ff_exp, NE = sh_.n_expert;
+      plan_.push_back({p + "ffn_gate_inp.weight", {E, NE}, TensorType::F32, Kind::Matrix});  // never quantised
+      experts(p + "ffn_gate_exps.weight", E, FE, NE);
+      experts(p + "ffn_up_exps.weight", E, FE, NE);
+      experts(p + "ffn_down_exps.weight", FE, E, NE);
+      return;
+    }
+    if (o_.arch == Arch::Phi3) {
+      matrix(p + "ffn_up.weight", E, 2 * F);  // the gate's rows, then the up rows
+    } else {
+      matrix(p + "ffn_gate.weight", E, F);
+      matrix(p + "ffn_up.weight", E, F);
+    }
+    matrix(p + "ffn_down.weight", F, E);
+    if (o_.arch == Arch::Gemma3) vec(p + "post_ffw_norm.weight", E, Kind::Norm);
+  }
+
+  // post-LayerNorm layer: every matrix with its bias, a LayerNorm after attention and after the FFN
+  void bert_layer(const std::string& p) {
+    const int64_t E = sh_.n_embd, F = sh_.n_ff, Q = sh_.n_head * sh_.head_dim;
+    auto affine = [&](const std::string& name, int64_t in, int64_t out) {
+      matrix(p + name + ".weight", in, out);
+      vec(p + name + ".bias", out, Kind::Bias);
+    };
+    auto layernorm = [&](const std::string& name) {
+      vec(p + name + ".weight", E, Kind::Norm);
+      vec(p + name + ".bias", E, Kind::Bias);
+    };
+    affine("attn_q", E, Q);
+    affine("attn_k", E, Q);
+    affine("attn_v", E, Q);
+    affine("attn_output", Q, E);
+    layernorm("attn_output_norm");
+    affine("ffn_up", E, F);
+    affine("ffn_down", F, E);
+    layernorm("layer_output_norm");
+  }
+
+  void matrix(std::string name, int64_t in, int64_t out, Kind kind = Kind::Matrix) {
+    const TensorType t = mixture_type(o_.type, name, in, sh_.n_layer, sh_.tied, sh_.n_expert);
+    plan_.push_back({std::move(name), {in, out}, t, kind});
+  }
+  void experts(std::string name, int64_t in, int64_t out, int64_t n) {
+    const TensorType t = mixture_type(o_.type, name, in, sh_.n_layer, sh_.tied, sh_.n_expert);
+    plan_.push_back({std::move(name), {in, out, n}, t, Kind::Matrix});
+  }
+  void vec(std::string name, int64_t n, Kind kind) { plan_.push_back({std::move(name), {n}, TensorType::F32, kind}); }
+  void sort_from(size_t first) {
+    if (sorted_)
+      std::sort(plan_.begin() + long(first), plan_.end(), [](auto& x, auto& y) { return x.name < y.name; });
+  }
+
+  const SynthOptions& o_;
+  const SynthShape& sh_;
+  const bool sorted_;
+  std::vector<TensorPlan> plan_;
+};
+
+// Total bytes of the plan; fails before anything is written when a fallback type (§9.5) is one the
+// kernels cannot encode.
+uint64_t check_plan(const std::vector<TensorPlan>& plan, const SynthShape& sh) {
   uint64_t total = 0;
   for (const auto& t : plan) {
-    // Fail before writing anything when a fallback type (§9.5) is one the kernels cannot encode.
     if (t.type != TensorType::F32 && !kernels::is_supported_weight_type(t.type))
       throw std::invalid_argument("tensor " + t.name + " (rows of " + std::to_string(t.ne[0]) + ") gets type " +
                                   std::string(gguf::type_name(t.type)) + " under the " + sh.name +
                                   " mixture rules, which this project cannot quantise; pick another --type");
     total += gguf::Writer::tensor_bytes(t.type, t.ne);
   }
-  sum.shape = sh;
-  sum.tensor_bytes = total;
-  sum.n_tensors = plan.size();
+  return total;
+}
 
+// Queues each tensor's data: rows drawn and encoded in parallel slabs when the writer asks for them.
+void add_tensor_data(gguf::Writer& w, const std::vector<TensorPlan>& plan, const SynthOptions& o, uint64_t total,
+                     SynthSummary& sum) {
   auto pool = std::make_shared<kernels::ThreadPool>(o.threads);
   auto done = std::make_shared<uint64_t>(0);
-  for (size_t ti = 0; ti < plan.size(); ++ti) {
-    const TensorPlan& t = plan[ti];
+  for (const TensorPlan& t : plan) {
     const int64_t n_in = t.ne[0];
-    const int64_t n_rows = t.ne.size() > 1 ? t.ne[1] : 1;
+    int64_t n_rows = 1;  // a 3-D expert stack is its experts' matrices one after another
+    for (size_t d = 1; d < t.ne.size(); ++d) n_rows *= t.ne[d];
     sum.n_params += uint64_t(n_in * n_rows);
     float mean = 0.f, sigma = 1.f;
     switch (t.kind) {
@@ -383,6 +433,42 @@ SynthSummary write_synth(const SynthOptions& o, const std::string& path) {
       if (o.progress) o.progress(*done, total, t.name);
     });
   }
+}
+
+void check_shape(const SynthOptions& o, const SynthShape& sh) {
+  // these write no key_length, so their head width is n_embd / n_head
+  const bool q_is_embd = o.arch == Arch::Qwen2 || o.arch == Arch::Phi3 || o.arch == Arch::Bert;
+  if (q_is_embd && sh.n_head * sh.head_dim != sh.n_embd)
+    throw std::invalid_argument(std::string(arch_name(o.arch)) + " needs n_head x head_dim == n_embd; shape " +
+                                sh.name + " has " + std::to_string(sh.n_head) + " x " + std::to_string(sh.head_dim) +
+                                " != " + std::to_string(sh.n_embd));
+  if (o.threads < 1) throw std::invalid_argument("threads must be >= 1");
+}
+
+}  // namespace
+
+SynthSummary write_synth(const SynthOptions& o, const std::string& path) {
+  SynthSummary sum;
+  SynthShape sh = synth_shape(o.like, o.arch);
+  check_shape(o, sh);
+  const std::unique_ptr<gguf::File> vocab = open_vocab(o, sh, sum);
+
+  const std::string a = arch_name(o.arch);
+  gguf::Writer w;
+  w.add_string("general.architecture", a);
+  // llama.cpp gives files named "phi3" special-token rules that need <|endoftext|> in the vocab
+  w.add_string("general.name", "synthetic-" + (o.arch == Arch::Phi3 ? std::string("phi") : a) + "-" + sh.name);
+  add_hparams(w, o.arch, sh);
+  add_tokenizer(w, vocab.get(), o.arch, sh);
+  w.add_uint32("general.quantization_version", 2);
+  w.add_uint32("general.file_type", synth_file_type(o.type));
+
+  const std::vector<TensorPlan> plan = TensorPlanner(o, sh).plan();
+  const uint64_t total = check_plan(plan, sh);
+  sum.shape = sh;
+  sum.tensor_bytes = total;
+  sum.n_tensors = plan.size();
+  add_tensor_data(w, plan, o, total, sum);
   w.write(path);
   return sum;
 }
