@@ -41,6 +41,26 @@ TEST(ChatTemplate, DetectsQwen2TemplateFromRealVocab) {
   EXPECT_EQ(require_chat_family(tok->chat_template()), ChatFamily::ChatML);
 }
 
+TEST(ChatTemplate, DetectsPhi3TemplateFromRealVocab) {
+  INFER_REQUIRE_DIR(test::vectors_dir());
+  const auto file = gguf::File::open(test::vectors_dir() + "/ggml-vocab-phi-3.gguf");
+  const auto tok = Tokenizer::from_gguf(*file);
+  EXPECT_EQ(require_chat_family(tok->chat_template()), ChatFamily::Phi3);
+}
+
+// Gemma 3 and Phi-4-mini templates carry their markers inside Jinja expressions, next to others'
+// words (a system "prefix", a tool list) that must not pull them into another family.
+TEST(ChatTemplate, DetectsGemma3AndPhi4MiniStyleTemplates) {
+  EXPECT_EQ(detect_chat_family("{% set prefix = system ~ '\\n\\n' %}{% for m in messages %}<start_of_turn>"
+                               "{{ 'model' if m.role == 'assistant' else m.role }}\n{{ prefix if loop.first }}"
+                               "{{ m.content | trim }}<end_of_turn>{% endfor %}"),
+            ChatFamily::Gemma);
+  EXPECT_EQ(detect_chat_family("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% if m.tools %}<|tool|>"
+                               "{{ m.tools }}<|/tool|>{% endif %}<|end|>{% endfor %}"
+                               "{% if add_generation_prompt %}<|assistant|>{% endif %}"),
+            ChatFamily::Phi3);
+}
+
 TEST(ChatTemplate, FamiliesByName) {
   for (auto f : {ChatFamily::ChatML, ChatFamily::Llama3, ChatFamily::Llama2, ChatFamily::Mistral, ChatFamily::MistralV1,
                  ChatFamily::MistralV3, ChatFamily::MistralV3Tekken, ChatFamily::Gemma, ChatFamily::Phi3,
@@ -88,6 +108,18 @@ TEST(ChatTemplate, RendersGemmaWithSystemFoldedIntoUser) {
   EXPECT_EQ(apply_chat_template(ChatFamily::Gemma, kChat, true),
             "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n"
             "<start_of_turn>user\nWhy?<end_of_turn>\n<start_of_turn>model\n");
+}
+
+TEST(ChatTemplate, RendersGemmaModelTurnsWithoutSystem) {
+  EXPECT_EQ(apply_chat_template(ChatFamily::Gemma, {{"user", " Hi\n"}, {"assistant", "Hello."}}, false),
+            "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n");
+}
+
+TEST(ChatTemplate, RendersPhi3WithSystemTurn) {
+  EXPECT_EQ(apply_chat_template(ChatFamily::Phi3, kChat, true),
+            "<|system|>\nBe brief.<|end|>\n<|user|>\nHi <|end|>\n<|assistant|>\nHello.<|end|>\n"
+            "<|user|>\nWhy?<|end|>\n<|assistant|>\n");
+  EXPECT_EQ(apply_chat_template(ChatFamily::Phi3, {{"user", "x"}}, false), "<|user|>\nx<|end|>\n");
 }
 
 TEST(ChatTemplate, RendersPhi3AndZephyr) {
