@@ -63,11 +63,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Bytes of weights one decode step reads: every tensor, except that an untied embedding table is
-// only gathered (one row per token). The KV cache read is left out (small at these lengths).
+// Bytes of weights one decode step reads: the active weights (a mixture of experts runs only its
+// chosen experts), except that an untied embedding table is only gathered (one row per token). The KV
+// cache read is left out (small at these lengths).
 uint64_t weight_bytes_per_token(const model::Model& m) {
-  uint64_t bytes = 0;
-  for (const auto& t : m.file().tensors()) bytes += t.n_bytes;
+  uint64_t bytes = m.active_weight_bytes();
   const auto* embd = m.file().tensor("token_embd.weight");
   if (embd && !m.hparams().tied_output) bytes -= embd->n_bytes - embd->row_bytes();
   return bytes;

@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "kernels/interleave.h"
 #include "kernels/quant.h"
@@ -285,6 +286,16 @@ void Model::interleave_matrices() {
 uint64_t Model::weight_bytes() const {
   uint64_t total = 0;
   for (const auto& t : file_->tensors()) total += t.n_bytes;
+  return total;
+}
+
+uint64_t Model::active_weight_bytes() const {
+  static constexpr std::string_view kStack = "_exps.weight";  // ffn_{gate,up,down}_exps
+  uint64_t total = 0;
+  for (const auto& t : file_->tensors()) {
+    const bool stack = hp_.is_moe() && t.name.size() > kStack.size() && t.name.ends_with(kStack);
+    total += stack ? t.n_bytes / uint64_t(hp_.n_expert) * uint64_t(hp_.n_expert_used) : t.n_bytes;
+  }
   return total;
 }
 

@@ -57,7 +57,10 @@ class Model {
 
   const HParams& hparams() const { return hp_; }
   const gguf::File& file() const { return *file_; }
-  uint64_t weight_bytes() const;  // bytes of all tensors (what decode reads per token, about)
+  uint64_t weight_bytes() const;  // bytes of all tensors
+  // What one token's decode reads, about: weight_bytes() with each expert stack counted at
+  // n_expert_used / n_expert of its size (a token runs only its chosen experts); dense models: all.
+  uint64_t active_weight_bytes() const;
   int interleaved_matrices() const { return interleaved_matrices_; }  // tensors in the interleaved layout
 
   // F32-only tensors (norms, biases) are pointed to directly; other small vectors are dequantised once.

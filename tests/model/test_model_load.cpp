@@ -63,6 +63,17 @@ TEST(ModelLoad, Qwen2BindsBiasesAndQwen3BindsQkNorms) {
   }
 }
 
+TEST(ModelLoad, ActiveWeightBytesCountOnlyTheUsedExpertsShare) {
+  INFER_REQUIRE_DIR(reference_dir());
+  const auto moe = model::Model::load(reference_dir() + "/models/tiny-qwen3moe-f32.gguf");
+  // 2 layers x 3 stacks of 8 experts [256, 256] in F32, of which 2 run per token
+  const uint64_t stacks = 2 * 3 * 8 * 256 * 256 * 4;
+  EXPECT_EQ(moe->active_weight_bytes(), moe->weight_bytes() - stacks + stacks * 2 / 8);
+  INFER_REQUIRE_DIR(models_dir());
+  const auto dense = model::Model::load(stories());
+  EXPECT_EQ(dense->active_weight_bytes(), dense->weight_bytes());
+}
+
 TEST(ModelLoad, MissingTensorIsAnErrorNamingIt) {
   INFER_REQUIRE_DIR(models_dir());
   GgufVariant v;
