@@ -11,15 +11,12 @@
 
 #include "redis/redis_server.h"
 #include "support/data_dirs.h"
+#include "support/story_documents.h"
 
 namespace infer::test {
 namespace {
 
-const std::vector<std::string> kDocs = {
-    "Lily had a red ball. She played with it in the park every day.",
-    "Tom saw a big dog. The dog was friendly and wagged its tail.",
-    "The sun was hot. Sara went to the beach to swim in the sea.",
-};
+const std::vector<std::string> kDocs(kStoryDocuments.begin(), kStoryDocuments.begin() + 3);
 
 class RagDocs : public SharedServerTest<RagDocs> {
  public:
