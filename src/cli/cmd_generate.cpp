@@ -128,7 +128,7 @@ void run_generate(const GenerateArgs& a) {
     j["ids"] = r.ids;
     // Invalid UTF-8 (a character cut by max tokens) is replaced rather than failing the dump.
     j["text"] = r.text;
-    j["finish_reason"] = engine::finish_name(r.finish);
+    j["finish_reason"] = engine::finish_reason_name(r.finish);
     j["seed"] = r.seed;
     j["prefill_tps"] = r.prefill_tps;
     j["decode_tps"] = r.decode_tps;
@@ -141,7 +141,7 @@ void run_generate(const GenerateArgs& a) {
     std::puts("");
   }
   std::fprintf(stderr, "prefill: %zu tokens, %.1f tok/s | decode: %zu tokens, %.1f tok/s | finish: %s | seed: %llu\n",
-               r.prompt_ids.size(), r.prefill_tps, r.ids.size(), r.decode_tps, engine::finish_name(r.finish),
+               r.prompt_ids.size(), r.prefill_tps, r.ids.size(), r.decode_tps, engine::finish_reason_name(r.finish),
                static_cast<unsigned long long>(r.seed));
 }
 

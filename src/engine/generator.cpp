@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string_view>
 
-#include "engine/text_stream.h"
+#include "engine/decode_step.h"
 #include "tokenizer/chat_template.h"
 
 namespace infer::engine {
@@ -34,17 +34,6 @@ TopLogits top_logits(const float* logits, int n_vocab, int top_n) {
 }
 
 }  // namespace
-
-const char* finish_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Cancelled: return "cancelled";
-    case FinishReason::Deadline: return "deadline";
-    case FinishReason::Error: return "error";
-  }
-  return "unknown";
-}
 
 Generator::Generator(const model::Model& model, const tokenizer::Tokenizer* tok, const GeneratorOptions& opts)
     : model_(model), tok_(tok), opts_(opts) {
@@ -111,12 +100,13 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
   if (!opts.force.empty() && n_prompt + int(opts.force.size()) - 1 > n_ctx_)
     throw std::invalid_argument("prompt + forced tokens (" + std::to_string(n_prompt + opts.force.size()) +
                                 ") exceed the context of " + std::to_string(n_ctx_));
-  Sampler sampler(opts.sampling, n_vocab);
+  const bool forced = !opts.force.empty();
+  // Teacher forcing feeds every forced id: no stop strings, no end-of-generation tokens.
+  DecodeStep step(opts.sampling, n_vocab, tok_, forced ? std::vector<std::string>{} : opts.stop, !forced, on_text);
 
   GenerateResult res;
   res.prompt_ids = prompt;
-  res.seed = sampler.seed();
-  const bool forced = !opts.force.empty();
+  res.seed = step.seed();
   const int n_steps = forced ? int(opts.force.size()) : opts.max_tokens;
 
   // Prefill. Capturing every row's logits needs them all in the buffer, so chunks shrink to fit.
@@ -137,34 +127,20 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
   res.prefill_tps = res.prefill_ms > 0 ? n_prompt * 1000.0 / res.prefill_ms : 0;
 
   // Decode.
-  TextStream stream(forced ? std::vector<std::string>{} : opts.stop, on_text);
   std::vector<int32_t> history = prompt;
   history.reserve(prompt.size() + n_steps);
-  // SentencePiece vocabularies put a space before the first word; after a bare BOS it is dropped.
-  bool strip_space = tok_ && tok_->model_name() == "llama" && n_prompt == 1 && prompt[0] == tok_->bos();
   const auto t_decode = Clock::now();
   int n_fed = 0;
   int pos = n_prompt;
   res.finish = FinishReason::Length;
   for (int s = 0; s < n_steps; ++s) {
     if (opts.logits_top_n != 0) res.step_logits.push_back(top_logits(cur.data(), n_vocab, opts.logits_top_n));
-    const int32_t id = forced ? opts.force[s] : sampler.sample(cur.data(), history);
-    res.ids.push_back(id);
+    const int32_t id = forced ? opts.force[s] : step.sample(cur.data(), history);
+    res.ids.push_back(id);  // an end-of-generation id included (GenerateResult::ids)
     history.push_back(id);
-    if (!forced && tok_ && tok_->is_eog(id)) {
+    if (step.take(id) != DecodeStep::Outcome::Continue) {
       res.finish = FinishReason::Stop;
       break;
-    }
-    if (tok_) {
-      std::string piece = tok_->token_to_piece(id);
-      if (strip_space && !piece.empty()) {
-        if (piece[0] == ' ') piece.erase(0, 1);
-        strip_space = false;
-      }
-      if (stream.add(piece) && !forced) {
-        res.finish = FinishReason::Stop;
-        break;
-      }
     }
     if (s + 1 == n_steps || pos >= n_ctx_) break;  // Length: nothing more to compute
     run_chunk(&id, 1, pos++, false);
@@ -173,8 +149,8 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
   }
   res.decode_ms = ms_since(t_decode);
   res.decode_tps = n_fed > 0 && res.decode_ms > 0 ? n_fed * 1000.0 / res.decode_ms : 0;
-  stream.finish();
-  res.text = stream.text();
+  step.finish();
+  res.text = step.text();
   return res;
 }
 

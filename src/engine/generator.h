@@ -1,6 +1,7 @@
 // Single-sequence generation on one Model: prefill the prompt in chunks, then decode token by token
 // with the sampler chain, stopping on end-of-generation tokens, stop strings or max tokens.
-// This is what `infer generate` and `infer bench` run; the serving Engine batches many sequences.
+// This is what `infer generate` and `infer bench` run; the serving Engine batches many sequences. Each
+// generated token goes through a DecodeStep (decode_step.h), as in the Engine, so both give the same text.
 //
 // Text streaming: the callback receives pieces of valid UTF-8 only (a character split across tokens
 // is held back until complete) and never any part of a stop string (text that could still become
@@ -58,9 +59,6 @@ struct GeneratorOptions {
   int context = 2048;       // max tokens (prompt + generated); capped at the model's training context
   int prefill_chunk = 256;  // prompt rows per forward pass
 };
-
-// "stop" / "length" (the names of the Engine's FinishReason).
-const char* finish_name(FinishReason r);
 
 class Generator {
  public:

@@ -6,8 +6,7 @@
 #include <cstring>
 #include <span>
 
-#include "engine/sampler.h"
-#include "engine/text_stream.h"
+#include "engine/decode_step.h"
 
 namespace infer::engine {
 namespace {
@@ -19,8 +18,7 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }  // namespace
 
 struct Scheduler::Sequence {
-  explicit Sequence(std::unique_ptr<PendingRequest> req)
-      : p(std::move(req)), text(p->req.stop, [this](const std::string& s) { piece += s; }) {}
+  explicit Sequence(std::unique_ptr<PendingRequest> req) : p(std::move(req)) {}
 
   std::unique_ptr<PendingRequest> p;
   std::vector<int32_t> tokens;  // prompt, then generated tokens
@@ -29,11 +27,10 @@ struct Scheduler::Sequence {
   int n_cached = 0;             // of those, reused from the prefix cache
   std::vector<int32_t> pages;   // page table, all pages the sequence can ever need
   RadixTree::Node* lock = nullptr;
-  std::optional<Sampler> sampler;  // absent for embeddings
+  std::optional<DecodeStep> decode;  // absent for embeddings
   std::vector<double> pooled;   // embeddings: sum of the pooled hidden states, added in position order
                                 // (Pooling::None: each position's state, n_prompt rows)
   int n_pooled = 0;             // how many states `pooled` holds
-  TextStream text;
   std::string piece;            // text released while handling the current token
   Result result;
   Clock::time_point admitted, first_token;
@@ -253,7 +250,8 @@ void Scheduler::admit() {
     if (req.embedding)
       s->pooled.assign(size_t(n_embd_) * size_t(req.pooling == Pooling::None ? s->n_prompt : 1), 0.0);
     else
-      s->sampler.emplace(req.sampling, n_vocab_);
+      s->decode.emplace(req.sampling, n_vocab_, &tok_, req.stop, true,
+                        [seq = s.get()](const std::string& text) { seq->piece += text; });
     s->admitted = now;
     local_.prompt_tokens += uint64_t(s->n_prompt);
     local_.cached_tokens += uint64_t(s->n_cached);
@@ -374,7 +372,7 @@ void Scheduler::sample_all() {
   }
   auto draw = [&](size_t k) {
     try {
-      draws_[k].id = logit_seqs_[k]->sampler->sample(&logits_[k * size_t(n_vocab_)], logit_seqs_[k]->tokens);
+      draws_[k].id = logit_seqs_[k]->decode->sample(&logits_[k * size_t(n_vocab_)], logit_seqs_[k]->tokens);
     } catch (const std::exception& e) {
       draws_[k].error = e.what();
     }
@@ -397,7 +395,9 @@ void Scheduler::take_draw(Sequence& s, const Draw& d) {
   }
   try {
     const int32_t id = d.id;
-    if (tok_.is_eog(id)) {
+    s.piece.clear();
+    const DecodeStep::Outcome outcome = s.decode->take(id);
+    if (outcome == DecodeStep::Outcome::EndOfGeneration) {  // not in Result::ids
       finish(s, FinishReason::Stop);
       return;
     }
@@ -405,10 +405,8 @@ void Scheduler::take_draw(Sequence& s, const Draw& d) {
     s.result.ids.push_back(id);
     ++local_.tokens_generated;
     ++window_tokens_;
-    s.piece.clear();
-    const bool stopped = s.text.add(tok_.token_to_piece(id));
     if (s.p->cb.on_token) s.p->cb.on_token(id, s.piece);
-    if (stopped)
+    if (outcome == DecodeStep::Outcome::StopString)
       finish(s, FinishReason::Stop);
     else if (int(s.tokens.size()) >= s.p->max_len)
       finish(s, FinishReason::Length);
@@ -422,7 +420,7 @@ void Scheduler::finish(Sequence& s, FinishReason why, std::string error) {
   s.finished = true;
   const auto now = Clock::now();
   s.piece.clear();
-  if (why != FinishReason::Error) s.text.finish();
+  if (s.decode && why != FinishReason::Error) s.decode->finish();
 
   // Give the computed prefix to the cache (whole pages), then let go of our pages.
   if (opts_.prefix_cache && model_.hparams().causal && why != FinishReason::Error) {
@@ -437,8 +435,8 @@ void Scheduler::finish(Sequence& s, FinishReason why, std::string error) {
   Result& r = s.result;
   r.finish = why;
   r.error = std::move(error);
-  r.text = s.text.text();
-  r.seed = s.sampler ? s.sampler->seed() : s.p->req.sampling.seed.value_or(0);
+  if (s.decode) r.text = s.decode->text();
+  r.seed = s.decode ? s.decode->seed() : s.p->req.sampling.seed.value_or(0);
   Timings& t = r.timings;
   t.queue_ms = ms_between(s.p->submitted, s.admitted);
   t.prompt_tokens = s.n_prompt;

@@ -1,7 +1,8 @@
 // The step loop of the serving engine: one thread admits queued requests, runs ONE forward pass per step
 // over every running sequence's next rows (a decode row per generating sequence plus prefill chunks under
 // the per-step token budget), samples, streams and finishes requests. Sequences join and leave between
-// steps (continuous batching with chunked prefill).
+// steps (continuous batching with chunked prefill). Each generated token goes through a DecodeStep
+// (decode_step.h), as in the CLI's Generator, so both give the same text.
 //
 // KV admission (why it cannot deadlock): a request is admitted only when every page it can ever need,
 // ceil(min(prompt + max_tokens, context) / page_tokens), is allocated at once (after reusing its cached

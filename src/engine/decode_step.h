@@ -1,0 +1,59 @@
+// One generated token's step, the same for the CLI's Generator and the serving Scheduler: sample an id,
+// then take it: an end-of-generation token ends the text, any other token's text goes to a TextStream,
+// which ends it on a stop string. So the CLI and the server produce the same text and ids.
+//
+// Detokenisation rule (llama.cpp's, as in the reference greedy_text): a generated token's text is its
+// piece with control and unknown tokens rendered empty, and the pieces are joined as they are. The
+// SentencePiece dummy-prefix space of the first piece is kept, even after a bare BOS: the generated text
+// continues the prompt, it does not start a document (Tokenizer::decode is for whole documents).
+//
+// Thread-safety: sample() of different DecodeSteps may run concurrently; everything else on one thread.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/sampler.h"
+#include "engine/text_stream.h"
+#include "tokenizer/tokenizer.h"
+
+namespace infer::engine {
+
+// A generated token's text under the rule above. Throws std::out_of_range for an id outside the vocab.
+std::string generated_piece(const tokenizer::Tokenizer& tok, int32_t id);
+
+class DecodeStep {
+ public:
+  enum class Outcome {
+    Continue,         // the token's text (if any) went to the stream; generation goes on
+    EndOfGeneration,  // an end-of-generation token: it adds no text
+    StopString,       // a stop string is complete: the text ends before it
+  };
+
+  // `tok` may be null: ids only, no text, no end-of-generation tokens. With `end_on_eog` false (teacher
+  // forcing) an end-of-generation token is text like any other. Throws std::invalid_argument for bad
+  // sampling values (see Sampler).
+  DecodeStep(const SamplingParams& sampling, int n_vocab, const tokenizer::Tokenizer* tok,
+             std::vector<std::string> stop, bool end_on_eog, std::function<void(const std::string&)> on_text);
+
+  // The next id from one row of logits, given every token so far (prompt included).
+  int32_t sample(const float* logits, std::span<const int32_t> history) { return sampler_.sample(logits, history); }
+  // Takes the id as generated: what it does to the text (on_text receives what becomes final).
+  Outcome take(int32_t id);
+  // End of generation: releases the text held back (see TextStream::finish).
+  void finish() { text_.finish(); }
+
+  const std::string& text() const { return text_.text(); }
+  uint64_t seed() const { return sampler_.seed(); }
+
+ private:
+  Sampler sampler_;
+  const tokenizer::Tokenizer* tok_;
+  bool end_on_eog_;
+  TextStream text_;
+};
+
+}  // namespace infer::engine
