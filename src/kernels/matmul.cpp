@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/claim_barrier.h"
 #include "kernels/cpu_features.h"
 #include "kernels/interleave.h"
 #include "kernels/row_kernels.h"
@@ -30,8 +31,6 @@ constexpr int64_t kRowsByDecodeKernel = 2;  // up to this many rows, the decode 
 // rows, no tiles), more the AMX tiles, which win for prefill (bench_kernels BM_MatmulBatch, infer bench
 // pp512; docs/performance.md, "Constants").
 constexpr int64_t kRowsByVnniKernel = 16;
-// Below this much work (weight bytes × rows) waking the pool costs more than it saves (tiny models).
-constexpr uint64_t kMinParallelBytes = 64 * 1024;
 
 uint64_t stream_chunk_bytes(const WeightMatrix& w, int threads) {
   const uint64_t total = w.row_bytes * static_cast<uint64_t>(w.n_out);
@@ -125,8 +124,7 @@ struct MatmulPart {
 // quantise the rows (claimed `claim` at a time), wait until every row is done, then share out the
 // chunks of all the matrices from one counter. One barrier per job, no serial quantisation of a few
 // rows while the other threads wait, and matrices sharing an input (q, k, v) end together instead of
-// each waiting for its slowest thread. Every claimed row is finished by its claimant, so the wait
-// always ends.
+// each waiting for its slowest thread.
 struct MatmulJob {
   MatmulPart parts[kMaxSharedOutputs];
   int n_parts = 0;
@@ -137,8 +135,7 @@ struct MatmulJob {
   int64_t n_in, n_rows, x_stride;
   uint8_t* act;
   uint64_t act_row_bytes;
-  alignas(64) std::atomic<int64_t> next_quantize{0};
-  alignas(64) std::atomic<int64_t> quantized{0};  // rows finished
+  ClaimBarrier quantized;  // rows quantised
   alignas(64) std::atomic<int64_t> next_chunk{0};
 
   void quantize_rows(int64_t begin, int64_t end) const {
@@ -147,14 +144,7 @@ struct MatmulJob {
   }
 
   void quantize_then_multiply(int64_t claim) {
-    for (;;) {
-      const int64_t begin = next_quantize.fetch_add(claim);
-      if (begin >= n_rows) break;
-      const int64_t end = std::min(n_rows, begin + claim);
-      quantize_rows(begin, end);
-      quantized.fetch_add(end - begin, std::memory_order_release);
-    }
-    while (quantized.load(std::memory_order_acquire) < n_rows) __builtin_ia32_pause();
+    quantized.run(n_rows, claim, [this](int64_t begin, int64_t end) { quantize_rows(begin, end); });
     multiply();
   }
 
@@ -205,7 +195,6 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
   const uint64_t need = job.act_row_bytes * static_cast<uint64_t>(n_rows);
   if (scratch.activations.size() < need) scratch.activations.resize(need);
   job.act = scratch.activations.data();
-  uint64_t work_bytes = 0;
   for (const MatmulOutput& o : outputs) {
     const WeightMatrix& w = *o.w;
     MatmulPart& p = job.parts[job.n_parts++];
@@ -228,10 +217,9 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
     p.chunk_outputs = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / w.row_bytes));
     if (w.interleaved) p.chunk_outputs = (p.chunk_outputs + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
     job.n_chunks += p.n_chunks();
-    work_bytes += w.row_bytes * w.n_out * static_cast<uint64_t>(n_rows);
   }
 
-  if (pool.size() == 1 || work_bytes < kMinParallelBytes) {
+  if (pool.size() == 1) {  // the caller judged the job too small for the pool (pool_policy.h)
     job.quantize_rows(0, n_rows);
     job.multiply();
     return;

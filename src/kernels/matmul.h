@@ -56,8 +56,9 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
 // matmul_ref differ only in the f32 summation order of the dot products: |y − y_ref| stays within
 // 1e-5 · Σ|w·x| of that output (tests/kernels). Throws std::invalid_argument for an unsupported type,
 // a row_bytes that does not match n_in, or an interleaved matrix this CPU has no kernels for
-// (matmul_shared also for matrices differing in n_in, or more than kMaxSharedOutputs). Runs on the
-// pool's threads; the scratch may be reused.
+// (matmul_shared also for matrices differing in n_in, or more than kMaxSharedOutputs). Runs on every
+// thread of `pool`: whether a job is worth them is the caller's call (pool_policy.h); the scratch may be
+// reused.
 //
 // Scalar reference with the same contract (single thread, dot_ref per element, row layout only);
 // used by tests.

@@ -5,7 +5,6 @@
 // GELU and whole-sequence attention, and qwen3moe's experts (moe_ffn). Matmuls take all rows at once
 // so that weights are read once per step; attention runs per row through each sequence's page table.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -15,27 +14,21 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/claim_barrier.h"
 #include "kernels/interleave.h"
 #include "kernels/ops.h"
+#include "kernels/pool_policy.h"
 #include "kernels/quant.h"
 #include "model/model.h"
 
 namespace infer::model {
 namespace {
 
-// Below this many multiply-adds a matmul runs on the calling thread alone: waking the pool costs more
-// than the work (stories260K's 64×64 matrices).
-constexpr int64_t kMinParallelWork = int64_t(1) << 20;
-// The same for a batch's attention, whose keys come from memory at a few GB/s per thread, so even one
-// or two decode rows gain from the pool (infer serve-bench --profile; docs/performance.md, "Constants").
-constexpr int64_t kMinParallelAttention = int64_t(1) << 16;
-
 // The attention of one layer for every row of a batch, in two phases. First each row's q/k norms, RoPE
 // and K/V store (`prepare_row`), rows claimed one at a time by whichever thread is free; every thread
-// then waits until all rows are stored, since a prefill row attends to the rows before it. A claimed
-// row is always finished by its claimant (even when it throws), so the wait ends even if a thread
-// never starts. (In the job rather than on the calling thread before it, so that both threads work:
-// serve-bench --profile.)
+// then waits until all rows are stored, since a prefill row attends to the rows before it
+// (kernels::ClaimBarrier). (In the job rather than on the calling thread before it, so that both
+// threads work: serve-bench --profile.)
 // Then the tasks: (row, KV head) pairs, dealt to the threads round-robin: rows late in a prefill have
 // more keys, so contiguous shares would be uneven. Tasks run KV head by KV head, so that a thread
 // reads one head's keys and values for many rows in a row and finds them in L2 (a long prefill;
@@ -54,21 +47,10 @@ struct AttentionJob {
   const std::vector<int>* seq_end;  // non-causal: each sequence's last position in the batch + 1; else null
   int n_threads;
   const std::function<void(int layer, int row)>* prepare_row;
-  mutable std::atomic<int> next_row{0};
-  mutable std::atomic<int> rows_ready{0};
+  mutable kernels::ClaimBarrier prepared{};
 
   void prepare_rows() const {
-    const int n_rows = int(batch->rows.size());
-    for (int r = next_row.fetch_add(1); r < n_rows; r = next_row.fetch_add(1)) {
-      try {
-        (*prepare_row)(layer, r);
-      } catch (...) {
-        rows_ready.fetch_add(1, std::memory_order_release);
-        throw;
-      }
-      rows_ready.fetch_add(1, std::memory_order_release);
-    }
-    while (rows_ready.load(std::memory_order_acquire) < n_rows) __builtin_ia32_pause();
+    prepared.run(int64_t(batch->rows.size()), 1, [this](int64_t r, int64_t) { (*prepare_row)(layer, int(r)); });
   }
 
   void run(int t) const {
@@ -266,7 +248,7 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
   if (n == 0) return;
 
   auto mm_pool = [&](const kernels::WeightMatrix& w, int rows) -> kernels::ThreadPool& {
-    return int64_t(rows) * w.n_in * w.n_out < kMinParallelWork ? b.solo : pool_;
+    return kernels::pool_for(kernels::PoolWork::Matmul, int64_t(rows) * w.n_in * w.n_out, pool_, b.solo);
   };
   auto matmul = [&](const kernels::WeightMatrix& w, const float* in, float* out, int rows,
                     const kernels::PrepareRows& prepare = {}) {
@@ -277,7 +259,7 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
                            const kernels::PrepareRows& prepare) {
     int64_t work = 0;
     for (const kernels::MatmulOutput& o : outputs) work += int64_t(rows) * o.w->n_in * o.w->n_out;
-    kernels::ThreadPool& pool = work < kMinParallelWork ? b.solo : pool_;
+    kernels::ThreadPool& pool = kernels::pool_for(kernels::PoolWork::Matmul, work, pool_, b.solo);
     kernels::matmul_shared(std::span<const kernels::MatmulOutput>(outputs.begin(), outputs.size()), in, rows,
                            outputs.begin()->w->n_in, pool, b.mm, prepare);
   };
@@ -366,7 +348,7 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
 
   int64_t att_work = 0;  // multiply-adds of this batch's attention, to decide whether to use the pool
   for (const BatchRow& row : batch.rows) att_work += int64_t(hp.causal ? row.pos + 1 : b.seq_end[size_t(row.seq)]) * Q * 2;
-  kernels::ThreadPool& att_pool = att_work < kMinParallelAttention ? b.solo : pool_;
+  kernels::ThreadPool& att_pool = kernels::pool_for(kernels::PoolWork::Attention, att_work, pool_, b.solo);
   const int n_gqa = hp.n_head / hp.n_kv_head;
 
   // Per row after the q, k, v matmuls: q/k RMSNorm (qwen3, qwen3moe, gemma3), RoPE (adjacent pairs for
