@@ -348,8 +348,9 @@ void Scheduler::finish_embedding(Sequence& s) {
 }
 
 // Callbacks and bookkeeping run here in row order; the draws themselves (each sequence's own sampler
-// and seed, so their order does not matter) run on the compute pool: with 8 sequences, sampling a
-// 152k vocabulary on this thread alone left the other threads waiting ~2% of a step.
+// and seed, so their order does not matter) run on the compute pool: sampling a large vocabulary for
+// 8 sequences on this thread alone left the other threads waiting (infer serve-bench --profile;
+// docs/performance.md, Constants).
 void Scheduler::sample_all() {
   const size_t n = logit_seqs_.size();
   draws_.assign(n, Draw{});

@@ -13,9 +13,8 @@
 namespace infer::kernels::avx2 {
 
 namespace {
-// Decode runs 3 streams, each prefetched 3 KiB ahead. Measured with 2 threads on qwen3-0.6b Q8_0
-// (128 KiB chunks): 1 stream, 8 KiB ahead 33 tok/s; 2 streams 41; 3 streams 44; 4 streams 41;
-// 3 streams 1/2/4/8 KiB ahead 40/44/43/39; with the larger chunks of matmul.cpp, 2 vs 3 KiB 48 / 50.
+// Decode runs 3 streams, each prefetched 3 KiB ahead: the count and distance that read memory fastest
+// (infer bench decode, qwen3-0.6b Q8_0; docs/performance.md, Constants).
 constexpr int kOutputsStreams = 3;
 constexpr int kOutputsPrefetchBytes = 3072;
 struct DecodeQ8_0 {
@@ -62,8 +61,8 @@ struct Q8Act {
       };
       int64_t b = 0;
       for (; b + 1 < nb; b += 2) {
-        // 8 KiB ahead: a decode streams whole matrices, and 512 B left the loads waiting on memory
-        // (measured with 2 threads: 512 B 0.60 of the probe bandwidth, 2 KiB 0.74, 4 KiB 0.76, 8 KiB 0.78).
+        // 8 KiB ahead: a decode streams whole matrices, and shorter distances left the loads waiting on
+        // memory (infer bench decode share; docs/performance.md, Constants).
         _mm_prefetch(reinterpret_cast<const char*>(&x[b]) + 8192, _MM_HINT_T0);
         block(b, acc0);
         block(b + 1, acc1);

@@ -158,12 +158,12 @@ uint64_t vocab_fingerprint(std::string_view model_name, std::string_view pre_nam
   return h.value();
 }
 
-Vocab load_vocab(const gguf::File& file) {
-  Vocab vocab;
-  vocab.model_name = file.get_string("tokenizer.ggml.model");
-  vocab.kind = kind_of_model(vocab.model_name);
+namespace {
 
-  // Tokens, scores, types.
+// Tokens, scores and types; `texts` and `declared_types` (views into `file`, which outlives the load)
+// are kept for the fingerprint.
+void read_tokens(const gguf::File& file, Vocab& vocab, std::vector<std::string_view>& texts,
+                 std::vector<int32_t>& declared_types) {
   const auto& token_values = require_array(file, "tokenizer.ggml.tokens").as_array();
   if (token_values.empty()) fail("tokenizer.ggml.tokens is empty");
   if (token_values.size() > static_cast<size_t>(INT32_MAX)) fail("tokenizer.ggml.tokens is too large");
@@ -175,8 +175,8 @@ Vocab load_vocab(const gguf::File& file) {
   if (types && (!types->is_array() || types->array_size() < token_values.size()))
     fail("tokenizer.ggml.token_type must be an array of at least " + std::to_string(n_vocab) + " entries");
 
-  std::vector<std::string_view> texts(n_vocab);  // views into `file`, which outlives this call
-  std::vector<int32_t> declared_types(n_vocab, static_cast<int32_t>(TokenType::Normal));
+  texts.assign(n_vocab, {});
+  declared_types.assign(n_vocab, static_cast<int32_t>(TokenType::Normal));
   vocab.tokens.resize(n_vocab);
   vocab.id_of_text.reserve(n_vocab);
   for (int id = 0; id < n_vocab; ++id) {
@@ -189,8 +189,10 @@ Vocab load_vocab(const gguf::File& file) {
     t.type = type_from_int(declared_types[id]);
     vocab.id_of_text[t.text] = id;
   }
+}
 
-  // Merges (BPE).
+// BPE merges (required for gpt2 vocabularies), ranked; returns them as listed, for the fingerprint.
+std::vector<std::string_view> read_merges(const gguf::File& file, Vocab& vocab) {
   std::vector<std::string_view> merges;
   if (const gguf::Value* m = file.find("tokenizer.ggml.merges")) {
     if (!m->is_array()) fail("tokenizer.ggml.merges is not an array");
@@ -207,8 +209,12 @@ Vocab load_vocab(const gguf::File& file) {
     if (merges[i].find(' ', 1) == std::string_view::npos) continue;  // no pair: can never apply
     vocab.merge_rank.try_emplace(std::string(merges[i]), static_cast<int32_t>(i));
   }
+  return merges;
+}
 
-  vocab.pre_name_file = file.get_string("tokenizer.ggml.pre", "");
+// Special ids: the model family's defaults, then the file's keys.
+void read_special_ids(const gguf::File& file, Vocab& vocab) {
+  const int n_vocab = static_cast<int>(vocab.tokens.size());
   set_model_defaults(vocab);
   for (TokenId* id : {&vocab.bos, &vocab.eos, &vocab.unk, &vocab.sep, &vocab.pad})
     if (*id >= n_vocab) *id = -1;
@@ -234,7 +240,10 @@ Vocab load_vocab(const gguf::File& file) {
   vocab.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix", vocab.add_space_prefix);
   if (vocab.kind == VocabKind::WordPiece) read_wordpiece_keys(file, vocab);
 
-  // Text-based detection of ids the file does not name (spec §6.3).
+}
+
+// Text-based detection of ids the file does not name (spec §6.3).
+void detect_special_ids_by_text(Vocab& vocab) {
   detect_by_text(vocab, vocab.eot,
                  {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
                   "_<EOT>", "[EOT]", kDeepseekEos, "<end_of_utterance>"});
@@ -252,7 +261,11 @@ Vocab load_vocab(const gguf::File& file) {
   detect_by_text(vocab, vocab.fim_rep, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"});
   detect_by_text(vocab, vocab.fim_sep, {"<|file_sep|>", "<file_sep>", "<|file_separator|>"});
 
-  // End-of-generation set.
+}
+
+// The end-of-generation set, and the types llama.cpp overrides on the way.
+void mark_end_of_generation(Vocab& vocab) {
+  const int n_vocab = static_cast<int>(vocab.tokens.size());
   vocab.eog.assign(n_vocab, false);
   for (TokenId id : {vocab.fim_pad, vocab.fim_rep, vocab.fim_sep})
     if (id >= 0) vocab.eog[id] = true;
@@ -282,6 +295,11 @@ Vocab load_vocab(const gguf::File& file) {
   for (auto& t : vocab.tokens)
     if (t.type == TokenType::Control && t.text.find("unused") != std::string::npos) t.type = TokenType::Unused;
 
+}
+
+// The special tokens (longest first, for splitting text), and Phi-3's right-stripping of them.
+void list_special_tokens(const gguf::File& file, Vocab& vocab) {
+  const int n_vocab = static_cast<int>(vocab.tokens.size());
   // Phi-3 vocabularies strip whitespace right of their special tokens (llama.cpp, by model name).
   std::string general_name = file.get_string("general.name", "");
   std::transform(general_name.begin(), general_name.end(), general_name.begin(),
@@ -303,6 +321,23 @@ Vocab load_vocab(const gguf::File& file) {
     return vocab.tokens[a].text.size() > vocab.tokens[b].text.size();
   });
 
+}
+
+}  // namespace
+
+Vocab load_vocab(const gguf::File& file) {
+  Vocab vocab;
+  vocab.model_name = file.get_string("tokenizer.ggml.model");
+  vocab.kind = kind_of_model(vocab.model_name);
+  std::vector<std::string_view> texts;
+  std::vector<int32_t> declared_types;
+  read_tokens(file, vocab, texts, declared_types);
+  const std::vector<std::string_view> merges = read_merges(file, vocab);
+  vocab.pre_name_file = file.get_string("tokenizer.ggml.pre", "");
+  read_special_ids(file, vocab);
+  detect_special_ids_by_text(vocab);
+  mark_end_of_generation(vocab);
+  list_special_tokens(file, vocab);
   vocab.chat_template = file.get_string("tokenizer.chat_template", "");
   vocab.fingerprint = vocab_fingerprint(vocab.model_name, vocab.pre_name_file, texts, declared_types, merges);
   return vocab;
