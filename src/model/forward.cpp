@@ -1,6 +1,7 @@
-// The forward pass over a batch of (sequence, position, token) rows, llama2.c-style: one function that
-// reads like the math (spec/architectures.md §4, architectures-more.md), with the differences between
-// architectures as a few guarded lines: biases (qwen2, bert), q/k norms (qwen3, qwen3moe, gemma3),
+// The forward pass over a batch of (sequence, position, token) rows, llama2.c-style: Forward::run reads
+// like the math (spec/architectures.md §4, architectures-more.md): embed the tokens, then per layer the
+// attention and the feed-forward block, then the outputs, with the differences between architectures
+// as a few guarded lines: biases (qwen2, bert), q/k norms (qwen3, qwen3moe, gemma3),
 // RoPE pairing, gemma3's embedding scale, post-norms, GeGLU and sliding window, bert's post-LayerNorm,
 // GELU and whole-sequence attention, and qwen3moe's experts (moe_ffn). Matmuls take all rows at once
 // so that weights are read once per step; attention runs per row through each sequence's page table.
@@ -219,107 +220,153 @@ uint64_t Forward::scratch_bytes(const HParams& hp, int max_rows, int n_threads) 
   return (rows * per_row + scores) * sizeof(float) + activations;
 }
 
-void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, PassProfile* profile) {
+// One run of the forward pass over a checked batch: the steps of a layer as methods that read top to
+// bottom (embed_tokens, then per layer attention and feed_forward, then outputs), and the small
+// helpers they share below them.
+struct Forward::Pass {
+  Pass(Forward& f, const Batch& batch, KvPool& kv, PassProfile* profile);
+
+  void embed_tokens();
+  void attention(int l);
+  void feed_forward(int l);
+  void outputs(int n_logit_rows, float* logits, float* hidden);
+
+ private:
+  const HParams& hp;
+  const Model& m;
+  Buffers& b;
+  kernels::ThreadPool& pool;
+  const Batch& batch;
+  KvPool& kv;
+  PassProfile* profile;
+  const int max_rows, n, E, Q, KV, HD, half_rot;
+  const bool bert;
+  const kernels::RopeParams rope, rope_swa;
+  kernels::ThreadPool* att_pool = nullptr;  // the pool for this batch's attention (set by embed_tokens)
+  std::chrono::steady_clock::time_point lap_start;
+
+  // Row-wise steps that feed one matmul run inside it, on the rows each thread quantises. They reach
+  // their state through this pass, so that the std::functions are made once and allocate nothing.
+  const float* norm = nullptr;     // this layer's RMSNorm weight
+  const float* up_bias = nullptr;  // bert: this layer's FFN up bias, added before the GELU
+  kernels::PrepareRows norm_rows, swiglu_rows, geglu_rows, bias_gelu_rows;
+  std::function<void(int, int)> finish_row;
+
+  void finish_qkv_row(int layer, int r);
+  void moe_ffn(int layer, const LayerWeights& L);
+
   // lap(&PassProfile::x) adds the time since the previous lap to phase x; nothing without a profile.
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point lap_start = profile ? Clock::now() : Clock::time_point{};
-  auto lap = [&](double PassProfile::*phase) {
+  void lap(double PassProfile::*phase) {
     if (!profile) return;
-    const Clock::time_point now = Clock::now();
+    const auto now = std::chrono::steady_clock::now();
     profile->*phase += std::chrono::duration<double>(now - lap_start).count();
     lap_start = now;
-  };
-  const HParams& hp = model_.hparams();
-  const Model& m = model_;
-  Buffers& b = *buf_;
-  const int n = int(batch.rows.size());
-  const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), HD = hp.head_dim;
-  const int half_rot = hp.n_rot / 2;
-  const bool bert = hp.arch == Arch::Bert;
-
-  // bad input is an exception, never a wild write
-  const int n_logit_rows = check_batch(hp, batch, kv, max_rows_, b.out_rows);
-  if (!b.out_rows.empty() && !logits && !hidden) {
-    throw std::invalid_argument("forward: rows want outputs but no logits or hidden buffer was given");
   }
-  if (int(b.out_rows.size()) > n_logit_rows && !hidden) {
-    throw std::invalid_argument("forward: rows want hidden states but no hidden buffer was given");
+  kernels::ThreadPool& mm_pool(const kernels::WeightMatrix& w, int rows) {
+    return kernels::pool_for(kernels::PoolWork::Matmul, int64_t(rows) * w.n_in * w.n_out, pool, b.solo);
   }
-  if (n == 0) return;
-
-  auto mm_pool = [&](const kernels::WeightMatrix& w, int rows) -> kernels::ThreadPool& {
-    return kernels::pool_for(kernels::PoolWork::Matmul, int64_t(rows) * w.n_in * w.n_out, pool_, b.solo);
-  };
-  auto matmul = [&](const kernels::WeightMatrix& w, const float* in, float* out, int rows,
-                    const kernels::PrepareRows& prepare = {}) {
+  void matmul(const kernels::WeightMatrix& w, const float* in, float* out, int rows,
+              const kernels::PrepareRows& prepare = {}) {
     kernels::matmul(w, in, rows, w.n_in, out, w.n_out, mm_pool(w, rows), b.mm, prepare);
-  };
+  }
   // Matrices reading the same input (q, k, v; gate, up): one pool run for all of them.
-  auto matmul_shared = [&](std::initializer_list<kernels::MatmulOutput> outputs, const float* in, int rows,
-                           const kernels::PrepareRows& prepare) {
+  void matmul_shared(std::initializer_list<kernels::MatmulOutput> outputs, const float* in, int rows,
+                     const kernels::PrepareRows& prepare) {
     int64_t work = 0;
     for (const kernels::MatmulOutput& o : outputs) work += int64_t(rows) * o.w->n_in * o.w->n_out;
-    kernels::ThreadPool& pool = kernels::pool_for(kernels::PoolWork::Matmul, work, pool_, b.solo);
+    kernels::ThreadPool& p = kernels::pool_for(kernels::PoolWork::Matmul, work, pool, b.solo);
     kernels::matmul_shared(std::span<const kernels::MatmulOutput>(outputs.begin(), outputs.size()), in, rows,
-                           outputs.begin()->w->n_in, pool, b.mm, prepare);
-  };
-  // Row-wise steps that feed one matmul run inside it, on the rows each thread quantises. They reach
-  // their state through one pointer, so that the std::functions are made once and allocate nothing.
-  struct RowSteps {
-    Buffers* b;
-    int E, F;
-    float eps;
-    const float* norm;     // this layer's RMSNorm weight
-    const float* up_bias;  // bert: this layer's FFN up bias, added before the GELU
-  } steps{&b, E, hp.ffn_width(), hp.rms_eps, nullptr, nullptr};
-  const kernels::PrepareRows norm_rows = [s = &steps](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      kernels::rmsnorm(&s->b->x[size_t(r) * s->E], s->norm, &s->b->xb[size_t(r) * s->E], s->E, s->eps);
-    }
-  };
-  const kernels::PrepareRows swiglu_rows = [s = &steps](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float* gate = &s->b->hb[size_t(r) * s->F];
-      kernels::swiglu(gate, &s->b->hb2[size_t(r) * s->F], gate, s->F);
-    }
-  };
-  const kernels::PrepareRows geglu_rows = [s = &steps](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float* gate = &s->b->hb[size_t(r) * s->F];
-      kernels::geglu(gate, &s->b->hb2[size_t(r) * s->F], gate, s->F);
-    }
-  };
-  const kernels::PrepareRows bias_gelu_rows = [s = &steps](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float* up = &s->b->hb[size_t(r) * s->F];
-      if (s->up_bias) {
-        for (int i = 0; i < s->F; ++i) up[i] += s->up_bias[i];
-      }
-      kernels::gelu(up, up, s->F);
-    }
-  };
-  auto add_bias = [&](float* y, const float* bias, int width) {
+                           outputs.begin()->w->n_in, p, b.mm, prepare);
+  }
+  void add_bias(float* y, const float* bias, int width) {
     if (!bias) return;
     for (int r = 0; r < n; ++r) {
       float* yr = y + int64_t(r) * width;
       for (int i = 0; i < width; ++i) yr[i] += bias[i];
     }
-  };
-  auto residual = [&](float* x, const float* add, int width) {
+  }
+  void residual(float* x, const float* add, int width) {
     for (int64_t i = 0; i < int64_t(n) * width; ++i) x[i] += add[i];
-  };
-  auto rmsnorm_rows = [&](float* y, const float* w) {
+  }
+  void rmsnorm_rows(float* y, const float* w) {
     for (int r = 0; r < n; ++r) kernels::rmsnorm(y + int64_t(r) * E, w, y + int64_t(r) * E, E, hp.rms_eps);
-  };
-  auto layernorm_rows = [&](float* y, const float* w, const float* bias) {
+  }
+  void layernorm_rows(float* y, const float* w, const float* bias) {
     for (int r = 0; r < n; ++r) kernels::layernorm(y + int64_t(r) * E, w, bias, y + int64_t(r) * E, E, hp.rms_eps);
+  }
+};
+
+void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, PassProfile* profile) {
+  const HParams& hp = model_.hparams();
+  // bad input is an exception, never a wild write
+  const int n_logit_rows = check_batch(hp, batch, kv, max_rows_, buf_->out_rows);
+  if (!buf_->out_rows.empty() && !logits && !hidden) {
+    throw std::invalid_argument("forward: rows want outputs but no logits or hidden buffer was given");
+  }
+  if (int(buf_->out_rows.size()) > n_logit_rows && !hidden) {
+    throw std::invalid_argument("forward: rows want hidden states but no hidden buffer was given");
+  }
+  if (batch.rows.empty()) return;
+
+  Pass pass(*this, batch, kv, profile);
+  pass.embed_tokens();
+  for (int l = 0; l < hp.n_layer; ++l) {
+    pass.attention(l);
+    pass.feed_forward(l);
+  }
+  pass.outputs(n_logit_rows, logits, hidden);
+}
+
+Forward::Pass::Pass(Forward& f, const Batch& batch_, KvPool& kv_, PassProfile* profile_)
+    : hp(f.model_.hparams()),
+      m(f.model_),
+      b(*f.buf_),
+      pool(f.pool_),
+      batch(batch_),
+      kv(kv_),
+      profile(profile_),
+      max_rows(f.max_rows_),
+      n(int(batch_.rows.size())),
+      E(hp.n_embd),
+      Q(hp.q_dim()),
+      KV(hp.kv_dim()),
+      HD(hp.head_dim),
+      half_rot(hp.n_rot / 2),
+      bert(hp.arch == Arch::Bert),
+      rope{hp.n_rot, hp.rope_freq_base, hp.rope_freq_scale, hp.rope_neox, m.rope_freqs()},
+      rope_swa{hp.n_rot, hp.rope_freq_base_swa, 1.0f, hp.rope_neox, nullptr},
+      lap_start(profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}) {
+  const int F = hp.ffn_width();
+  norm_rows = [this](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) kernels::rmsnorm(&b.x[size_t(r) * E], norm, &b.xb[size_t(r) * E], E, hp.rms_eps);
   };
+  swiglu_rows = [this, F](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* gate = &b.hb[size_t(r) * F];
+      kernels::swiglu(gate, &b.hb2[size_t(r) * F], gate, F);
+    }
+  };
+  geglu_rows = [this, F](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* gate = &b.hb[size_t(r) * F];
+      kernels::geglu(gate, &b.hb2[size_t(r) * F], gate, F);
+    }
+  };
+  bias_gelu_rows = [this, F](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* up = &b.hb[size_t(r) * F];
+      if (up_bias) {
+        for (int i = 0; i < F; ++i) up[i] += up_bias[i];
+      }
+      kernels::gelu(up, up, F);
+    }
+  };
+  finish_row = [this](int layer, int r) { finish_qkv_row(layer, r); };
+}
 
-  const kernels::RopeParams rope{hp.n_rot, hp.rope_freq_base, hp.rope_freq_scale, hp.rope_neox, m.rope_freqs()};
-  const kernels::RopeParams rope_swa{hp.n_rot, hp.rope_freq_base_swa, 1.0f, hp.rope_neox, nullptr};
-
-  // ---- token embedding (gemma3: scaled; bert: + token type 0 + position, LayerNorm), and each row's
-  // RoPE angles (shared by all layers and heads) ----
+// Token embedding (gemma3: scaled; bert: + token type 0 + position, LayerNorm), and each row's RoPE
+// angles (shared by all layers and heads); the pool for this batch's attention.
+void Forward::Pass::embed_tokens() {
   const kernels::WeightMatrix& emb = m.token_embd();
   for (int r = 0; r < n; ++r) {
     const BatchRow& row = batch.rows[size_t(r)];
@@ -345,150 +392,168 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
     b.seq_end.assign(batch.seqs.size(), 0);
     for (const BatchRow& row : batch.rows) b.seq_end[size_t(row.seq)] = std::max(b.seq_end[size_t(row.seq)], row.pos + 1);
   }
-
   int64_t att_work = 0;  // multiply-adds of this batch's attention, to decide whether to use the pool
   for (const BatchRow& row : batch.rows) att_work += int64_t(hp.causal ? row.pos + 1 : b.seq_end[size_t(row.seq)]) * Q * 2;
-  kernels::ThreadPool& att_pool = kernels::pool_for(kernels::PoolWork::Attention, att_work, pool_, b.solo);
-  const int n_gqa = hp.n_head / hp.n_kv_head;
-
-  // Per row after the q, k, v matmuls: q/k RMSNorm (qwen3, qwen3moe, gemma3), RoPE (adjacent pairs for
-  // llama, half-split NeoX for the others; none for bert; gemma3's local layers with their own base),
-  // then k and v into the row's pages. Runs inside the attention job.
-  const std::function<void(int, int)> finish_qkv_row = [&](int layer, int r) {
-    const LayerWeights& L = m.layers()[size_t(layer)];
-    float* qr = &b.q[size_t(r) * Q];
-    float* kr = &b.k[size_t(r) * KV];
-    if (L.q_norm) {
-      for (int h = 0; h < hp.n_head; ++h) kernels::rmsnorm(qr + h * HD, L.q_norm, qr + h * HD, HD, hp.rms_eps);
-      for (int h = 0; h < hp.n_kv_head; ++h) kernels::rmsnorm(kr + h * HD, L.k_norm, kr + h * HD, HD, hp.rms_eps);
-    }
-    if (!bert) {
-      const bool local = hp.is_local_layer(layer);
-      const float* c = &(local ? b.rope_cos_swa : b.rope_cos)[size_t(r) * half_rot];
-      const float* sn = &(local ? b.rope_sin_swa : b.rope_sin)[size_t(r) * half_rot];
-      const kernels::RopeParams& rp = local ? rope_swa : rope;
-      for (int h = 0; h < hp.n_head; ++h) kernels::rope_apply(qr + h * HD, c, sn, rp);
-      for (int h = 0; h < hp.n_kv_head; ++h) kernels::rope_apply(kr + h * HD, c, sn, rp);
-    }
-    const BatchRow& row = batch.rows[size_t(r)];
-    kernels::kv_store(kr, &b.v[size_t(r) * KV], kv.k_base(layer), kv.v_base(layer), kv.page_stride(),
-                      kv.page_tokens(), batch.seqs[size_t(row.seq)].page_table, KV, row.pos);
-  };
-
-  // qwen3moe's FFN on the rows x (normed into xb by the router's matmul), into xb: each row's router softmax over all experts, its
-  // n_expert_used most probable experts with their probabilities renormalised, then expert by expert
-  // the rows routed to it (so a batch reads each chosen expert once), each row's outputs summed in the
-  // order of its choices (spec architectures-more.md §3.3). A row's result does not depend on the other
-  // rows (invariant 7): its expert matmuls are bitwise what they would be alone.
-  auto moe_ffn = [&](int layer, const LayerWeights& L) {
-    const int NE = hp.n_expert, K = hp.n_expert_used, FE = hp.n_ff_exp;
-    matmul(L.router, b.xb.data(), b.router.data(), n, norm_rows);
-    for (int r = 0; r < n; ++r) {
-      float* p = &b.router[size_t(r) * NE];
-      kernels::softmax(p, NE);
-      int* chosen = &b.route_expert[size_t(r) * K];
-      for (int j = 0; j < K; ++j) {  // the K largest, the lower index first among equals
-        int best = -1;
-        for (int e = 0; e < NE; ++e) {
-          if (std::find(chosen, chosen + j, e) != chosen + j) continue;
-          if (best < 0 || p[e] > p[best]) best = e;
-        }
-        chosen[j] = best;
-      }
-      float first_unchosen = 0.f;
-      for (int e = 0; e < NE; ++e) {
-        if (std::find(chosen, chosen + K, e) == chosen + K) first_unchosen = std::max(first_unchosen, p[e]);
-      }
-      b.router_margins[size_t(layer) * size_t(max_rows_) + size_t(r)] = {p[chosen[K - 1]], first_unchosen};
-      float sum = 0.f;
-      for (int j = 0; j < K; ++j) sum += p[chosen[j]];
-      sum = std::max(sum, 6.103515625e-5f);
-      for (int j = 0; j < K; ++j) b.route_weight[size_t(r) * K + j] = p[chosen[j]] / sum;
-    }
-    for (int e = 0; e < NE; ++e) {
-      b.expert_slots.clear();
-      for (int slot = 0; slot < n * K; ++slot) {
-        if (b.route_expert[size_t(slot)] == e) b.expert_slots.push_back(slot);
-      }
-      const int rows = int(b.expert_slots.size());
-      if (rows == 0) continue;
-      for (int i = 0; i < rows; ++i) {
-        std::memcpy(&b.moe_in[size_t(i) * E], &b.xb[size_t(b.expert_slots[size_t(i)] / K) * E], sizeof(float) * E);
-      }
-      const kernels::WeightMatrix gate = expert(L.gate_exps, e, NE), up = expert(L.up_exps, e, NE);
-      const kernels::WeightMatrix down = expert(L.down_exps, e, NE);
-      matmul_shared({{&gate, b.hb.data(), FE}, {&up, b.hb2.data(), FE}}, b.moe_in.data(), rows, {});
-      matmul(down, b.hb.data(), b.moe_y.data(), rows, swiglu_rows);
-      for (int i = 0; i < rows; ++i) {
-        std::memcpy(&b.moe_out[size_t(b.expert_slots[size_t(i)]) * E], &b.moe_y[size_t(i) * E], sizeof(float) * E);
-      }
-    }
-    for (int r = 0; r < n; ++r) {
-      float* out = &b.xb[size_t(r) * E];
-      for (int j = 0; j < K; ++j) {
-        const float w = b.route_weight[size_t(r) * K + j];
-        const float* y = &b.moe_out[(size_t(r) * K + j) * E];
-        for (int i = 0; i < E; ++i) out[i] = j == 0 ? y[i] * w : out[i] + y[i] * w;
-      }
-    }
-  };
-
+  att_pool = &kernels::pool_for(kernels::PoolWork::Attention, att_work, pool, b.solo);
   lap(&PassProfile::other_s);
-  for (int l = 0; l < hp.n_layer; ++l) {
-    const LayerWeights& L = m.layers()[size_t(l)];
+}
 
-    // attention rmsnorm (bert: none, its input is the residual), then the qkv matmuls (+ biases)
-    steps.norm = L.attn_norm;
-    matmul_shared({{&L.wq, b.q.data(), L.wq.n_out}, {&L.wk, b.k.data(), L.wk.n_out}, {&L.wv, b.v.data(), L.wv.n_out}},
-                  bert ? b.x.data() : b.xb.data(), n, bert ? kernels::PrepareRows{} : norm_rows);
-    add_bias(b.q.data(), L.bq, Q);
-    add_bias(b.k.data(), L.bk, KV);
-    add_bias(b.v.data(), L.bv, KV);
-    lap(&PassProfile::qkv_s);
+// One layer's attention block, into the residual stream x.
+void Forward::Pass::attention(int l) {
+  const LayerWeights& L = m.layers()[size_t(l)];
 
-    // multihead attention over (row, KV head) tasks, after each row's q/k norms, RoPE and K/V store;
-    // each task is computed whole by one thread, so its result does not depend on the split
-    // (invariant 7)
-    const AttentionJob job{&batch,  &kv, l, &b.q, &b.att, &b.att_scratch, Q, HD, hp.n_kv_head, n_gqa, hp.attn_scale,
-                           hp.is_local_layer(l) ? hp.n_swa : 0, hp.causal ? nullptr : &b.seq_end,
-                           att_pool.size(), &finish_qkv_row};
-    att_pool.run([&job](int t) { job.run(t); });
-    lap(&PassProfile::attention_s);
+  // attention rmsnorm (bert: none, its input is the residual), then the qkv matmuls (+ biases)
+  norm = L.attn_norm;
+  matmul_shared({{&L.wq, b.q.data(), L.wq.n_out}, {&L.wk, b.k.data(), L.wk.n_out}, {&L.wv, b.v.data(), L.wv.n_out}},
+                bert ? b.x.data() : b.xb.data(), n, bert ? kernels::PrepareRows{} : norm_rows);
+  add_bias(b.q.data(), L.bq, Q);
+  add_bias(b.k.data(), L.bk, KV);
+  add_bias(b.v.data(), L.bv, KV);
+  lap(&PassProfile::qkv_s);
 
-    // output projection (+ bias: bert; gemma3: its own RMSNorm) and residual (bert: then LayerNorm)
-    matmul(L.wo, b.att.data(), b.xb.data(), n);
-    add_bias(b.xb.data(), L.bo, E);
-    if (L.post_attn_norm) rmsnorm_rows(b.xb.data(), L.post_attn_norm);
-    residual(b.x.data(), b.xb.data(), E);
-    if (bert) layernorm_rows(b.x.data(), L.attn_out_norm, L.attn_out_norm_b);
-    lap(&PassProfile::output_s);
+  // multihead attention over (row, KV head) tasks, after each row's q/k norms, RoPE and K/V store
+  // (finish_qkv_row); each task is computed whole by one thread, so its result does not depend on the
+  // split (invariant 7)
+  const AttentionJob job{&batch,
+                         &kv,
+                         l,
+                         &b.q,
+                         &b.att,
+                         &b.att_scratch,
+                         Q,
+                         HD,
+                         hp.n_kv_head,
+                         hp.n_head / hp.n_kv_head,
+                         hp.attn_scale,
+                         hp.is_local_layer(l) ? hp.n_swa : 0,
+                         hp.causal ? nullptr : &b.seq_end,
+                         att_pool->size(),
+                         &finish_row};
+  att_pool->run([&job](int t) { job.run(t); });
+  lap(&PassProfile::attention_s);
 
-    // ffn rmsnorm, then SwiGLU down(silu(gate·h) ⊙ up·h), GeGLU (gemma3), the experts (qwen3moe), or
-    // bert's down(gelu(up·x + b)) + b
-    steps.norm = L.ffn_norm;
-    steps.up_bias = L.b_up;
-    if (hp.is_moe()) {
-      moe_ffn(l, L);
-      lap(&PassProfile::ffn_up_s);
-    } else if (bert) {
-      matmul(L.w_up, b.x.data(), b.hb.data(), n);
-      lap(&PassProfile::ffn_up_s);
-      matmul(L.w_down, b.hb.data(), b.xb.data(), n, bias_gelu_rows);
-      add_bias(b.xb.data(), L.b_down, E);
-    } else {
-      matmul_shared({{&L.w_gate, b.hb.data(), L.w_gate.n_out}, {&L.w_up, b.hb2.data(), L.w_up.n_out}}, b.xb.data(),
-                    n, norm_rows);
-      lap(&PassProfile::ffn_up_s);
-      matmul(L.w_down, b.hb.data(), b.xb.data(), n, hp.arch == Arch::Gemma3 ? geglu_rows : swiglu_rows);
-    }
-    if (L.post_ffn_norm) rmsnorm_rows(b.xb.data(), L.post_ffn_norm);
-    residual(b.x.data(), b.xb.data(), E);
-    if (bert) layernorm_rows(b.x.data(), L.layer_out_norm, L.layer_out_norm_b);
-    lap(&PassProfile::ffn_down_s);
+  // output projection (+ bias: bert; gemma3: its own RMSNorm) and residual (bert: then LayerNorm)
+  matmul(L.wo, b.att.data(), b.xb.data(), n);
+  add_bias(b.xb.data(), L.bo, E);
+  if (L.post_attn_norm) rmsnorm_rows(b.xb.data(), L.post_attn_norm);
+  residual(b.x.data(), b.xb.data(), E);
+  if (bert) layernorm_rows(b.x.data(), L.attn_out_norm, L.attn_out_norm_b);
+  lap(&PassProfile::output_s);
+}
+
+// Per row after the q, k, v matmuls: q/k RMSNorm (qwen3, qwen3moe, gemma3), RoPE (adjacent pairs for
+// llama, half-split NeoX for the others; none for bert; gemma3's local layers with their own base),
+// then k and v into the row's pages. Runs inside the attention job.
+void Forward::Pass::finish_qkv_row(int layer, int r) {
+  const LayerWeights& L = m.layers()[size_t(layer)];
+  float* qr = &b.q[size_t(r) * Q];
+  float* kr = &b.k[size_t(r) * KV];
+  if (L.q_norm) {
+    for (int h = 0; h < hp.n_head; ++h) kernels::rmsnorm(qr + h * HD, L.q_norm, qr + h * HD, HD, hp.rms_eps);
+    for (int h = 0; h < hp.n_kv_head; ++h) kernels::rmsnorm(kr + h * HD, L.k_norm, kr + h * HD, HD, hp.rms_eps);
   }
+  if (!bert) {
+    const bool local = hp.is_local_layer(layer);
+    const float* c = &(local ? b.rope_cos_swa : b.rope_cos)[size_t(r) * half_rot];
+    const float* sn = &(local ? b.rope_sin_swa : b.rope_sin)[size_t(r) * half_rot];
+    const kernels::RopeParams& rp = local ? rope_swa : rope;
+    for (int h = 0; h < hp.n_head; ++h) kernels::rope_apply(qr + h * HD, c, sn, rp);
+    for (int h = 0; h < hp.n_kv_head; ++h) kernels::rope_apply(kr + h * HD, c, sn, rp);
+  }
+  const BatchRow& row = batch.rows[size_t(r)];
+  kernels::kv_store(kr, &b.v[size_t(r) * KV], kv.k_base(layer), kv.v_base(layer), kv.page_stride(),
+                    kv.page_tokens(), batch.seqs[size_t(row.seq)].page_table, KV, row.pos);
+}
 
-  // final rmsnorm (bert: none, the last layer's output is the hidden state), only for the rows that
-  // want outputs (gathered so that the classifier reads its weights once for all of them)
+// One layer's feed-forward block, into the residual stream x: ffn rmsnorm, then SwiGLU
+// down(silu(gate·h) ⊙ up·h), GeGLU (gemma3), the experts (qwen3moe), or bert's down(gelu(up·x + b)) + b.
+void Forward::Pass::feed_forward(int l) {
+  const LayerWeights& L = m.layers()[size_t(l)];
+  norm = L.ffn_norm;
+  up_bias = L.b_up;
+  if (hp.is_moe()) {
+    moe_ffn(l, L);
+    lap(&PassProfile::ffn_up_s);
+  } else if (bert) {
+    matmul(L.w_up, b.x.data(), b.hb.data(), n);
+    lap(&PassProfile::ffn_up_s);
+    matmul(L.w_down, b.hb.data(), b.xb.data(), n, bias_gelu_rows);
+    add_bias(b.xb.data(), L.b_down, E);
+  } else {
+    matmul_shared({{&L.w_gate, b.hb.data(), L.w_gate.n_out}, {&L.w_up, b.hb2.data(), L.w_up.n_out}}, b.xb.data(), n,
+                  norm_rows);
+    lap(&PassProfile::ffn_up_s);
+    matmul(L.w_down, b.hb.data(), b.xb.data(), n, hp.arch == Arch::Gemma3 ? geglu_rows : swiglu_rows);
+  }
+  if (L.post_ffn_norm) rmsnorm_rows(b.xb.data(), L.post_ffn_norm);
+  residual(b.x.data(), b.xb.data(), E);
+  if (bert) layernorm_rows(b.x.data(), L.layer_out_norm, L.layer_out_norm_b);
+  lap(&PassProfile::ffn_down_s);
+}
+
+// qwen3moe's FFN on the rows x (normed into xb by the router's matmul), into xb: each row's router
+// softmax over all experts, its n_expert_used most probable experts with their probabilities
+// renormalised, then expert by expert the rows routed to it (so a batch reads each chosen expert once),
+// each row's outputs summed in the order of its choices (spec architectures-more.md §3.3). A row's
+// result does not depend on the other rows (invariant 7): its expert matmuls are bitwise what they
+// would be alone.
+void Forward::Pass::moe_ffn(int layer, const LayerWeights& L) {
+  const int NE = hp.n_expert, K = hp.n_expert_used, FE = hp.n_ff_exp;
+  matmul(L.router, b.xb.data(), b.router.data(), n, norm_rows);
+  for (int r = 0; r < n; ++r) {
+    float* p = &b.router[size_t(r) * NE];
+    kernels::softmax(p, NE);
+    int* chosen = &b.route_expert[size_t(r) * K];
+    for (int j = 0; j < K; ++j) {  // the K largest, the lower index first among equals
+      int best = -1;
+      for (int e = 0; e < NE; ++e) {
+        if (std::find(chosen, chosen + j, e) != chosen + j) continue;
+        if (best < 0 || p[e] > p[best]) best = e;
+      }
+      chosen[j] = best;
+    }
+    float first_unchosen = 0.f;
+    for (int e = 0; e < NE; ++e) {
+      if (std::find(chosen, chosen + K, e) == chosen + K) first_unchosen = std::max(first_unchosen, p[e]);
+    }
+    b.router_margins[size_t(layer) * size_t(max_rows) + size_t(r)] = {p[chosen[K - 1]], first_unchosen};
+    float sum = 0.f;
+    for (int j = 0; j < K; ++j) sum += p[chosen[j]];
+    sum = std::max(sum, 6.103515625e-5f);
+    for (int j = 0; j < K; ++j) b.route_weight[size_t(r) * K + j] = p[chosen[j]] / sum;
+  }
+  for (int e = 0; e < NE; ++e) {
+    b.expert_slots.clear();
+    for (int slot = 0; slot < n * K; ++slot) {
+      if (b.route_expert[size_t(slot)] == e) b.expert_slots.push_back(slot);
+    }
+    const int rows = int(b.expert_slots.size());
+    if (rows == 0) continue;
+    for (int i = 0; i < rows; ++i) {
+      std::memcpy(&b.moe_in[size_t(i) * E], &b.xb[size_t(b.expert_slots[size_t(i)] / K) * E], sizeof(float) * E);
+    }
+    const kernels::WeightMatrix gate = expert(L.gate_exps, e, NE), up = expert(L.up_exps, e, NE);
+    const kernels::WeightMatrix down = expert(L.down_exps, e, NE);
+    matmul_shared({{&gate, b.hb.data(), FE}, {&up, b.hb2.data(), FE}}, b.moe_in.data(), rows, {});
+    matmul(down, b.hb.data(), b.moe_y.data(), rows, swiglu_rows);
+    for (int i = 0; i < rows; ++i) {
+      std::memcpy(&b.moe_out[size_t(b.expert_slots[size_t(i)]) * E], &b.moe_y[size_t(i) * E], sizeof(float) * E);
+    }
+  }
+  for (int r = 0; r < n; ++r) {
+    float* out = &b.xb[size_t(r) * E];
+    for (int j = 0; j < K; ++j) {
+      const float w = b.route_weight[size_t(r) * K + j];
+      const float* y = &b.moe_out[(size_t(r) * K + j) * E];
+      for (int i = 0; i < E; ++i) out[i] = j == 0 ? y[i] * w : out[i] + y[i] * w;
+    }
+  }
+}
+
+// Final rmsnorm (bert: none, the last layer's output is the hidden state), only for the rows that
+// want outputs (gathered so that the classifier reads its weights once for all of them); then the
+// classifier over the leading want_logits rows (+ bias: qwen2; gemma3: soft-capped).
+void Forward::Pass::outputs(int n_logit_rows, float* logits, float* hidden) {
   const int n_out = int(b.out_rows.size());
   if (n_out == 0) return;
   for (int i = 0; i < n_out; ++i) {
@@ -501,7 +566,6 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
   }
   if (hidden) std::memcpy(hidden, b.final_rows.data(), sizeof(float) * size_t(n_out) * E);
 
-  // classifier, over the leading want_logits rows only (+ bias: qwen2; gemma3: soft-capped)
   if (logits && n_logit_rows > 0) {
     const kernels::WeightMatrix& out = m.output();
     kernels::matmul(out, b.final_rows.data(), n_logit_rows, E, logits, hp.n_vocab, mm_pool(out, n_logit_rows), b.mm);

@@ -155,6 +155,7 @@ class Forward {
 
  private:
   struct Buffers;
+  struct Pass;  // one run's steps (forward.cpp)
   const Model& model_;
   kernels::ThreadPool& pool_;
   int max_rows_;
