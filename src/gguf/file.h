@@ -2,8 +2,9 @@
 // metadata, tensor table and tensor views.
 //
 // Opening a mapping costs O(metadata): the tensor data is never read or copied, views point into the
-// mapping (DESIGN invariant 1); a huge-page copy reads the whole file once. Every count, length, type id, dimension, alignment and offset is validated
-// against the file size with overflow-safe arithmetic before use (invariant 2); a bad file throws
+// mapping (DESIGN invariant 1); a huge-page copy reads the whole file once. Every count, length, type
+// id, dimension, alignment and offset is validated against the file size with overflow-safe
+// arithmetic before use (invariant 2); a bad file throws
 // gguf::Error naming the problem, the key or tensor, and the byte offset.
 //
 // The file must not be truncated while mapped (SIGBUS): replace model files by rename.
