@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "gguf/file.h"
@@ -46,61 +47,53 @@ const char* const kGenerativeReferences[] = {
 // The embedding models' files (WordPiece): prompt_ids as an embedding tokenises them, [CLS] ... [SEP].
 const char* const kEmbeddingReferences[] = {"tiny-bert-f16", "tiny-bert-f32", "tiny-bert-q8_0"};
 
+// Opens `stem`'s model and reference outputs and checks every record: its prompt tokenises (with BOS
+// or [CLS]/[SEP] as the vocabulary says, special text not parsed) to prompt_ids, then `more` checks the
+// rest of the record.
+void check_reference_records(const char* stem,
+                             const std::function<void(const Tokenizer&, const nlohmann::json&)>& more = {}) {
+  const std::string path = test::reference_dir() + "/out/" + stem + ".jsonl";
+  const std::string model = model_path_for(stem);
+  if (!fs::exists(model)) {
+    ADD_FAILURE() << "no model file for " << path << " (looked for " << model << ")";
+    return;
+  }
+  const auto file = gguf::File::open(model);
+  const auto tok = Tokenizer::from_gguf(*file);
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot read " << path;
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line);
+    const std::string prompt = j.at("prompt");
+    EXPECT_EQ(tok->encode(prompt, {.add_special = true, .parse_special = false}),
+              j.at("prompt_ids").get<std::vector<TokenId>>())
+        << stem << ": [" << prompt << "]";
+    if (more) more(*tok, j);
+    ++lines;
+  }
+  EXPECT_GT(lines, 0) << path;
+}
+
 TEST(ReferencePrompts, PromptIdsAndGreedyTextMatch) {
-  const std::string out_dir = test::reference_dir() + "/out";
-  INFER_REQUIRE_DIR(out_dir);
+  INFER_REQUIRE_DIR(test::reference_dir() + "/out");
   for (const char* stem : kGenerativeReferences) {
-    const std::string path = out_dir + "/" + stem + ".jsonl";
-    const std::string model = model_path_for(stem);
-    if (!fs::exists(model)) {
-      ADD_FAILURE() << "no model file for " << path << " (looked for " << model << ")";
-      continue;
-    }
-    const auto file = gguf::File::open(model);
-    const auto tok = Tokenizer::from_gguf(*file);
-    std::ifstream in(path);
-    ASSERT_TRUE(in) << "cannot read " << path;
-    int lines = 0;
-    for (std::string line; std::getline(in, line);) {
-      if (line.empty()) continue;
-      const auto j = nlohmann::json::parse(line);
-      const std::string prompt = j.at("prompt");
-      EXPECT_EQ(tok->encode(prompt, {.add_special = true, .parse_special = false}),
-                j.at("prompt_ids").get<std::vector<TokenId>>())
-          << stem << ": [" << prompt << "]";
+    check_reference_records(stem, [stem](const Tokenizer& tok, const nlohmann::json& j) {
       std::string text;
-      for (TokenId id : j.at("greedy_ids").get<std::vector<TokenId>>()) text += tok->token_to_piece(id);
+      for (TokenId id : j.at("greedy_ids").get<std::vector<TokenId>>()) text += tok.token_to_piece(id);
+      const std::string prompt = j.at("prompt");
       if (j.contains("greedy_bytes_hex"))
         EXPECT_EQ(hex(text), j.at("greedy_bytes_hex").get<std::string>()) << stem << ": [" << prompt << "]";
       else
         EXPECT_EQ(text, j.at("greedy_text").get<std::string>()) << stem << ": [" << prompt << "]";
-      ++lines;
-    }
-    EXPECT_GT(lines, 0) << path;
+    });
   }
 }
 
 TEST(ReferencePrompts, EmbeddingPromptIdsMatch) {
-  const std::string out_dir = test::reference_dir() + "/out";
-  INFER_REQUIRE_DIR(out_dir);
-  for (const char* stem : kEmbeddingReferences) {
-    const std::string path = out_dir + "/" + stem + ".jsonl";
-    const auto file = gguf::File::open(model_path_for(stem));
-    const auto tok = Tokenizer::from_gguf(*file);
-    std::ifstream in(path);
-    ASSERT_TRUE(in) << "cannot read " << path;
-    int lines = 0;
-    for (std::string line; std::getline(in, line);) {
-      if (line.empty()) continue;
-      const auto j = nlohmann::json::parse(line);
-      const std::string prompt = j.at("prompt");
-      EXPECT_EQ(tok->encode(prompt, {.add_special = true, .parse_special = false}),
-                j.at("prompt_ids").get<std::vector<TokenId>>())
-          << stem << ": [" << prompt << "]";
-      ++lines;
-    }
-    EXPECT_GT(lines, 0) << path;
-  }
+  INFER_REQUIRE_DIR(test::reference_dir() + "/out");
+  for (const char* stem : kEmbeddingReferences) check_reference_records(stem);
 }
 
 }  // namespace
