@@ -14,13 +14,16 @@ void rmsnorm_ref(const float* x, const float* w, float* out, int64_t n, float ep
 // (n_rot <= head_dim). neox=false pairs (2i, 2i+1) ("NORM" mode, llama); neox=true pairs (i, i+n_rot/2)
 // (qwen2/qwen3). theta_i = pos * freq_scale * base^(-2i/n_rot) / freq_factors[i] (spec §3.4.1: the
 // powers are formed by repeated f32 multiplication, as llama.cpp does). freq_factors: n_rot/2 divisors
-// (llama3 `rope_freqs.weight`), or null for none.
+// (llama3 `rope_freqs.weight`, LongRoPE's long or short factors), or null for none. The rotation's
+// magnitude is mscale: cos and sin are both multiplied by it (rope.scaling.attn_factor; 1 leaves the
+// angles' bits unchanged).
 struct RopeParams {
   int n_rot;
   float freq_base;
   float freq_scale;
   bool neox;
   const float* freq_factors = nullptr;
+  float mscale = 1.f;
 };
 // rope/rope_ref: n_rot <= 1024 (throws std::invalid_argument otherwise).
 void rope(float* head, int head_dim, int pos, const RopeParams& p);

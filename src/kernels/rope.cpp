@@ -1,6 +1,7 @@
 // Rotary position embedding (spec/architectures.md §3.4). Angles are formed as llama.cpp forms them:
 // theta_0 = pos, theta_{i+1} = theta_i · base^(-2/n_rot) by repeated f32 multiplication, then
-// angle_i = freq_scale · theta_i / freq_factors[i]. Pairs are adjacent (normal) or half-split (NeoX).
+// angle_i = freq_scale · theta_i / freq_factors[i], and cos/sin scaled by mscale after the f32 cos/sin
+// (as ggml's rope cache does). Pairs are adjacent (normal) or half-split (NeoX).
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -17,8 +18,8 @@ void rope_angles(int pos, const RopeParams& p, float* cos_out, float* sin_out) {
   for (int i = 0; i < p.n_rot / 2; ++i) {
     const float extrap = p.freq_factors ? theta / p.freq_factors[i] : theta;
     const float angle = p.freq_scale * extrap;
-    cos_out[i] = std::cos(angle);
-    sin_out[i] = std::sin(angle);
+    cos_out[i] = std::cos(angle) * p.mscale;  // x · 1.0f == x: no mscale, no change in bits
+    sin_out[i] = std::sin(angle) * p.mscale;
     theta *= step;
   }
 }
