@@ -163,11 +163,12 @@ void run_bench(const BenchArgs& a) {
   model::LoadOptions lo;
   lo.prefetch = true;
   lo.mmap = a.mmap;
+  lo.context = std::max(a.p, a.n) + 1;  // the generator's context below
   auto model = model::Model::load(a.model, lo);
   const auto& hp = model->hparams();
   engine::GeneratorOptions go;
   go.threads = a.threads;
-  go.context = std::max(a.p, a.n) + 1;
+  go.context = lo.context;
   go.prefill_chunk = std::max(1, std::min(a.p, 512));
   if (hp.n_ctx_train > 0 && go.context > hp.n_ctx_train)
     throw std::invalid_argument("-p/-n exceed the model's context of " + std::to_string(hp.n_ctx_train));

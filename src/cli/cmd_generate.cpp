@@ -106,6 +106,7 @@ void run_generate(const GenerateArgs& a) {
 
   model::LoadOptions lo;
   lo.mmap = a.mmap;
+  lo.context = a.context;
   auto model = model::Model::load(a.model, lo);
   auto tok = tokenizer::Tokenizer::from_gguf(model->file());
   auto prompt = engine::tokenize_prompt(*tok, a.prompt, a.chat || !a.chat_template.empty(), a.chat_template);

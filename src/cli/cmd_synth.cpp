@@ -18,6 +18,7 @@ struct SynthArgs {
   uint64_t seed = 1;
   int threads = 2;
   std::string vocab;
+  int longrope_orig_ctx = -1;
 };
 
 std::string env_or(const char* name, const char* fallback) {
@@ -34,6 +35,7 @@ void run_synth(const SynthArgs& a) {
   o.seed = a.seed;
   o.threads = a.threads;
   o.vocab_path = a.vocab;
+  o.longrope_orig_ctx = a.longrope_orig_ctx;
   // Same variables (and defaults, relative to the working directory) as the tests use.
   o.vocab_dirs = {env_or("INFER_MODELS_DIR", "../shared/models"), env_or("INFER_VECTORS_DIR", "../shared/tokenizer-vectors")};
   int last_pct = -1;
@@ -66,6 +68,10 @@ void setup_synth(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "weight seed");
   cmd->add_option("-t,--threads", args->threads, "threads")->check(CLI::Range(1, 1024));
   cmd->add_option("--vocab", args->vocab, "GGUF file to copy tokenizer.* metadata from")->check(CLI::ExistingFile);
+  cmd->add_option("--longrope-orig-ctx", args->longrope_orig_ctx,
+                  "phi3/llama: write LongRoPE factors trained at this context (0 = none; default: the shape's, "
+                  "phi4-mini 4096)")
+      ->check(CLI::Range(0, 1 << 30));
   cmd->callback([args] { run_synth(*args); });
 }
 

@@ -45,6 +45,7 @@ class EngineImpl final : public Engine {
   explicit EngineImpl(const EngineOptions& opts) : opts_(opts) {
     model::LoadOptions lo;
     lo.mmap = opts_.mmap;
+    lo.context = opts_.context;  // as requested: LongRoPE's factor choice follows llama.cpp's n_ctx_seq
     check_options(opts_);  // before the model is read
     model_ = model::Model::load(opts_.model_path, lo);
     tok_ = tokenizer::Tokenizer::from_gguf(model_->file());

@@ -333,8 +333,8 @@ Forward::Pass::Pass(Forward& f, const Batch& batch_, KvPool& kv_, PassProfile* p
       HD(hp.head_dim),
       half_rot(hp.n_rot / 2),
       bert(hp.arch == Arch::Bert),
-      rope{hp.n_rot, hp.rope_freq_base, hp.rope_freq_scale, hp.rope_neox, m.rope_freqs()},
-      rope_swa{hp.n_rot, hp.rope_freq_base_swa, 1.0f, hp.rope_neox, nullptr},
+      rope{hp.n_rot, hp.rope_freq_base, hp.rope_freq_scale, hp.rope_neox, m.rope_factors(), hp.rope_mscale},
+      rope_swa{hp.n_rot, hp.rope_freq_base_swa, 1.0f, hp.rope_neox, nullptr, hp.rope_mscale},
       lap_start(profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}) {
   const int F = hp.ffn_width();
   norm_rows = [this](int64_t begin, int64_t end) {

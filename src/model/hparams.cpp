@@ -201,11 +201,13 @@ HParams read_hparams(const gguf::File& file) {
 
   std::string scaling = "linear";
   if (const gguf::Value* v = typed(file, a + "rope.scaling.type", ValueType::STRING)) scaling = v->as_string();
-  if (scaling != "none" && scaling != "linear") {
-    if (scaling == "yarn" || scaling == "longrope") {
-      throw key_error(a + "rope.scaling.type", "RoPE scaling '" + scaling + "' is not supported");
-    }
+  if (scaling != "none" && scaling != "linear" && scaling != "longrope") {
+    if (scaling == "yarn") throw key_error(a + "rope.scaling.type", "RoPE scaling 'yarn' is not supported");
     throw key_error(a + "rope.scaling.type", "unknown RoPE scaling '" + scaling + "'");
+  }
+  // LongRoPE's factor tensors are bound for llama and phi3 only (spec §2.1)
+  if (scaling == "longrope" && hp.arch != Arch::Llama && hp.arch != Arch::Phi3) {
+    throw key_error(a + "rope.scaling.type", "RoPE scaling 'longrope' is not supported for " + hp.arch_name);
   }
   float factor = 0.f;
   if (file.has(a + "rope.scaling.factor")) {
@@ -215,9 +217,12 @@ HParams read_hparams(const gguf::File& file) {
   }
   if (!std::isfinite(factor) || factor < 0.f) throw key_error(a + "rope.scaling.factor", "must be >= 0");
   hp.rope_freq_scale = (scaling == "none" || factor == 0.f) ? 1.f : 1.f / factor;
-  if (const gguf::Value* v = typed(file, a + "rope.scaling.attn_factor", ValueType::FLOAT32)) {
-    if (v->as_float() != 1.0) throw key_error(a + "rope.scaling.attn_factor", "values other than 1 are not supported");
+  hp.rope_mscale = get_f32(file, a + "rope.scaling.attn_factor", false, 1.f);
+  if (!(hp.rope_mscale > 0.f) || !std::isfinite(hp.rope_mscale)) {
+    throw key_error(a + "rope.scaling.attn_factor", "must be a finite positive number");
   }
+  hp.n_ctx_orig = positive_int(a + "rope.scaling.original_context_length",
+                               get_u32(file, a + "rope.scaling.original_context_length", false, hp.n_ctx_train));
 
   hp.pooling_type = int(get_u32(file, a + "pooling_type", false, -1));
   hp.rope_neox = hp.arch != Arch::Llama;

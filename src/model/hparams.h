@@ -28,6 +28,9 @@ struct HParams {
   float rms_eps = 1e-5f;    // ε of the model's norms (RMSNorm; bert: LayerNorm)
   float rope_freq_base = 10000.f;
   float rope_freq_scale = 1.f;  // 1 / rope.scaling.factor for linear scaling
+  float rope_mscale = 1.f;      // rope.scaling.attn_factor: magnitude of the rotation (cos and sin × it)
+  int n_ctx_orig = 0;           // rope.scaling.original_context_length (default n_ctx_train): LongRoPE
+                                // uses its long factors when the per-sequence context exceeds it
   bool rope_neox = false;       // qwen2/qwen3: true; llama: false
   bool tied_output = false;     // no output.weight: reuse token_embd
   bool causal = true;           // bert: false, every token sees its whole sequence

@@ -189,6 +189,30 @@ void bind_layer(Binder& b, const HParams& hp, const std::string& p, LayerWeights
   L.w_down = b.matrix(p + "ffn_down.weight", F, E);
 }
 
+// llama3's rope_freqs (llama only), or LongRoPE's pair of factor tensors, of which the per-sequence
+// context picks one here, once (spec §4.5, llama.cpp's get_rope_factors). rope_freqs wins when both
+// kinds are present, as in llama.cpp.
+struct RopeFactors {
+  const float* divisors = nullptr;
+  bool long_factors = false;
+};
+RopeFactors bind_rope_factors(Binder& b, const HParams& hp, int context, std::vector<std::vector<float>>& owned) {
+  const int64_t n = hp.n_rot / 2;
+  const float* freqs = hp.arch == Arch::Llama ? b.vector("rope_freqs.weight", n, false, owned) : nullptr;
+  const float* lng = b.vector("rope_factors_long.weight", n, false, owned);
+  const float* shrt = b.vector("rope_factors_short.weight", n, false, owned);
+  if (!lng != !shrt) {
+    throw tensor_error(lng ? "rope_factors_short.weight" : "rope_factors_long.weight",
+                       std::string("missing: LongRoPE needs both factor tensors, and only ") +
+                           (lng ? "rope_factors_long" : "rope_factors_short") + ".weight is present");
+  }
+  if (freqs || !lng) return {freqs, false};
+  // llama.cpp pads each sequence's context to a multiple of 256 before comparing
+  const int64_t n_ctx_seq = (int64_t(context > 0 ? context : hp.n_ctx_train) + 255) / 256 * 256;
+  const bool use_long = n_ctx_seq > hp.n_ctx_orig;
+  return {use_long ? lng : shrt, use_long};
+}
+
 }  // namespace
 
 kernels::WeightMatrix expert(const kernels::WeightMatrix& stacked, int e, int n_expert) {
@@ -200,12 +224,12 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   gguf::OpenOptions oo;
   oo.lock_in_memory = opts.mlock;
   oo.huge_page_copy = !opts.mmap;
-  auto model = from_file(gguf::File::open(path, oo));
+  auto model = from_file(gguf::File::open(path, oo), opts.context);
   if (opts.prefetch) model->file_->prefetch();
   return model;
 }
 
-std::unique_ptr<Model> Model::from_file(std::unique_ptr<gguf::File> file) {
+std::unique_ptr<Model> Model::from_file(std::unique_ptr<gguf::File> file, int context) {
   std::unique_ptr<Model> m(new Model());
   m->file_ = std::move(file);
   m->hp_ = read_hparams(*m->file_);
@@ -219,9 +243,10 @@ std::unique_ptr<Model> Model::from_file(std::unique_ptr<gguf::File> file) {
     m->output_ = hp.tied_output ? m->token_embd_ : b.matrix("output.weight", hp.n_embd, hp.n_vocab);
   }
   if (hp.arch == Arch::Qwen2) m->output_bias_ = b.vector("output.bias", hp.n_vocab, false, owned);
-  if (hp.arch == Arch::Llama) m->rope_freqs_ = b.vector("rope_freqs.weight", hp.n_rot / 2, false, owned);
-  if (hp.arch == Arch::Phi3 && (m->file_->tensor("rope_factors_long.weight") || m->file_->tensor("rope_factors_short.weight"))) {
-    throw std::runtime_error("phi3 LongRoPE factors (rope_factors_long/short) are not supported");
+  if (hp.arch == Arch::Llama || hp.arch == Arch::Phi3) {
+    const RopeFactors rf = bind_rope_factors(b, hp, context, owned);
+    m->rope_factors_ = rf.divisors;
+    m->rope_long_ = rf.long_factors;
   }
   if (hp.arch == Arch::Bert) {
     m->position_embd_ = b.matrix("position_embd.weight", hp.n_embd, hp.n_ctx_train);

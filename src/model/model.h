@@ -20,6 +20,9 @@ struct LoadOptions {
   bool prefetch = false;  // MADV_WILLNEED the weights (mapped files only)
   bool mlock = false;
   bool mmap = false;      // map the file (shared page cache) instead of copying it into huge pages
+  // Tokens one sequence may hold (the engine's per-sequence context); 0 = the training context.
+  // LongRoPE models pick their long or short factors from it, once (see Model::rope_long()).
+  int context = 0;
 };
 // A copy (not mmap) has its matrices rewritten into the interleaved layout where this CPU has kernels
 // for it (kernels/interleave.h: Q4_K and Q6_K with AVX-512 VNNI), for faster decode and batches; see
@@ -53,7 +56,7 @@ class Model {
   // tensor, or the unsupported architecture / weight type.
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& opts = {});
   // Same, over an already opened file (e.g. gguf::File::from_memory in tests); takes ownership.
-  static std::unique_ptr<Model> from_file(std::unique_ptr<gguf::File> file);
+  static std::unique_ptr<Model> from_file(std::unique_ptr<gguf::File> file, int context = 0);
 
   const HParams& hparams() const { return hp_; }
   const gguf::File& file() const { return *file_; }
@@ -69,7 +72,12 @@ class Model {
   const kernels::WeightMatrix& output() const { return output_; }
   const float* output_norm() const { return output_norm_; }
   const float* output_bias() const { return output_bias_; }  // qwen2 `output.bias` [n_vocab], or null
-  const float* rope_freqs() const { return rope_freqs_; }    // llama3 `rope_freqs.weight` [n_rot/2], or null
+  // The RoPE divisors [n_rot/2] the forward pass uses, or null: llama3's `rope_freqs.weight`, else the
+  // LongRoPE factors chosen at load (`rope_factors_long` when rope_long(), else `rope_factors_short`).
+  const float* rope_factors() const { return rope_factors_; }
+  // LongRoPE: whether the long factors were chosen, as llama.cpp chooses them: the per-sequence context
+  // rounded up to a multiple of 256 exceeds rope.scaling.original_context_length (spec §4.5).
+  bool rope_long() const { return rope_long_; }
   // bert's input embeddings: position rows [n_ctx_train × n_embd], token type 0's row, and their LayerNorm
   const kernels::WeightMatrix& position_embd() const { return position_embd_; }
   const float* token_type0() const { return token_type0_; }
@@ -84,7 +92,8 @@ class Model {
   kernels::WeightMatrix token_embd_{}, output_{};
   const float* output_norm_ = nullptr;
   const float* output_bias_ = nullptr;
-  const float* rope_freqs_ = nullptr;
+  const float* rope_factors_ = nullptr;
+  bool rope_long_ = false;
   kernels::WeightMatrix position_embd_{};
   const float* token_type0_ = nullptr;
   const float* embd_norm_ = nullptr;

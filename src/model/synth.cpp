@@ -19,7 +19,7 @@ using gguf::TensorType;
 namespace {
 
 // What a tensor is, which decides its initial distribution.
-enum class Kind { Embedding, Matrix, Norm, Bias };
+enum class Kind { Embedding, Matrix, Norm, Bias, ShortFactors, LongFactors };
 
 struct TensorPlan {
   std::string name;
@@ -226,10 +226,16 @@ void add_hparams(gguf::Writer& w, Arch arch, const SynthShape& sh) {
   if (arch == Arch::Llama) {
     w.add_uint32(a + "rope.dimension_count", uint32_t(sh.head_dim));
     w.add_uint32(a + "vocab_size", uint32_t(sh.n_vocab));
+    if (sh.n_ctx_orig > 0) w.add_string(a + "rope.scaling.type", "longrope");
   }
-  if (arch == Arch::Phi3) {  // no LongRoPE factors: plain RoPE over the whole context
+  if (arch == Arch::Phi3) {  // without LongRoPE factors, plain RoPE over the whole context
     w.add_uint32(a + "rope.dimension_count", uint32_t(sh.n_rot > 0 ? sh.n_rot : sh.head_dim));
-    w.add_uint32(a + "rope.scaling.original_context_length", uint32_t(sh.n_ctx));
+    if (sh.n_ctx_orig == 0) w.add_uint32(a + "rope.scaling.original_context_length", uint32_t(sh.n_ctx));
+  }
+  if (sh.n_ctx_orig > 0) {  // the keys phi3's converter writes with its factors
+    const double scale = double(sh.n_ctx) / sh.n_ctx_orig;
+    w.add_uint32(a + "rope.scaling.original_context_length", uint32_t(sh.n_ctx_orig));
+    w.add_float32(a + "rope.scaling.attn_factor", float(std::sqrt(1 + std::log(scale) / std::log(double(sh.n_ctx_orig)))));
   }
   if (arch == Arch::Gemma3 && sh.n_swa > 0) {
     w.add_uint32(a + "attention.sliding_window", uint32_t(sh.n_swa));
@@ -282,6 +288,11 @@ class TensorPlanner {
  private:
   void globals() {
     const int64_t E = sh_.n_embd, V = sh_.n_vocab;
+    if (sh_.n_ctx_orig > 0) {  // the converter's extra tensors come first
+      const int64_t pairs = (sh_.n_rot > 0 ? sh_.n_rot : sh_.head_dim) / 2;
+      vec("rope_factors_long.weight", pairs, Kind::LongFactors);
+      vec("rope_factors_short.weight", pairs, Kind::ShortFactors);
+    }
     matrix("token_embd.weight", E, V, Kind::Embedding);
     if (o_.arch == Arch::Bert) {  // llama-quantize never quantises these two (§9.1)
       plan_.push_back({"token_types.weight", {E, 2}, TensorType::F32, Kind::Embedding});
@@ -393,9 +404,17 @@ uint64_t check_plan(const std::vector<TensorPlan>& plan, const SynthShape& sh) {
   return total;
 }
 
+// LongRoPE divisors from N(0, 0.05) noise (synth.h): short near 1, long rising to n_ctx / n_ctx_orig.
+void to_factors(Kind kind, double long_ratio, float* row, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double rise = n > 1 ? std::pow(long_ratio, double(i) / double(n - 1)) : 1.0;
+    row[i] = kind == Kind::ShortFactors ? 1.f + std::abs(row[i]) : float(rise * (1.0 + row[i]));
+  }
+}
+
 // Queues each tensor's data: rows drawn and encoded in parallel slabs when the writer asks for them.
-void add_tensor_data(gguf::Writer& w, const std::vector<TensorPlan>& plan, const SynthOptions& o, uint64_t total,
-                     SynthSummary& sum) {
+void add_tensor_data(gguf::Writer& w, const std::vector<TensorPlan>& plan, const SynthOptions& o, const SynthShape& sh,
+                     uint64_t total, SynthSummary& sum) {
   auto pool = std::make_shared<kernels::ThreadPool>(o.threads);
   auto done = std::make_shared<uint64_t>(0);
   for (const TensorPlan& t : plan) {
@@ -408,8 +427,11 @@ void add_tensor_data(gguf::Writer& w, const std::vector<TensorPlan>& plan, const
       case Kind::Embedding: sigma = 1.f; break;
       case Kind::Matrix: sigma = 1.f / std::sqrt(float(n_in)); break;
       case Kind::Norm: mean = 1.f; sigma = 0.05f; break;
-      case Kind::Bias: sigma = 0.05f; break;
+      case Kind::Bias:
+      case Kind::ShortFactors:
+      case Kind::LongFactors: sigma = 0.05f; break;
     }
+    const double long_ratio = double(sh.n_ctx) / std::max(1, sh.n_ctx_orig);
     const uint64_t tensor_seed = mix64(o.seed ^ mix64(hash_name(t.name)));
     const uint64_t row_bytes = gguf::row_bytes(t.type, uint64_t(n_in));
     w.add_tensor(t.name, t.type, t.ne, [=, &o, &t](gguf::TensorSink& sink) {
@@ -424,6 +446,7 @@ void add_tensor_data(gguf::Writer& w, const std::vector<TensorPlan>& plan, const
           float* row = scratch[ti].data();
           for (int64_t r = range.begin; r < range.end; ++r) {
             normal_row(mix64(tensor_seed + uint64_t(r0 + r)), mean, sigma, row, n_in);
+            if (t.kind == Kind::ShortFactors || t.kind == Kind::LongFactors) to_factors(t.kind, long_ratio, row, n_in);
             encode_row(t.type, row, slab.data() + size_t(r) * row_bytes, n_in);
           }
         });
@@ -443,6 +466,11 @@ void check_shape(const SynthOptions& o, const SynthShape& sh) {
                                 sh.name + " has " + std::to_string(sh.n_head) + " x " + std::to_string(sh.head_dim) +
                                 " != " + std::to_string(sh.n_embd));
   if (o.threads < 1) throw std::invalid_argument("threads must be >= 1");
+  if (sh.n_ctx_orig != 0 && o.arch != Arch::Phi3 && o.arch != Arch::Llama)
+    throw std::invalid_argument(std::string("LongRoPE factors are for phi3 and llama, not ") + arch_name(o.arch));
+  if (sh.n_ctx_orig < 0 || sh.n_ctx_orig >= sh.n_ctx)
+    throw std::invalid_argument("LongRoPE original context " + std::to_string(sh.n_ctx_orig) +
+                                " must be above 0 and below the shape's context " + std::to_string(sh.n_ctx));
 }
 
 }  // namespace
@@ -450,6 +478,7 @@ void check_shape(const SynthOptions& o, const SynthShape& sh) {
 SynthSummary write_synth(const SynthOptions& o, const std::string& path) {
   SynthSummary sum;
   SynthShape sh = synth_shape(o.like, o.arch);
+  if (o.longrope_orig_ctx >= 0) sh.n_ctx_orig = o.longrope_orig_ctx;
   check_shape(o, sh);
   const std::unique_ptr<gguf::File> vocab = open_vocab(o, sh, sum);
 
@@ -468,7 +497,7 @@ SynthSummary write_synth(const SynthOptions& o, const std::string& path) {
   sum.shape = sh;
   sum.tensor_bytes = total;
   sum.n_tensors = plan.size();
-  add_tensor_data(w, plan, o, total, sum);
+  add_tensor_data(w, plan, o, sh, total, sum);
   w.write(path);
   return sum;
 }

@@ -36,6 +36,7 @@ struct SynthShape {
   float rope_base_swa = 0.f;       // gemma3: RoPE base of the local layers
   int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // qwen3moe
   int pooling_type = -1;  // bert: 1 mean, 2 cls
+  int n_ctx_orig = 0;     // LongRoPE (phi3, llama): the original context of its factors; 0 = plain RoPE
 };
 // Known names: see synth_shape_names(). `tiny` depends on the arch (the shapes of
 // shared/reference/models/tiny-*). Throws std::invalid_argument for an unknown name, and for a shape
@@ -70,6 +71,10 @@ struct SynthOptions {
   // has it, else a synthetic byte-level vocab of the shape's size.
   std::string vocab_path;
   std::vector<std::string> vocab_dirs;
+  // LongRoPE (phi3, llama): write rope_factors_long/short, rope.scaling.attn_factor and
+  // original_context_length for this original context (> 0, below the shape's context); -1 = the
+  // shape's own (phi4-mini: 4096), 0 = none. llama files also get rope.scaling.type = longrope.
+  int longrope_orig_ctx = -1;
   // Called after each tensor with bytes written so far and the total (may be empty).
   std::function<void(uint64_t done, uint64_t total, const std::string& tensor)> progress;
 };
@@ -83,7 +88,11 @@ struct SynthSummary {
 };
 
 // Writes the file (atomically, by rename). Throws std::invalid_argument for an impossible
-// combination (qwen2 and phi3 need n_head × head_dim == n_embd), gguf::Error on I/O failure.
+// combination (qwen2 and phi3 need n_head × head_dim == n_embd; LongRoPE on another architecture or
+// with an original context outside (0, n_ctx)), gguf::Error on I/O failure.
+// LongRoPE factors: short ones 1 + |N(0, 0.05)|; long ones rising geometrically from 1 to
+// n_ctx / n_ctx_orig over the pairs, times 1 + N(0, 0.05); the magnitude is the converter's
+// sqrt(1 + ln(n_ctx / n_ctx_orig) / ln(n_ctx_orig)).
 SynthSummary write_synth(const SynthOptions& opts, const std::string& path);
 
 }  // namespace infer::model

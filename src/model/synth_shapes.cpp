@@ -18,6 +18,10 @@ SynthShape partial_rope(SynthShape s, int n_rot) {
   s.n_rot = n_rot;
   return s;
 }
+SynthShape longrope(SynthShape s, int n_ctx_orig) {
+  s.n_ctx_orig = n_ctx_orig;
+  return s;
+}
 SynthShape experts(SynthShape s, int n, int used, int n_ff_exp) {
   s.n_expert = n;
   s.n_expert_used = used;
@@ -38,8 +42,10 @@ const std::vector<SynthShape>& known_shapes() {
       // gemma3: 5 local (window 512, base 1e4) to 1 global layer (base 1e6); no vocab file of its own
       swa({"gemma3-270m", Arch::Gemma3, 262144, 32768, 640, 18, 4, 1, 256, 2048, 1e6f, 1e-6f, true, ""}, 512, 6, 10000.f),
       swa({"gemma3-1b", Arch::Gemma3, 262144, 32768, 1152, 26, 4, 1, 256, 6912, 1e6f, 1e-6f, true, ""}, 512, 6, 10000.f),
-      // phi-4-mini rotates 3/4 of each head; its 200k BPE vocab has no file here, so it is synthetic
-      partial_rope({"phi4-mini", Arch::Phi3, 200064, 131072, 3072, 32, 24, 8, 128, 8192, 10000.f, 1e-5f, true, ""}, 96),
+      // phi-4-mini rotates 3/4 of each head with LongRoPE factors trained at 4096 tokens; its 200k BPE
+      // vocab has no file here, so it is synthetic
+      longrope(partial_rope({"phi4-mini", Arch::Phi3, 200064, 131072, 3072, 32, 24, 8, 128, 8192, 10000.f, 1e-5f, true, ""}, 96),
+               4096),
       // qwen3-30b-a3b: 128 experts of width 768, 8 of them per token
       experts({"qwen3-30b-a3b", Arch::Qwen3Moe, 151936, 40960, 2048, 48, 32, 4, 128, 6144, 1e6f, 1e-6f, false,
                "ggml-vocab-qwen2.gguf"},

@@ -51,7 +51,7 @@ ReferenceForward::ReferenceForward(const model::Model& m) : hp_(m.hparams()) {
   output_ = dequantize(m.output());
   output_norm_ = copy_vec(m.output_norm(), hp_.n_embd);
   output_bias_ = copy_vec(m.output_bias(), hp_.n_vocab);
-  rope_freqs_ = copy_vec(m.rope_freqs(), hp_.n_rot / 2);
+  rope_factors_ = copy_vec(m.rope_factors(), hp_.n_rot / 2);
   for (const model::LayerWeights& L : m.layers()) {
     Layer r;
     r.attn_norm = copy_vec(L.attn_norm, hp_.n_embd);
@@ -97,13 +97,14 @@ std::vector<std::vector<float>> ReferenceForward::run(const std::vector<int32_t>
     const double base = local ? hp_.rope_freq_base_swa : hp_.rope_freq_base;
     for (size_t i = 0; i < half; ++i) {
       double theta = double(pos) * std::pow(base, -2.0 * double(i) / double(hp_.n_rot));
-      if (!rope_freqs_.empty()) theta /= rope_freqs_[i];
+      if (!local && !rope_factors_.empty()) theta /= rope_factors_[i];
       if (!local) theta *= hp_.rope_freq_scale;
+      const double c = hp_.rope_mscale * std::cos(theta), s = hp_.rope_mscale * std::sin(theta);
       const size_t a = hp_.rope_neox ? off + i : off + 2 * i;
       const size_t b = hp_.rope_neox ? off + i + half : off + 2 * i + 1;
       const double x0 = v[a], x1 = v[b];
-      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      v[a] = x0 * c - x1 * s;
+      v[b] = x0 * s + x1 * c;
     }
   };
   auto add = [](std::vector<double>& y, const std::vector<float>& b) {

@@ -33,7 +33,7 @@ class ReferenceForward {
 
   const model::HParams hp_;
   Matrix token_embd_, output_;
-  std::vector<float> output_norm_, output_bias_, rope_freqs_;
+  std::vector<float> output_norm_, output_bias_, rope_factors_;  // rope_factors_: Model::rope_factors()
   std::vector<Layer> layers_;
 };
 

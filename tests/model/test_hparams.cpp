@@ -154,9 +154,43 @@ TEST(HParams, UnsupportedRopeScalingIsRefused) {
   INFER_REQUIRE_DIR(models_dir());
   GgufVariant v;
   v.kv["llama.rope.scaling.type"] = gguf::make_string("yarn");
-  EXPECT_NE(error_of(v, "yarn").find("'yarn' is not supported"), std::string::npos);
+  EXPECT_EQ(error_of(v, "yarn"), "model metadata key llama.rope.scaling.type: RoPE scaling 'yarn' is not supported");
   v.kv["llama.rope.scaling.type"] = gguf::make_string("bogus");
   EXPECT_NE(error_of(v, "bogus").find("unknown RoPE scaling 'bogus'"), std::string::npos);
+}
+
+// LongRoPE's keys: the magnitude (attn_factor, default 1) and the original context (default the
+// training context); llama may declare the type, as phi3 files may (they usually leave it out).
+TEST(HParams, LongRopeKeysAreRead) {
+  INFER_REQUIRE_DIR(models_dir());
+  model::HParams hp;
+  ASSERT_EQ(error_of(GgufVariant{}, "plain", &hp), "");
+  EXPECT_EQ(hp.rope_mscale, 1.f);
+  EXPECT_EQ(hp.n_ctx_orig, hp.n_ctx_train);
+  GgufVariant v;
+  v.kv["llama.rope.scaling.type"] = gguf::make_string("longrope");
+  v.kv["llama.rope.scaling.attn_factor"] = gguf::make_float(ValueType::FLOAT32, 1.25);
+  v.kv["llama.rope.scaling.original_context_length"] = gguf::make_uint(ValueType::UINT32, 64);
+  ASSERT_EQ(error_of(v, "longrope", &hp), "");
+  EXPECT_EQ(hp.rope_mscale, 1.25f);
+  EXPECT_EQ(hp.n_ctx_orig, 64);
+  EXPECT_EQ(hp.rope_freq_scale, 1.f);
+  v.kv["llama.rope.scaling.attn_factor"] = gguf::make_float(ValueType::FLOAT32, 0.0);
+  EXPECT_EQ(error_of(v, "attn0"), "model metadata key llama.rope.scaling.attn_factor: must be a finite positive number");
+}
+
+TEST(HParams, LongRopeIsRefusedForArchitecturesWithoutFactors) {
+  INFER_REQUIRE_DIR(reference_dir());
+  const auto src = gguf::File::open(reference_dir() + "/models/tiny-qwen2-q8_0.gguf");
+  GgufVariant v;
+  v.kv["qwen2.rope.scaling.type"] = gguf::make_string("longrope");
+  TempGguf tmp(*src, v, "qwen2-longrope");
+  try {
+    model::read_hparams(*gguf::File::open(tmp.path()));
+    FAIL() << "qwen2 accepted longrope";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "model metadata key qwen2.rope.scaling.type: RoPE scaling 'longrope' is not supported for qwen2");
+  }
 }
 
 TEST(HParams, PerLayerArraysAreAccepted) {

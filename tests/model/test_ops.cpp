@@ -132,6 +132,47 @@ TEST(Rope, LinearScalingAndFreqFactorsScaleTheAngle) {
   }
 }
 
+// LongRoPE's angles: theta_i / factor_i, with cos and sin scaled by the magnitude mscale, against the
+// same angles in double (direct pow); f32 angles at position 300 stay within 1e-4 of it.
+TEST(Rope, FactorsAndMscaleMatchDoublePrecisionAngles) {
+  const int n_rot = 96, pos = 300;
+  std::vector<float> factors(n_rot / 2);
+  for (int i = 0; i < n_rot / 2; ++i) factors[size_t(i)] = 1.f + 31.f * float(i) / float(n_rot / 2 - 1);
+  const float mscale = 1.1902380714f;  // phi4-mini's sqrt(1 + ln 32 / ln 4096)
+  const RopeParams p{n_rot, 10000.f, 1.f, true, factors.data(), mscale};
+  std::vector<float> c(size_t(n_rot / 2)), s(size_t(n_rot / 2));
+  rope_angles(pos, p, c.data(), s.data());
+  const auto head = random_vec(size_t(n_rot), 21);
+  auto got = head;
+  rope_ref(got.data(), n_rot, pos, p);
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const double theta = pos * std::pow(10000.0, -2.0 * i / n_rot) / double(factors[size_t(i)]);
+    const double wc = double(mscale) * std::cos(theta), ws = double(mscale) * std::sin(theta);
+    EXPECT_NEAR(c[size_t(i)], wc, 1e-4) << i;
+    EXPECT_NEAR(s[size_t(i)], ws, 1e-4) << i;
+    const size_t a = size_t(i), b = size_t(i + n_rot / 2);
+    EXPECT_NEAR(got[a], head[a] * wc - head[b] * ws, 5e-4) << i;
+    EXPECT_NEAR(got[b], head[a] * ws + head[b] * wc, 5e-4) << i;
+  }
+}
+
+// mscale multiplies the f32 cos/sin after they are formed: 2 (exact in binary) doubles every value.
+TEST(Rope, MscaleScalesTheF32AnglesExactly) {
+  std::vector<float> factors{1.f, 1.5f, 2.f, 4.f, 8.f, 16.f, 24.f, 32.f};
+  for (bool neox : {false, true}) {
+    const RopeParams plain{16, 10000.f, 0.5f, neox, factors.data()};
+    RopeParams two = plain;
+    two.mscale = 2.f;
+    std::vector<float> c0(8), s0(8), c2(8), s2(8);
+    rope_angles(4321, plain, c0.data(), s0.data());
+    rope_angles(4321, two, c2.data(), s2.data());
+    for (size_t i = 0; i < 8; ++i) {
+      EXPECT_EQ(c2[i], 2.f * c0[i]) << i;
+      EXPECT_EQ(s2[i], 2.f * s0[i]) << i;
+    }
+  }
+}
+
 TEST(Rope, SplitFormEqualsWholeBitwise) {
   for (bool neox : {false, true}) {
     const RopeParams p{64, 1e6f, 1.f, neox};

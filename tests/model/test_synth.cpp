@@ -144,6 +144,7 @@ TEST(SynthRules, RealShapesHaveTheirModelsHyperParameters) {
   EXPECT_EQ((std::vector<int>{phi.n_embd, phi.n_layer, phi.n_head, phi.n_kv_head, phi.head_dim, phi.n_ff, phi.n_rot,
                               phi.n_vocab}),
             (std::vector<int>{3072, 32, 24, 8, 128, 8192, 96, 200064}));
+  EXPECT_EQ(phi.n_ctx_orig, 4096);  // LongRoPE: 131072 tokens, factors trained at 4096
   auto moe = synth_shape("qwen3-30b-a3b", Arch::Qwen3Moe);
   EXPECT_EQ((std::vector<int>{moe.n_embd, moe.n_layer, moe.n_head, moe.n_kv_head, moe.head_dim, moe.n_expert,
                               moe.n_expert_used, moe.n_ff_exp}),

@@ -5,12 +5,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "forward_harness.h"
 #include "kernels/interleave.h"
@@ -52,41 +55,88 @@ double tolerance_k(SynthType t) {
   }
 }
 
-class Synthetic : public ::testing::TestWithParam<std::tuple<Arch, SynthType>> {};
+const std::vector<int32_t> kTokens{1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315};
 
-TEST_P(Synthetic, ForwardMatchesReferenceForward) {
-  const auto [arch, type] = GetParam();
-  const std::string name = std::string(arch_name(arch)) + "-" + type_name(type);
+// Writes the synthetic model of `opts` and loads it with `lo` (the file is removed; the model keeps it).
+std::unique_ptr<model::Model> load_synth(model::SynthOptions opts, const std::string& name,
+                                         const model::LoadOptions& lo = {}) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("infer-model-synth-" + std::to_string(::getpid()) + "-" + name + ".gguf"))
                                .string();
-  model::SynthOptions opts;
-  opts.arch = arch;
-  opts.type = type;
-  opts.seed = 7;
   opts.threads = 1;
   opts.vocab_dirs = {models_dir()};
   model::write_synth(opts, path);
-  const auto model = model::Model::load(path);
-  std::filesystem::remove(path);  // the mapping keeps the data alive
+  auto model = model::Model::load(path, lo);
+  std::filesystem::remove(path);  // the mapping (or copy) keeps the data alive
+  return model;
+}
 
-  const std::vector<int32_t> tokens{1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315};
-  const auto want = ReferenceForward(*model).run(tokens);
-  ForwardHarness h(*model, 2, 1, 32);
-  auto got = h.feed(0, {tokens.begin(), tokens.begin() + 8});
-  for (size_t i = 8; i < tokens.size(); ++i) got.push_back(h.feed(0, {tokens[i]})[0]);
+// The optimised forward pass over kTokens: a prefill of 8 rows, then 4 decode steps.
+std::vector<std::vector<float>> forward_logits(const model::Model& model) {
+  ForwardHarness h(model, 2, 1, 32);
+  auto got = h.feed(0, {kTokens.begin(), kTokens.begin() + 8});
+  for (size_t i = 8; i < kTokens.size(); ++i) got.push_back(h.feed(0, {kTokens[i]})[0]);
+  return got;
+}
 
+// Largest |got − want| over all rows, in units of σ of want's last row.
+double max_diff_over_sigma(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want) {
   double mean = 0, var = 0;
   for (float x : want.back()) mean += x;
   mean /= double(want.back().size());
   for (float x : want.back()) var += (x - mean) * (x - mean);
   const double sigma = std::sqrt(var / double(want.back().size()));
   double worst = 0;
-  for (size_t p = 0; p < tokens.size(); ++p) {
+  for (size_t p = 0; p < want.size(); ++p) {
     for (size_t j = 0; j < want[p].size(); ++j) worst = std::max(worst, std::abs(double(got[p][j]) - want[p][j]));
   }
-  std::printf("[synthetic] %-14s max diff/sigma %.5f (k %.2f)\n", name.c_str(), worst / sigma, tolerance_k(type));
-  EXPECT_LE(worst / sigma, tolerance_k(type)) << name;
+  return worst / sigma;
+}
+
+class Synthetic : public ::testing::TestWithParam<std::tuple<Arch, SynthType>> {};
+
+TEST_P(Synthetic, ForwardMatchesReferenceForward) {
+  const auto [arch, type] = GetParam();
+  const std::string name = std::string(arch_name(arch)) + "-" + type_name(type);
+  model::SynthOptions opts;
+  opts.arch = arch;
+  opts.type = type;
+  opts.seed = 7;
+  const auto model = load_synth(opts, name);
+  const double d = max_diff_over_sigma(forward_logits(*model), ReferenceForward(*model).run(kTokens));
+  std::printf("[synthetic] %-14s max diff/sigma %.5f (k %.2f)\n", name.c_str(), d, tolerance_k(type));
+  EXPECT_LE(d, tolerance_k(type)) << name;
+}
+
+// LongRoPE (phi3 with factors trained at 256 tokens of its 1024): a per-sequence context of up to 256
+// tokens picks the short factors, a longer one the long factors; either way the forward pass matches
+// the reference with those factors and the attn_factor magnitude, and the two choices give logits
+// further apart than the engine's error could explain.
+TEST(SyntheticLongRope, ShortAndLongFactorsMatchReferenceForward) {
+  for (SynthType type : {SynthType::F32, SynthType::Q8_0}) {
+    model::SynthOptions opts;
+    opts.arch = Arch::Phi3;
+    opts.type = type;
+    opts.seed = 5;
+    opts.longrope_orig_ctx = 256;
+    model::LoadOptions short_ctx, long_ctx;
+    short_ctx.context = 256;
+    long_ctx.context = 512;
+    const std::string name = std::string("phi3-longrope-") + type_name(type);
+    const auto s = load_synth(opts, name + "-short", short_ctx), l = load_synth(opts, name + "-long", long_ctx);
+    ASSERT_FALSE(s->rope_long());
+    ASSERT_TRUE(l->rope_long());
+    ASSERT_GT(s->hparams().rope_mscale, 1.1f);
+    const auto s_got = forward_logits(*s), l_got = forward_logits(*l);
+    const double ds = max_diff_over_sigma(s_got, ReferenceForward(*s).run(kTokens));
+    const double dl = max_diff_over_sigma(l_got, ReferenceForward(*l).run(kTokens));
+    const double apart = max_diff_over_sigma(s_got, l_got);
+    std::printf("[synthetic] %s max diff/sigma short %.5f long %.5f (k %.2f); short vs long %.3f\n", name.c_str(),
+                ds, dl, tolerance_k(type), apart);
+    EXPECT_LE(ds, tolerance_k(type)) << name;
+    EXPECT_LE(dl, tolerance_k(type)) << name;
+    EXPECT_GT(apart, 3 * std::max(ds, dl)) << name;
+  }
 }
 
 // A copy (matrices rewritten into the interleaved layout where this CPU has kernels for it) and a
