@@ -19,6 +19,7 @@ struct SynthArgs {
   int threads = 2;
   std::string vocab;
   int longrope_orig_ctx = -1;
+  int layers = 0;
 };
 
 std::string env_or(const char* name, const char* fallback) {
@@ -36,6 +37,7 @@ void run_synth(const SynthArgs& a) {
   o.threads = a.threads;
   o.vocab_path = a.vocab;
   o.longrope_orig_ctx = a.longrope_orig_ctx;
+  o.n_layer = a.layers;
   // Same variables (and defaults, relative to the working directory) as the tests use.
   o.vocab_dirs = {env_or("INFER_MODELS_DIR", "../shared/models"), env_or("INFER_VECTORS_DIR", "../shared/tokenizer-vectors")};
   int last_pct = -1;
@@ -72,6 +74,8 @@ void setup_synth(CLI::App& app) {
                   "phi3/llama: write LongRoPE factors trained at this context (0 = none; default: the shape's, "
                   "phi4-mini 4096)")
       ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--layers", args->layers, "write only this many layers of the shape (default: all)")
+      ->check(CLI::Range(1, 4096));
   cmd->callback([args] { run_synth(*args); });
 }
 

@@ -479,6 +479,7 @@ SynthSummary write_synth(const SynthOptions& o, const std::string& path) {
   SynthSummary sum;
   SynthShape sh = synth_shape(o.like, o.arch);
   if (o.longrope_orig_ctx >= 0) sh.n_ctx_orig = o.longrope_orig_ctx;
+  if (o.n_layer > 0) sh.n_layer = o.n_layer;
   check_shape(o, sh);
   const std::unique_ptr<gguf::File> vocab = open_vocab(o, sh, sum);
 

@@ -75,6 +75,9 @@ struct SynthOptions {
   // original_context_length for this original context (> 0, below the shape's context); -1 = the
   // shape's own (phi4-mini: 4096), 0 = none. llama files also get rope.scaling.type = longrope.
   int longrope_orig_ctx = -1;
+  // > 0: write this many layers of the shape instead of all of them (a large model's layer widths
+  // and kernels for benchmarks, without writing the whole file).
+  int n_layer = 0;
   // Called after each tensor with bytes written so far and the total (may be empty).
   std::function<void(uint64_t done, uint64_t total, const std::string& tensor)> progress;
 };

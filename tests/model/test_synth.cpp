@@ -310,6 +310,26 @@ TEST_F(SynthTest, TinyShapesOfNewArchitecturesReadBackTheirKeys) {
   EXPECT_EQ((std::vector<int>{m.n_expert, m.n_expert_used, m.n_ff_exp, m.head_dim}), (std::vector<int>{8, 2, 256, 64}));
 }
 
+TEST_F(SynthTest, LayersOptionKeepsTheShapesWidths) {
+  SynthOptions o;
+  o.arch = Arch::Qwen3Moe;
+  o.like = "tiny";
+  o.type = SynthType::Q8_0;
+  o.n_layer = 1;
+  o.vocab_dirs = {test::models_dir(), test::vectors_dir()};
+  const std::string one = (dir_ / "one-layer.gguf").string();
+  const SynthSummary s = write_synth(o, one);
+  EXPECT_EQ(s.shape.n_layer, 1);
+  const SynthShape full = synth_shape("tiny", Arch::Qwen3Moe);
+  ASSERT_GT(full.n_layer, 1);
+  auto m = Model::load(one);
+  EXPECT_EQ(m->hparams().n_layer, 1);
+  EXPECT_EQ(m->hparams().n_embd, full.n_embd);
+  EXPECT_EQ(m->hparams().n_expert, full.n_expert);
+  EXPECT_EQ(m->file().tensor("blk.1.attn_norm.weight"), nullptr);
+  EXPECT_NE(m->file().tensor("blk.0.ffn_gate_exps.weight"), nullptr);
+}
+
 TEST_F(SynthTest, SameSeedSameBytesOtherSeedOtherWeights) {
   INFER_REQUIRE_DIR(test::models_dir());
   auto a = read_all(write(Arch::Qwen3, SynthType::Q4_K_M, 7));
