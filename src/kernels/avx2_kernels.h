@@ -10,6 +10,8 @@ namespace infer::kernels::avx2 {
             int64_t out_stride)
 INFER_AVX2_DOT_ROWS(dot_rows_q8_0);
 INFER_AVX2_DOT_ROWS(dot_rows_q4_0);
+INFER_AVX2_DOT_ROWS(dot_rows_q5_0);
+INFER_AVX2_DOT_ROWS(dot_rows_q5_1);
 INFER_AVX2_DOT_ROWS(dot_rows_q4_k);
 INFER_AVX2_DOT_ROWS(dot_rows_q5_k);
 INFER_AVX2_DOT_ROWS(dot_rows_q6_k);
@@ -31,6 +33,8 @@ INFER_AVX2_DOT_TILE(dot_tile_f16);
 INFER_AVX2_DOT_TILE(dot_tile_bf16);
 INFER_AVX2_DOT_TILE(dot_tile_q8_0);
 INFER_AVX2_DOT_TILE(dot_tile_q4_0);
+INFER_AVX2_DOT_TILE(dot_tile_q5_0);
+INFER_AVX2_DOT_TILE(dot_tile_q5_1);
 #undef INFER_AVX2_DOT_TILE
 
 // Q8_0 codes and scales, written as BlockQ8_0F.

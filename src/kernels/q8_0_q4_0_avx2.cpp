@@ -1,10 +1,12 @@
-// AVX2 dot products of Q8_0 and Q4_0 weight rows with Q8_0 activations (several rows at once), read
-// as BlockQ8_0F so that the activation scale costs one broadcast per block and row.
-// Both formats decode a block to 32 signed codes; the product uses maddubs on |w| and sign(y, w).
-// Per (weight row, activation row): even blocks into one accumulator, odd into another, each in block
-// order, acc += (dw·dy)·float(sum); the result is hsum(acc_even + acc_odd). dw·dy is exact in f32
-// (two f16 values), so the batch tile may form it once per block for all its rows.
+// AVX2 dot products of the 32-element block formats (Q8_0, Q4_0, Q5_0, Q5_1) with Q8_0 activations
+// (several rows at once), read as BlockQ8_0F so that the activation scale costs one broadcast per block
+// and row. Every format decodes a block to 32 signed codes; the product uses maddubs on |w| and
+// sign(y, w). Per (weight row, activation row): even blocks into one accumulator, odd into another,
+// each in block order, acc += (dw·dy)·float(sum), then for Q5_1 acc += (m·dy)·float(Σy) lane by lane;
+// the result is hsum(acc_even + acc_odd). dw·dy and m·dy are exact in f32 (products of two f16
+// values), so the batch tile may form them once per block for all its rows.
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/avx2_common.h"
 #include "kernels/avx2_kernels.h"
@@ -19,19 +21,57 @@ constexpr int kOutputsStreams = 3;
 constexpr int kOutputsPrefetchBytes = 3072;
 struct DecodeQ8_0 {
   using Block = BlockQ8_0;
+  static constexpr bool kHasMin = false;
   static __m256i codes(const Block& b) { return load(b.qs); }
 };
 
+// Bytes 0..15: the low nibbles of qs[0..15] (elements 0..15); bytes 16..31: their high nibbles.
+inline __m256i nibbles(const uint8_t* qs) {
+  // Both 128-bit lanes get the 16 bytes; the high lane is shifted down to its high nibbles.
+  const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
+}
+
+// Byte k: 0x10 where bit k of the little-endian u32 qh is set (Q5_0/Q5_1's fifth bits), else 0.
+inline __m256i fifth_bits(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, 4);
+  // Byte k takes qh byte k/8 (the shuffle stays within a 128-bit lane; each lane holds all four).
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                                             _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202,
+                                                                0x0303030303030303));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
 struct DecodeQ4_0 {
   using Block = BlockQ4_0;
+  static constexpr bool kHasMin = false;
+  static __m256i codes(const Block& b) { return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8)); }
+};
+
+struct DecodeQ5_0 {
+  using Block = BlockQ5_0;
+  static constexpr bool kHasMin = false;
   static __m256i codes(const Block& b) {
-    // Both 128-bit lanes get the 16 bytes; the high lane is shifted down to its high nibbles.
-    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
-    const __m256i shifted = _mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
-    const __m256i nibbles = _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
-    return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)), _mm256_set1_epi8(16));
   }
 };
+
+// Codes 0..31 unbiased; the minimum adds m·dy·Σy per block (min_term).
+struct DecodeQ5_1 {
+  using Block = BlockQ5_1;
+  static constexpr bool kHasMin = true;
+  static __m256i codes(const Block& b) { return _mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)); }
+};
+
+// acc + md·Σy in 8 lanes (each lane the sum of 4 activation codes): the min term of Q5_1.
+inline __m256 min_term(__m256 md, const int8_t* y, __m256 acc) {
+  const __m256i ysum = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), load(y)), _mm256_set1_epi16(1));
+  return _mm256_fmadd_ps(md, _mm256_cvtepi32_ps(ysum), acc);
+}
 
 // Blocks alternate between two accumulators per row (halves the FMA dependency chain); the row's
 // result is hsum(acc0 + acc1).
@@ -55,8 +95,12 @@ struct Q8Act {
         for (int r = 0; r < NR; ++r) {
           const __m256i ys = _mm256_sign_epi8(load(y[r][b].qs), wq);
           const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
-          const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(&y[r][b].d));
-          acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[r]);
+          const __m256 dy = _mm256_broadcast_ss(&y[r][b].d);
+          acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dy), _mm256_cvtepi32_ps(p), acc[r]);
+          if constexpr (Decode::kHasMin) {
+            const __m256 mw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].m)));
+            acc[r] = min_term(_mm256_mul_ps(mw, dy), y[r][b].qs, acc[r]);
+          }
         }
       };
       int64_t b = 0;
@@ -86,10 +130,11 @@ template <class Decode>
 struct Q8Tile {
   using Block = typename Decode::Block;
 
-  // Blocks b = first, first + 2, .. < end of one weight row against NR rows; scale[b - b0][r] = dw·dy.
+  // Blocks b = first, first + 2, .. < end of one weight row against NR rows; scale[b - b0][r] = dw·dy
+  // and, for formats with a minimum, mscale[b - b0][r] = m·dy.
   template <int NR>
-  static void pass(const Block* x, const BlockQ8_0F* const (&y)[NR], const float (*scale)[kTileRows], int64_t b0,
-                   int64_t first, int64_t end, __m256* state) {
+  static void pass(const Block* x, const BlockQ8_0F* const (&y)[NR], const float (*scale)[kTileRows],
+                   const float (*mscale)[kTileRows], int64_t b0, int64_t first, int64_t end, __m256* state) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[NR];
     for (int r = 0; r < NR; ++r) acc[r] = state[r];
@@ -100,6 +145,9 @@ struct Q8Tile {
         const __m256i ys = _mm256_sign_epi8(load(y[r][b].qs), wq);
         const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
         acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&scale[b - b0][r]), _mm256_cvtepi32_ps(p), acc[r]);
+        if constexpr (Decode::kHasMin) {
+          acc[r] = min_term(_mm256_broadcast_ss(&mscale[b - b0][r]), y[r][b].qs, acc[r]);
+        }
       }
     }
     for (int r = 0; r < NR; ++r) state[r] = acc[r];
@@ -117,6 +165,7 @@ struct Q8Tile {
     }
     alignas(32) float dy[kBlockBlocks][kTileRows] = {};
     alignas(32) float scale[kBlockBlocks][kTileRows];
+    alignas(32) float mscale[Decode::kHasMin ? kBlockBlocks : 1][kTileRows];
     const int64_t nb = n / kQK0;
     for (int64_t b0 = 0; b0 < nb; b0 += kBlockBlocks) {
       const int64_t b1 = std::min(nb, b0 + kBlockBlocks);
@@ -128,9 +177,13 @@ struct Q8Tile {
         for (int64_t b = b0; b < b1; ++b) {
           const __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].d)));
           _mm256_store_ps(scale[b - b0], _mm256_mul_ps(dw, _mm256_load_ps(dy[b - b0])));
+          if constexpr (Decode::kHasMin) {
+            const __m256 mw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].m)));
+            _mm256_store_ps(mscale[b - b0], _mm256_mul_ps(mw, _mm256_load_ps(dy[b - b0])));
+          }
         }
-        pass<NR>(x, y, scale, b0, b0, b1, state[o][0]);
-        pass<NR>(x, y, scale, b0, b0 + 1, b1, state[o][1]);
+        pass<NR>(x, y, scale, mscale, b0, b0, b1, state[o][0]);
+        pass<NR>(x, y, scale, mscale, b0, b0 + 1, b1, state[o][1]);
       }
     }
     for (int64_t o = 0; o < n_w; ++o) {
@@ -165,6 +218,8 @@ struct Q8Tile {
 
 template <int NR> using Q8_0Kernel = Q8Act<DecodeQ8_0>::Kernel<NR>;
 template <int NR> using Q4_0Kernel = Q8Act<DecodeQ4_0>::Kernel<NR>;
+template <int NR> using Q5_0Kernel = Q8Act<DecodeQ5_0>::Kernel<NR>;
+template <int NR> using Q5_1Kernel = Q8Act<DecodeQ5_1>::Kernel<NR>;
 
 // Decode: one activation row against NW weight rows `stream_bytes` apart (dot_outputs_in_streams),
 // per weight row exactly Kernel<1>'s arithmetic (blocks alternate between two accumulators).
@@ -218,6 +273,16 @@ void dot_rows_q4_0(int64_t n, const void* w, const uint8_t* act, uint64_t act_st
   dot_rows_dispatch<Q4_0Kernel>(n, w, act, act_stride, n_rows, out, out_stride);
 }
 
+void dot_rows_q5_0(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
+                   int64_t out_stride) {
+  dot_rows_dispatch<Q5_0Kernel>(n, w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_rows_q5_1(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
+                   int64_t out_stride) {
+  dot_rows_dispatch<Q5_1Kernel>(n, w, act, act_stride, n_rows, out, out_stride);
+}
+
 void dot_tile_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
   Q8Tile<DecodeQ8_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
@@ -226,6 +291,16 @@ void dot_tile_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, co
 void dot_tile_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
   Q8Tile<DecodeQ4_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_q5_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  Q8Tile<DecodeQ5_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_q5_1(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  Q8Tile<DecodeQ5_1>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::avx2

@@ -1,6 +1,6 @@
 // Weight and activation block formats, bit-compatible with GGUF files as llama.cpp writes them
-// (spec/quant-formats.md §3–§5, §7–§8): F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, and the
-// activation formats Q8_0 / Q8_K that the integer dot products take.
+// (spec/quant-formats.md §3–§5, §7–§8): F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and
+// the activation formats Q8_0 / Q8_K that the integer dot products take.
 //
 // Every function here is a scalar reference; optimised versions live next to them (`*_avx2.cpp`) and are
 // reached through matmul.h, which dispatches on the CPU's features at run time.
@@ -34,13 +34,14 @@ uint64_t quant_row_bytes(TensorType t, int64_t n);
 void dequantize_row(TensorType t, const void* src, float* dst, int64_t n);
 // Reference quantisation of `n` floats into blocks of type `t` (used by `infer synth` and for
 // activations). Matches ggml's reference quantisers bit for bit where the spec gives the algorithm
-// (F16, BF16, Q8_0, Q4_0, Q8_K). Q4_K/Q5_K use a plain min/max fit per sub-block and Q6_K the first
-// step of ggml's search: always valid blocks, a little less accurate than llama-quantize's.
+// (F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q8_K). Q4_K/Q5_K use a plain min/max fit per sub-block and Q6_K
+// the first step of ggml's search: always valid blocks, a little less accurate than llama-quantize's.
 // Functions here throw std::invalid_argument for unsupported types or n not a multiple of the block.
 void quantize_row(TensorType t, const float* src, void* dst, int64_t n);
 
-// The format a weight type's dot product wants its activations in (§7.1): Q8_0 for Q8_0/Q4_0,
-// Q8_K for the K-quants, F16 for F16, BF16 for BF16, F32 for F32.
+// The format a weight type's dot product wants its activations in (§7.1): Q8_0 for Q8_0, Q4_0, Q5_0
+// and Q5_1 (llama.cpp gives Q5_1 Q8_1 blocks; see ref::dot_q5_1), Q8_K for the K-quants, F16 for F16,
+// BF16 for BF16, F32 for F32.
 TensorType activation_type(TensorType weight);
 // Bytes needed to hold `n` activations in activation_type(weight).
 uint64_t activation_bytes(TensorType weight, int64_t n);

@@ -28,7 +28,7 @@ void check_blocks(TensorType t, int64_t n) {
 int64_t block_elements(TensorType t) {
   switch (t) {
     case TensorType::F32: case TensorType::F16: case TensorType::BF16: return 1;
-    case TensorType::Q8_0: case TensorType::Q4_0: return 32;
+    case TensorType::Q8_0: case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q5_1: return 32;
     case TensorType::Q4_K: case TensorType::Q5_K: case TensorType::Q6_K: case TensorType::Q8_K: return 256;
     default: unsupported("block_elements", t);
   }
@@ -40,6 +40,8 @@ uint64_t block_bytes(TensorType t) {
     case TensorType::F16: case TensorType::BF16: return 2;
     case TensorType::Q8_0: return 34;
     case TensorType::Q4_0: return 18;
+    case TensorType::Q5_0: return 22;
+    case TensorType::Q5_1: return 24;
     case TensorType::Q4_K: return 144;
     case TensorType::Q5_K: return 176;
     case TensorType::Q6_K: return 210;
@@ -56,7 +58,8 @@ uint64_t quant_row_bytes(TensorType t, int64_t n) {
 bool is_supported_weight_type(TensorType t) {
   switch (t) {
     case TensorType::F32: case TensorType::F16: case TensorType::BF16: case TensorType::Q8_0:
-    case TensorType::Q4_0: case TensorType::Q4_K: case TensorType::Q5_K: case TensorType::Q6_K:
+    case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q5_1: case TensorType::Q4_K:
+    case TensorType::Q5_K: case TensorType::Q6_K:
       return true;
     default:
       return false;
@@ -71,6 +74,8 @@ void dequantize_row(TensorType t, const void* src, float* dst, int64_t n) {
     case TensorType::BF16: return ref::dequantize_bf16(src, dst, n);
     case TensorType::Q8_0: return ref::dequantize_q8_0(src, dst, n);
     case TensorType::Q4_0: return ref::dequantize_q4_0(src, dst, n);
+    case TensorType::Q5_0: return ref::dequantize_q5_0(src, dst, n);
+    case TensorType::Q5_1: return ref::dequantize_q5_1(src, dst, n);
     case TensorType::Q4_K: return ref::dequantize_q4_k(src, dst, n);
     case TensorType::Q5_K: return ref::dequantize_q5_k(src, dst, n);
     case TensorType::Q6_K: return ref::dequantize_q6_k(src, dst, n);
@@ -87,6 +92,8 @@ void quantize_row(TensorType t, const float* src, void* dst, int64_t n) {
     case TensorType::BF16: return ref::quantize_bf16(src, dst, n);
     case TensorType::Q8_0: return ref::quantize_q8_0(src, dst, n);
     case TensorType::Q4_0: return ref::quantize_q4_0(src, dst, n);
+    case TensorType::Q5_0: return ref::quantize_q5_0(src, dst, n);
+    case TensorType::Q5_1: return ref::quantize_q5_1(src, dst, n);
     case TensorType::Q4_K: return ref::quantize_q4_k(src, dst, n);
     case TensorType::Q5_K: return ref::quantize_q5_k(src, dst, n);
     case TensorType::Q6_K: return ref::quantize_q6_k(src, dst, n);
@@ -98,7 +105,8 @@ void quantize_row(TensorType t, const float* src, void* dst, int64_t n) {
 TensorType activation_type(TensorType weight) {
   switch (weight) {
     case TensorType::F32: case TensorType::F16: case TensorType::BF16: return weight;
-    case TensorType::Q8_0: case TensorType::Q4_0: return TensorType::Q8_0;
+    case TensorType::Q8_0: case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q5_1:
+      return TensorType::Q8_0;
     case TensorType::Q4_K: case TensorType::Q5_K: case TensorType::Q6_K: return TensorType::Q8_K;
     default: unsupported("activation_type", weight);
   }
@@ -123,6 +131,8 @@ float dot_ref(TensorType weight, const void* w, const void* act, int64_t n) {
     case TensorType::BF16: return ref::dot_bf16(w, act, n);
     case TensorType::Q8_0: return ref::dot_q8_0(w, act, n);
     case TensorType::Q4_0: return ref::dot_q4_0(w, act, n);
+    case TensorType::Q5_0: return ref::dot_q5_0(w, act, n);
+    case TensorType::Q5_1: return ref::dot_q5_1(w, act, n);
     case TensorType::Q4_K: return ref::dot_q4_k(w, act, n);
     case TensorType::Q5_K: return ref::dot_q5_k(w, act, n);
     case TensorType::Q6_K: return ref::dot_q6_k(w, act, n);

@@ -1,4 +1,4 @@
-// Scalar reference implementations, one set per block format (files q8_0.cpp, q4_0.cpp, q4_k.cpp,
+// Scalar reference implementations, one set per block format (files q8_0.cpp, q4_0.cpp, q5_0.cpp, q5_1.cpp, q4_k.cpp,
 // q5_k.cpp, q6_k.cpp, q8_k.cpp, float_rows.cpp). quant_dispatch.cpp dispatches to these by type.
 // Internal to src/kernels. `n` is a count of elements, a multiple of the block size.
 #pragma once
@@ -18,6 +18,14 @@ float dot_q8_0(const void* w, const void* act_q8_0, int64_t n);
 void dequantize_q4_0(const void* src, float* dst, int64_t n);
 void quantize_q4_0(const float* src, void* dst, int64_t n);
 float dot_q4_0(const void* w, const void* act_q8_0, int64_t n);
+
+void dequantize_q5_0(const void* src, float* dst, int64_t n);
+void quantize_q5_0(const float* src, void* dst, int64_t n);
+float dot_q5_0(const void* w, const void* act_q8_0, int64_t n);
+
+void dequantize_q5_1(const void* src, float* dst, int64_t n);
+void quantize_q5_1(const float* src, void* dst, int64_t n);
+float dot_q5_1(const void* w, const void* act_q8_0, int64_t n);
 
 void dequantize_q8_k(const void* src, float* dst, int64_t n);
 void quantize_q8_k(const float* src, void* dst, int64_t n);

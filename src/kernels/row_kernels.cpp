@@ -29,6 +29,8 @@ RowKernels scalar_row_kernels(TensorType weight) {
     case TensorType::BF16: k.dot_rows = scalar_dot_rows<ref::dot_bf16>; k.quantize_act = ref::quantize_bf16; break;
     case TensorType::Q8_0: k.dot_rows = scalar_dot_rows<ref::dot_q8_0>; k.quantize_act = ref::quantize_q8_0_activation; break;
     case TensorType::Q4_0: k.dot_rows = scalar_dot_rows<ref::dot_q4_0>; k.quantize_act = ref::quantize_q8_0_activation; break;
+    case TensorType::Q5_0: k.dot_rows = scalar_dot_rows<ref::dot_q5_0>; k.quantize_act = ref::quantize_q8_0_activation; break;
+    case TensorType::Q5_1: k.dot_rows = scalar_dot_rows<ref::dot_q5_1>; k.quantize_act = ref::quantize_q8_0_activation; break;
     case TensorType::Q4_K: k.dot_rows = scalar_dot_rows<ref::dot_q4_k>; k.quantize_act = ref::quantize_q8_k; break;
     case TensorType::Q5_K: k.dot_rows = scalar_dot_rows<ref::dot_q5_k>; k.quantize_act = ref::quantize_q8_k; break;
     case TensorType::Q6_K: k.dot_rows = scalar_dot_rows<ref::dot_q6_k>; k.quantize_act = ref::quantize_q8_k; break;

@@ -11,8 +11,9 @@
 namespace infer::kernels::test {
 
 inline constexpr TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16,
-                                              TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K,
-                                              TensorType::Q5_K, TensorType::Q6_K};
+                                              TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0,
+                                              TensorType::Q5_1, TensorType::Q4_K, TensorType::Q5_K,
+                                              TensorType::Q6_K};
 
 // Gaussian values with a few outliers, like real weights and activations.
 inline std::vector<float> random_floats(int64_t n, uint32_t seed, float sigma = 1.0f) {
@@ -51,6 +52,8 @@ inline const char* type_label(TensorType t) {
     case TensorType::BF16: return "BF16";
     case TensorType::Q8_0: return "Q8_0";
     case TensorType::Q4_0: return "Q4_0";
+    case TensorType::Q5_0: return "Q5_0";
+    case TensorType::Q5_1: return "Q5_1";
     case TensorType::Q4_K: return "Q4_K";
     case TensorType::Q5_K: return "Q5_K";
     case TensorType::Q6_K: return "Q6_K";

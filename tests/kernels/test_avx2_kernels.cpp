@@ -3,6 +3,7 @@
 // differs), for 1..4 rows at once.
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -102,6 +103,42 @@ TEST_F(Avx2Kernels, FloatRowsWithTailsMatchTheReference) {
     row_kernels(t).dot_rows(n, w.data(), act.data(), 0, 1, &out, 1);
     EXPECT_NEAR(out, dot_ref(t, w.data(), act.data(), n), 1e-5 * test::dot_magnitude(t, w.data(), act.data(), n))
         << type_label(t);
+  }
+}
+
+// Random Q5_0/Q5_1 blocks (every code and fifth-bit pattern) with power-of-two scales and integer
+// minimums: every partial sum is then exact in f32, so any summation order gives the same float and
+// the AVX2 kernels must equal the reference bit for bit, which pins the 5-bit unpacking exactly.
+TEST_F(Avx2Kernels, Q5DotProductsAreBitwiseTheReferenceWhenSumsAreExact) {
+  const int64_t n = 32 * kQK0;  // |sums| < 2^24 units of 2^-7: 32 blocks of 31·127·32 and 127·32·2^7
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255), code(-127, 127), min(-1, 1);
+  std::vector<BlockQ8_0> y(n / kQK0);
+  std::vector<BlockQ8_0F> yf(n / kQK0);
+  for (size_t b = 0; b < y.size(); ++b) {
+    y[b].d = f32_to_f16(0.125f);
+    yf[b].d = 0.125f;
+    for (int k = 0; k < kQK0; ++k) y[b].qs[k] = yf[b].qs[k] = static_cast<int8_t>(code(rng));
+  }
+  std::vector<BlockQ5_0> w0(n / kQK0);
+  std::vector<BlockQ5_1> w1(n / kQK0);
+  for (size_t b = 0; b < y.size(); ++b) {
+    w0[b].d = w1[b].d = f32_to_f16(0.0625f);
+    w1[b].m = f32_to_f16(static_cast<float>(min(rng)));
+    for (auto& q : w0[b].qh) q = static_cast<uint8_t>(byte(rng));
+    for (auto& q : w0[b].qs) q = static_cast<uint8_t>(byte(rng));
+    std::memcpy(w1[b].qh, w0[b].qh, 4);
+    std::memcpy(w1[b].qs, w0[b].qs, 16);
+  }
+  for (int rows : {1, 3}) {
+    float out0[3], out1[3];
+    const auto* act = reinterpret_cast<const uint8_t*>(yf.data());
+    row_kernels(TensorType::Q5_0).dot_rows(n, w0.data(), act, 0, rows, out0, 1);
+    row_kernels(TensorType::Q5_1).dot_rows(n, w1.data(), act, 0, rows, out1, 1);
+    for (int r = 0; r < rows; ++r) {
+      EXPECT_EQ(out0[r], dot_ref(TensorType::Q5_0, w0.data(), y.data(), n)) << "rows=" << rows;
+      EXPECT_EQ(out1[r], dot_ref(TensorType::Q5_1, w1.data(), y.data(), n)) << "rows=" << rows;
+    }
   }
 }
 

@@ -51,14 +51,16 @@ class BatchTiles : public ::testing::Test {
   }
 };
 
-// 70 weight rows: more than one sub-tile; 2,816 elements: k-blocks with a partial last one; 1..11
-// rows: full and partial row groups of every tile height.
+// 70 weight rows: more than one sub-tile; 2,816 elements: k-blocks with a partial last one (and for
+// 32-element blocks 2,848: an odd block count, the last block without its pair); 1..11 rows: full and
+// partial row groups of every tile height.
 TEST_F(BatchTiles, EveryPairIsBitwiseTheRowKernel) {
   int tested = 0;
   for (TensorType t : kWeightTypes) {
     if (!row_kernels(t).dot_tile || (use_amx() && amx_dot_tile(t))) continue;  // AMX: test_matmul.cpp
     ++tested;
-    for (int64_t n : {256, 2816}) {
+    for (int64_t n : {256, 2816, 2848}) {
+      if (n % block_elements(t) != 0) continue;
       for (int n_rows : {1, 2, 3, 4, 5, 7, 8, 9, 11}) expect_tile_is_bitwise_the_row_kernels(t, n, 70, n_rows);
     }
   }

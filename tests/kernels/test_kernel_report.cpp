@@ -33,7 +33,8 @@ TEST(KernelReport, FamiliesFollowTheRunTimeChoice) {
     EXPECT_STREQ(f.batch, amx ? "amx-tiles" : k.dot_tile ? "avx2-tiles" : "avx2-rows") << test::type_label(t);
   }
   if (use_avx2()) {
-    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0}) {
+    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
+                         TensorType::Q5_0, TensorType::Q5_1}) {
       EXPECT_STREQ(kernel_families(t, false).batch, "avx2-tiles") << test::type_label(t);
     }
   }

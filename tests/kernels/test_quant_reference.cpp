@@ -38,6 +38,7 @@ TEST(QuantReference, RoundTripErrorIsWithinEachFormatsPrecision) {
       {TensorType::F32, 0.0},    {TensorType::F16, 1e-3},   {TensorType::BF16, 5e-3},
       {TensorType::Q8_0, 0.01},  {TensorType::Q8_K, 0.03},  {TensorType::Q6_K, 0.04},
       {TensorType::Q5_K, 0.08},  {TensorType::Q4_0, 0.15},  {TensorType::Q4_K, 0.15},
+      {TensorType::Q5_0, 0.08},  {TensorType::Q5_1, 0.08},
   };
   for (const auto& c : cases) {
     const double e = round_trip_rel_rms(c.t, x);
@@ -75,6 +76,72 @@ TEST(QuantReference, Q4_0WriterMapsLargestMagnitudeToMinus8) {
   quantize_row(TensorType::Q4_0, x.data(), &b, 32);
   EXPECT_EQ(f16_to_f32(b.d), f16_to_f32(f32_to_f16(-10.0f / 8)));
   EXPECT_EQ(b.qs[5] & 0x0F, 0);  // code 0 = −8·d = +10
+}
+
+// One block laid out by hand from §4.3: qs[j] = j | (15 − j) << 4, qh bytes 0x01 0x80 0x00 0xFF, so
+// bit k of the little-endian u32 (the fifth bit of element k) is set for k = 0, 15 and 24..31.
+void fill_q5_codes(uint8_t* qs, uint8_t* qh) {
+  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>(j | (15 - j) << 4);
+  const uint8_t bits[4] = {0x01, 0x80, 0x00, 0xFF};
+  std::memcpy(qh, bits, 4);
+}
+
+int spec_q5_code(int k) {
+  const int nibble = k < 16 ? k : 15 - (k - 16);
+  const bool high = k == 0 || k == 15 || k >= 24;
+  return nibble + (high ? 16 : 0);
+}
+
+TEST(QuantReference, Q5_0DequantisesTheFifthBitFromQh) {
+  BlockQ5_0 b;
+  b.d = f32_to_f16(0.5f);
+  fill_q5_codes(b.qs, b.qh);
+  float out[32];
+  dequantize_row(TensorType::Q5_0, &b, out, 32);
+  for (int k = 0; k < 32; ++k) EXPECT_EQ(out[k], (spec_q5_code(k) - 16) * 0.5f) << k;
+  EXPECT_EQ(out[0], 0.0f);     // code 16
+  EXPECT_EQ(out[15], 7.5f);    // code 31
+  EXPECT_EQ(out[16], -0.5f);   // code 15
+  EXPECT_EQ(out[23], -4.0f);   // code 8
+  EXPECT_EQ(out[24], 3.5f);    // code 23
+}
+
+TEST(QuantReference, Q5_1DequantisesCodeTimesScalePlusMin) {
+  BlockQ5_1 b;
+  b.d = f32_to_f16(0.25f);
+  b.m = f32_to_f16(-1.0f);
+  fill_q5_codes(b.qs, b.qh);
+  float out[32];
+  dequantize_row(TensorType::Q5_1, &b, out, 32);
+  for (int k = 0; k < 32; ++k) EXPECT_EQ(out[k], spec_q5_code(k) * 0.25f - 1.0f) << k;
+  EXPECT_EQ(out[15], 6.75f);   // code 31
+  EXPECT_EQ(out[16], 2.75f);   // code 15
+}
+
+TEST(QuantReference, Q5_0WriterMapsLargestMagnitudeToMinus16) {
+  std::vector<float> x = random_floats(32, 3);
+  x[20] = 10.0f;
+  BlockQ5_0 b;
+  quantize_row(TensorType::Q5_0, x.data(), &b, 32);
+  EXPECT_EQ(f16_to_f32(b.d), f16_to_f32(f32_to_f16(-10.0f / 16)));
+  EXPECT_EQ(b.qs[4] >> 4, 0);       // element 20: the high nibble of byte 4
+  EXPECT_EQ((b.qh[2] >> 4) & 1, 0);  // and bit 20 of qh: code 0 = −16·d = +10
+}
+
+TEST(QuantReference, Q5_1WriterMapsMinToCode0AndMaxToCode31) {
+  std::vector<float> x(32);
+  for (int i = 0; i < 32; ++i) x[i] = -2.0f + i * (3.1f / 31);  // min −2, max 1.1 at element 31
+  BlockQ5_1 b;
+  quantize_row(TensorType::Q5_1, x.data(), &b, 32);
+  EXPECT_EQ(f16_to_f32(b.m), -2.0f);
+  EXPECT_EQ(f16_to_f32(b.d), f16_to_f32(f32_to_f16((x[31] - x[0]) / 31)));
+  float back[32];
+  dequantize_row(TensorType::Q5_1, &b, back, 32);
+  for (int i = 0; i < 32; ++i) EXPECT_NEAR(back[i], x[i], 0.05f) << i;  // step 0.1, f16 scale
+  EXPECT_EQ(b.qs[0] & 0x0F, 0);
+  EXPECT_EQ(b.qh[0] & 1, 0);
+  EXPECT_EQ(b.qs[15] >> 4, 15);      // element 31: code 31
+  EXPECT_EQ((b.qh[3] >> 7) & 1, 1);
 }
 
 TEST(QuantReference, Q8_KCodesLargestMagnitudeAsMinus127WithNegativeScaleAndBsums) {
@@ -132,7 +199,7 @@ TEST(QuantReference, RejectsRowsThatAreNotWholeBlocks) {
   EXPECT_THROW(quantize_row(TensorType::Q4_K, x.data(), q.data(), 300), std::invalid_argument);
   EXPECT_THROW(dequantize_row(TensorType::Q8_0, q.data(), x.data(), 33), std::invalid_argument);
   EXPECT_THROW(activation_type(TensorType::Q2_K), std::invalid_argument);
-  EXPECT_FALSE(is_supported_weight_type(TensorType::Q5_0));
+  EXPECT_FALSE(is_supported_weight_type(TensorType::Q4_1));
 }
 
 }  // namespace
