@@ -35,6 +35,8 @@ const char* name_of(TensorType t) {
     case TensorType::F16: return "F16";
     case TensorType::Q8_0: return "Q8_0";
     case TensorType::Q4_0: return "Q4_0";
+    case TensorType::Q5_0: return "Q5_0";
+    case TensorType::Q5_1: return "Q5_1";
     case TensorType::Q4_K: return "Q4_K";
     case TensorType::Q5_K: return "Q5_K";
     case TensorType::Q6_K: return "Q6_K";
@@ -196,7 +198,7 @@ void BM_ReadBandwidth(benchmark::State& state) {
 
 void decode_args(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K, TensorType::Q4_0,
-                       TensorType::F16, TensorType::BF16}) {
+                       TensorType::Q5_0, TensorType::Q5_1, TensorType::F16, TensorType::BF16}) {
     for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{1024, 3072}, {3072, 1024}, {1024, 151936}}) {
       for (int threads : {1, 2}) b->Args({static_cast<int64_t>(t), n_in, n_out, threads});
     }
@@ -205,7 +207,7 @@ void decode_args(benchmark::internal::Benchmark* b) {
 
 void prefill_args(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K, TensorType::Q4_0,
-                       TensorType::F16, TensorType::BF16}) {
+                       TensorType::Q5_0, TensorType::Q5_1, TensorType::F16, TensorType::BF16}) {
     for (int64_t rows : {64, 512}) {
       for (int threads : {1, 2}) b->Args({static_cast<int64_t>(t), 1024, 3072, rows, threads, 0});
     }
@@ -245,7 +247,7 @@ void batch_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeQwen3Step)->Args({0, 2})->Args({1, 2})->Args({0, 1})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MatmulDecode)->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_MatmulDecodeHot)->Arg(8)->Arg(12)->Arg(14)->Arg(13)->Arg(2)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatmulDecodeHot)->Arg(8)->Arg(12)->Arg(14)->Arg(13)->Arg(2)->Arg(6)->Arg(7)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulBatchHot)->ArgsProduct({{12, 14}, {1, 4, 8, 16}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulBatch)->Apply(batch_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MatmulPrefill)->Apply(prefill_args)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -65,7 +65,7 @@ void setup_synth(CLI::App& app) {
   std::string shapes;
   for (const auto& n : model::synth_shape_names()) shapes += (shapes.empty() ? "" : " | ") + n;
   cmd->add_option("--like", args->like, shapes);
-  cmd->add_option("--type", args->type, "f32 | f16 | bf16 | q8_0 | q4_0 | q4_k_m | q5_k_m | q6_k");
+  cmd->add_option("--type", args->type, "f32 | f16 | bf16 | q8_0 | q4_0 | q5_0 | q5_1 | q4_k_m | q5_k_m | q6_k");
   cmd->add_option("-o,--output", args->out, "output GGUF file")->required();
   cmd->add_option("--seed", args->seed, "weight seed");
   cmd->add_option("-t,--threads", args->threads, "threads")->check(CLI::Range(1, 1024));

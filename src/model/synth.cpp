@@ -81,6 +81,8 @@ TensorType plain_type(SynthType t) {
     case SynthType::BF16: return TensorType::BF16;
     case SynthType::Q8_0: return TensorType::Q8_0;
     case SynthType::Q4_0: return TensorType::Q4_0;
+    case SynthType::Q5_0: return TensorType::Q5_0;
+    case SynthType::Q5_1: return TensorType::Q5_1;
     case SynthType::Q4_K_M: return TensorType::Q4_K;
     case SynthType::Q5_K_M: return TensorType::Q5_K;
     case SynthType::Q6_K: return TensorType::Q6_K;

@@ -48,7 +48,7 @@ std::vector<std::string> synth_shape_names();
 Arch synth_natural_arch(std::string_view like);
 
 // File types of `--type`: a plain type or a llama-quantize mixture.
-enum class SynthType { F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K };
+enum class SynthType { F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K_M, Q5_K_M, Q6_K };
 SynthType parse_synth_type(std::string_view name);  // "q4_k_m" ...; throws std::invalid_argument
 uint32_t synth_file_type(SynthType t);              // general.file_type (llama_ftype)
 Arch parse_arch(std::string_view name);             // general.architecture names; throws

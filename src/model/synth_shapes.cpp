@@ -113,11 +113,13 @@ SynthType parse_synth_type(std::string_view n) {
   if (n == "bf16") return SynthType::BF16;
   if (n == "q8_0") return SynthType::Q8_0;
   if (n == "q4_0") return SynthType::Q4_0;
+  if (n == "q5_0") return SynthType::Q5_0;
+  if (n == "q5_1") return SynthType::Q5_1;
   if (n == "q4_k_m") return SynthType::Q4_K_M;
   if (n == "q5_k_m") return SynthType::Q5_K_M;
   if (n == "q6_k") return SynthType::Q6_K;
   throw std::invalid_argument("unknown type '" + std::string(n) +
-                              "' (known: f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k)");
+                              "' (known: f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k_m, q5_k_m, q6_k)");
 }
 
 uint32_t synth_file_type(SynthType t) {
@@ -127,6 +129,8 @@ uint32_t synth_file_type(SynthType t) {
     case SynthType::BF16: return 32;
     case SynthType::Q8_0: return 7;
     case SynthType::Q4_0: return 2;
+    case SynthType::Q5_0: return 8;
+    case SynthType::Q5_1: return 9;
     case SynthType::Q4_K_M: return 15;
     case SynthType::Q5_K_M: return 17;
     case SynthType::Q6_K: return 18;

@@ -387,30 +387,19 @@ TEST_F(SynthTest, RejectsImpossibleShape) {
   EXPECT_FALSE(fs::exists(dir_ / "x.gguf"));
 }
 
-// smollm2's rows of 576 are not a multiple of 256: Q4_K_M falls back to Q5_0 (§9.5). Whether the
-// kernels encode Q5_0 decides the outcome, and each outcome is checked: a clear error and no file
-// while they cannot, a file whose fallback tensors are Q5_0 once they can.
-TEST_F(SynthTest, Q5_0FallbackIsAClearErrorUntilTheKernelsEncodeIt) {
-  SynthOptions o;
-  o.like = "smollm2-135m";
-  o.type = SynthType::Q4_K_M;
-  o.vocab_dirs = {(dir_ / "nowhere").string()};
-  const auto path = (dir_ / "smollm.gguf").string();
-  if (kernels::is_supported_weight_type(TensorType::Q5_0)) {
-    write_synth(o, path);
-    const auto f = gguf::File::open(path);
-    const gguf::TensorView* q = f->tensor("blk.0.attn_q.weight");
-    ASSERT_NE(q, nullptr);
-    EXPECT_EQ(q->type, TensorType::Q5_0);
-    return;
-  }
-  try {
-    write_synth(o, path);
-    ADD_FAILURE() << "no error";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("Q5_0"), std::string::npos) << e.what();
-  }
-  EXPECT_FALSE(fs::exists(path));
+// bge-small's rows of 384 are not a multiple of 256: the K mixtures fall back to Q5_0 (Q4_K), Q5_1
+// (Q5_K) and Q8_0 (Q6_K) by §9.5, while ffn_down's rows of 1536 keep their K-quant.
+TEST_F(SynthTest, KMixturesFallBackToQ5_0AndQ5_1OnRowsNotAMultipleOf256) {
+  INFER_REQUIRE_DIR(test::vectors_dir());
+  const auto q4 = gguf::File::open(write(Arch::Bert, SynthType::Q4_K_M, 1, "bge-small"));
+  EXPECT_EQ(q4->tensor("blk.0.attn_q.weight")->type, TensorType::Q5_0);
+  EXPECT_EQ(q4->tensor("blk.0.ffn_up.weight")->type, TensorType::Q5_0);
+  EXPECT_EQ(q4->tensor("blk.0.ffn_down.weight")->type, TensorType::Q6_K);  // use_more_bits(0, 12)
+  EXPECT_EQ(q4->tensor("blk.2.ffn_down.weight")->type, TensorType::Q4_K);
+  EXPECT_EQ(q4->tensor("token_embd.weight")->type, TensorType::Q8_0);  // the tied output: Q6_K → Q8_0
+  const auto q5 = gguf::File::open(write(Arch::Bert, SynthType::Q5_K_M, 1, "bge-small"));
+  EXPECT_EQ(q5->tensor("blk.0.attn_q.weight")->type, TensorType::Q5_1);
+  EXPECT_EQ(q5->tensor("blk.2.ffn_down.weight")->type, TensorType::Q5_K);
 }
 
 }  // namespace

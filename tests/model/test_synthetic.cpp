@@ -36,6 +36,8 @@ const char* type_name(SynthType t) {
     case SynthType::BF16: return "bf16";
     case SynthType::Q8_0: return "q8_0";
     case SynthType::Q4_0: return "q4_0";
+    case SynthType::Q5_0: return "q5_0";
+    case SynthType::Q5_1: return "q5_1";
     case SynthType::Q4_K_M: return "q4_k_m";
     case SynthType::Q5_K_M: return "q5_k_m";
     case SynthType::Q6_K: return "q6_k";
@@ -50,7 +52,9 @@ double tolerance_k(SynthType t) {
     case SynthType::F16: return 0.01;
     case SynthType::BF16: return 0.06;
     case SynthType::Q8_0:
-    case SynthType::Q4_0: return 0.2;
+    case SynthType::Q4_0:
+    case SynthType::Q5_0:
+    case SynthType::Q5_1: return 0.2;
     default: return 0.3;
   }
 }
@@ -181,7 +185,17 @@ INSTANTIATE_TEST_SUITE_P(
     AllArchsAndTypes, Synthetic,
     ::testing::Combine(::testing::Values(Arch::Llama, Arch::Qwen2, Arch::Qwen3),
                        ::testing::Values(SynthType::F32, SynthType::F16, SynthType::BF16, SynthType::Q8_0,
-                                         SynthType::Q4_0, SynthType::Q4_K_M, SynthType::Q5_K_M, SynthType::Q6_K)),
+                                         SynthType::Q4_0, SynthType::Q5_0, SynthType::Q5_1, SynthType::Q4_K_M,
+                                         SynthType::Q5_K_M, SynthType::Q6_K)),
+    [](const ::testing::TestParamInfo<std::tuple<Arch, SynthType>>& info) {
+      return std::string(arch_name(std::get<0>(info.param))) + "_" + type_name(std::get<1>(info.param));
+    });
+
+// gemma3 (GeGLU, sliding window) with every matrix but the LM head in Q5_0 or Q5_1, the types
+// llama-quantize's K mixtures fall back to on gemma3's rows of 640 and 1152 (§9.5).
+INSTANTIATE_TEST_SUITE_P(
+    Gemma3Q5, Synthetic,
+    ::testing::Combine(::testing::Values(Arch::Gemma3), ::testing::Values(SynthType::Q5_0, SynthType::Q5_1)),
     [](const ::testing::TestParamInfo<std::tuple<Arch, SynthType>>& info) {
       return std::string(arch_name(std::get<0>(info.param))) + "_" + type_name(std::get<1>(info.param));
     });
