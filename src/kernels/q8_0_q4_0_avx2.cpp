@@ -2,9 +2,11 @@
 // (several rows at once), read as BlockQ8_0F so that the activation scale costs one broadcast per block
 // and row. Every format decodes a block to 32 signed codes; the product uses maddubs on |w| and
 // sign(y, w). Per (weight row, activation row): even blocks into one accumulator, odd into another,
-// each in block order, acc += (dw·dy)·float(sum), then for Q5_1 acc += (m·dy)·float(Σy) lane by lane;
-// the result is hsum(acc_even + acc_odd). dw·dy and m·dy are exact in f32 (products of two f16
-// values), so the batch tile may form them once per block for all its rows.
+// each in block order, acc += (dw·dy)·float(sum); the result is hsum(acc_even + acc_odd), plus for
+// Q5_1 the min term: per row, even blocks into one f32 and odd into another, each in block order,
+// msum = fma(m·dy, float(Σy), msum), added as (msum_even + msum_odd). dw·dy and m·dy are exact in f32
+// (products of two f16 values), so the batch tile may form them once per block for all its rows, and
+// it sums each activation block's codes once for all its weight rows.
 #include <algorithm>
 #include <cstring>
 
@@ -60,17 +62,25 @@ struct DecodeQ5_0 {
   }
 };
 
-// Codes 0..31 unbiased; the minimum adds m·dy·Σy per block (min_term).
+// Codes 0..31 unbiased; the minimum adds m·dy·Σy per block (the min term above).
 struct DecodeQ5_1 {
   using Block = BlockQ5_1;
   static constexpr bool kHasMin = true;
   static __m256i codes(const Block& b) { return _mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)); }
 };
 
-// acc + md·Σy in 8 lanes (each lane the sum of 4 activation codes): the min term of Q5_1.
-inline __m256 min_term(__m256 md, const int8_t* y, __m256 acc) {
-  const __m256i ysum = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), load(y)), _mm256_set1_epi16(1));
-  return _mm256_fmadd_ps(md, _mm256_cvtepi32_ps(ysum), acc);
+// Σ of a Q8_0 block's 32 codes, exact in f32: the codes biased to unsigned (x ^ 0x80 = x + 128) and
+// summed by psadbw against zero, then the bias 32·128 taken off.
+inline float code_sum(const int8_t* y) {
+  const __m256i u = _mm256_xor_si256(load(y), _mm256_set1_epi8(static_cast<char>(0x80)));
+  const __m256i v = _mm256_sad_epu8(u, _mm256_setzero_si256());
+  __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
+  return static_cast<float>(_mm_cvtsi128_si32(s) - 32 * 128);
+}
+
+inline float fma_ss(float a, float b, float c) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
 }
 
 // Blocks alternate between two accumulators per row (halves the FMA dependency chain); the row's
@@ -86,21 +96,22 @@ struct Q8Act {
       for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_0F*>(act + r * act_stride);
       const __m256i ones = _mm256_set1_epi16(1);
       __m256 acc0[NR], acc1[NR];
-      for (int r = 0; r < NR; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+      float msum0[NR], msum1[NR];
+      for (int r = 0; r < NR; ++r) {
+        acc0[r] = acc1[r] = _mm256_setzero_ps();
+        msum0[r] = msum1[r] = 0.0f;
+      }
       const int64_t nb = n / kQK0;
-      auto block = [&](int64_t b, __m256* acc) {
+      auto block = [&](int64_t b, __m256* acc, float* msum) {
         const __m256i wq = Decode::codes(x[b]);
         const __m256i wabs = _mm256_sign_epi8(wq, wq);
         const __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].d)));
         for (int r = 0; r < NR; ++r) {
           const __m256i ys = _mm256_sign_epi8(load(y[r][b].qs), wq);
           const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
-          const __m256 dy = _mm256_broadcast_ss(&y[r][b].d);
-          acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dy), _mm256_cvtepi32_ps(p), acc[r]);
-          if constexpr (Decode::kHasMin) {
-            const __m256 mw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].m)));
-            acc[r] = min_term(_mm256_mul_ps(mw, dy), y[r][b].qs, acc[r]);
-          }
+          const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(&y[r][b].d));
+          acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[r]);
+          if constexpr (Decode::kHasMin) msum[r] = fma_ss(f16(x[b].m) * y[r][b].d, code_sum(y[r][b].qs), msum[r]);
         }
       };
       int64_t b = 0;
@@ -108,11 +119,13 @@ struct Q8Act {
         // 8 KiB ahead: a decode streams whole matrices, and shorter distances left the loads waiting on
         // memory (infer bench decode share; docs/performance.md, Constants).
         _mm_prefetch(reinterpret_cast<const char*>(&x[b]) + 8192, _MM_HINT_T0);
-        block(b, acc0);
-        block(b + 1, acc1);
+        block(b, acc0, msum0);
+        block(b + 1, acc1, msum1);
       }
-      if (b < nb) block(b, acc0);
-      for (int r = 0; r < NR; ++r) out[r * out_stride] = hsum(_mm256_add_ps(acc0[r], acc1[r]));
+      if (b < nb) block(b, acc0, msum0);
+      for (int r = 0; r < NR; ++r) {
+        out[r * out_stride] = hsum(_mm256_add_ps(acc0[r], acc1[r])) + (msum0[r] + msum1[r]);
+      }
     }
   };
 };
@@ -130,11 +143,10 @@ template <class Decode>
 struct Q8Tile {
   using Block = typename Decode::Block;
 
-  // Blocks b = first, first + 2, .. < end of one weight row against NR rows; scale[b - b0][r] = dw·dy
-  // and, for formats with a minimum, mscale[b - b0][r] = m·dy.
+  // Blocks b = first, first + 2, .. < end of one weight row against NR rows; scale[b - b0][r] = dw·dy.
   template <int NR>
-  static void pass(const Block* x, const BlockQ8_0F* const (&y)[NR], const float (*scale)[kTileRows],
-                   const float (*mscale)[kTileRows], int64_t b0, int64_t first, int64_t end, __m256* state) {
+  static void pass(const Block* x, const BlockQ8_0F* const (&y)[NR], const float (*scale)[kTileRows], int64_t b0,
+                   int64_t first, int64_t end, __m256* state) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[NR];
     for (int r = 0; r < NR; ++r) acc[r] = state[r];
@@ -145,9 +157,6 @@ struct Q8Tile {
         const __m256i ys = _mm256_sign_epi8(load(y[r][b].qs), wq);
         const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
         acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&scale[b - b0][r]), _mm256_cvtepi32_ps(p), acc[r]);
-        if constexpr (Decode::kHasMin) {
-          acc[r] = min_term(_mm256_broadcast_ss(&mscale[b - b0][r]), y[r][b].qs, acc[r]);
-        }
       }
     }
     for (int r = 0; r < NR; ++r) state[r] = acc[r];
@@ -165,12 +174,18 @@ struct Q8Tile {
     }
     alignas(32) float dy[kBlockBlocks][kTileRows] = {};
     alignas(32) float scale[kBlockBlocks][kTileRows];
-    alignas(32) float mscale[Decode::kHasMin ? kBlockBlocks : 1][kTileRows];
+    // Formats with a minimum: Σy per block and row (lanes = rows), and per weight row the min terms.
+    alignas(32) float ysum[Decode::kHasMin ? kBlockBlocks : 1][kTileRows] = {};
+    __m256 msum[Decode::kHasMin ? kSubTileRows : 1][2];
+    for (auto& m : msum) m[0] = m[1] = _mm256_setzero_ps();
     const int64_t nb = n / kQK0;
     for (int64_t b0 = 0; b0 < nb; b0 += kBlockBlocks) {
       const int64_t b1 = std::min(nb, b0 + kBlockBlocks);
       for (int64_t b = b0; b < b1; ++b) {
         for (int r = 0; r < NR; ++r) dy[b - b0][r] = y[r][b].d;
+        if constexpr (Decode::kHasMin) {
+          for (int r = 0; r < NR; ++r) ysum[b - b0][r] = code_sum(y[r][b].qs);
+        }
       }
       for (int64_t o = 0; o < n_w; ++o) {
         const auto* x = reinterpret_cast<const Block*>(w + o * row_bytes);
@@ -178,16 +193,21 @@ struct Q8Tile {
           const __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].d)));
           _mm256_store_ps(scale[b - b0], _mm256_mul_ps(dw, _mm256_load_ps(dy[b - b0])));
           if constexpr (Decode::kHasMin) {
-            const __m256 mw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].m)));
-            _mm256_store_ps(mscale[b - b0], _mm256_mul_ps(mw, _mm256_load_ps(dy[b - b0])));
+            const __m256 md = _mm256_mul_ps(_mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].m))),
+                                            _mm256_load_ps(dy[b - b0]));
+            msum[o][b & 1] = _mm256_fmadd_ps(md, _mm256_load_ps(ysum[b - b0]), msum[o][b & 1]);
           }
         }
-        pass<NR>(x, y, scale, mscale, b0, b0, b1, state[o][0]);
-        pass<NR>(x, y, scale, mscale, b0, b0 + 1, b1, state[o][1]);
+        pass<NR>(x, y, scale, b0, b0, b1, state[o][0]);
+        pass<NR>(x, y, scale, b0, b0 + 1, b1, state[o][1]);
       }
     }
     for (int64_t o = 0; o < n_w; ++o) {
-      for (int r = 0; r < NR; ++r) out[r * out_stride + o] = hsum(_mm256_add_ps(state[o][0][r], state[o][1][r]));
+      alignas(32) float m[kTileRows] = {};
+      if constexpr (Decode::kHasMin) _mm256_store_ps(m, _mm256_add_ps(msum[o][0], msum[o][1]));
+      for (int r = 0; r < NR; ++r) {
+        out[r * out_stride + o] = hsum(_mm256_add_ps(state[o][0][r], state[o][1][r])) + m[r];
+      }
     }
   }
 
