@@ -55,6 +55,16 @@ inline float f16(uint16_t h) { return _cvtsh_ss(h); }  // exact, like f16_to_f32
 
 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+// Σ of 32 signed bytes, exact: biased to unsigned (x ^ 0x80 = x + 128), summed by psadbw against
+// zero, then the bias 32·128 taken off.
+inline int32_t sum_i8(__m256i q) {
+  const __m256i v = _mm256_sad_epu8(_mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80))),
+                                    _mm256_setzero_si256());
+  __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
+  return _mm_cvtsi128_si32(s) - 32 * 128;
+}
+
 // Calls Kernel<NR> for a run-time row count 1..kMaxRows. Each instantiation performs, for every row,
 // exactly the arithmetic of Kernel<1>: rows only share the weight loads and unpacking.
 template <template <int> class Kernel>

@@ -39,6 +39,8 @@ INFER_AVX2_DOT_TILE(dot_tile_q5_1);
 
 // Q8_0 codes and scales, written as BlockQ8_0F.
 void quantize_act_q8_0f(const float* src, void* dst, int64_t n);
+// The same codes and scales with their sum, written as BlockQ8_1F (Q5_1's activations).
+void quantize_act_q8_1f(const float* src, void* dst, int64_t n);
 void quantize_act_q8_k(const float* src, void* dst, int64_t n);
 void quantize_act_f16(const float* src, void* dst, int64_t n);
 

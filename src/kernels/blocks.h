@@ -20,11 +20,14 @@ struct BlockQ8_K { float d; int8_t qs[kQKK]; int16_t bsums[kQKK / 16]; };
 // Not a file format: the activation block of the AVX2 Q8_0/Q4_0/Q5_0/Q5_1 kernels, a Q8_0 block whose
 // f16 scale was widened to f32 once at quantisation instead of once per weight row.
 struct BlockQ8_0F { float d; int8_t qs[kQK0]; };
+// Not a file format: BlockQ8_0F plus the sum of its codes (exact in f32), for Q5_1's min term; the
+// role of llama.cpp's Q8_1 activations, whose s holds d·Σqs rounded to f16 instead.
+struct BlockQ8_1F { float d; float s; int8_t qs[kQK0]; };
 
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
-static_assert(sizeof(BlockQ8_K) == 292 && sizeof(BlockQ8_0F) == 36);
+static_assert(sizeof(BlockQ8_K) == 292 && sizeof(BlockQ8_0F) == 36 && sizeof(BlockQ8_1F) == 40);
 
 // Q5_0 / Q5_1 (§4.3): the 5-bit code of element k (0..31), low nibble from qs, fifth bit from qh.
 inline int q5_code(const uint8_t* qs, const uint8_t* qh, int k) {

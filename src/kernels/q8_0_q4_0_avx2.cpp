@@ -1,12 +1,12 @@
 // AVX2 dot products of the 32-element block formats (Q8_0, Q4_0, Q5_0, Q5_1) with Q8_0 activations
-// (several rows at once), read as BlockQ8_0F so that the activation scale costs one broadcast per block
-// and row. Every format decodes a block to 32 signed codes; the product uses maddubs on |w| and
+// (several rows at once), read as BlockQ8_0F (Q5_1: BlockQ8_1F, with the codes' sum) so that the
+// activation scale costs one broadcast per block and row. Every format decodes a block to 32 signed codes; the product uses maddubs on |w| and
 // sign(y, w). Per (weight row, activation row): even blocks into one accumulator, odd into another,
 // each in block order, acc += (dw·dy)·float(sum); the result is hsum(acc_even + acc_odd), plus for
 // Q5_1 the min term: per row, even blocks into one f32 and odd into another, each in block order,
 // msum = fma(m·dy, float(Σy), msum), added as (msum_even + msum_odd). dw·dy and m·dy are exact in f32
 // (products of two f16 values), so the batch tile may form them once per block for all its rows, and
-// it sums each activation block's codes once for all its weight rows.
+// the activation quantiser sums each block's codes once for all weight rows.
 #include <algorithm>
 #include <cstring>
 
@@ -23,6 +23,7 @@ constexpr int kOutputsStreams = 3;
 constexpr int kOutputsPrefetchBytes = 3072;
 struct DecodeQ8_0 {
   using Block = BlockQ8_0;
+  using Act = BlockQ8_0F;
   static constexpr bool kHasMin = false;
   static __m256i codes(const Block& b) { return load(b.qs); }
 };
@@ -50,12 +51,14 @@ inline __m256i fifth_bits(const uint8_t* qh) {
 
 struct DecodeQ4_0 {
   using Block = BlockQ4_0;
+  using Act = BlockQ8_0F;
   static constexpr bool kHasMin = false;
   static __m256i codes(const Block& b) { return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8)); }
 };
 
 struct DecodeQ5_0 {
   using Block = BlockQ5_0;
+  using Act = BlockQ8_0F;
   static constexpr bool kHasMin = false;
   static __m256i codes(const Block& b) {
     return _mm256_sub_epi8(_mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)), _mm256_set1_epi8(16));
@@ -65,19 +68,10 @@ struct DecodeQ5_0 {
 // Codes 0..31 unbiased; the minimum adds m·dy·Σy per block (the min term above).
 struct DecodeQ5_1 {
   using Block = BlockQ5_1;
+  using Act = BlockQ8_1F;
   static constexpr bool kHasMin = true;
   static __m256i codes(const Block& b) { return _mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)); }
 };
-
-// Σ of a Q8_0 block's 32 codes, exact in f32: the codes biased to unsigned (x ^ 0x80 = x + 128) and
-// summed by psadbw against zero, then the bias 32·128 taken off.
-inline float code_sum(const int8_t* y) {
-  const __m256i u = _mm256_xor_si256(load(y), _mm256_set1_epi8(static_cast<char>(0x80)));
-  const __m256i v = _mm256_sad_epu8(u, _mm256_setzero_si256());
-  __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
-  return static_cast<float>(_mm_cvtsi128_si32(s) - 32 * 128);
-}
 
 inline float fma_ss(float a, float b, float c) {
   return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
@@ -92,8 +86,9 @@ struct Q8Act {
     static void run(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, float* out,
                     int64_t out_stride) {
       const auto* x = static_cast<const typename Decode::Block*>(w);
-      const BlockQ8_0F* y[NR];
-      for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_0F*>(act + r * act_stride);
+      using Act = typename Decode::Act;
+      const Act* y[NR];
+      for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const Act*>(act + r * act_stride);
       const __m256i ones = _mm256_set1_epi16(1);
       __m256 acc0[NR], acc1[NR];
       float msum0[NR], msum1[NR];
@@ -111,7 +106,7 @@ struct Q8Act {
           const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
           const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(&y[r][b].d));
           acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[r]);
-          if constexpr (Decode::kHasMin) msum[r] = fma_ss(f16(x[b].m) * y[r][b].d, code_sum(y[r][b].qs), msum[r]);
+          if constexpr (Decode::kHasMin) msum[r] = fma_ss(f16(x[b].m) * y[r][b].d, y[r][b].s, msum[r]);
         }
       };
       int64_t b = 0;
@@ -142,10 +137,11 @@ constexpr int64_t kSubTileRows = 64;
 template <class Decode>
 struct Q8Tile {
   using Block = typename Decode::Block;
+  using Act = typename Decode::Act;
 
   // Blocks b = first, first + 2, .. < end of one weight row against NR rows; scale[b - b0][r] = dw·dy.
   template <int NR>
-  static void pass(const Block* x, const BlockQ8_0F* const (&y)[NR], const float (*scale)[kTileRows], int64_t b0,
+  static void pass(const Block* x, const Act* const (&y)[NR], const float (*scale)[kTileRows], int64_t b0,
                    int64_t first, int64_t end, __m256* state) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[NR];
@@ -166,8 +162,8 @@ struct Q8Tile {
   template <int NR>
   static void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                         uint64_t act_stride, float* out, int64_t out_stride) {
-    const BlockQ8_0F* y[NR];
-    for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_0F*>(act + r * act_stride);
+    const Act* y[NR];
+    for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const Act*>(act + r * act_stride);
     __m256 state[kSubTileRows][2][NR];
     for (int64_t o = 0; o < n_w; ++o) {
       for (int r = 0; r < NR; ++r) state[o][0][r] = state[o][1][r] = _mm256_setzero_ps();
@@ -184,7 +180,7 @@ struct Q8Tile {
       for (int64_t b = b0; b < b1; ++b) {
         for (int r = 0; r < NR; ++r) dy[b - b0][r] = y[r][b].d;
         if constexpr (Decode::kHasMin) {
-          for (int r = 0; r < NR; ++r) ysum[b - b0][r] = code_sum(y[r][b].qs);
+          for (int r = 0; r < NR; ++r) ysum[b - b0][r] = y[r][b].s;
         }
       }
       for (int64_t o = 0; o < n_w; ++o) {

@@ -34,8 +34,10 @@ inline __m256i round_pack32(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
 }
 }  // namespace
 
-void quantize_act_q8_0f(const float* src, void* dst, int64_t n) {
-  auto* b = static_cast<BlockQ8_0F*>(dst);
+namespace {
+template <class Block>
+void quantize_act_q8(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<Block*>(dst);
   for (int64_t i = 0; i < n / kQK0; ++i) {
     const float* x = src + i * kQK0;
     __m256 v[4];
@@ -47,8 +49,14 @@ void quantize_act_q8_0f(const float* src, void* dst, int64_t n) {
     const __m256i q = round_pack32(_mm256_mul_ps(v[0], id), _mm256_mul_ps(v[1], id), _mm256_mul_ps(v[2], id),
                                    _mm256_mul_ps(v[3], id));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs), q);
+    if constexpr (requires { b[i].s; }) b[i].s = static_cast<float>(sum_i8(q));
   }
 }
+}  // namespace
+
+void quantize_act_q8_0f(const float* src, void* dst, int64_t n) { quantize_act_q8<BlockQ8_0F>(src, dst, n); }
+
+void quantize_act_q8_1f(const float* src, void* dst, int64_t n) { quantize_act_q8<BlockQ8_1F>(src, dst, n); }
 
 void quantize_act_q8_k(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_K*>(dst);

@@ -21,18 +21,30 @@ using test::kWeightTypes;
 using test::random_floats;
 using test::type_label;
 
-// The kernel set's activation blocks in the reference format (BlockQ8_0F → Q8_0; others as they are).
-std::vector<uint8_t> as_reference_format(const RowKernels& k, const std::vector<uint8_t>& act, int64_t n) {
-  if (k.act_block_bytes != sizeof(BlockQ8_0F)) return act;
+template <class Block>
+std::vector<uint8_t> widened_to_q8_0(const std::vector<uint8_t>& act, int64_t n) {
   std::vector<uint8_t> out(n / kQK0 * sizeof(BlockQ8_0));
-  const auto* src = reinterpret_cast<const BlockQ8_0F*>(act.data());
+  const auto* src = reinterpret_cast<const Block*>(act.data());
   auto* dst = reinterpret_cast<BlockQ8_0*>(out.data());
   for (int64_t b = 0; b < n / kQK0; ++b) {
     EXPECT_EQ(f16_to_f32(f32_to_f16(src[b].d)), src[b].d) << "scale must be an exact f16 value";
     dst[b].d = f32_to_f16(src[b].d);
     std::memcpy(dst[b].qs, src[b].qs, kQK0);
+    if constexpr (requires { src[b].s; }) {
+      int sum = 0;
+      for (int8_t q : src[b].qs) sum += q;
+      EXPECT_EQ(src[b].s, static_cast<float>(sum)) << "block " << b << ": s must be the codes' sum";
+    }
   }
   return out;
+}
+
+// The kernel set's activation blocks in the reference format (BlockQ8_0F and BlockQ8_1F → Q8_0;
+// others as they are).
+std::vector<uint8_t> as_reference_format(const RowKernels& k, const std::vector<uint8_t>& act, int64_t n) {
+  if (k.act_block_bytes == sizeof(BlockQ8_0F)) return widened_to_q8_0<BlockQ8_0F>(act, n);
+  if (k.act_block_bytes == sizeof(BlockQ8_1F)) return widened_to_q8_0<BlockQ8_1F>(act, n);
+  return act;
 }
 
 class Avx2Kernels : public ::testing::Test {
@@ -115,10 +127,16 @@ TEST_F(Avx2Kernels, Q5DotProductsAreBitwiseTheReferenceWhenSumsAreExact) {
   std::uniform_int_distribution<int> byte(0, 255), code(-127, 127), min(-1, 1);
   std::vector<BlockQ8_0> y(n / kQK0);
   std::vector<BlockQ8_0F> yf(n / kQK0);
+  std::vector<BlockQ8_1F> ys(n / kQK0);  // Q5_1's activations: the same with the codes' sum
   for (size_t b = 0; b < y.size(); ++b) {
     y[b].d = f32_to_f16(0.125f);
-    yf[b].d = 0.125f;
-    for (int k = 0; k < kQK0; ++k) y[b].qs[k] = yf[b].qs[k] = static_cast<int8_t>(code(rng));
+    yf[b].d = ys[b].d = 0.125f;
+    int sum = 0;
+    for (int k = 0; k < kQK0; ++k) {
+      y[b].qs[k] = yf[b].qs[k] = ys[b].qs[k] = static_cast<int8_t>(code(rng));
+      sum += y[b].qs[k];
+    }
+    ys[b].s = static_cast<float>(sum);
   }
   std::vector<BlockQ5_0> w0(n / kQK0);
   std::vector<BlockQ5_1> w1(n / kQK0);
@@ -132,9 +150,10 @@ TEST_F(Avx2Kernels, Q5DotProductsAreBitwiseTheReferenceWhenSumsAreExact) {
   }
   for (int rows : {1, 3}) {
     float out0[3], out1[3];
-    const auto* act = reinterpret_cast<const uint8_t*>(yf.data());
-    row_kernels(TensorType::Q5_0).dot_rows(n, w0.data(), act, 0, rows, out0, 1);
-    row_kernels(TensorType::Q5_1).dot_rows(n, w1.data(), act, 0, rows, out1, 1);
+    const auto* act0 = reinterpret_cast<const uint8_t*>(yf.data());
+    const auto* act1 = reinterpret_cast<const uint8_t*>(ys.data());
+    row_kernels(TensorType::Q5_0).dot_rows(n, w0.data(), act0, 0, rows, out0, 1);
+    row_kernels(TensorType::Q5_1).dot_rows(n, w1.data(), act1, 0, rows, out1, 1);
     for (int r = 0; r < rows; ++r) {
       EXPECT_EQ(out0[r], dot_ref(TensorType::Q5_0, w0.data(), y.data(), n)) << "rows=" << rows;
       EXPECT_EQ(out1[r], dot_ref(TensorType::Q5_1, w1.data(), y.data(), n)) << "rows=" << rows;
