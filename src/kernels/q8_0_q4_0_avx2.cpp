@@ -1,12 +1,12 @@
 // AVX2 dot products of the 32-element block formats (Q8_0, Q4_0, Q5_0, Q5_1) with Q8_0 activations
 // (several rows at once), read as BlockQ8_0F (Q5_1: BlockQ8_1F, with the codes' sum) so that the
-// activation scale costs one broadcast per block and row. Every format decodes a block to 32 signed codes; the product uses maddubs on |w| and
-// sign(y, w). Per (weight row, activation row): even blocks into one accumulator, odd into another,
-// each in block order, acc += (dw·dy)·float(sum); the result is hsum(acc_even + acc_odd), plus for
-// Q5_1 the min term: per row, even blocks into one f32 and odd into another, each in block order,
-// msum = fma(m·dy, float(Σy), msum), added as (msum_even + msum_odd). dw·dy and m·dy are exact in f32
-// (products of two f16 values), so the batch tile may form them once per block for all its rows, and
-// the activation quantiser sums each block's codes once for all weight rows.
+// activation scale costs one broadcast per block and row. Every format decodes a block to 32 signed
+// codes; the product uses maddubs on |w| and sign(y, w). Per (weight row, activation row): even blocks
+// into one accumulator, odd into another, each in block order, acc += (dw·dy)·float(sum); the result
+// is hsum(acc_even + acc_odd), plus for Q5_1 the min term: even blocks into one f32 and odd into
+// another, each in block order, msum = fma(m·dy, float(Σy), msum), added as (msum_even + msum_odd).
+// dw·dy and m·dy are exact in f32 (products of two f16 values), so the batch tile may form them once
+// per block for all its rows; the activation quantiser sums each block's codes once for all weight rows.
 #include <algorithm>
 #include <cstring>
 
@@ -119,7 +119,8 @@ struct Q8Act {
       }
       if (b < nb) block(b, acc0, msum0);
       for (int r = 0; r < NR; ++r) {
-        out[r * out_stride] = hsum(_mm256_add_ps(acc0[r], acc1[r])) + (msum0[r] + msum1[r]);
+        out[r * out_stride] = hsum(_mm256_add_ps(acc0[r], acc1[r]));
+        if constexpr (Decode::kHasMin) out[r * out_stride] += msum0[r] + msum1[r];
       }
     }
   };
@@ -202,7 +203,8 @@ struct Q8Tile {
       alignas(32) float m[kTileRows] = {};
       if constexpr (Decode::kHasMin) _mm256_store_ps(m, _mm256_add_ps(msum[o][0], msum[o][1]));
       for (int r = 0; r < NR; ++r) {
-        out[r * out_stride + o] = hsum(_mm256_add_ps(state[o][0][r], state[o][1][r])) + m[r];
+        out[r * out_stride + o] = hsum(_mm256_add_ps(state[o][0][r], state[o][1][r]));
+        if constexpr (Decode::kHasMin) out[r * out_stride + o] += m[r];
       }
     }
   }
