@@ -1,14 +1,13 @@
-// AVX2 dot products of the 32-element block formats (Q8_0, Q4_0, Q5_0, Q5_1) with Q8_0 activations
-// (several rows at once), read as BlockQ8_0F (Q5_1: BlockQ8_1F, with the codes' sum) so that the
-// activation scale costs one broadcast per block and row. Every format decodes a block to 32 signed
-// codes; the product uses maddubs on |w| and sign(y, w). Per (weight row, activation row): even blocks
-// into one accumulator, odd into another, each in block order, acc += (dw·dy)·float(sum); the result
-// is hsum(acc_even + acc_odd), plus for Q5_1 the min term: even blocks into one f32 and odd into
-// another, each in block order, msum = fma(m·dy, float(Σy), msum), added as (msum_even + msum_odd).
-// dw·dy and m·dy are exact in f32 (products of two f16 values), so the batch tile may form them once
-// per block for all its rows; the activation quantiser sums each block's codes once for all weight rows.
+// AVX2 dot products of Q8_0 and Q4_0 weight rows with Q8_0 activations (BlockQ8_0F: the scale as a
+// float). Per (weight row, activation row), in block order: acc = acc + float(S)·(dw·dy) with S the
+// block's exact integer sum, the arithmetic of ref::dot_q8_0 / ref::dot_q4_0, so every kernel shape
+// (decode streams, batch tiles, dot_rows) is bitwise the scalar reference (invariant 7).
+// The batch tiles take weight rows 8 at a time, one row per lane: a block's 32 codes of the 8 rows are
+// transposed once into 8 vectors (vector k holds codes 4k..4k+3 of every row), so one broadcast of 4
+// activation codes and one maddubs serve 8 rows, with no float work until the block's end.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/avx2_common.h"
 #include "kernels/avx2_kernels.h"
@@ -17,308 +16,338 @@
 namespace infer::kernels::avx2 {
 
 namespace {
-// Decode runs 3 streams, each prefetched 3 KiB ahead: the count and distance that read memory fastest
-// (infer bench decode, qwen3-0.6b Q8_0; docs/performance.md, Constants).
-constexpr int kOutputsStreams = 3;
-constexpr int kOutputsPrefetchBytes = 3072;
-struct DecodeQ8_0 {
+constexpr int kGroupRows = 8;  // weight rows per group: one per 32-bit lane
+// Decode runs 3 streams, each prefetched 6 KiB ahead, one prefetch per cache line: the count and
+// distance that read memory fastest (infer bench decode, qwen3-0.6b Q8_0 and Q4_0).
+constexpr int kDecodeStreams = 3;
+constexpr int kDecodePrefetchBytes = 6144;
+// Batch: activation rows per tile, about this many bytes of them (stay in L2 while the groups pass).
+constexpr uint64_t kActTileBytes = 160 * 1024;
+
+// One block of a group of 8 weight rows: codes[k] holds codes 4k..4k+3 of rows 0..7 (as Codes::row
+// gives them), dw the rows' scales.
+struct alignas(32) GroupBlock {
+  __m256i codes[8];
+  __m256 dw;
+};
+
+// Q8_0: the signed codes; the product takes maddubs(|w|, sign(y, w)).
+struct CodesQ8_0 {
   using Block = BlockQ8_0;
-  using Act = BlockQ8_0F;
-  static constexpr bool kHasMin = false;
-  static __m256i codes(const Block& b) { return load(b.qs); }
+  static constexpr bool kOffset = false;
+  static __m256i row(const Block& b) { return load(b.qs); }
 };
 
-// Bytes 0..15: the low nibbles of qs[0..15] (elements 0..15); bytes 16..31: their high nibbles.
-inline __m256i nibbles(const uint8_t* qs) {
-  // Both 128-bit lanes get the 16 bytes; the high lane is shifted down to its high nibbles.
-  const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-  const __m256i shifted = _mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
-  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
-}
-
-// Byte k: 0x10 where bit k of the little-endian u32 qh is set (Q5_0/Q5_1's fifth bits), else 0.
-inline __m256i fifth_bits(const uint8_t* qh) {
-  uint32_t bits;
-  std::memcpy(&bits, qh, 4);
-  // Byte k takes qh byte k/8 (the shuffle stays within a 128-bit lane; each lane holds all four).
-  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
-                                             _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202,
-                                                                0x0303030303030303));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
-}
-
-struct DecodeQ4_0 {
+// Q4_0: the unsigned nibbles u = code + 8 in element order (low nibbles, then high); maddubs(u, y)
+// needs no sign step, and S = Σu·y − 8·Σy. A block's Σu·y pairs stay within int16 (8 · 2·15·128).
+struct CodesQ4_0 {
   using Block = BlockQ4_0;
-  using Act = BlockQ8_0F;
-  static constexpr bool kHasMin = false;
-  static __m256i codes(const Block& b) { return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8)); }
-};
-
-struct DecodeQ5_0 {
-  using Block = BlockQ5_0;
-  using Act = BlockQ8_0F;
-  static constexpr bool kHasMin = false;
-  static __m256i codes(const Block& b) {
-    return _mm256_sub_epi8(_mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)), _mm256_set1_epi8(16));
+  static constexpr bool kOffset = true;
+  static __m256i row(const Block& b) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
   }
 };
 
-// Codes 0..31 unbiased; the minimum adds m·dy·Σy per block (the min term above).
-struct DecodeQ5_1 {
-  using Block = BlockQ5_1;
-  using Act = BlockQ8_1F;
-  static constexpr bool kHasMin = true;
-  static __m256i codes(const Block& b) { return _mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)); }
-};
-
-inline float fma_ss(float a, float b, float c) {
-  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+inline int32_t load_i32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
 }
 
-// Blocks alternate between two accumulators per row (halves the FMA dependency chain); the row's
-// result is hsum(acc0 + acc1).
-template <class Decode>
-struct Q8Act {
+// 8 · the sum of an activation block's codes (Q4_0's offset term).
+inline int32_t offset_term(const BlockQ8_0F& y) {
+  const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), load(y.qs)), _mm256_set1_epi16(1));
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return 8 * _mm_cvtsi128_si32(s);
+}
+
+template <class Codes>
+struct Groups {
+  using Block = typename Codes::Block;
+
+  // Block b of rows x[0..7] into g: an 8×8 transpose of 32-bit words.
+  static void transpose(const Block* const (&x)[kGroupRows], int64_t b, GroupBlock& g) {
+    __m256i r[8], t[8], u[8];
+    for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i][b]);
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+      u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+      u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+      u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+      u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int k = 0; k < 4; ++k) {
+      g.codes[k] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x20);
+      g.codes[k + 4] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x31);
+    }
+    g.dw = scales(x, b);
+  }
+
+  static __m256 scales(const Block* const (&x)[kGroupRows], int64_t b) {
+    return _mm256_cvtph_ps(_mm_setr_epi16(
+        static_cast<short>(x[0][b].d), static_cast<short>(x[1][b].d), static_cast<short>(x[2][b].d),
+        static_cast<short>(x[3][b].d), static_cast<short>(x[4][b].d), static_cast<short>(x[5][b].d),
+        static_cast<short>(x[6][b].d), static_cast<short>(x[7][b].d)));
+  }
+
+  // acc[r] = acc[r] + float(S)·(dw·dy) for the group's block g and activation blocks y[r];
+  // offset[r] = 8·Σy[r] (Q4_0 only).
   template <int NR>
-  struct Kernel {
-    static void run(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, float* out,
-                    int64_t out_stride) {
-      const auto* x = static_cast<const typename Decode::Block*>(w);
-      using Act = typename Decode::Act;
-      const Act* y[NR];
-      for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const Act*>(act + r * act_stride);
-      const __m256i ones = _mm256_set1_epi16(1);
-      __m256 acc0[NR], acc1[NR];
-      float msum0[NR], msum1[NR];
-      for (int r = 0; r < NR; ++r) {
-        acc0[r] = acc1[r] = _mm256_setzero_ps();
-        msum0[r] = msum1[r] = 0.0f;
-      }
-      const int64_t nb = n / kQK0;
-      auto block = [&](int64_t b, __m256* acc, float* msum) {
-        const __m256i wq = Decode::codes(x[b]);
-        const __m256i wabs = _mm256_sign_epi8(wq, wq);
-        const __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].d)));
+  static void accumulate(const GroupBlock& g, const BlockQ8_0F* const (&y)[NR], const int32_t (&offset)[NR],
+                         __m256 (&acc)[NR]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i s[NR];
+    for (int r = 0; r < NR; ++r) s[r] = _mm256_setzero_si256();
+    for (int k = 0; k < 8; ++k) {
+      const __m256i w = g.codes[k];
+      if constexpr (Codes::kOffset) {
         for (int r = 0; r < NR; ++r) {
-          const __m256i ys = _mm256_sign_epi8(load(y[r][b].qs), wq);
-          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
-          const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(&y[r][b].d));
-          acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[r]);
-          if constexpr (Decode::kHasMin) msum[r] = fma_ss(f16(x[b].m) * y[r][b].d, y[r][b].s, msum[r]);
+          const __m256i yk = _mm256_set1_epi32(load_i32(y[r]->qs + 4 * k));
+          s[r] = _mm256_add_epi16(s[r], _mm256_maddubs_epi16(w, yk));
         }
-      };
-      int64_t b = 0;
-      for (; b + 1 < nb; b += 2) {
-        // 8 KiB ahead: a decode streams whole matrices, and shorter distances left the loads waiting on
-        // memory (infer bench decode share; docs/performance.md, Constants).
-        _mm_prefetch(reinterpret_cast<const char*>(&x[b]) + 8192, _MM_HINT_T0);
-        block(b, acc0, msum0);
-        block(b + 1, acc1, msum1);
+      } else {
+        const __m256i wabs = _mm256_sign_epi8(w, w);
+        for (int r = 0; r < NR; ++r) {
+          const __m256i yk = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(y[r]->qs + 4 * k)), w);
+          s[r] = _mm256_add_epi32(s[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, yk), ones));
+        }
       }
-      if (b < nb) block(b, acc0, msum0);
+    }
+    for (int r = 0; r < NR; ++r) {
+      __m256i sum = s[r];
+      if constexpr (Codes::kOffset) sum = _mm256_sub_epi32(_mm256_madd_epi16(sum, ones), _mm256_set1_epi32(offset[r]));
+      const __m256 d = _mm256_mul_ps(g.dw, _mm256_set1_ps(y[r]->d));
+      acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_cvtepi32_ps(sum), d));
+    }
+  }
+
+  // The exact integer sums of block b of rows x[0..7] with y, lane i for row i (before Q4_0's offset):
+  // each row's 8 partial sums, then a horizontal-add tree over the rows. A single activation row
+  // takes this instead of a transpose, which only pays off when several rows read it.
+  static __m256i block_sums(const Block* const (&x)[kGroupRows], int64_t b, const BlockQ8_0F& y) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i yq = load(y.qs);
+    __m256i p[kGroupRows];
+    for (int i = 0; i < kGroupRows; ++i) {
+      const __m256i w = Codes::row(x[i][b]);
+      if constexpr (Codes::kOffset) {
+        p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(w, yq), ones);
+      } else {
+        p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(yq, w)), ones);
+      }
+    }
+    const __m256i h03 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    const __m256i h47 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h03, h47, 0x20), _mm256_permute2x128_si256(h03, h47, 0x31));
+  }
+
+  // Rows x[0..7] against activation rows act[0..NR) over all blocks (dot_rows).
+  template <int NR>
+  static void stream(int64_t n, const Block* const (&x)[kGroupRows], const BlockQ8_0F* const (&act)[NR],
+                     __m256 (&acc)[NR]) {
+    for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / kQK0; ++b) {
+      const __m256 dw = scales(x, b);
       for (int r = 0; r < NR; ++r) {
-        out[r * out_stride] = hsum(_mm256_add_ps(acc0[r], acc1[r]));
-        if constexpr (Decode::kHasMin) out[r * out_stride] += msum0[r] + msum1[r];
+        __m256i sum = block_sums(x, b, act[r][b]);
+        if constexpr (Codes::kOffset) sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(offset_term(act[r][b])));
+        acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(act[r][b].d))));
       }
+    }
+  }
+
+  // The 8 partial sums (int32 lanes) of a weight block with an activation block (before Q4_0's offset).
+  static __m256i partial(const Block& x, const __m256i yq) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i w = Codes::row(x);
+    if constexpr (Codes::kOffset) return _mm256_madd_epi16(_mm256_maddubs_epi16(w, yq), ones);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(yq, w)), ones);
+  }
+
+  // Decode: NW weight rows `stream_bytes` apart against one activation row, each row a sequential
+  // stream. Blocks go 4 at a time: their exact sums S in 4 lanes, float(S)·(dw·dy) in 4 lanes, then
+  // added to the row's acc one lane at a time in block order (the arithmetic of the other kernels).
+  template <int NW>
+  struct Outputs {
+    static void run(int64_t n, const uint8_t* w, uint64_t stream_bytes, const uint8_t* act, float* out,
+                    int64_t out_stride) {
+      const Block* x[NW];
+      for (int o = 0; o < NW; ++o) x[o] = reinterpret_cast<const Block*>(w + o * stream_bytes);
+      const auto* y = reinterpret_cast<const BlockQ8_0F*>(act);
+      __m128 acc[NW];
+      for (int o = 0; o < NW; ++o) acc[o] = _mm_setzero_ps();
+      const int64_t nb = n / kQK0;
+      int64_t b = 0;
+      for (; b + 4 <= nb; b += 4) {
+        __m256i yq[4];
+        for (int j = 0; j < 4; ++j) yq[j] = load(y[b + j].qs);
+        const __m128 dy = _mm_setr_ps(y[b].d, y[b + 1].d, y[b + 2].d, y[b + 3].d);
+        __m128i offset = _mm_setzero_si128();
+        if constexpr (Codes::kOffset) {
+          const __m256i one8 = _mm256_set1_epi8(1), ones = _mm256_set1_epi16(1);
+          __m256i t[4];
+          for (int j = 0; j < 4; ++j) t[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, yq[j]), ones);
+          offset = _mm_slli_epi32(hsum4_i32(t[0], t[1], t[2], t[3]), 3);
+        }
+        for (int o = 0; o < NW; ++o) {
+          // One prefetch per cache line the 4 blocks span.
+          for (int j = 0; j < 4 * static_cast<int>(sizeof(Block)); j += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(&x[o][b]) + kDecodePrefetchBytes + j, _MM_HINT_T0);
+          }
+          const __m128i sum = _mm_sub_epi32(hsum4_i32(partial(x[o][b], yq[0]), partial(x[o][b + 1], yq[1]),
+                                                      partial(x[o][b + 2], yq[2]), partial(x[o][b + 3], yq[3])),
+                                            offset);
+          // The 4 scales packed in a general register: the integer units are idle here, the vector ones not.
+          const uint64_t d4 = uint64_t{x[o][b].d} | uint64_t{x[o][b + 1].d} << 16 | uint64_t{x[o][b + 2].d} << 32 |
+                              uint64_t{x[o][b + 3].d} << 48;
+          const __m128 dw = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(d4)));
+          const __m128 t = _mm_mul_ps(_mm_cvtepi32_ps(sum), _mm_mul_ps(dw, dy));
+          __m128 a = _mm_add_ss(acc[o], t);
+          a = _mm_add_ss(a, _mm_movehdup_ps(t));
+          a = _mm_add_ss(a, _mm_movehl_ps(t, t));
+          acc[o] = _mm_add_ss(a, _mm_shuffle_ps(t, t, _MM_SHUFFLE(3, 3, 3, 3)));
+        }
+      }
+      for (; b < nb; ++b) {
+        const __m256i yq = load(y[b].qs);
+        const __m256i zero = _mm256_setzero_si256();
+        int32_t offset = 0;
+        if constexpr (Codes::kOffset) offset = offset_term(y[b]);
+        for (int o = 0; o < NW; ++o) {
+          const __m128i sum = _mm_sub_epi32(hsum4_i32(partial(x[o][b], yq), zero, zero, zero), _mm_cvtsi32_si128(offset));
+          const __m128 d = _mm_set_ss(f16(x[o][b].d) * y[b].d);
+          acc[o] = _mm_add_ss(acc[o], _mm_mul_ss(_mm_cvtepi32_ps(sum), d));
+        }
+      }
+      for (int o = 0; o < NW; ++o) out[o * out_stride] = _mm_cvtss_f32(acc[o]);
     }
   };
-};
 
-// Batch tiles: kTileRows activation rows per pass over a weight row, its even blocks then its odd
-// ones (one accumulator each per row: 8 of the 16 registers), over k-blocks of kBlockBlocks blocks
-// whose activation rows stay in L1, for a sub-tile of weight rows that stays in L2 (infer bench pp512
-// on Q8_0/Q4_0, bench_kernels BM_MatmulPrefill; figures in docs/performance.md, "Prefill").
-constexpr int kTileRows = 8;
-constexpr int64_t kBlockBlocks = 64;  // even: a k-block starts on an even block
-constexpr uint64_t kSubTileBytes = 128 * 1024;
-constexpr int64_t kSubTileRows = 64;
-
-template <class Decode>
-struct Q8Tile {
-  using Block = typename Decode::Block;
-  using Act = typename Decode::Act;
-
-  // Blocks b = first, first + 2, .. < end of one weight row against NR rows; scale[b - b0][r] = dw·dy.
-  template <int NR>
-  static void pass(const Block* x, const Act* const (&y)[NR], const float (*scale)[kTileRows], int64_t b0,
-                   int64_t first, int64_t end, __m256* state) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[NR];
-    for (int r = 0; r < NR; ++r) acc[r] = state[r];
-    for (int64_t b = first; b < end; b += 2) {
-      const __m256i wq = Decode::codes(x[b]);
-      const __m256i wabs = _mm256_sign_epi8(wq, wq);
-      for (int r = 0; r < NR; ++r) {
-        const __m256i ys = _mm256_sign_epi8(load(y[r][b].qs), wq);
-        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
-        acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&scale[b - b0][r]), _mm256_cvtepi32_ps(p), acc[r]);
-      }
-    }
-    for (int r = 0; r < NR; ++r) state[r] = acc[r];
-  }
-
-  // Weight rows [0, n_w) of a sub-tile against activation rows [0, NR).
-  template <int NR>
-  static void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                        uint64_t act_stride, float* out, int64_t out_stride) {
-    const Act* y[NR];
-    for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const Act*>(act + r * act_stride);
-    __m256 state[kSubTileRows][2][NR];
-    for (int64_t o = 0; o < n_w; ++o) {
-      for (int r = 0; r < NR; ++r) state[o][0][r] = state[o][1][r] = _mm256_setzero_ps();
-    }
-    alignas(32) float dy[kBlockBlocks][kTileRows] = {};
-    alignas(32) float scale[kBlockBlocks][kTileRows];
-    // Formats with a minimum: Σy per block and row (lanes = rows), and per weight row the min terms.
-    alignas(32) float ysum[Decode::kHasMin ? kBlockBlocks : 1][kTileRows] = {};
-    __m256 msum[Decode::kHasMin ? kSubTileRows : 1][2];
-    for (auto& m : msum) m[0] = m[1] = _mm256_setzero_ps();
-    const int64_t nb = n / kQK0;
-    for (int64_t b0 = 0; b0 < nb; b0 += kBlockBlocks) {
-      const int64_t b1 = std::min(nb, b0 + kBlockBlocks);
-      for (int64_t b = b0; b < b1; ++b) {
-        for (int r = 0; r < NR; ++r) dy[b - b0][r] = y[r][b].d;
-        if constexpr (Decode::kHasMin) {
-          for (int r = 0; r < NR; ++r) ysum[b - b0][r] = y[r][b].s;
-        }
-      }
-      for (int64_t o = 0; o < n_w; ++o) {
-        const auto* x = reinterpret_cast<const Block*>(w + o * row_bytes);
-        for (int64_t b = b0; b < b1; ++b) {
-          const __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].d)));
-          _mm256_store_ps(scale[b - b0], _mm256_mul_ps(dw, _mm256_load_ps(dy[b - b0])));
-          if constexpr (Decode::kHasMin) {
-            const __m256 md = _mm256_mul_ps(_mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[b].m))),
-                                            _mm256_load_ps(dy[b - b0]));
-            msum[o][b & 1] = _mm256_fmadd_ps(md, _mm256_load_ps(ysum[b - b0]), msum[o][b & 1]);
-          }
-        }
-        pass<NR>(x, y, scale, b0, b0, b1, state[o][0]);
-        pass<NR>(x, y, scale, b0, b0 + 1, b1, state[o][1]);
-      }
-    }
-    for (int64_t o = 0; o < n_w; ++o) {
-      alignas(32) float m[kTileRows] = {};
-      if constexpr (Decode::kHasMin) _mm256_store_ps(m, _mm256_add_ps(msum[o][0], msum[o][1]));
-      for (int r = 0; r < NR; ++r) {
-        out[r * out_stride + o] = hsum(_mm256_add_ps(state[o][0][r], state[o][1][r]));
-        if constexpr (Decode::kHasMin) out[r * out_stride + o] += m[r];
-      }
+  // Row pointers of the group of weight rows [o, o + 8) of n_w: rows past n_w repeat row n_w − 1
+  // (their lanes are computed and dropped).
+  static void group_rows(const uint8_t* w, uint64_t row_bytes, int64_t o, int64_t n_w, const Block* (&x)[kGroupRows]) {
+    for (int i = 0; i < kGroupRows; ++i) {
+      x[i] = reinterpret_cast<const Block*>(w + std::min(o + i, n_w - 1) * row_bytes);
     }
   }
 
+  static void store(__m256 v, float* out, int64_t count) {
+    if (count == kGroupRows) return _mm256_storeu_ps(out, v);
+    alignas(32) float lanes[kGroupRows];
+    _mm256_store_ps(lanes, v);
+    for (int64_t i = 0; i < count; ++i) out[i] = lanes[i];
+  }
+
+  // One weight row against NR activation rows: all 8 lanes take the row; lane 0 is kept.
+  template <int NR>
+  struct RowKernel {
+    static void run(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, float* out,
+                    int64_t out_stride) {
+      const Block* x[kGroupRows];
+      for (auto& p : x) p = static_cast<const Block*>(w);
+      const BlockQ8_0F* y[NR];
+      for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_0F*>(act + r * act_stride);
+      __m256 acc[NR];
+      stream<NR>(n, x, y, acc);
+      for (int r = 0; r < NR; ++r) out[r * out_stride] = _mm256_cvtss_f32(acc[r]);
+    }
+  };
+
+  // Batch: per tile of activation rows (kept in L2), each group of 8 weight rows is transposed once
+  // into a scratch row of GroupBlocks (L1) and then read by the tile's rows, 4 at a time.
   static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
     const auto* wb = static_cast<const uint8_t*>(w);
-    const int64_t sub = std::clamp<int64_t>(static_cast<int64_t>(kSubTileBytes / row_bytes), 1, kSubTileRows);
-    for (int64_t o0 = 0; o0 < n_w; o0 += sub) {
-      const int64_t nw = std::min(sub, n_w - o0);
-      const uint8_t* wt = wb + o0 * row_bytes;
-      for (int r = 0; r < n_rows; r += kTileRows) {
-        const uint8_t* a = act + r * act_stride;
-        float* o = out + r * out_stride + o0;
-        switch (std::min(kTileRows, n_rows - r)) {
-          case 1: tile_rows<1>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 2: tile_rows<2>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 3: tile_rows<3>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 4: tile_rows<4>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 5: tile_rows<5>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 6: tile_rows<6>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 7: tile_rows<7>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          default: tile_rows<8>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
+    const int64_t nb = n / kQK0;
+    thread_local std::vector<GroupBlock> scratch;
+    thread_local std::vector<int32_t> offsets;
+    if (static_cast<int64_t>(scratch.size()) < nb) scratch.resize(nb);
+    const int tile = static_cast<int>(std::clamp<uint64_t>(kActTileBytes / act_stride, 4, 512) / 4 * 4);
+    if (Codes::kOffset && static_cast<int64_t>(offsets.size()) < tile * nb) offsets.resize(tile * nb);
+    for (int r0 = 0; r0 < n_rows; r0 += tile) {
+      const int tr = std::min(tile, n_rows - r0);
+      const uint8_t* a = act + r0 * act_stride;
+      if constexpr (Codes::kOffset) {
+        for (int r = 0; r < tr; ++r) {
+          const auto* y = reinterpret_cast<const BlockQ8_0F*>(a + r * act_stride);
+          for (int64_t b = 0; b < nb; ++b) offsets[r * nb + b] = offset_term(y[b]);
+        }
+      }
+      for (int64_t o = 0; o < n_w; o += kGroupRows) {
+        const Block* x[kGroupRows];
+        group_rows(wb, row_bytes, o, n_w, x);
+        for (int64_t b = 0; b < nb; ++b) transpose(x, b, scratch[b]);
+        const int64_t count = std::min<int64_t>(kGroupRows, n_w - o);
+        float* out_o = out + r0 * out_stride + o;
+        const GroupBlock* g = scratch.data();
+        const int32_t* off = offsets.data();
+        int r = 0;
+        for (; r + 4 <= tr; r += 4) rows<4>(g, off, nb, a, act_stride, r, count, out_o, out_stride);
+        switch (tr - r) {
+          case 1: rows<1>(g, off, nb, a, act_stride, r, count, out_o, out_stride); break;
+          case 2: rows<2>(g, off, nb, a, act_stride, r, count, out_o, out_stride); break;
+          case 3: rows<3>(g, off, nb, a, act_stride, r, count, out_o, out_stride); break;
+          default: break;
         }
       }
     }
   }
-};
 
-template <int NR> using Q8_0Kernel = Q8Act<DecodeQ8_0>::Kernel<NR>;
-template <int NR> using Q4_0Kernel = Q8Act<DecodeQ4_0>::Kernel<NR>;
-template <int NR> using Q5_0Kernel = Q8Act<DecodeQ5_0>::Kernel<NR>;
-template <int NR> using Q5_1Kernel = Q8Act<DecodeQ5_1>::Kernel<NR>;
-
-// Decode: one activation row against NW weight rows `stream_bytes` apart (dot_outputs_in_streams),
-// per weight row exactly Kernel<1>'s arithmetic (blocks alternate between two accumulators).
-template <int NW>
-struct Q8_0Outputs {
-  static void run(int64_t n, const uint8_t* w, uint64_t stream_bytes, const uint8_t* act, float* out,
-                  int64_t out_stride) {
-    const BlockQ8_0* x[NW];
-    for (int o = 0; o < NW; ++o) x[o] = reinterpret_cast<const BlockQ8_0*>(w + o * stream_bytes);
-    const auto* y = reinterpret_cast<const BlockQ8_0F*>(act);
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc0[NW], acc1[NW];
-    for (int o = 0; o < NW; ++o) acc0[o] = acc1[o] = _mm256_setzero_ps();
-    const int64_t nb = n / kQK0;
-    auto block = [&](int o, int64_t b, __m256& acc) {
-      const __m256i wq = load(x[o][b].qs);
-      const __m256i wabs = _mm256_sign_epi8(wq, wq);
-      const __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(x[o][b].d)));
-      const __m256i ys = _mm256_sign_epi8(load(y[b].qs), wq);
-      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, ys), ones);
-      const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(&y[b].d));
-      acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
-    };
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-      for (int o = 0; o < NW; ++o) {
-        _mm_prefetch(reinterpret_cast<const char*>(&x[o][b]) + kOutputsPrefetchBytes, _MM_HINT_T0);
-        block(o, b, acc0[o]);
-        block(o, b + 1, acc1[o]);
+  // Activation rows [r, r + NR) of the tile against the group in scratch.
+  template <int NR>
+  static void rows(const GroupBlock* g, const int32_t* off, int64_t nb, const uint8_t* a, uint64_t act_stride,
+                   int r, int64_t count, float* out, int64_t out_stride) {
+    const BlockQ8_0F* y0[NR];
+    for (int i = 0; i < NR; ++i) y0[i] = reinterpret_cast<const BlockQ8_0F*>(a + (r + i) * act_stride);
+    __m256 acc[NR];
+    for (int i = 0; i < NR; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ8_0F* y[NR];
+      int32_t offset[NR] = {};
+      for (int i = 0; i < NR; ++i) {
+        y[i] = y0[i] + b;
+        if constexpr (Codes::kOffset) offset[i] = off[(r + i) * nb + b];
       }
+      accumulate<NR>(g[b], y, offset, acc);
     }
-    if (b < nb) {
-      for (int o = 0; o < NW; ++o) block(o, b, acc0[o]);
-    }
-    for (int o = 0; o < NW; ++o) out[o * out_stride] = hsum(_mm256_add_ps(acc0[o], acc1[o]));
+    for (int i = 0; i < NR; ++i) store(acc[i], out + (r + i) * out_stride, count);
   }
 };
 }  // namespace
 
 void dot_rows_q8_0(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
                    int64_t out_stride) {
-  dot_rows_dispatch<Q8_0Kernel>(n, w, act, act_stride, n_rows, out, out_stride);
-}
-
-void dot_outputs_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
-  dot_outputs_in_streams<kOutputsStreams, Q8_0Outputs>(n, w, row_bytes, n_w, act, out);
+  dot_rows_dispatch<Groups<CodesQ8_0>::RowKernel>(n, w, act, act_stride, n_rows, out, out_stride);
 }
 
 void dot_rows_q4_0(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
                    int64_t out_stride) {
-  dot_rows_dispatch<Q4_0Kernel>(n, w, act, act_stride, n_rows, out, out_stride);
+  dot_rows_dispatch<Groups<CodesQ4_0>::RowKernel>(n, w, act, act_stride, n_rows, out, out_stride);
 }
 
-void dot_rows_q5_0(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
-                   int64_t out_stride) {
-  dot_rows_dispatch<Q5_0Kernel>(n, w, act, act_stride, n_rows, out, out_stride);
+void dot_outputs_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
+  dot_outputs_in_streams<kDecodeStreams, Groups<CodesQ8_0>::Outputs>(n, w, row_bytes, n_w, act, out);
 }
 
-void dot_rows_q5_1(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
-                   int64_t out_stride) {
-  dot_rows_dispatch<Q5_1Kernel>(n, w, act, act_stride, n_rows, out, out_stride);
+void dot_outputs_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
+  dot_outputs_in_streams<kDecodeStreams, Groups<CodesQ4_0>::Outputs>(n, w, row_bytes, n_w, act, out);
 }
 
 void dot_tile_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Q8Tile<DecodeQ8_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  Groups<CodesQ8_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 void dot_tile_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Q8Tile<DecodeQ4_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
-}
-
-void dot_tile_q5_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Q8Tile<DecodeQ5_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
-}
-
-void dot_tile_q5_1(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Q8Tile<DecodeQ5_1>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  Groups<CodesQ4_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::avx2

@@ -104,6 +104,39 @@ TEST_F(Avx2Kernels, DotProductsMatchTheReferenceForOneToFourRows) {
   }
 }
 
+// Q8_0 and Q4_0 add each block's exact integer sum in block order, as the reference does: every
+// kernel shape (dot_rows, the decode streams, the batch tiles) gives the reference's bits, on block
+// counts that leave tails of the decode's 4-block steps and weight-row counts that leave partial groups.
+TEST_F(Avx2Kernels, Q8_0AndQ4_0AreBitwiseTheReferenceInEveryKernelShape) {
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0}) {
+    const RowKernels k = row_kernels(t);
+    ASSERT_TRUE(k.dot_outputs && k.dot_tile) << type_label(t);
+    for (int64_t n : {32, 224, 2848}) {
+      const int64_t n_out = 21;
+      const int rows = 6;
+      const uint64_t row_bytes = quant_row_bytes(t, n), ab = activation_bytes(t, n), fb = k.act_row_bytes(n);
+      const std::vector<uint8_t> w = test::random_weights(t, n_out, n, 41 + static_cast<uint32_t>(n));
+      std::vector<uint8_t> act(ab * rows), fast_act(fb * rows);
+      for (int r = 0; r < rows; ++r) {
+        const std::vector<float> x = random_floats(n, 200 + r);
+        quantize_activation_row(t, x.data(), act.data() + r * ab, n);
+        k.quantize_act(x.data(), fast_act.data() + r * fb, n);
+      }
+      std::vector<float> tile(n_out * rows), decode(n_out * rows), ref(n_out * rows);
+      k.dot_tile(n, w.data(), row_bytes, n_out, fast_act.data(), fb, rows, tile.data(), n_out);
+      for (int r = 0; r < rows; ++r) {
+        k.dot_outputs(n, w.data(), row_bytes, n_out, fast_act.data() + r * fb, &decode[r * n_out]);
+        for (int64_t o = 0; o < n_out; ++o) ref[r * n_out + o] = dot_ref(t, w.data() + o * row_bytes, act.data() + r * ab, n);
+      }
+      EXPECT_EQ(std::memcmp(tile.data(), ref.data(), ref.size() * sizeof(float)), 0) << type_label(t) << " n=" << n;
+      EXPECT_EQ(std::memcmp(decode.data(), ref.data(), ref.size() * sizeof(float)), 0) << type_label(t) << " n=" << n;
+      float out[4];
+      k.dot_rows(n, w.data(), fast_act.data(), fb, 4, out, 1);
+      for (int r = 0; r < 4; ++r) EXPECT_EQ(out[r], ref[r * n_out]) << type_label(t) << " n=" << n << " row " << r;
+    }
+  }
+}
+
 TEST_F(Avx2Kernels, FloatRowsWithTailsMatchTheReference) {
   const int64_t n = 1005;  // 31 steps of 32, one of 8 and a scalar tail of 5
   for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
