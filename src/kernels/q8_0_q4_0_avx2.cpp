@@ -17,9 +17,11 @@ namespace infer::kernels::avx2 {
 
 namespace {
 constexpr int kGroupRows = 8;  // weight rows per group: one per 32-bit lane
-// Decode runs 3 streams, each prefetched 6 KiB ahead, one prefetch per cache line: the count and
-// distance that read memory fastest (infer bench decode, qwen3-0.6b Q8_0 and Q4_0).
+// Decode runs 3 streams for Q8_0 and 4 for Q4_0 (its fixed work per 4 blocks shared more widely),
+// each prefetched 6 KiB ahead, one prefetch per cache line: the counts and distance that decoded
+// fastest (infer bench tg64, qwen3-0.6b Q8_0 and Q4_0, Zen 3).
 constexpr int kDecodeStreams = 3;
+constexpr int kQ4Streams = 4;
 constexpr int kDecodePrefetchBytes = 6144;
 // Batch: activation rows per tile, about this many bytes of them (stay in L2 while the groups pass).
 constexpr uint64_t kActTileBytes = 160 * 1024;
@@ -171,6 +173,20 @@ struct Groups {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(yq, w)), ones);
   }
 
+  // The exact sums of blocks x[0..3] with yq[0..3] in 4 lanes (before Q4_0's offset). Q4_0 adds its
+  // maddubs pairs as int16 up to 8 products (at most 8·15·128) before widening.
+  static __m128i sums4(const Block* x, const __m256i (&yq)[4]) {
+    if constexpr (Codes::kOffset) {
+      __m256i m[4];
+      for (int j = 0; j < 4; ++j) m[j] = _mm256_maddubs_epi16(Codes::row(x[j]), yq[j]);
+      const __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(m[0], m[1]), _mm256_hadd_epi16(m[2], m[3]));
+      const __m256i s = _mm256_madd_epi16(h, _mm256_set1_epi16(1));
+      return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    } else {
+      return hsum4_i32(partial(x[0], yq[0]), partial(x[1], yq[1]), partial(x[2], yq[2]), partial(x[3], yq[3]));
+    }
+  }
+
   // Decode: NW weight rows `stream_bytes` apart against one activation row, each row a sequential
   // stream. Blocks go 4 at a time: their exact sums S in 4 lanes, float(S)·(dw·dy) in 4 lanes, then
   // added to the row's acc one lane at a time in block order (the arithmetic of the other kernels).
@@ -201,9 +217,7 @@ struct Groups {
           for (int j = 0; j < 4 * static_cast<int>(sizeof(Block)); j += 64) {
             _mm_prefetch(reinterpret_cast<const char*>(&x[o][b]) + kDecodePrefetchBytes + j, _MM_HINT_T0);
           }
-          const __m128i sum = _mm_sub_epi32(hsum4_i32(partial(x[o][b], yq[0]), partial(x[o][b + 1], yq[1]),
-                                                      partial(x[o][b + 2], yq[2]), partial(x[o][b + 3], yq[3])),
-                                            offset);
+          const __m128i sum = _mm_sub_epi32(sums4(&x[o][b], yq), offset);
           // The 4 scales packed in a general register: the integer units are idle here, the vector ones not.
           const uint64_t d4 = uint64_t{x[o][b].d} | uint64_t{x[o][b + 1].d} << 16 | uint64_t{x[o][b + 2].d} << 32 |
                               uint64_t{x[o][b + 3].d} << 48;
@@ -337,7 +351,7 @@ void dot_outputs_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w,
 }
 
 void dot_outputs_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
-  dot_outputs_in_streams<kDecodeStreams, Groups<CodesQ4_0>::Outputs>(n, w, row_bytes, n_w, act, out);
+  dot_outputs_in_streams<kQ4Streams, Groups<CodesQ4_0>::Outputs>(n, w, row_bytes, n_w, act, out);
 }
 
 void dot_tile_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
