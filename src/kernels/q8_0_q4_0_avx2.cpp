@@ -297,7 +297,18 @@ struct Groups {
       for (int64_t o = 0; o < n_w; o += kGroupRows) {
         const Block* x[kGroupRows];
         group_rows(wb, row_bytes, o, n_w, x);
-        for (int64_t b = 0; b < nb; ++b) transpose(x, b, scratch[b]);
+        // First pass over the chunk (its weights come from memory): the next group's rows (contiguous)
+        // are fetched at the pace this one is read, since 8 short rows read side by side give the
+        // hardware prefetcher no stream to follow (small batches waited on it; bench_kernels
+        // BM_MatmulBatch). Later passes find them in L2.
+        const char* next = reinterpret_cast<const char*>(wb + (o + kGroupRows) * row_bytes);
+        constexpr int kStep = kGroupRows * static_cast<int>(sizeof(Block));
+        for (int64_t b = 0; b < nb; ++b) {
+          if (r0 == 0) {
+            for (int j = 0; j < kStep; j += 64) _mm_prefetch(next + b * kStep + j, _MM_HINT_T0);
+          }
+          transpose(x, b, scratch[b]);
+        }
         const int64_t count = std::min<int64_t>(kGroupRows, n_w - o);
         float* out_o = out + r0 * out_stride + o;
         const GroupBlock* g = scratch.data();
