@@ -2,6 +2,8 @@
 #pragma once
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include <cstdint>
 
 #include "kernels/blocks.h"
@@ -75,6 +77,33 @@ void dot_rows_dispatch(int64_t n, const void* w, const uint8_t* act, uint64_t ac
     case 2: return Kernel<2>::run(n, w, act, act_stride, out, out_stride);
     case 3: return Kernel<3>::run(n, w, act, act_stride, out, out_stride);
     default: return Kernel<4>::run(n, w, act, act_stride, out, out_stride);
+  }
+}
+
+// One group of `rows` (1..NR) activation rows: Tile::tile_rows<rows>(args...).
+template <int NR, class Tile, class... Args>
+void tile_group(int rows, Args... args) {
+  if constexpr (NR > 1) {
+    if (rows < NR) return tile_group<NR - 1, Tile>(rows, args...);
+  }
+  Tile::template tile_rows<NR>(args...);
+}
+
+// Batch driver of the tile kernels: weight rows in sub-tiles of at most sub_tile_bytes (and
+// max_sub_rows rows), which stay in L2 while every group of up to TileRows activation rows passes
+// over them; Tile::tile_rows<NR>(n, w, row_bytes, n_w, act, act_stride, out, out_stride) does one group.
+template <int TileRows, class Tile>
+void dot_sub_tiles(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride, uint64_t sub_tile_bytes,
+                   int64_t max_sub_rows) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const int64_t sub = std::clamp<int64_t>(static_cast<int64_t>(sub_tile_bytes / row_bytes), 1, max_sub_rows);
+  for (int64_t o0 = 0; o0 < n_w; o0 += sub) {
+    const int64_t nw = std::min(sub, n_w - o0);
+    for (int r = 0; r < n_rows; r += TileRows) {
+      tile_group<TileRows, Tile>(std::min(TileRows, n_rows - r), n, wb + o0 * row_bytes, row_bytes, nw,
+                                 act + r * act_stride, act_stride, out + r * out_stride + o0, out_stride);
+    }
   }
 }
 

@@ -192,26 +192,8 @@ struct Q8Tile {
 
   static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-    const auto* wb = static_cast<const uint8_t*>(w);
-    const int64_t sub = std::clamp<int64_t>(static_cast<int64_t>(kSubTileBytes / row_bytes), 1, kSubTileRows);
-    for (int64_t o0 = 0; o0 < n_w; o0 += sub) {
-      const int64_t nw = std::min(sub, n_w - o0);
-      const uint8_t* wt = wb + o0 * row_bytes;
-      for (int r = 0; r < n_rows; r += kTileRows) {
-        const uint8_t* a = act + r * act_stride;
-        float* o = out + r * out_stride + o0;
-        switch (std::min(kTileRows, n_rows - r)) {
-          case 1: tile_rows<1>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 2: tile_rows<2>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 3: tile_rows<3>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 4: tile_rows<4>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 5: tile_rows<5>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 6: tile_rows<6>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          case 7: tile_rows<7>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-          default: tile_rows<8>(n, wt, row_bytes, nw, a, act_stride, o, out_stride); break;
-        }
-      }
-    }
+    dot_sub_tiles<kTileRows, Q8Tile>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride, kSubTileBytes,
+                                     kSubTileRows);
   }
 };
 

@@ -59,13 +59,7 @@ inline int32_t load_i32(const int8_t* p) {
 }
 
 // 8 · the sum of an activation block's codes (Q4_0's offset term).
-inline int32_t offset_term(const BlockQ8_0F& y) {
-  const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), load(y.qs)), _mm256_set1_epi16(1));
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-  return 8 * _mm_cvtsi128_si32(s);
-}
+inline int32_t offset_term(const BlockQ8_0F& y) { return 8 * sum_i8(load(y.qs)); }
 
 template <class Codes>
 struct Groups {
