@@ -20,7 +20,10 @@
 #include "kernels/ops.h"
 #include "kernels/pool_policy.h"
 #include "kernels/quant.h"
+#include "model/batch_check.h"
+#include "model/embedding.h"
 #include "model/model.h"
+#include "model/moe_routing.h"
 
 namespace infer::model {
 namespace {
@@ -74,60 +77,6 @@ struct AttentionJob {
     }
   }
 };
-
-// Validates every row against the model, the pool and the sequences' page tables, and lists the rows
-// that want outputs: the want_logits rows first (the classifier reads them as one block), then the
-// hidden-only rows. Returns how many want logits. Throws std::out_of_range / std::invalid_argument
-// naming the row and the problem.
-int check_batch(const HParams& hp, const Batch& batch, const KvPool& kv, int max_rows, std::vector<int>& out_rows) {
-  const int n = int(batch.rows.size());
-  if (n > max_rows) {
-    throw std::invalid_argument("forward: batch of " + std::to_string(n) + " rows exceeds max_rows " +
-                                std::to_string(max_rows));
-  }
-  if (kv.kv_dim() != hp.kv_dim() || kv.page_stride() != KvPool::page_stride_for(hp, kv.page_tokens())) {
-    throw std::invalid_argument("forward: KV pool was built for another model shape");
-  }
-  out_rows.clear();
-  for (int r = 0; r < n; ++r) {
-    const BatchRow& row = batch.rows[size_t(r)];
-    auto where = [r] { return "forward: row " + std::to_string(r) + ": "; };  // built only on error
-    if (row.token < 0 || row.token >= hp.n_vocab) {
-      throw std::out_of_range(where() + "token id " + std::to_string(row.token) + " out of range [0, " +
-                              std::to_string(hp.n_vocab) + ")");
-    }
-    if (row.pos < 0 || row.pos >= hp.n_ctx_train) {
-      throw std::out_of_range(where() + "position " + std::to_string(row.pos) + " out of the context [0, " +
-                              std::to_string(hp.n_ctx_train) + ")");
-    }
-    if (row.seq < 0 || row.seq >= int(batch.seqs.size())) {
-      throw std::out_of_range(where() + "sequence index " + std::to_string(row.seq) + " out of range");
-    }
-    const SeqPages& sp = batch.seqs[size_t(row.seq)];
-    const int last_page = row.pos / kv.page_tokens();
-    if (!sp.page_table || last_page >= sp.n_pages) {
-      throw std::out_of_range(where() + "position " + std::to_string(row.pos) + " is past the sequence's " +
-                              std::to_string(sp.n_pages) + " KV pages");
-    }
-    for (int p = 0; p <= last_page; ++p) {
-      if (sp.page_table[p] < 0 || sp.page_table[p] >= kv.n_pages()) {
-        throw std::out_of_range(where() + "page table entry " + std::to_string(p) + " = " +
-                                std::to_string(sp.page_table[p]) + " is not a page of the pool");
-      }
-    }
-    if (row.want_logits && !hp.has_classifier()) {
-      throw std::invalid_argument(where() + "wants logits, but a " + hp.arch_name +
-                                  " model is an embedding model (no classifier)");
-    }
-    if (row.want_logits) out_rows.push_back(r);
-  }
-  const int n_logits = int(out_rows.size());
-  for (int r = 0; r < n; ++r) {
-    const BatchRow& row = batch.rows[size_t(r)];
-    if (row.want_hidden && !row.want_logits) out_rows.push_back(r);
-  }
-  return n_logits;
-}
 
 }  // namespace
 
@@ -299,7 +248,10 @@ struct Forward::Pass {
 void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, PassProfile* profile) {
   const HParams& hp = model_.hparams();
   // bad input is an exception, never a wild write
-  const int n_logit_rows = check_batch(hp, batch, kv, max_rows_, buf_->out_rows);
+  if (kv.kv_dim() != hp.kv_dim() || kv.page_stride() != KvPool::page_stride_for(hp, kv.page_tokens())) {
+    throw std::invalid_argument("forward: KV pool was built for another model shape");
+  }
+  const int n_logit_rows = check_batch(hp, batch, kv.page_tokens(), kv.n_pages(), max_rows_, buf_->out_rows);
   if (!buf_->out_rows.empty() && !logits && !hidden) {
     throw std::invalid_argument("forward: rows want outputs but no logits or hidden buffer was given");
   }
@@ -367,21 +319,10 @@ Forward::Pass::Pass(Forward& f, const Batch& batch_, KvPool& kv_, PassProfile* p
 // Token embedding (gemma3: scaled; bert: + token type 0 + position, LayerNorm), and each row's RoPE
 // angles (shared by all layers and heads); the pool for this batch's attention.
 void Forward::Pass::embed_tokens() {
-  const kernels::WeightMatrix& emb = m.token_embd();
   for (int r = 0; r < n; ++r) {
     const BatchRow& row = batch.rows[size_t(r)];
-    float* xr = &b.x[size_t(r) * E];
-    kernels::dequantize_weight_row(emb, row.token, xr);
-    if (hp.embd_scale != 1.f) {
-      for (int i = 0; i < E; ++i) xr[i] *= hp.embd_scale;
-    }
-    if (bert) {
-      float* pe = &b.xb[size_t(r) * E];
-      kernels::dequantize_weight_row(m.position_embd(), row.pos, pe);
-      for (int i = 0; i < E; ++i) xr[i] = (m.token_type0() ? xr[i] + m.token_type0()[i] : xr[i]) + pe[i];
-      kernels::layernorm(xr, m.embd_norm(), m.embd_norm_bias(), xr, E, hp.rms_eps);
-      continue;  // no RoPE
-    }
+    embed_row(m, row.token, row.pos, &b.x[size_t(r) * E], &b.xb[size_t(r) * E]);
+    if (bert) continue;  // no RoPE
     kernels::rope_angles(row.pos, rope, &b.rope_cos[size_t(r) * half_rot], &b.rope_sin[size_t(r) * half_rot]);
     if (hp.n_swa > 0) {
       kernels::rope_angles(row.pos, rope_swa, &b.rope_cos_swa[size_t(r) * half_rot],
@@ -501,26 +442,8 @@ void Forward::Pass::moe_ffn(int layer, const LayerWeights& L) {
   const int NE = hp.n_expert, K = hp.n_expert_used, FE = hp.n_ff_exp;
   matmul(L.router, b.xb.data(), b.router.data(), n, norm_rows);
   for (int r = 0; r < n; ++r) {
-    float* p = &b.router[size_t(r) * NE];
-    kernels::softmax(p, NE);
-    int* chosen = &b.route_expert[size_t(r) * K];
-    for (int j = 0; j < K; ++j) {  // the K largest, the lower index first among equals
-      int best = -1;
-      for (int e = 0; e < NE; ++e) {
-        if (std::find(chosen, chosen + j, e) != chosen + j) continue;
-        if (best < 0 || p[e] > p[best]) best = e;
-      }
-      chosen[j] = best;
-    }
-    float first_unchosen = 0.f;
-    for (int e = 0; e < NE; ++e) {
-      if (std::find(chosen, chosen + K, e) == chosen + K) first_unchosen = std::max(first_unchosen, p[e]);
-    }
-    b.router_margins[size_t(layer) * size_t(max_rows) + size_t(r)] = {p[chosen[K - 1]], first_unchosen};
-    float sum = 0.f;
-    for (int j = 0; j < K; ++j) sum += p[chosen[j]];
-    sum = std::max(sum, 6.103515625e-5f);
-    for (int j = 0; j < K; ++j) b.route_weight[size_t(r) * K + j] = p[chosen[j]] / sum;
+    b.router_margins[size_t(layer) * size_t(max_rows) + size_t(r)] =
+        route_row(&b.router[size_t(r) * NE], NE, K, &b.route_expert[size_t(r) * K], &b.route_weight[size_t(r) * K]);
   }
   for (int e = 0; e < NE; ++e) {
     b.expert_slots.clear();
