@@ -1,6 +1,5 @@
-// CUDA and cuBLAS status checks: a failing call throws std::runtime_error naming the call and the error.
+// CUDA status checks: a failing call throws std::runtime_error naming the call and the error.
 #pragma once
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -10,11 +9,6 @@ namespace infer::cuda {
 
 inline void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("cuda: ") + what + ": " + cudaGetErrorString(e));
-}
-inline void check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string("cublas: ") + what + ": " + cublasGetStatusString(s));
-  }
 }
 
 }  // namespace infer::cuda

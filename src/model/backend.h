@@ -37,6 +37,8 @@ class Backend {
   virtual uint64_t kv_bytes() const = 0;
   virtual int max_rows() const = 0;
   virtual DeviceKind kind() const = 0;
+  // qwen3moe: row `row` of the last run's routing margin in `layer` (Forward::router_margin's contract).
+  virtual const RouterMargin& router_margin(int layer, int row) const = 0;
   // One line for INFO and `infer bench`: the device, the mode and the memory plan.
   virtual std::string description() const = 0;
 };
@@ -53,6 +55,7 @@ class CpuBackend final : public Backend {
   uint64_t kv_bytes() const override { return kv_.bytes(); }
   int max_rows() const override { return forward_.max_rows(); }
   DeviceKind kind() const override { return DeviceKind::Cpu; }
+  const RouterMargin& router_margin(int layer, int row) const override { return forward_.router_margin(layer, row); }
   std::string description() const override;
 
   Forward& forward() { return forward_; }  // diagnostics (router margins) and tests

@@ -3,16 +3,19 @@
 
 #include <algorithm>
 
+#include "cuda/cuda_backend.h"
+
 namespace infer::test {
 
 ForwardHarness::ForwardHarness(const model::Model& m, int n_threads, int n_seqs, int max_tokens, int max_rows,
-                               int page_tokens)
+                               int page_tokens, model::DeviceKind device)
     : model_(m), next_pos_(size_t(n_seqs), 0) {
   const int pages_per_seq = (max_tokens + page_tokens - 1) / page_tokens;
   const int n_pages = pages_per_seq * n_seqs;
   pool_ = std::make_unique<kernels::ThreadPool>(n_threads);
-  kv_ = std::make_unique<model::KvPool>(m.hparams(), page_tokens, n_pages);
-  forward_ = std::make_unique<model::Forward>(m, *pool_, max_rows);
+  model::DeviceOptions device_opts;
+  device_opts.kind = device;
+  backend_ = cuda::make_backend(m, device_opts, *pool_, max_rows, page_tokens, n_pages);
   // Scramble: page i of sequence s is pool page (i * n_seqs + s) reversed, so no sequence is contiguous.
   tables_.resize(size_t(n_seqs));
   for (int s = 0; s < n_seqs; ++s) {
@@ -28,7 +31,7 @@ std::vector<std::vector<float>> ForwardHarness::feed(const std::vector<Chunk>& c
   }
   const int n_vocab = model_.hparams().n_vocab;
   std::vector<float> flat(batch.rows.size() * size_t(n_vocab));
-  forward_->run(batch, *kv_, flat.data());
+  backend_->run(batch, flat.data());
   std::vector<std::vector<float>> out(batch.rows.size());
   for (size_t r = 0; r < out.size(); ++r) {
     out[r].assign(flat.begin() + long(r * n_vocab), flat.begin() + long((r + 1) * n_vocab));

@@ -1,14 +1,24 @@
-// Test harness around model::Forward: sequences with private page tables in one KV pool, fed in
-// batches of rows, returning every row's logits. Pages are handed out in a scrambled order so that
+// Test harness around a model::Backend (the CPU's Forward by default, or the GPU's): sequences with
+// private page tables in one KV pool, fed in batches of rows, returning every row's logits. Pages are handed out in a scrambled order so that
 // tests exercise the page-table indirection rather than a contiguous cache.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "cuda/cuda_backend.h"
 #include "kernels/thread_pool.h"
+#include "model/backend.h"
 #include "model/kv_pool.h"
 #include "model/model.h"
+
+// Skips the calling test, with the reason, where the CUDA backend cannot run (no CUDA build, no GPU).
+#define INFER_REQUIRE_CUDA()                              \
+  do {                                                    \
+    std::string why_;                                     \
+    if (!::infer::cuda::available(&why_)) GTEST_SKIP() << why_; \
+  } while (0)
 
 namespace infer::test {
 
@@ -16,7 +26,7 @@ class ForwardHarness {
  public:
   // Room for `n_seqs` sequences of up to `max_tokens` tokens each; pages of `page_tokens` tokens.
   ForwardHarness(const model::Model& m, int n_threads, int n_seqs, int max_tokens, int max_rows = 512,
-                 int page_tokens = 16);
+                 int page_tokens = 16, model::DeviceKind device = model::DeviceKind::Cpu);
 
   struct Chunk {
     int seq;
@@ -28,15 +38,16 @@ class ForwardHarness {
   std::vector<std::vector<float>> feed(int seq, const std::vector<int32_t>& tokens) { return feed({{seq, tokens}}); }
 
   int position(int seq) const { return next_pos_[size_t(seq)]; }
-  model::Forward& forward() { return *forward_; }
-  model::KvPool& kv() { return *kv_; }
+  // The CPU backend's Forward and pool (diagnostics); throws std::bad_cast on another device.
+  model::Forward& forward() { return dynamic_cast<model::CpuBackend&>(*backend_).forward(); }
+  model::KvPool& kv() { return dynamic_cast<model::CpuBackend&>(*backend_).kv(); }
+  model::Backend& backend() { return *backend_; }
   const std::vector<int32_t>& page_table(int seq) const { return tables_[size_t(seq)]; }
 
  private:
   const model::Model& model_;
   std::unique_ptr<kernels::ThreadPool> pool_;
-  std::unique_ptr<model::KvPool> kv_;
-  std::unique_ptr<model::Forward> forward_;
+  std::unique_ptr<model::Backend> backend_;
   std::vector<std::vector<int32_t>> tables_;
   std::vector<int> next_pos_;
 };

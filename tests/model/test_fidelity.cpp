@@ -1,6 +1,7 @@
-// Acceptance test of the CPU engine against the reference outputs (../shared/reference/README.md):
+// Acceptance test of the engine against the reference outputs (../shared/reference/README.md):
 // teacher-forced logits within k·σ at every prompt position and generation step for every model, and
-// stories260K's free-running greedy continuation equal to the reference's.
+// stories260K's free-running greedy continuation equal to the reference's; on the CPU, and on the GPU
+// (the *Cuda suites, skipped where no CUDA device answers).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cuda/cuda_backend.h"
 #include "forward_harness.h"
 #include "model/model.h"
 #include "reference_data.h"
@@ -43,7 +45,7 @@ constexpr float kKvNearTie = 1e-3f;
 
 // The narrowest routing margin of batch row `row` over the layers up to `last_layer`, as text, or ""
 // when none is under `below`.
-std::string near_tie(const model::Forward& f, const model::HParams& hp, int row, int last_layer, float below) {
+std::string near_tie(const model::Backend& f, const model::HParams& hp, int row, int last_layer, float below) {
   if (!hp.is_moe()) return "";
   std::string found;
   float narrowest = below;
@@ -59,11 +61,7 @@ std::string near_tie(const model::Forward& f, const model::HParams& hp, int row,
   return found;
 }
 
-class Fidelity : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(Fidelity, TeacherForcedLogitsWithinTolerance) {
-  INFER_REQUIRE_DIR(reference_dir());
-  const std::string name = GetParam();
+void check_teacher_forced(const std::string& name, model::DeviceKind device) {
   const auto model = model::Model::load(reference_model_path(name));
   const auto records = load_reference(name);
   const auto tok = tokenizer::Tokenizer::from_gguf(model->file());
@@ -79,7 +77,7 @@ TEST_P(Fidelity, TeacherForcedLogitsWithinTolerance) {
     EXPECT_EQ(tok->encode(rec.prompt, plain), rec.prompt_ids);
     const int n_prompt = int(rec.prompt_ids.size());
     const int n_steps = int(rec.steps_top.size());
-    ForwardHarness h(*model, 1, 1, n_prompt + n_steps + 1);
+    ForwardHarness h(*model, 1, 1, n_prompt + n_steps + 1, 512, 16, device);
     const double sigma = rec.sigma();
     double worst = 0;
 
@@ -87,7 +85,7 @@ TEST_P(Fidelity, TeacherForcedLogitsWithinTolerance) {
     std::string kv_tie;  // the first near-tie whose keys and values later rows read
     // A miss on a row with a routing near-tie, or after one in the keys and values, is reported, not failed.
     auto check = [&](double d, const std::string& what, int row) {
-      const std::string row_tie = near_tie(h.forward(), model->hparams(), row, model->hparams().n_layer - 1, kRowNearTie);
+      const std::string row_tie = near_tie(h.backend(), model->hparams(), row, model->hparams().n_layer - 1, kRowNearTie);
       if (d <= k || (row_tie.empty() && kv_tie.empty())) {
         EXPECT_LE(d, k) << what;
         worst = std::max(worst, d);
@@ -97,7 +95,7 @@ TEST_P(Fidelity, TeacherForcedLogitsWithinTolerance) {
       }
       ++rows;
       if (kv_tie.empty()) {
-        const std::string t = near_tie(h.forward(), model->hparams(), row, model->hparams().n_layer - 2, kKvNearTie);
+        const std::string t = near_tie(h.backend(), model->hparams(), row, model->hparams().n_layer - 2, kKvNearTie);
         if (!t.empty()) kv_tie = what + ", " + t;
       }
     };
@@ -122,32 +120,49 @@ TEST_P(Fidelity, TeacherForcedLogitsWithinTolerance) {
     if (explained > 3) std::printf("[fidelity] %s: %d more misses at router near-ties\n", name.c_str(), explained - 3);
     worst_model = std::max(worst_model, worst);
   }
-  std::printf("[fidelity] %-20s max diff/sigma %.5f (tolerance k = %.2f, margin %.1fx)\n", name.c_str(), worst_model,
-              k, k / std::max(worst_model, 1e-12));
+  std::printf("[fidelity%s] %-20s max diff/sigma %.5f (tolerance k = %.2f, margin %.1fx)\n",
+              device == model::DeviceKind::Cpu ? "" : " cuda", name.c_str(), worst_model, k, k / std::max(worst_model, 1e-12));
   if (explained_model > 0) {
     std::printf("[fidelity] %-20s %d of %d rows miss at or after a router near-tie\n", name.c_str(), explained_model,
                 rows_model);
   }
   // near-ties explain a few rows, never most of them
   EXPECT_LE(explained_model * 5, rows_model) << explained_model << " of " << rows_model << " rows at near-ties";
-  RecordProperty("max_diff_over_sigma", std::to_string(worst_model));
+  ::testing::Test::RecordProperty("max_diff_over_sigma", std::to_string(worst_model));
 }
 
-INSTANTIATE_TEST_SUITE_P(ReferenceModels, Fidelity, ::testing::ValuesIn(reference_model_names()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string s = info.param;
-                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return s;
-                         });
+std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
+}
 
-TEST(FidelityStories260K, GreedyMatchesReference) {
+class Fidelity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Fidelity, TeacherForcedLogitsWithinTolerance) {
   INFER_REQUIRE_DIR(reference_dir());
+  check_teacher_forced(GetParam(), model::DeviceKind::Cpu);
+}
+
+INSTANTIATE_TEST_SUITE_P(ReferenceModels, Fidelity, ::testing::ValuesIn(reference_model_names()), param_name);
+
+class FidelityCuda : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FidelityCuda, TeacherForcedLogitsWithinTolerance) {
+  INFER_REQUIRE_DIR(reference_dir());
+  INFER_REQUIRE_CUDA();
+  check_teacher_forced(GetParam(), model::DeviceKind::Cuda);
+}
+
+INSTANTIATE_TEST_SUITE_P(ReferenceModels, FidelityCuda, ::testing::ValuesIn(reference_model_names()), param_name);
+
+void check_stories_greedy(model::DeviceKind device) {
   const auto model = model::Model::load(reference_model_path("stories260K"));
   for (const ReferenceRecord& rec : load_reference("stories260K")) {
     SCOPED_TRACE("prompt: " + rec.prompt.substr(0, 40));
     const double tol = tolerance_factor("stories260K") * rec.sigma();
     const int n_steps = int(rec.greedy_ids.size());
-    ForwardHarness h(*model, 1, 1, int(rec.prompt_ids.size()) + n_steps + 1);
+    ForwardHarness h(*model, 1, 1, int(rec.prompt_ids.size()) + n_steps + 1, 512, 16, device);
     std::vector<float> logits = h.feed(0, rec.prompt_ids).back();
     int matched = 0;
     for (int s = 0; s < n_steps; ++s, matched = s) {
@@ -163,8 +178,20 @@ TEST(FidelityStories260K, GreedyMatchesReference) {
     }
     std::string shown = rec.prompt.substr(0, 24);
     std::replace(shown.begin(), shown.end(), '\n', ' ');
-    std::printf("[greedy] stories260K \"%s\": %d/%d tokens equal to the reference\n", shown.c_str(), matched, n_steps);
+    std::printf("[greedy%s] stories260K \"%s\": %d/%d tokens equal to the reference\n",
+                device == model::DeviceKind::Cpu ? "" : " cuda", shown.c_str(), matched, n_steps);
   }
+}
+
+TEST(FidelityStories260K, GreedyMatchesReference) {
+  INFER_REQUIRE_DIR(reference_dir());
+  check_stories_greedy(model::DeviceKind::Cpu);
+}
+
+TEST(FidelityStories260KCuda, GreedyMatchesReference) {
+  INFER_REQUIRE_DIR(reference_dir());
+  INFER_REQUIRE_CUDA();
+  check_stories_greedy(model::DeviceKind::Cuda);
 }
 
 }  // namespace

@@ -140,8 +140,9 @@ TEST(OptionalTensors, Qwen2OutputBiasIsAddedToTheLogits) {
 // second sequence's rows in the same batches, on `n_threads` threads.
 std::vector<std::vector<float>> run_sequence(const model::Model& m, const std::vector<int32_t>& tokens,
                                              const std::vector<size_t>& chunks, int n_threads,
-                                             const std::vector<int32_t>* other = nullptr) {
-  ForwardHarness h(m, n_threads, 2, int(tokens.size() + (other ? other->size() : 0)) + 1, 512, 16);
+                                             const std::vector<int32_t>* other = nullptr,
+                                             model::DeviceKind device = model::DeviceKind::Cpu) {
+  ForwardHarness h(m, n_threads, 2, int(tokens.size() + (other ? other->size() : 0)) + 1, 512, 16, device);
   std::vector<std::vector<float>> out;
   size_t at = 0, other_at = 0;
   for (size_t c : chunks) {
@@ -199,6 +200,42 @@ INSTANTIATE_TEST_SUITE_P(Models, Invariant7,
                          ::testing::Values("stories260K", "tiny-llama-q8_0", "tiny-llama-q4_k_m", "tiny-qwen2-f16",
                                            "tiny-qwen3-q4_k_m", "tiny-gemma3-q8_0", "tiny-phi3-q4_k_m",
                                            "tiny-qwen3moe-q4_k_m", "tiny-qwen3moe-f32"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string s = info.param;
+                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return s;
+                         });
+
+// The same on the GPU: a row's logits bitwise the same alone, beside another sequence, and in any
+// chunking of the prefill (threads play no part there).
+class Invariant7Cuda : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Invariant7Cuda, RowLogitsBitwiseIndependentOfBatchingAndChunking) {
+  INFER_REQUIRE_DIR(reference_dir());
+  INFER_REQUIRE_CUDA();
+  const std::string name = GetParam();
+  const auto model = model::Model::load(reference_model_path(name));
+  const auto tokens = sample_tokens(name, 60);
+  std::vector<int32_t> other = load_reference(name).at(2).prompt_ids;
+  other.insert(other.end(), tokens.begin(), tokens.begin() + 40);
+  const auto cuda = model::DeviceKind::Cuda;
+  std::vector<size_t> prefill_then_decode{50};
+  for (int i = 0; i < 10; ++i) prefill_then_decode.push_back(1);
+  const auto alone = run_sequence(*model, tokens, prefill_then_decode, 1, nullptr, cuda);
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, prefill_then_decode, 1, &other, cuda),
+                       "batched with another sequence");
+  std::vector<size_t> chunked{7, 1, 20, 22};
+  for (int i = 0; i < 10; ++i) chunked.push_back(1);
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, chunked, 1, nullptr, cuda), "prefill in chunks 7+1+20+22");
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, std::vector<size_t>(60, 1), 1, nullptr, cuda),
+                       "token by token");
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, {60}, 1, &other, cuda), "all in one batch");
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Invariant7Cuda,
+                         ::testing::Values("stories260K", "tiny-llama-q8_0", "tiny-llama-q4_k_m", "tiny-llama-f32",
+                                           "tiny-llama-bf16", "tiny-qwen2-f16", "tiny-qwen3-q4_k_m", "tiny-gemma3-q8_0",
+                                           "tiny-phi3-q4_k_m", "tiny-qwen3moe-q4_k_m"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string s = info.param;
                            for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

@@ -1,0 +1,620 @@
+// The GPU backend, resident mode: every matrix uploaded once at load (F32 and BF16 as stored, the rest
+// as F16), the paged KV cache and all activations in GPU memory, the whole forward pass on one stream.
+// The host embeds the tokens and computes the RoPE angles (the CPU's own functions, so the angles are
+// bit-identical), and routes mixture-of-experts rows (model/moe_routing.h); logits and hidden states
+// come back. Memory is planned before anything is allocated: a model that does not fit fails at load.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda/check.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/gpu_backend.h"
+#include "cuda/gpu_kernels.h"
+#include "kernels/interleave.h"
+#include "kernels/ops.h"
+#include "kernels/quant.h"
+#include "model/batch_check.h"
+#include "model/embedding.h"
+#include "model/moe_routing.h"
+
+namespace infer::cuda {
+namespace {
+
+using gguf::TensorType;
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 19)) >> 20) + " MiB"; }
+
+// Device memory of the backend, freed at destruction.
+class DeviceArena {
+ public:
+  DeviceArena() = default;
+  DeviceArena(const DeviceArena&) = delete;
+  DeviceArena& operator=(const DeviceArena&) = delete;
+  ~DeviceArena() {
+    for (void* p : blocks_) cudaFree(p);
+  }
+  template <typename T>
+  T* alloc(size_t n) {
+    void* p = nullptr;
+    const size_t bytes = std::max<size_t>(n, 1) * sizeof(T);
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    blocks_.push_back(p);
+    bytes_ += bytes;
+    return static_cast<T*>(p);
+  }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  std::vector<void*> blocks_;
+  uint64_t bytes_ = 0;
+};
+
+// Page-locked host memory for the per-pass copies (asynchronous only from pinned memory).
+template <typename T>
+class Pinned {
+ public:
+  Pinned() = default;
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  ~Pinned() {
+    if (p_) cudaFreeHost(p_);
+  }
+  T* reserve(size_t n) {
+    if (n > n_) {
+      if (p_) cudaFreeHost(p_);
+      p_ = nullptr;
+      check(cudaMallocHost(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(T)), "cudaMallocHost");
+      n_ = n;
+    }
+    return p_;
+  }
+  T* get() const { return p_; }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+WeightKind kind_on_gpu(const kernels::WeightMatrix& w) {
+  if (!w.interleaved && w.type == TensorType::F32) return WeightKind::F32;
+  if (!w.interleaved && w.type == TensorType::BF16) return WeightKind::BF16;
+  return WeightKind::F16;
+}
+
+uint64_t bytes_on_gpu(const kernels::WeightMatrix& w) {
+  return w.data ? uint64_t(w.n_in) * uint64_t(w.n_out) * weight_kind_bytes(kind_on_gpu(w)) : 0;
+}
+
+// Every matrix a layer may have, for planning and uploading alike.
+template <typename L, typename F>
+void for_each_matrix(L& layer, F&& f) {
+  for (auto* m : {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down, &layer.router,
+                  &layer.gate_exps, &layer.up_exps, &layer.down_exps}) {
+    f(*m);
+  }
+}
+
+struct GpuLayer {
+  GpuMatrix wq, wk, wv, wo, w_gate, w_up, w_down, router, gate_exps, up_exps, down_exps;
+  const float *attn_norm = nullptr, *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
+  const float *q_norm = nullptr, *k_norm = nullptr, *post_attn_norm = nullptr;
+  const float *attn_out_norm = nullptr, *attn_out_norm_b = nullptr, *ffn_norm = nullptr;
+  const float *b_up = nullptr, *b_down = nullptr, *post_ffn_norm = nullptr;
+  const float *layer_out_norm = nullptr, *layer_out_norm_b = nullptr;
+};
+
+class GpuBackend final : public model::Backend {
+ public:
+  GpuBackend(const model::Model& m, const model::DeviceOptions& opts, int max_rows, int page_tokens, int n_pages);
+  ~GpuBackend() override {
+    if (stream_) cudaStreamDestroy(stream_);
+    if (page_tables_) cudaFree(page_tables_);
+  }
+
+  void run(const model::Batch& batch, float* logits, float* hidden, model::PassProfile* profile) override;
+  void copy_page(int32_t from, int32_t to, int n_tokens) override;
+  int page_tokens() const override { return page_tokens_; }
+  int n_pages() const override { return n_pages_; }
+  uint64_t kv_bytes() const override { return kv_bytes_; }
+  int max_rows() const override { return max_rows_; }
+  model::DeviceKind kind() const override { return model::DeviceKind::Cuda; }
+  const model::RouterMargin& router_margin(int layer, int row) const override {
+    if (!hp_.is_moe()) throw std::out_of_range("router_margin: the model has no experts");
+    return router_margins_.at(size_t(layer) * size_t(max_rows_) + size_t(row));
+  }
+  std::string description() const override { return description_; }
+
+ private:
+  const model::Model& m_;
+  const model::HParams& hp_;
+  const int max_rows_, page_tokens_, n_pages_;
+  const int E_, Q_, KV_, HD_, F_, half_;
+  const bool bert_;
+  uint64_t kv_bytes_ = 0;
+  int64_t page_stride_ = 0;
+  std::string description_;
+  cudaStream_t stream_ = nullptr;
+  DeviceArena arena_;
+
+  // weights
+  std::vector<GpuLayer> layers_;
+  GpuMatrix output_;
+  const float *output_norm_ = nullptr, *output_bias_ = nullptr;
+  const uint16_t* gelu_table_ = nullptr;
+  __half* kv_ = nullptr;
+
+  // activations [max_rows × width] and per-row inputs
+  float *x_, *xb_, *q_, *k_, *v_, *att_, *hb_, *hb2_, *final_, *logits_;
+  float *cos_, *sin_, *cos_swa_, *sin_swa_;
+  int* rows_i_;  // pos, end, pt_offset, out_rows: 4 × max_rows
+  int* page_tables_ = nullptr;
+  size_t page_table_cap_ = 0;
+  float *router_ = nullptr, *moe_in_ = nullptr, *moe_y_ = nullptr, *moe_out_ = nullptr, *route_w_ = nullptr;
+  int* moe_index_ = nullptr;
+
+  // host staging
+  Pinned<float> h_x_, h_angles_, h_router_, h_route_w_;
+  Pinned<int> h_rows_i_, h_pt_, h_moe_index_;
+  std::vector<float> embed_scratch_;
+  std::vector<int> out_rows_, seq_end_, seq_pt_offset_;
+  std::vector<int> route_expert_;
+  std::vector<model::RouterMargin> router_margins_;  // [n_layer × max_rows]
+  int layer_ = 0;  // the layer the pass is in
+
+  GpuMatrix upload(const kernels::WeightMatrix& w);
+  const float* upload(const float* v, int64_t n);
+  void upload_weights();
+  void allocate_scratch();
+  void grow_page_tables(size_t n);
+
+  // one pass, for the n rows of the current batch
+  int n_ = 0;
+  RowsView rows_view_{};
+  void prepare_inputs(const model::Batch& batch);
+  void attention_block(int l);
+  void feed_forward_block(int l);
+  void moe_block(const GpuLayer& L);
+  void outputs(int n_logit_rows, float* logits, float* hidden);
+  PagedLayer paged(int l) const {
+    __half* k = kv_ + int64_t(l) * 2 * page_tokens_ * KV_;
+    return PagedLayer{k, k + int64_t(page_tokens_) * KV_, page_stride_, page_tokens_, KV_};
+  }
+};
+
+GpuBackend::GpuBackend(const model::Model& m, const model::DeviceOptions& opts, int max_rows, int page_tokens,
+                       int n_pages)
+    : m_(m),
+      hp_(m.hparams()),
+      max_rows_(max_rows),
+      page_tokens_(page_tokens),
+      n_pages_(n_pages),
+      E_(hp_.n_embd),
+      Q_(hp_.q_dim()),
+      KV_(hp_.kv_dim()),
+      HD_(hp_.head_dim),
+      F_(hp_.ffn_width()),
+      half_(hp_.n_rot / 2),
+      bert_(hp_.arch == model::Arch::Bert) {
+  if (max_rows <= 0 || page_tokens <= 0 || n_pages <= 0) {
+    throw std::invalid_argument("cuda backend: max_rows, page_tokens and n_pages must be positive");
+  }
+  if (HD_ > 256) {
+    throw std::runtime_error("cuda backend: head_dim " + std::to_string(HD_) + " is over the 256 its attention takes");
+  }
+  if (opts.gpu_layers >= 0 && opts.gpu_layers < hp_.n_layer) {
+    throw std::runtime_error("cuda backend: streaming layers from host memory (gpu-layers " +
+                             std::to_string(opts.gpu_layers) + " of " + std::to_string(hp_.n_layer) +
+                             ") is not available yet; use gpu-layers auto with a model that fits the GPU");
+  }
+  page_stride_ = int64_t(hp_.n_layer) * 2 * page_tokens * KV_;
+  kv_bytes_ = uint64_t(page_stride_) * uint64_t(n_pages) * sizeof(__half);
+
+  // Plan first: weights + KV pool + scratch against the GPU's free memory (or the budget).
+  uint64_t weights = 0;
+  for (const model::LayerWeights& L : m.layers()) {
+    for_each_matrix(L, [&](const kernels::WeightMatrix& w) { weights += bytes_on_gpu(w); });
+  }
+  weights += bytes_on_gpu(m.output());
+  const uint64_t R = uint64_t(max_rows);
+  uint64_t scratch = R * (4 * uint64_t(E_) + 2 * uint64_t(Q_) + 2 * uint64_t(KV_) + 2 * uint64_t(F_) +
+                          uint64_t(std::max(hp_.n_vocab, 1)) + 4 * uint64_t(half_) + 4) * sizeof(float);
+  if (hp_.is_moe()) {
+    const uint64_t K = uint64_t(hp_.n_expert_used);
+    scratch += R * (uint64_t(hp_.n_expert) + 2 * uint64_t(E_) + K * uint64_t(E_) + 3 * K) * sizeof(float);
+  }
+  const uint64_t small = 64ull << 20;  // norms, biases, the GELU table, page tables: well under this
+  const uint64_t need = weights + kv_bytes_ + scratch + small;
+  const std::optional<DeviceInfo> dev = device_info();
+  if (!dev) throw std::runtime_error("cuda backend: no CUDA device");
+  const uint64_t budget = opts.vram_budget > 0 ? std::min<uint64_t>(opts.vram_budget, dev->free_bytes) : dev->free_bytes;
+  if (need > budget) {
+    throw std::runtime_error("cuda backend: the model needs " + mib(need) + " of GPU memory (weights " + mib(weights) +
+                             ", KV pool " + mib(kv_bytes_) + ", scratch " + mib(scratch + small) + ") but " + mib(budget) +
+                             " is available (" + dev->name + ": " + mib(dev->free_bytes) + " free of " +
+                             mib(dev->total_bytes) + (opts.vram_budget > 0 ? ", budget " + mib(opts.vram_budget) : "") +
+                             ")");
+  }
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  upload_weights();
+  kv_ = arena_.alloc<__half>(size_t(page_stride_) * size_t(n_pages));
+  allocate_scratch();
+  description_ = "cuda, " + dev->name + " (sm_" + std::to_string(dev->compute_major) + std::to_string(dev->compute_minor) +
+                 ", " + std::to_string(dev->multiprocessors) + " SMs), resident, weights " + mib(weights) + ", KV " +
+                 std::to_string(n_pages) + " pages of " + std::to_string(page_tokens) + " tokens (" + mib(kv_bytes_) +
+                 "), " + mib(arena_.bytes()) + " allocated";
+}
+
+GpuMatrix GpuBackend::upload(const kernels::WeightMatrix& w) {
+  if (!w.data) return {};
+  GpuMatrix g;
+  g.kind = kind_on_gpu(w);
+  g.n_in = w.n_in;
+  g.n_out = w.n_out;
+  const uint64_t bytes = bytes_on_gpu(w);
+  char* dst = arena_.alloc<char>(bytes);
+  g.data = dst;
+  const bool as_stored = !w.interleaved && (w.type == TensorType::F32 || w.type == TensorType::F16 ||
+                                            w.type == TensorType::BF16);
+  if (as_stored) {
+    check(cudaMemcpy(dst, w.data, bytes, cudaMemcpyHostToDevice), "upload weights");
+    return g;
+  }
+  // Dequantise to F16 on the host, a chunk of rows at a time, the rows of a chunk split over threads.
+  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t(16) << 20) / (w.n_in * 2));
+  std::vector<uint16_t> staging(size_t(std::min(chunk_rows, w.n_out) * w.n_in));
+  const int n_threads = int(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 16u));
+  for (int64_t first = 0; first < w.n_out; first += chunk_rows) {
+    const int64_t count = std::min(chunk_rows, w.n_out - first);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < n_threads; ++t) {
+      threads.emplace_back([&, t] {
+        std::vector<float> row(size_t(w.n_in));
+        for (int64_t r = t; r < count; r += n_threads) {
+          kernels::dequantize_weight_row(w, first + r, row.data());
+          uint16_t* out = &staging[size_t(r * w.n_in)];
+          for (int64_t i = 0; i < w.n_in; ++i) out[i] = kernels::f32_to_f16(row[size_t(i)]);
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    check(cudaMemcpy(dst + first * w.n_in * 2, staging.data(), size_t(count * w.n_in * 2), cudaMemcpyHostToDevice),
+          "upload weights");
+  }
+  return g;
+}
+
+const float* GpuBackend::upload(const float* v, int64_t n) {
+  if (!v) return nullptr;
+  float* d = arena_.alloc<float>(size_t(n));
+  check(cudaMemcpy(d, v, size_t(n) * sizeof(float), cudaMemcpyHostToDevice), "upload vector");
+  return d;
+}
+
+void GpuBackend::upload_weights() {
+  for (const model::LayerWeights& L : m_.layers()) {
+    GpuLayer G;
+    G.wq = upload(L.wq);
+    G.wk = upload(L.wk);
+    G.wv = upload(L.wv);
+    G.wo = upload(L.wo);
+    G.w_gate = upload(L.w_gate);
+    G.w_up = upload(L.w_up);
+    G.w_down = upload(L.w_down);
+    G.router = upload(L.router);
+    G.gate_exps = upload(L.gate_exps);
+    G.up_exps = upload(L.up_exps);
+    G.down_exps = upload(L.down_exps);
+    G.attn_norm = upload(L.attn_norm, E_);
+    G.bq = upload(L.bq, L.wq.n_out);
+    G.bk = upload(L.bk, L.wk.n_out);
+    G.bv = upload(L.bv, L.wv.n_out);
+    G.bo = upload(L.bo, E_);
+    G.q_norm = upload(L.q_norm, HD_);
+    G.k_norm = upload(L.k_norm, HD_);
+    G.post_attn_norm = upload(L.post_attn_norm, E_);
+    G.attn_out_norm = upload(L.attn_out_norm, E_);
+    G.attn_out_norm_b = upload(L.attn_out_norm_b, E_);
+    G.ffn_norm = upload(L.ffn_norm, E_);
+    G.b_up = upload(L.b_up, L.w_up.n_out);
+    G.b_down = upload(L.b_down, E_);
+    G.post_ffn_norm = upload(L.post_ffn_norm, E_);
+    G.layer_out_norm = upload(L.layer_out_norm, E_);
+    G.layer_out_norm_b = upload(L.layer_out_norm_b, E_);
+    layers_.push_back(G);
+  }
+  if (hp_.has_classifier()) {
+    output_ = upload(m_.output());
+    output_bias_ = upload(m_.output_bias(), hp_.n_vocab);
+  }
+  output_norm_ = upload(m_.output_norm(), E_);
+  std::vector<uint16_t> table(65536);
+  for (uint32_t h = 0; h < 65536; ++h) table[h] = kernels::gelu_table_entry(uint16_t(h));
+  uint16_t* t = arena_.alloc<uint16_t>(table.size());
+  check(cudaMemcpy(t, table.data(), table.size() * 2, cudaMemcpyHostToDevice), "upload GELU table");
+  gelu_table_ = t;
+}
+
+void GpuBackend::allocate_scratch() {
+  const size_t R = size_t(max_rows_);
+  x_ = arena_.alloc<float>(R * E_);
+  xb_ = arena_.alloc<float>(R * E_);
+  final_ = arena_.alloc<float>(R * E_);
+  q_ = arena_.alloc<float>(R * Q_);
+  att_ = arena_.alloc<float>(R * Q_);
+  k_ = arena_.alloc<float>(R * KV_);
+  v_ = arena_.alloc<float>(R * KV_);
+  hb_ = arena_.alloc<float>(R * F_);
+  hb2_ = arena_.alloc<float>(R * F_);
+  logits_ = arena_.alloc<float>(hp_.has_classifier() ? R * size_t(hp_.n_vocab) : 1);
+  float* angles = arena_.alloc<float>(4 * R * size_t(std::max(half_, 1)));
+  cos_ = angles;
+  sin_ = cos_ + R * half_;
+  cos_swa_ = sin_ + R * half_;
+  sin_swa_ = cos_swa_ + R * half_;
+  rows_i_ = arena_.alloc<int>(4 * R);
+  if (hp_.is_moe()) {
+    const size_t K = size_t(hp_.n_expert_used);
+    router_ = arena_.alloc<float>(R * hp_.n_expert);
+    moe_in_ = arena_.alloc<float>(R * E_);
+    moe_y_ = arena_.alloc<float>(R * E_);
+    moe_out_ = arena_.alloc<float>(R * K * E_);
+    route_w_ = arena_.alloc<float>(R * K);
+    moe_index_ = arena_.alloc<int>(2 * R * K);
+    h_router_.reserve(R * hp_.n_expert);
+    h_route_w_.reserve(R * K);
+    h_moe_index_.reserve(2 * R * K);
+    route_expert_.resize(R * K);
+    router_margins_.resize(size_t(hp_.n_layer) * R);
+  }
+  h_x_.reserve(R * E_);
+  h_angles_.reserve(4 * R * size_t(std::max(half_, 1)));
+  h_rows_i_.reserve(4 * R);
+  embed_scratch_.resize(size_t(E_));
+  grow_page_tables(R * 4);
+}
+
+// Page tables grow with the contexts they cover; a few bytes per page, reallocated rarely.
+void GpuBackend::grow_page_tables(size_t n) {
+  if (n <= page_table_cap_) return;
+  const size_t cap = std::max(n, 2 * page_table_cap_);
+  if (page_tables_) check(cudaFree(page_tables_), "cudaFree");
+  page_tables_ = nullptr;
+  check(cudaMalloc(&page_tables_, cap * sizeof(int)), "cudaMalloc page tables");
+  h_pt_.reserve(cap);
+  page_table_cap_ = cap;
+}
+
+void GpuBackend::prepare_inputs(const model::Batch& batch) {
+  const int n = n_;
+  const size_t R = size_t(max_rows_);
+  const kernels::RopeParams rope{hp_.n_rot, hp_.rope_freq_base, hp_.rope_freq_scale, hp_.rope_neox, m_.rope_factors(),
+                                 hp_.rope_mscale};
+  const kernels::RopeParams rope_swa{hp_.n_rot, hp_.rope_freq_base_swa, 1.0f, hp_.rope_neox, nullptr, hp_.rope_mscale};
+  float* hx = h_x_.get();
+  float* ha = h_angles_.get();
+  for (int r = 0; r < n; ++r) {
+    const model::BatchRow& row = batch.rows[size_t(r)];
+    model::embed_row(m_, row.token, row.pos, hx + size_t(r) * E_, embed_scratch_.data());
+    if (bert_) continue;
+    kernels::rope_angles(row.pos, rope, ha + size_t(r) * half_, ha + R * half_ + size_t(r) * half_);
+    if (hp_.n_swa > 0) {
+      kernels::rope_angles(row.pos, rope_swa, ha + 2 * R * half_ + size_t(r) * half_,
+                           ha + 3 * R * half_ + size_t(r) * half_);
+    }
+  }
+  // Each sequence's visible end (non-causal: its last position in the batch + 1) and page table,
+  // the pages up to the last one a row of it reads.
+  seq_end_.assign(batch.seqs.size(), 0);
+  for (const model::BatchRow& row : batch.rows) seq_end_[size_t(row.seq)] = std::max(seq_end_[size_t(row.seq)], row.pos + 1);
+  seq_pt_offset_.assign(batch.seqs.size(), 0);
+  size_t pt_total = 0;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    seq_pt_offset_[s] = int(pt_total);
+    if (seq_end_[s] > 0) pt_total += size_t((seq_end_[s] - 1) / page_tokens_ + 1);
+  }
+  grow_page_tables(pt_total);
+  int* hpt = h_pt_.get();
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    if (seq_end_[s] == 0) continue;
+    const int pages = (seq_end_[s] - 1) / page_tokens_ + 1;
+    std::memcpy(hpt + seq_pt_offset_[s], batch.seqs[s].page_table, size_t(pages) * sizeof(int));
+  }
+  int* hi = h_rows_i_.get();
+  for (int r = 0; r < n; ++r) {
+    const model::BatchRow& row = batch.rows[size_t(r)];
+    hi[r] = row.pos;
+    hi[R + r] = hp_.causal ? row.pos + 1 : seq_end_[size_t(row.seq)];
+    hi[2 * R + r] = seq_pt_offset_[size_t(row.seq)];
+  }
+  for (size_t i = 0; i < out_rows_.size(); ++i) hi[3 * R + i] = out_rows_[i];
+
+  cudaStream_t s = stream_;
+  check(cudaMemcpyAsync(x_, hx, size_t(n) * E_ * sizeof(float), cudaMemcpyHostToDevice, s), "upload rows");
+  if (!bert_) {
+    check(cudaMemcpyAsync(cos_, ha, 4 * R * half_ * sizeof(float), cudaMemcpyHostToDevice, s), "upload angles");
+  }
+  check(cudaMemcpyAsync(rows_i_, hi, 4 * R * sizeof(int), cudaMemcpyHostToDevice, s), "upload row data");
+  check(cudaMemcpyAsync(page_tables_, hpt, std::max<size_t>(pt_total, 1) * sizeof(int), cudaMemcpyHostToDevice, s),
+        "upload page tables");
+  rows_view_ = RowsView{rows_i_, rows_i_ + R, rows_i_ + 2 * R, page_tables_, n};
+}
+
+void GpuBackend::run(const model::Batch& batch, float* logits, float* hidden, model::PassProfile* profile) {
+  const int n_logit_rows = model::check_batch(hp_, batch, page_tokens_, n_pages_, max_rows_, out_rows_);
+  if (!out_rows_.empty() && !logits && !hidden) {
+    throw std::invalid_argument("forward: rows want outputs but no logits or hidden buffer was given");
+  }
+  if (int(out_rows_.size()) > n_logit_rows && !hidden) {
+    throw std::invalid_argument("forward: rows want hidden states but no hidden buffer was given");
+  }
+  if (batch.rows.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  n_ = int(batch.rows.size());
+  prepare_inputs(batch);
+  for (int l = 0; l < hp_.n_layer; ++l) {
+    layer_ = l;
+    attention_block(l);
+    feed_forward_block(l);
+  }
+  outputs(n_logit_rows, logits, hidden);
+  check(cudaStreamSynchronize(stream_), "forward pass");
+  if (profile) profile->other_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void GpuBackend::attention_block(int l) {
+  const GpuLayer& L = layers_[size_t(l)];
+  cudaStream_t s = stream_;
+  const int n = n_;
+  const float eps = hp_.rms_eps;
+  const float* in = x_;
+  if (!bert_) {
+    rmsnorm(x_, E_, nullptr, L.attn_norm, xb_, E_, n, E_, eps, s);
+    in = xb_;
+  }
+  matmul(L.wq, in, E_, n, q_, Q_, s);
+  matmul(L.wk, in, E_, n, k_, KV_, s);
+  matmul(L.wv, in, E_, n, v_, KV_, s);
+  add_bias(q_, L.bq, n, Q_, s);
+  add_bias(k_, L.bk, n, KV_, s);
+  add_bias(v_, L.bv, n, KV_, s);
+  if (L.q_norm) {
+    rmsnorm(q_, HD_, nullptr, L.q_norm, q_, HD_, n * hp_.n_head, HD_, eps, s);
+    rmsnorm(k_, HD_, nullptr, L.k_norm, k_, HD_, n * hp_.n_kv_head, HD_, eps, s);
+  }
+  const bool local = hp_.is_local_layer(l);
+  if (!bert_) {
+    rope(q_, hp_.n_head, k_, hp_.n_kv_head, HD_, local ? cos_swa_ : cos_, local ? sin_swa_ : sin_, half_, hp_.rope_neox,
+         n, s);
+  }
+  const PagedLayer kv = paged(l);
+  kv_store(k_, v_, kv, rows_view_, s);
+  attention(q_, att_, kv, rows_view_, hp_.n_head, hp_.n_kv_head, HD_, hp_.attn_scale, local ? hp_.n_swa : 0, s);
+  matmul(L.wo, att_, Q_, n, xb_, E_, s);
+  add_bias(xb_, L.bo, n, E_, s);
+  if (L.post_attn_norm) rmsnorm(xb_, E_, nullptr, L.post_attn_norm, xb_, E_, n, E_, eps, s);
+  add(x_, xb_, int64_t(n) * E_, s);
+  if (bert_) layernorm(x_, n, E_, L.attn_out_norm, L.attn_out_norm_b, eps, s);
+}
+
+void GpuBackend::feed_forward_block(int l) {
+  const GpuLayer& L = layers_[size_t(l)];
+  cudaStream_t s = stream_;
+  const int n = n_;
+  const float eps = hp_.rms_eps;
+  if (hp_.is_moe()) {
+    moe_block(L);
+  } else if (bert_) {
+    matmul(L.w_up, x_, E_, n, hb_, F_, s);
+    bias_gelu(hb_, L.b_up, n, F_, gelu_table_, s);
+    matmul(L.w_down, hb_, F_, n, xb_, E_, s);
+    add_bias(xb_, L.b_down, n, E_, s);
+  } else {
+    rmsnorm(x_, E_, nullptr, L.ffn_norm, xb_, E_, n, E_, eps, s);
+    matmul(L.w_gate, xb_, E_, n, hb_, F_, s);
+    matmul(L.w_up, xb_, E_, n, hb2_, F_, s);
+    if (hp_.arch == model::Arch::Gemma3) {
+      geglu(hb_, hb2_, int64_t(n) * F_, gelu_table_, s);
+    } else {
+      swiglu(hb_, hb2_, int64_t(n) * F_, s);
+    }
+    matmul(L.w_down, hb_, F_, n, xb_, E_, s);
+  }
+  if (L.post_ffn_norm) rmsnorm(xb_, E_, nullptr, L.post_ffn_norm, xb_, E_, n, E_, eps, s);
+  add(x_, xb_, int64_t(n) * E_, s);
+  if (bert_) layernorm(x_, n, E_, L.layer_out_norm, L.layer_out_norm_b, eps, s);
+}
+
+// The router runs on the GPU, the choice of experts on the host (the CPU's own routing), then expert
+// by expert the rows routed to it are gathered, run and scattered to their (row, choice) slot.
+void GpuBackend::moe_block(const GpuLayer& L) {
+  cudaStream_t s = stream_;
+  const int n = n_, NE = hp_.n_expert, K = hp_.n_expert_used, FE = hp_.n_ff_exp;
+  rmsnorm(x_, E_, nullptr, L.ffn_norm, xb_, E_, n, E_, hp_.rms_eps, s);
+  matmul(L.router, xb_, E_, n, router_, NE, s);
+  float* hr = h_router_.get();
+  check(cudaMemcpyAsync(hr, router_, size_t(n) * NE * sizeof(float), cudaMemcpyDeviceToHost, s), "router download");
+  check(cudaStreamSynchronize(s), "router");
+  float* hw = h_route_w_.get();
+  for (int r = 0; r < n; ++r) {
+    router_margins_[size_t(layer_) * size_t(max_rows_) + size_t(r)] =
+        model::route_row(hr + size_t(r) * NE, NE, K, &route_expert_[size_t(r) * K], hw + size_t(r) * K);
+  }
+  // per expert, contiguous: the source rows, then (at + n·K) their (row, choice) slots
+  int* hi = h_moe_index_.get();
+  std::vector<int> first(size_t(NE) + 1, 0);
+  for (int slot = 0; slot < n * K; ++slot) ++first[size_t(route_expert_[size_t(slot)]) + 1];
+  for (int e = 0; e < NE; ++e) first[size_t(e) + 1] += first[size_t(e)];
+  std::vector<int> fill(first.begin(), first.end() - 1);
+  for (int slot = 0; slot < n * K; ++slot) {
+    const int at = fill[size_t(route_expert_[size_t(slot)])]++;
+    hi[at] = slot / K;
+    hi[n * K + at] = slot;
+  }
+  check(cudaMemcpyAsync(moe_index_, hi, size_t(2 * n * K) * sizeof(int), cudaMemcpyHostToDevice, s), "route upload");
+  check(cudaMemcpyAsync(route_w_, hw, size_t(n * K) * sizeof(float), cudaMemcpyHostToDevice, s), "route upload");
+  for (int e = 0; e < NE; ++e) {
+    const int rows = first[size_t(e) + 1] - first[size_t(e)];
+    if (rows == 0) continue;
+    const int at = first[size_t(e)];
+    gather_rows(xb_, moe_index_ + at, rows, E_, moe_in_, s);
+    matmul(L.gate_exps.rows(int64_t(e) * FE, FE), moe_in_, E_, rows, hb_, FE, s);
+    matmul(L.up_exps.rows(int64_t(e) * FE, FE), moe_in_, E_, rows, hb2_, FE, s);
+    swiglu(hb_, hb2_, int64_t(rows) * FE, s);
+    matmul(L.down_exps.rows(int64_t(e) * E_, E_), hb_, FE, rows, moe_y_, E_, s);
+    scatter_rows(moe_y_, moe_index_ + n * K + at, rows, E_, moe_out_, s);
+  }
+  moe_combine(moe_out_, route_w_, n, K, E_, xb_, s);
+}
+
+void GpuBackend::outputs(int n_logit_rows, float* logits, float* hidden) {
+  const int n_out = int(out_rows_.size());
+  if (n_out == 0) return;
+  cudaStream_t s = stream_;
+  const int* out_index = rows_i_ + 3 * max_rows_;
+  if (bert_) {
+    gather_rows(x_, out_index, n_out, E_, final_, s);
+  } else {
+    rmsnorm(x_, E_, out_index, output_norm_, final_, E_, n_out, E_, hp_.rms_eps, s);
+  }
+  if (hidden) {
+    check(cudaMemcpyAsync(hidden, final_, size_t(n_out) * E_ * sizeof(float), cudaMemcpyDeviceToHost, s),
+          "hidden download");
+  }
+  if (logits && n_logit_rows > 0) {
+    const int V = hp_.n_vocab;
+    matmul(output_, final_, E_, n_logit_rows, logits_, V, s);
+    add_bias(logits_, output_bias_, n_logit_rows, V, s);
+    if (hp_.logit_softcap > 0.f) softcap(logits_, int64_t(n_logit_rows) * V, hp_.logit_softcap, s);
+    check(cudaMemcpyAsync(logits, logits_, size_t(n_logit_rows) * V * sizeof(float), cudaMemcpyDeviceToHost, s),
+          "logits download");
+  }
+}
+
+void GpuBackend::copy_page(int32_t from, int32_t to, int n_tokens) {
+  if (from < 0 || from >= n_pages_ || to < 0 || to >= n_pages_ || n_tokens < 0 || n_tokens > page_tokens_) {
+    throw std::out_of_range("copy_page: page or token count out of range");
+  }
+  const size_t bytes = size_t(n_tokens) * KV_ * sizeof(__half);
+  for (int l = 0; l < hp_.n_layer; ++l) {
+    const PagedLayer kv = paged(l);
+    for (__half* base : {kv.k, kv.v}) {
+      check(cudaMemcpyAsync(base + int64_t(to) * page_stride_, base + int64_t(from) * page_stride_, bytes,
+                            cudaMemcpyDeviceToDevice, stream_),
+            "copy_page");
+    }
+  }
+  check(cudaStreamSynchronize(stream_), "copy_page");
+}
+
+}  // namespace
+
+std::unique_ptr<model::Backend> make_gpu_backend(const model::Model& model, const model::DeviceOptions& opts,
+                                                 int max_rows, int page_tokens, int n_pages) {
+  return std::make_unique<GpuBackend>(model, opts, max_rows, page_tokens, n_pages);
+}
+
+}  // namespace infer::cuda

@@ -1,0 +1,452 @@
+#include <cuda_bf16.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "cuda/check.h"
+#include "cuda/gpu_kernels.h"
+
+namespace infer::cuda {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kMatmulWarps = 8;    // outputs per block
+constexpr int kRowGroup = 8;       // activation rows per block: each weight load serves all of them
+constexpr int kNormThreads = 256;  // a power of two (the reductions halve it)
+constexpr int kAttThreads = 128;   // keys per tile; also dims per thread pass (head_dim ≤ 2·kAttThreads)
+constexpr int kMaxHeadDim = 2 * kAttThreads;
+
+int blocks_for(int64_t n, int threads) { return int((n + threads - 1) / threads); }
+
+void check_launch(const char* what) { check(cudaGetLastError(), what); }
+
+// Weights as floats: V elements from one 16-byte load (vector path) or one element (scalar path).
+template <typename T> struct Elem;
+template <> struct Elem<float> {
+  __device__ static float get(const float* p) { return *p; }
+  __device__ static void get16(const float* p, float* o) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
+  }
+};
+template <> struct Elem<__half> {
+  __device__ static float get(const __half* p) { return __half2float(*p); }
+  __device__ static void get16(const __half* p, float* o) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(h[i]);
+      o[2 * i] = f.x;
+      o[2 * i + 1] = f.y;
+    }
+  }
+};
+template <> struct Elem<__nv_bfloat16> {
+  __device__ static float get(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+  __device__ static void get16(const __nv_bfloat16* p, float* o) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __bfloat1622float2(h[i]);
+      o[2 * i] = f.x;
+      o[2 * i + 1] = f.y;
+    }
+  }
+};
+
+// One warp per output o, kRowGroup rows per block row. Lane l takes the 16-byte chunks l, l+32, ...
+// (Vec) or the elements l, l+32, ... (scalar: rows not 16-byte aligned), then the butterfly sum.
+template <typename T, bool Vec>
+__global__ void matmul_kernel(const T* __restrict__ w, int64_t n_in, int64_t n_out, const float* __restrict__ x,
+                              int64_t xs, int rows, float* __restrict__ y, int64_t ys) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int64_t o = int64_t(blockIdx.x) * kMatmulWarps + warp;
+  if (o >= n_out) return;  // whole warps only
+  const int r0 = blockIdx.y * kRowGroup;
+  const int nr = min(kRowGroup, rows - r0);
+  const T* wr = w + o * n_in;
+  const float* x0 = x + int64_t(r0) * xs;
+  float acc[kRowGroup];
+#pragma unroll
+  for (int r = 0; r < kRowGroup; ++r) acc[r] = 0.f;
+  if constexpr (Vec) {
+    constexpr int V = 16 / sizeof(T);
+    const int64_t n_vec = n_in / V;
+    for (int64_t c = lane; c < n_vec; c += kWarp) {
+      float wv[V];
+      Elem<T>::get16(wr + c * V, wv);
+#pragma unroll
+      for (int r = 0; r < kRowGroup; ++r) {
+        if (r < nr) {
+          const float* xr = x0 + int64_t(r) * xs + c * V;
+          float a = acc[r];
+#pragma unroll
+          for (int j = 0; j < V; ++j) a = fmaf(wv[j], xr[j], a);
+          acc[r] = a;
+        }
+      }
+    }
+  } else {
+    for (int64_t c = lane; c < n_in; c += kWarp) {
+      const float wv = Elem<T>::get(wr + c);
+#pragma unroll
+      for (int r = 0; r < kRowGroup; ++r) {
+        if (r < nr) acc[r] = fmaf(wv, x0[int64_t(r) * xs + c], acc[r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRowGroup; ++r) {
+    float a = acc[r];
+#pragma unroll
+    for (int off = kWarp / 2; off > 0; off /= 2) a += __shfl_xor_sync(0xffffffffu, a, off);
+    if (lane == 0 && r < nr) y[int64_t(r0 + r) * ys + o] = a;
+  }
+}
+
+template <typename T>
+void launch_matmul(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
+  const dim3 grid(unsigned((w.n_out + kMatmulWarps - 1) / kMatmulWarps), unsigned((rows + kRowGroup - 1) / kRowGroup));
+  const T* data = static_cast<const T*>(w.data);
+  // 16-byte loads need every weight row 16-byte aligned and x rows 4-element aligned as well
+  const bool vec = (w.n_in * int64_t(sizeof(T))) % 16 == 0;
+  if (vec) {
+    matmul_kernel<T, true><<<grid, kMatmulWarps * kWarp, 0, s>>>(data, w.n_in, w.n_out, x, xs, rows, y, ys);
+  } else {
+    matmul_kernel<T, false><<<grid, kMatmulWarps * kWarp, 0, s>>>(data, w.n_in, w.n_out, x, xs, rows, y, ys);
+  }
+  check_launch("matmul");
+}
+
+// A block's sum of one double per thread, in a fixed tree order; every thread gets the total.
+__device__ double block_sum(double v, double* part) {
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int st = kNormThreads / 2; st > 0; st /= 2) {
+    if (threadIdx.x < st) part[threadIdx.x] += part[threadIdx.x + st];
+    __syncthreads();
+  }
+  const double total = part[0];
+  __syncthreads();  // part is reused by the next call
+  return total;
+}
+
+__global__ void rmsnorm_kernel(const float* x, int64_t xs, const int* index, const float* w, float* out, int64_t os,
+                               int width, float eps) {
+  __shared__ double part[kNormThreads];
+  const int r = blockIdx.x;
+  const float* xr = x + int64_t(index ? index[r] : r) * xs;
+  float* orow = out + int64_t(r) * os;
+  double s = 0;
+  for (int i = threadIdx.x; i < width; i += kNormThreads) s += double(xr[i] * xr[i]);
+  const float mean = float(block_sum(s, part) / double(width));
+  const float rs = 1.0f / sqrtf(mean + eps);
+  for (int i = threadIdx.x; i < width; i += kNormThreads) {
+    const float v = xr[i] * rs;
+    orow[i] = w ? v * w[i] : v;
+  }
+}
+
+__global__ void layernorm_kernel(float* x, int width, const float* w, const float* b, float eps) {
+  __shared__ double part[kNormThreads];
+  float* xr = x + int64_t(blockIdx.x) * width;
+  double s = 0;
+  for (int i = threadIdx.x; i < width; i += kNormThreads) s += double(xr[i]);
+  const float mean = float(block_sum(s, part) / double(width));
+  double s2 = 0;
+  for (int i = threadIdx.x; i < width; i += kNormThreads) {
+    const float d = xr[i] - mean;
+    s2 += double(d * d);
+  }
+  const float var = float(block_sum(s2, part) / double(width));
+  const float rs = 1.0f / sqrtf(var + eps);
+  for (int i = threadIdx.x; i < width; i += kNormThreads) {
+    float v = (xr[i] - mean) * rs;
+    if (w) v *= w[i];
+    if (b) v += b[i];
+    xr[i] = v;
+  }
+}
+
+__global__ void rope_kernel(float* q, int n_head, float* k, int n_kv_head, int head_dim, const float* cos,
+                            const float* sin, int half, bool neox) {
+  const int r = blockIdx.x;
+  const int total = (n_head + n_kv_head) * half;
+  for (int t = threadIdx.x; t < total; t += blockDim.x) {
+    const int h = t / half, i = t % half;
+    float* head = h < n_head ? q + (int64_t(r) * n_head + h) * head_dim
+                             : k + (int64_t(r) * n_kv_head + (h - n_head)) * head_dim;
+    const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+    const float c = cos[int64_t(r) * half + i], sn = sin[int64_t(r) * half + i];
+    const float x0 = head[a], x1 = head[b];
+    head[a] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));  // unfused, as the CPU rounds it
+    head[b] = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c));
+  }
+}
+
+__device__ int64_t kv_row(const PagedLayer& kv, const RowsView& rv, int r, int t) {
+  const int page = rv.page_tables[rv.pt_offset[r] + t / kv.page_tokens];
+  return int64_t(page) * kv.page_stride + int64_t(t % kv.page_tokens) * kv.kv_dim;
+}
+
+__global__ void kv_store_kernel(const float* k, const float* v, PagedLayer kv, RowsView rv) {
+  const int r = blockIdx.x;
+  const int64_t at = kv_row(kv, rv, r, rv.pos[r]);
+  for (int j = threadIdx.x; j < kv.kv_dim; j += blockDim.x) {
+    kv.k[at + j] = __float2half_rn(k[int64_t(r) * kv.kv_dim + j]);
+    kv.v[at + j] = __float2half_rn(v[int64_t(r) * kv.kv_dim + j]);
+  }
+}
+
+__device__ float block_max_f(float v, float* red) {
+  red[threadIdx.x] = v;
+  __syncthreads();
+  for (int st = kAttThreads / 2; st > 0; st /= 2) {
+    if (threadIdx.x < st) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + st]);
+    __syncthreads();
+  }
+  const float m = red[0];
+  __syncthreads();
+  return m;
+}
+
+__device__ float block_sum_f(float v, float* red) {
+  red[threadIdx.x] = v;
+  __syncthreads();
+  for (int st = kAttThreads / 2; st > 0; st /= 2) {
+    if (threadIdx.x < st) red[threadIdx.x] += red[threadIdx.x + st];
+    __syncthreads();
+  }
+  const float m = red[0];
+  __syncthreads();
+  return m;
+}
+
+// One block per (row, head). Keys in tiles of kAttThreads: thread t scores key tile+t, the tile's
+// maximum rescales the running sums, then thread t accumulates output dims t and t + kAttThreads.
+__global__ void attention_kernel(const float* q, float* out, PagedLayer kv, RowsView rv, int n_head, int n_gqa,
+                                 int head_dim, float scale, int window) {
+  __shared__ float qs[kMaxHeadDim];
+  __shared__ float p[kAttThreads];
+  __shared__ float red[kAttThreads];
+  const int r = blockIdx.x, h = blockIdx.y, t = threadIdx.x;
+  const int g = h / n_gqa;
+  const int pos = rv.pos[r], end = rv.end[r];
+  const int begin = window > 0 ? max(0, pos + 1 - window) : 0;
+  const int64_t q_at = (int64_t(r) * n_head + h) * head_dim;
+  for (int d = t; d < head_dim; d += kAttThreads) qs[d] = q[q_at + d];
+  __syncthreads();
+  float m = -INFINITY, l = 0.f, acc0 = 0.f, acc1 = 0.f;
+  for (int tile = begin; tile < end; tile += kAttThreads) {
+    const int j = tile + t;
+    float s = -INFINITY;
+    if (j < end) {
+      const __half* kr = kv.k + kv_row(kv, rv, r, j) + int64_t(g) * head_dim;
+      float dot = 0.f;
+      for (int d = 0; d < head_dim; ++d) dot = fmaf(qs[d], __half2float(kr[d]), dot);
+      s = dot * scale;
+    }
+    const float m_new = fmaxf(m, block_max_f(s, red));  // key `tile` is always visible: finite
+    const float pj = j < end ? expf(s - m_new) : 0.f;
+    p[t] = pj;
+    const float tile_sum = block_sum_f(pj, red);  // its barriers also publish p
+    const float corr = expf(m - m_new);
+    l = l * corr + tile_sum;
+    acc0 *= corr;
+    acc1 *= corr;
+    const int n_keys = min(kAttThreads, end - tile);
+    for (int jj = 0; jj < n_keys; ++jj) {
+      const __half* vr = kv.v + kv_row(kv, rv, r, tile + jj) + int64_t(g) * head_dim;
+      if (t < head_dim) acc0 = fmaf(p[jj], __half2float(vr[t]), acc0);
+      if (t + kAttThreads < head_dim) acc1 = fmaf(p[jj], __half2float(vr[t + kAttThreads]), acc1);
+    }
+    m = m_new;
+    __syncthreads();  // p is rewritten by the next tile
+  }
+  if (t < head_dim) out[q_at + t] = acc0 / l;
+  if (t + kAttThreads < head_dim) out[q_at + t + kAttThreads] = acc1 / l;
+}
+
+__device__ float gelu_lookup(float x, const uint16_t* table) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  return __half2float(__ushort_as_half(table[__half_as_ushort(__float2half_rn(x))]));
+}
+
+__global__ void swiglu_kernel(float* gate, const float* up, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + expf(-g)) * up[i];
+  }
+}
+
+__global__ void geglu_kernel(float* gate, const float* up, int64_t n, const uint16_t* table) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    gate[i] = gelu_lookup(gate[i], table) * up[i];
+  }
+}
+
+__global__ void bias_gelu_kernel(float* x, const float* bias, int64_t n, int width, const uint16_t* table) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = bias ? x[i] + bias[i % width] : x[i];
+    x[i] = gelu_lookup(v, table);
+  }
+}
+
+__global__ void add_bias_kernel(float* y, const float* bias, int64_t n, int width) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    y[i] += bias[i % width];
+  }
+}
+
+__global__ void add_kernel(float* x, const float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    x[i] += y[i];
+  }
+}
+
+__global__ void softcap_kernel(float* x, int64_t n, float cap) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    x[i] = cap * tanhf(x[i] / cap);
+  }
+}
+
+__global__ void gather_kernel(const float* src, const int* index, int width, float* dst) {
+  const int r = blockIdx.x;
+  const float* sr = src + int64_t(index[r]) * width;
+  for (int i = threadIdx.x; i < width; i += blockDim.x) dst[int64_t(r) * width + i] = sr[i];
+}
+
+__global__ void scatter_kernel(const float* src, const int* index, int width, float* dst) {
+  const int r = blockIdx.x;
+  float* dr = dst + int64_t(index[r]) * width;
+  for (int i = threadIdx.x; i < width; i += blockDim.x) dr[i] = src[int64_t(r) * width + i];
+}
+
+__global__ void moe_combine_kernel(const float* y, const float* weight, int k, int width, float* out) {
+  const int r = blockIdx.x;
+  for (int i = threadIdx.x; i < width; i += blockDim.x) {
+    float o = 0.f;
+    for (int j = 0; j < k; ++j) {
+      const float v = y[(int64_t(r) * k + j) * width + i] * weight[int64_t(r) * k + j];
+      o = j == 0 ? v : o + v;
+    }
+    out[int64_t(r) * width + i] = o;
+  }
+}
+
+constexpr int kEltThreads = 256;
+int elt_blocks(int64_t n) { return std::max(1, std::min(blocks_for(n, kEltThreads), 65535)); }
+
+}  // namespace
+
+size_t weight_kind_bytes(WeightKind k) { return k == WeightKind::F32 ? 4 : 2; }
+
+GpuMatrix GpuMatrix::rows(int64_t first, int64_t count) const {
+  GpuMatrix m = *this;
+  m.data = static_cast<const char*>(data) + first * n_in * int64_t(weight_kind_bytes(kind));
+  m.n_out = count;
+  return m;
+}
+
+void matmul(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
+  if (rows <= 0) return;
+  switch (w.kind) {
+    case WeightKind::F32: launch_matmul<float>(w, x, xs, rows, y, ys, s); break;
+    case WeightKind::F16: launch_matmul<__half>(w, x, xs, rows, y, ys, s); break;
+    case WeightKind::BF16: launch_matmul<__nv_bfloat16>(w, x, xs, rows, y, ys, s); break;
+  }
+}
+
+void rmsnorm(const float* x, int64_t xs, const int* index, const float* w, float* out, int64_t os, int rows, int width,
+             float eps, cudaStream_t s) {
+  if (rows <= 0) return;
+  rmsnorm_kernel<<<rows, kNormThreads, 0, s>>>(x, xs, index, w, out, os, width, eps);
+  check_launch("rmsnorm");
+}
+
+void layernorm(float* x, int rows, int width, const float* w, const float* b, float eps, cudaStream_t s) {
+  if (rows <= 0) return;
+  layernorm_kernel<<<rows, kNormThreads, 0, s>>>(x, width, w, b, eps);
+  check_launch("layernorm");
+}
+
+void rope(float* q, int n_head, float* k, int n_kv_head, int head_dim, const float* cos, const float* sin, int half,
+          bool neox, int rows, cudaStream_t s) {
+  if (rows <= 0 || half <= 0) return;
+  rope_kernel<<<rows, 128, 0, s>>>(q, n_head, k, n_kv_head, head_dim, cos, sin, half, neox);
+  check_launch("rope");
+}
+
+void kv_store(const float* k, const float* v, const PagedLayer& kv, const RowsView& rows, cudaStream_t s) {
+  if (rows.rows <= 0) return;
+  kv_store_kernel<<<rows.rows, 128, 0, s>>>(k, v, kv, rows);
+  check_launch("kv_store");
+}
+
+void attention(const float* q, float* out, const PagedLayer& kv, const RowsView& rows, int n_head, int n_kv_head,
+               int head_dim, float scale, int window, cudaStream_t s) {
+  if (head_dim > kMaxHeadDim) {
+    throw std::invalid_argument("cuda attention: head_dim " + std::to_string(head_dim) + " exceeds " +
+                                std::to_string(kMaxHeadDim));
+  }
+  if (rows.rows <= 0) return;
+  attention_kernel<<<dim3(unsigned(rows.rows), unsigned(n_head)), kAttThreads, 0, s>>>(
+      q, out, kv, rows, n_head, n_head / n_kv_head, head_dim, scale, window);
+  check_launch("attention");
+}
+
+void swiglu(float* gate, const float* up, int64_t n, cudaStream_t s) {
+  swiglu_kernel<<<elt_blocks(n), kEltThreads, 0, s>>>(gate, up, n);
+  check_launch("swiglu");
+}
+
+void geglu(float* gate, const float* up, int64_t n, const uint16_t* table, cudaStream_t s) {
+  geglu_kernel<<<elt_blocks(n), kEltThreads, 0, s>>>(gate, up, n, table);
+  check_launch("geglu");
+}
+
+void bias_gelu(float* x, const float* bias, int rows, int width, const uint16_t* table, cudaStream_t s) {
+  const int64_t n = int64_t(rows) * width;
+  bias_gelu_kernel<<<elt_blocks(n), kEltThreads, 0, s>>>(x, bias, n, width, table);
+  check_launch("bias_gelu");
+}
+
+void add_bias(float* y, const float* bias, int rows, int width, cudaStream_t s) {
+  if (!bias) return;
+  const int64_t n = int64_t(rows) * width;
+  add_bias_kernel<<<elt_blocks(n), kEltThreads, 0, s>>>(y, bias, n, width);
+  check_launch("add_bias");
+}
+
+void add(float* x, const float* y, int64_t n, cudaStream_t s) {
+  add_kernel<<<elt_blocks(n), kEltThreads, 0, s>>>(x, y, n);
+  check_launch("add");
+}
+
+void softcap(float* x, int64_t n, float cap, cudaStream_t s) {
+  softcap_kernel<<<elt_blocks(n), kEltThreads, 0, s>>>(x, n, cap);
+  check_launch("softcap");
+}
+
+void gather_rows(const float* src, const int* index, int rows, int width, float* dst, cudaStream_t s) {
+  if (rows <= 0) return;
+  gather_kernel<<<rows, 256, 0, s>>>(src, index, width, dst);
+  check_launch("gather_rows");
+}
+
+void scatter_rows(const float* src, const int* index, int rows, int width, float* dst, cudaStream_t s) {
+  if (rows <= 0) return;
+  scatter_kernel<<<rows, 256, 0, s>>>(src, index, width, dst);
+  check_launch("scatter_rows");
+}
+
+void moe_combine(const float* y, const float* weight, int rows, int k, int width, float* out, cudaStream_t s) {
+  if (rows <= 0) return;
+  moe_combine_kernel<<<rows, 256, 0, s>>>(y, weight, k, width, out);
+  check_launch("moe_combine");
+}
+
+}  // namespace infer::cuda

@@ -1,0 +1,82 @@
+// The GPU backend's kernels, as host functions that enqueue them on a stream. Every pointer is device
+// memory. Each mirrors the CPU kernel of the same name (kernels/ops.h) within rounding; the matmul keeps
+// invariant 7: an output's arithmetic does not depend on the rows beside it or the batch size.
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace infer::cuda {
+
+// How a matrix is stored on the GPU: F32 and BF16 files as they are, everything else (F16 and the
+// quantised types, dequantised once at load) as F16.
+enum class WeightKind : int { F32, F16, BF16 };
+size_t weight_kind_bytes(WeightKind k);
+
+struct GpuMatrix {
+  WeightKind kind = WeightKind::F32;
+  const void* data = nullptr;  // n_out rows of n_in elements
+  int64_t n_in = 0, n_out = 0;
+  // Rows [first, first + count) as a matrix of their own (an expert of a stacked tensor).
+  GpuMatrix rows(int64_t first, int64_t count) const;
+};
+
+// y[r][o] = Σ_k W[o][k] · x[r][k] for r < rows: one warp per output, lanes over k in a fixed pattern,
+// then a fixed butterfly sum, so each output's bits are the same whatever `rows` is.
+void matmul(const GpuMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
+            cudaStream_t s);
+
+// out row r = rmsnorm(x row (index ? index[r] : r)) · w (w may be null); sums of squares in double as
+// on the CPU. out may be x when index is null.
+void rmsnorm(const float* x, int64_t x_stride, const int* index, const float* w, float* out, int64_t out_stride,
+             int rows, int width, float eps, cudaStream_t s);
+// In place: x row = (x − mean) / sqrt(var + eps) · w + b (bert), mean and variance in double.
+void layernorm(float* x, int rows, int width, const float* w, const float* b, float eps, cudaStream_t s);
+
+// RoPE of every q head and k head of every row, with each row's angles (half_rot cosines and sines).
+void rope(float* q, int n_head, float* k, int n_kv_head, int head_dim, const float* cos, const float* sin,
+          int half_rot, bool neox, int rows, cudaStream_t s);
+
+// The paged KV cache of one layer: page p's K rows start at k + p·page_stride (likewise v); token t of
+// a row's sequence lives in page page_tables[pt_offset[row] + t / page_tokens] at row t % page_tokens.
+struct PagedLayer {
+  __half* k;
+  __half* v;
+  int64_t page_stride;  // halves
+  int page_tokens;
+  int kv_dim;
+};
+// Rows' positions and how far each sees: keys [window ? max(0, pos+1−window) : 0, end[r]).
+struct RowsView {
+  const int* pos;
+  const int* end;
+  const int* pt_offset;
+  const int* page_tables;
+  int rows;
+};
+// Stores each row's k and v (F32 → F16, round to nearest even) at its position.
+void kv_store(const float* k, const float* v, const PagedLayer& kv, const RowsView& rows, cudaStream_t s);
+// Attention of every (row, head): softmax(q·Kᵀ·scale)·V over the row's visible keys, one pass with a
+// running maximum. GQA: head h reads KV head h / (n_head / n_kv_head). head_dim ≤ 256.
+void attention(const float* q, float* out, const PagedLayer& kv, const RowsView& rows, int n_head, int n_kv_head,
+               int head_dim, float scale, int window, cudaStream_t s);
+
+// Element-wise steps over n floats.
+void swiglu(float* gate, const float* up, int64_t n, cudaStream_t s);  // gate = silu(gate) · up
+// gate = gelu(gate) · up through llama.cpp's f16 GELU table (kernels::gelu_table_entry, uploaded).
+void geglu(float* gate, const float* up, int64_t n, const uint16_t* gelu_table, cudaStream_t s);
+// x = gelu(x + bias) (bert's FFN; bias may be null).
+void bias_gelu(float* x, const float* bias, int rows, int width, const uint16_t* gelu_table, cudaStream_t s);
+void add_bias(float* y, const float* bias, int rows, int width, cudaStream_t s);
+void add(float* x, const float* y, int64_t n, cudaStream_t s);  // x += y
+void softcap(float* x, int64_t n, float cap, cudaStream_t s);  // x = cap · tanh(x / cap)
+
+// dst row i = src row index[i] (width floats).
+void gather_rows(const float* src, const int* index, int rows, int width, float* dst, cudaStream_t s);
+// dst row index[i] = src row i.
+void scatter_rows(const float* src, const int* index, int rows, int width, float* dst, cudaStream_t s);
+// Mixture of experts: out row r = Σ_j weight[r·k + j] · y[(r·k + j)] summed in the order of the choices.
+void moe_combine(const float* y, const float* weight, int rows, int k, int width, float* out, cudaStream_t s);
+
+}  // namespace infer::cuda

@@ -1,0 +1,134 @@
+// The CUDA backend (src/cuda): refused with its reason where no device answers (this runs in CI); on a
+// GPU, its memory plan and refusals, and bert's hidden states against the CPU's. Its logits against the
+// reference files and invariant 7 are the *Cuda suites of test_fidelity.cpp and test_forward.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "forward_harness.h"
+#include "model/model.h"
+#include "reference_data.h"
+#include "support/data_dirs.h"
+
+namespace infer::test {
+namespace {
+
+std::string error_of(const model::Model& m, const model::DeviceOptions& opts) {
+  kernels::ThreadPool pool(1);
+  try {
+    cuda::make_backend(m, opts, pool, 16, 16, 8);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+model::DeviceOptions cuda_options() {
+  model::DeviceOptions o;
+  o.kind = model::DeviceKind::Cuda;
+  return o;
+}
+
+TEST(CudaBackend, RefusedWithTheReasonWhereNoDeviceAnswers) {
+  INFER_REQUIRE_DIR(models_dir());
+  std::string why;
+  if (cuda::available(&why)) GTEST_SKIP() << "a CUDA device answers here";
+  EXPECT_FALSE(why.empty());
+  EXPECT_FALSE(cuda::device_info().has_value());
+  const auto m = model::Model::load(models_dir() + "/stories260K.gguf");
+  const std::string e = error_of(*m, cuda_options());
+  EXPECT_NE(e.find("device cuda is not available: " + why), std::string::npos) << e;
+  // the CPU stays available
+  EXPECT_EQ(error_of(*m, model::DeviceOptions{}), "");
+}
+
+TEST(CudaBackend, DescribesTheDeviceAndThePlan) {
+  INFER_REQUIRE_DIR(models_dir());
+  INFER_REQUIRE_CUDA();
+  const auto info = cuda::device_info();
+  ASSERT_TRUE(info.has_value());
+  EXPECT_GT(info->total_bytes, info->free_bytes / 2);
+  const auto m = model::Model::load(models_dir() + "/stories260K.gguf");
+  kernels::ThreadPool pool(1);
+  const auto b = cuda::make_backend(*m, cuda_options(), pool, 16, 16, 8);
+  EXPECT_EQ(b->kind(), model::DeviceKind::Cuda);
+  EXPECT_NE(b->description().find(info->name), std::string::npos) << b->description();
+  EXPECT_NE(b->description().find("resident"), std::string::npos) << b->description();
+  std::printf("[cuda] %s\n", b->description().c_str());
+}
+
+TEST(CudaBackend, AModelOverTheBudgetFailsAtLoadNamingTheNumbers) {
+  INFER_REQUIRE_DIR(models_dir());
+  INFER_REQUIRE_CUDA();
+  const auto m = model::Model::load(models_dir() + "/stories260K.gguf");
+  model::DeviceOptions o = cuda_options();
+  o.vram_budget = 1 << 20;  // stories260K's weights alone are about 1 MiB; with the scratch it is more
+  const std::string e = error_of(*m, o);
+  EXPECT_NE(e.find("needs"), std::string::npos) << e;
+  EXPECT_NE(e.find("budget 1 MiB"), std::string::npos) << e;
+}
+
+TEST(CudaBackend, StreamingLayersIsRefusedClearly) {
+  INFER_REQUIRE_DIR(models_dir());
+  INFER_REQUIRE_CUDA();
+  const auto m = model::Model::load(models_dir() + "/stories260K.gguf");
+  model::DeviceOptions o = cuda_options();
+  o.gpu_layers = 1;
+  const std::string e = error_of(*m, o);
+  EXPECT_NE(e.find("gpu-layers 1 of " + std::to_string(m->hparams().n_layer)), std::string::npos) << e;
+}
+
+TEST(CudaBackend, BadRowsAreRefusedBeforeAnythingRuns) {
+  INFER_REQUIRE_DIR(models_dir());
+  INFER_REQUIRE_CUDA();
+  const auto m = model::Model::load(models_dir() + "/stories260K.gguf");
+  ForwardHarness h(*m, 1, 1, 32, 8, 16, model::DeviceKind::Cuda);
+  EXPECT_THROW(h.feed(0, {m->hparams().n_vocab}), std::out_of_range);
+  EXPECT_THROW(h.feed(0, std::vector<int32_t>(9, 1)), std::invalid_argument);  // over max_rows
+}
+
+// bert's final hidden states (every row, whole-sequence attention) on the GPU against the CPU's.
+class BertCuda : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BertCuda, HiddenStatesMatchTheCpu) {
+  INFER_REQUIRE_DIR(reference_dir());
+  INFER_REQUIRE_CUDA();
+  const std::string name = GetParam();
+  const auto m = model::Model::load(reference_dir() + "/models/" + name + ".gguf");
+  const int E = m->hparams().n_embd;
+  std::vector<int32_t> tokens{101, 7592, 2088, 1010, 2023, 2003, 1037, 3231, 1012, 102};
+  std::vector<std::vector<float>> hidden;
+  for (model::DeviceKind d : {model::DeviceKind::Cpu, model::DeviceKind::Cuda}) {
+    ForwardHarness h(*m, 1, 1, 32, 32, 16, d);
+    model::Batch b;
+    const std::vector<int32_t> table = h.page_table(0);
+    b.seqs.push_back({table.data(), int(table.size())});
+    for (int i = 0; i < int(tokens.size()); ++i) b.rows.push_back({0, i, tokens[size_t(i)], false, true});
+    hidden.emplace_back(tokens.size() * size_t(E));
+    h.backend().run(b, nullptr, hidden.back().data());
+  }
+  double mean = 0, var = 0, worst = 0;
+  for (float v : hidden[0]) mean += v;
+  mean /= double(hidden[0].size());
+  for (float v : hidden[0]) var += (v - mean) * (v - mean);
+  const double sigma = std::sqrt(var / double(hidden[0].size()));
+  for (size_t i = 0; i < hidden[0].size(); ++i) worst = std::max(worst, std::abs(double(hidden[0][i]) - hidden[1][i]));
+  const double k = name.find("q8_0") != std::string::npos ? 0.2 : 0.01;
+  std::printf("[bert cuda] %s max |gpu - cpu| / sigma %.5f (bound %.2f)\n", name.c_str(), worst / sigma, k);
+  EXPECT_LE(worst / sigma, k);
+}
+
+INSTANTIATE_TEST_SUITE_P(ReferenceModels, BertCuda, ::testing::Values("tiny-bert-f32", "tiny-bert-f16", "tiny-bert-q8_0"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string s = info.param;
+                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace infer::test
