@@ -1,5 +1,5 @@
-// The GPU backend, resident mode: every matrix uploaded once at load (F32 and BF16 as stored, the rest
-// as F16), the paged KV cache and all activations in GPU memory, the whole forward pass on one stream.
+// The GPU backend, resident mode: every matrix uploaded once at load (in its own layout where the GPU
+// has kernels for it, else dequantised to F16; gpu_kernels.h), the paged KV cache and all activations in GPU memory, the whole forward pass on one stream.
 // The host embeds the tokens and computes the RoPE angles (the CPU's own functions, so the angles are
 // bit-identical), and routes mixture-of-experts rows (model/moe_routing.h); logits and hidden states
 // come back. Memory is planned before anything is allocated: a model that does not fit fails at load.
@@ -79,14 +79,29 @@ class Pinned {
   size_t n_ = 0;
 };
 
+// The layout a matrix keeps on the GPU (gpu_kernels.h): its own where the GPU has kernels for it.
 WeightKind kind_on_gpu(const kernels::WeightMatrix& w) {
-  if (!w.interleaved && w.type == TensorType::F32) return WeightKind::F32;
-  if (!w.interleaved && w.type == TensorType::BF16) return WeightKind::BF16;
-  return WeightKind::F16;
+  switch (w.type) {
+    case TensorType::F32: return WeightKind::F32;
+    case TensorType::BF16: return WeightKind::BF16;
+    case TensorType::Q8_0: return WeightKind::Q8_0;
+    case TensorType::Q4_K: return WeightKind::Q4_K;
+    case TensorType::Q5_K: return WeightKind::Q5_K;
+    case TensorType::Q6_K: return WeightKind::Q6_K;
+    default: return WeightKind::F16;  // F16 itself, and the types dequantised at load
+  }
+}
+
+bool dequantised_on_gpu(const kernels::WeightMatrix& w) {
+  return kind_on_gpu(w) == WeightKind::F16 && w.type != TensorType::F16;
+}
+
+int64_t gpu_row_bytes(const kernels::WeightMatrix& w) {
+  return dequantised_on_gpu(w) ? w.n_in * 2 : int64_t(w.row_bytes);
 }
 
 uint64_t bytes_on_gpu(const kernels::WeightMatrix& w) {
-  return w.data ? uint64_t(w.n_in) * uint64_t(w.n_out) * weight_kind_bytes(kind_on_gpu(w)) : 0;
+  return w.data ? uint64_t(gpu_row_bytes(w)) * uint64_t(w.n_out) : 0;
 }
 
 // Every matrix a layer may have, for planning and uploading alike.
@@ -254,19 +269,20 @@ GpuMatrix GpuBackend::upload(const kernels::WeightMatrix& w) {
   g.kind = kind_on_gpu(w);
   g.n_in = w.n_in;
   g.n_out = w.n_out;
-  const uint64_t bytes = bytes_on_gpu(w);
-  char* dst = arena_.alloc<char>(bytes);
+  g.row_bytes = gpu_row_bytes(w);
+  char* dst = arena_.alloc<char>(bytes_on_gpu(w));
   g.data = dst;
-  const bool as_stored = !w.interleaved && (w.type == TensorType::F32 || w.type == TensorType::F16 ||
-                                            w.type == TensorType::BF16);
-  if (as_stored) {
-    check(cudaMemcpy(dst, w.data, bytes, cudaMemcpyHostToDevice), "upload weights");
+  if (!w.interleaved && !dequantised_on_gpu(w)) {
+    check(cudaMemcpy(dst, w.data, bytes_on_gpu(w), cudaMemcpyHostToDevice), "upload weights");
     return g;
   }
-  // Dequantise to F16 on the host, a chunk of rows at a time, the rows of a chunk split over threads.
-  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t(16) << 20) / (w.n_in * 2));
-  std::vector<uint16_t> staging(size_t(std::min(chunk_rows, w.n_out) * w.n_in));
+  // Row by row on the host (dequantised to F16, or an interleaved matrix back in row layout), a chunk
+  // of rows at a time, the rows of a chunk split over threads.
+  const bool dequantise = dequantised_on_gpu(w);
+  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t(16) << 20) / g.row_bytes);
+  std::vector<uint8_t> staging(size_t(std::min(chunk_rows, w.n_out) * g.row_bytes));
   const int n_threads = int(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 16u));
+  const auto* src = static_cast<const uint8_t*>(w.data);
   for (int64_t first = 0; first < w.n_out; first += chunk_rows) {
     const int64_t count = std::min(chunk_rows, w.n_out - first);
     std::vector<std::thread> threads;
@@ -274,14 +290,19 @@ GpuMatrix GpuBackend::upload(const kernels::WeightMatrix& w) {
       threads.emplace_back([&, t] {
         std::vector<float> row(size_t(w.n_in));
         for (int64_t r = t; r < count; r += n_threads) {
+          uint8_t* out = &staging[size_t(r * g.row_bytes)];
+          if (!dequantise) {
+            kernels::deinterleave_row(w.type, src, w.n_in, w.n_out, first + r, out);
+            continue;
+          }
           kernels::dequantize_weight_row(w, first + r, row.data());
-          uint16_t* out = &staging[size_t(r * w.n_in)];
-          for (int64_t i = 0; i < w.n_in; ++i) out[i] = kernels::f32_to_f16(row[size_t(i)]);
+          auto* h = reinterpret_cast<uint16_t*>(out);
+          for (int64_t i = 0; i < w.n_in; ++i) h[i] = kernels::f32_to_f16(row[size_t(i)]);
         }
       });
     }
     for (std::thread& th : threads) th.join();
-    check(cudaMemcpy(dst + first * w.n_in * 2, staging.data(), size_t(count * w.n_in * 2), cudaMemcpyHostToDevice),
+    check(cudaMemcpy(dst + first * g.row_bytes, staging.data(), size_t(count * g.row_bytes), cudaMemcpyHostToDevice),
           "upload weights");
   }
   return g;

@@ -1,5 +1,3 @@
-#include <cuda_bf16.h>
-
 #include <stdexcept>
 #include <string>
 
@@ -9,9 +7,6 @@
 namespace infer::cuda {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kMatmulWarps = 8;    // outputs per block
-constexpr int kRowGroup = 8;       // activation rows per block: each weight load serves all of them
 constexpr int kNormThreads = 256;  // a power of two (the reductions halve it)
 constexpr int kAttThreads = 128;   // keys per tile; also dims per thread pass (head_dim ≤ 2·kAttThreads)
 constexpr int kMaxHeadDim = 2 * kAttThreads;
@@ -19,106 +14,6 @@ constexpr int kMaxHeadDim = 2 * kAttThreads;
 int blocks_for(int64_t n, int threads) { return int((n + threads - 1) / threads); }
 
 void check_launch(const char* what) { check(cudaGetLastError(), what); }
-
-// Weights as floats: V elements from one 16-byte load (vector path) or one element (scalar path).
-template <typename T> struct Elem;
-template <> struct Elem<float> {
-  __device__ static float get(const float* p) { return *p; }
-  __device__ static void get16(const float* p, float* o) {
-    const float4 v = *reinterpret_cast<const float4*>(p);
-    o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
-  }
-};
-template <> struct Elem<__half> {
-  __device__ static float get(const __half* p) { return __half2float(*p); }
-  __device__ static void get16(const __half* p, float* o) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(p);
-    const __half2* h = reinterpret_cast<const __half2*>(&raw);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __half22float2(h[i]);
-      o[2 * i] = f.x;
-      o[2 * i + 1] = f.y;
-    }
-  }
-};
-template <> struct Elem<__nv_bfloat16> {
-  __device__ static float get(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-  __device__ static void get16(const __nv_bfloat16* p, float* o) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(p);
-    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __bfloat1622float2(h[i]);
-      o[2 * i] = f.x;
-      o[2 * i + 1] = f.y;
-    }
-  }
-};
-
-// One warp per output o, kRowGroup rows per block row. Lane l takes the 16-byte chunks l, l+32, ...
-// (Vec) or the elements l, l+32, ... (scalar: rows not 16-byte aligned), then the butterfly sum.
-template <typename T, bool Vec>
-__global__ void matmul_kernel(const T* __restrict__ w, int64_t n_in, int64_t n_out, const float* __restrict__ x,
-                              int64_t xs, int rows, float* __restrict__ y, int64_t ys) {
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t o = int64_t(blockIdx.x) * kMatmulWarps + warp;
-  if (o >= n_out) return;  // whole warps only
-  const int r0 = blockIdx.y * kRowGroup;
-  const int nr = min(kRowGroup, rows - r0);
-  const T* wr = w + o * n_in;
-  const float* x0 = x + int64_t(r0) * xs;
-  float acc[kRowGroup];
-#pragma unroll
-  for (int r = 0; r < kRowGroup; ++r) acc[r] = 0.f;
-  if constexpr (Vec) {
-    constexpr int V = 16 / sizeof(T);
-    const int64_t n_vec = n_in / V;
-    for (int64_t c = lane; c < n_vec; c += kWarp) {
-      float wv[V];
-      Elem<T>::get16(wr + c * V, wv);
-#pragma unroll
-      for (int r = 0; r < kRowGroup; ++r) {
-        if (r < nr) {
-          const float* xr = x0 + int64_t(r) * xs + c * V;
-          float a = acc[r];
-#pragma unroll
-          for (int j = 0; j < V; ++j) a = fmaf(wv[j], xr[j], a);
-          acc[r] = a;
-        }
-      }
-    }
-  } else {
-    for (int64_t c = lane; c < n_in; c += kWarp) {
-      const float wv = Elem<T>::get(wr + c);
-#pragma unroll
-      for (int r = 0; r < kRowGroup; ++r) {
-        if (r < nr) acc[r] = fmaf(wv, x0[int64_t(r) * xs + c], acc[r]);
-      }
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < kRowGroup; ++r) {
-    float a = acc[r];
-#pragma unroll
-    for (int off = kWarp / 2; off > 0; off /= 2) a += __shfl_xor_sync(0xffffffffu, a, off);
-    if (lane == 0 && r < nr) y[int64_t(r0 + r) * ys + o] = a;
-  }
-}
-
-template <typename T>
-void launch_matmul(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
-  const dim3 grid(unsigned((w.n_out + kMatmulWarps - 1) / kMatmulWarps), unsigned((rows + kRowGroup - 1) / kRowGroup));
-  const T* data = static_cast<const T*>(w.data);
-  // 16-byte loads need every weight row 16-byte aligned and x rows 4-element aligned as well
-  const bool vec = (w.n_in * int64_t(sizeof(T))) % 16 == 0;
-  if (vec) {
-    matmul_kernel<T, true><<<grid, kMatmulWarps * kWarp, 0, s>>>(data, w.n_in, w.n_out, x, xs, rows, y, ys);
-  } else {
-    matmul_kernel<T, false><<<grid, kMatmulWarps * kWarp, 0, s>>>(data, w.n_in, w.n_out, x, xs, rows, y, ys);
-  }
-  check_launch("matmul");
-}
 
 // A block's sum of one double per thread, in a fixed tree order; every thread gets the total.
 __device__ double block_sum(double v, double* part) {
@@ -341,24 +236,6 @@ constexpr int kEltThreads = 256;
 int elt_blocks(int64_t n) { return std::max(1, std::min(blocks_for(n, kEltThreads), 65535)); }
 
 }  // namespace
-
-size_t weight_kind_bytes(WeightKind k) { return k == WeightKind::F32 ? 4 : 2; }
-
-GpuMatrix GpuMatrix::rows(int64_t first, int64_t count) const {
-  GpuMatrix m = *this;
-  m.data = static_cast<const char*>(data) + first * n_in * int64_t(weight_kind_bytes(kind));
-  m.n_out = count;
-  return m;
-}
-
-void matmul(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
-  if (rows <= 0) return;
-  switch (w.kind) {
-    case WeightKind::F32: launch_matmul<float>(w, x, xs, rows, y, ys, s); break;
-    case WeightKind::F16: launch_matmul<__half>(w, x, xs, rows, y, ys, s); break;
-    case WeightKind::BF16: launch_matmul<__nv_bfloat16>(w, x, xs, rows, y, ys, s); break;
-  }
-}
 
 void rmsnorm(const float* x, int64_t xs, const int* index, const float* w, float* out, int64_t os, int rows, int width,
              float eps, cudaStream_t s) {

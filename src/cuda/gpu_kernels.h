@@ -9,15 +9,15 @@
 
 namespace infer::cuda {
 
-// How a matrix is stored on the GPU: F32 and BF16 files as they are, everything else (F16 and the
-// quantised types, dequantised once at load) as F16.
-enum class WeightKind : int { F32, F16, BF16 };
-size_t weight_kind_bytes(WeightKind k);
+// How a matrix is stored on the GPU: F32, F16, BF16, Q8_0, Q4_K, Q5_K and Q6_K rows as the file
+// stores them (interleaved CPU layouts undone); the other quantised types dequantised once at load to F16.
+enum class WeightKind : int { F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K };
 
 struct GpuMatrix {
   WeightKind kind = WeightKind::F32;
-  const void* data = nullptr;  // n_out rows of n_in elements
+  const void* data = nullptr;  // n_out rows of row_bytes
   int64_t n_in = 0, n_out = 0;
+  int64_t row_bytes = 0;
   // Rows [first, first + count) as a matrix of their own (an expert of a stacked tensor).
   GpuMatrix rows(int64_t first, int64_t count) const;
 };

@@ -1,0 +1,267 @@
+// The GPU matmul, y = x · Wᵀ, for every weight layout the backend keeps: F32/F16/BF16 rows, and Q8_0,
+// Q4_K, Q5_K, Q6_K blocks as the file stores them (dequantised in registers). One warp per output and
+// a fixed split of each row over its lanes, so an output's arithmetic does not depend on how many
+// rows the batch has or where this one sits in it (invariant 7); each weight load serves up to
+// kRowGroup activation rows.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda/check.h"
+#include "cuda/gpu_kernels.h"
+
+namespace infer::cuda {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kMatmulWarps = 8;  // outputs per block
+constexpr int kRowGroup = 8;     // activation rows per block: each weight load serves all of them
+
+// Weights as floats: V elements from one 16-byte load (vector path) or one element (scalar path).
+template <typename T> struct Elem;
+template <> struct Elem<float> {
+  __device__ static float get(const float* p) { return *p; }
+  __device__ static void get16(const float* p, float* o) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
+  }
+};
+template <> struct Elem<__half> {
+  __device__ static float get(const __half* p) { return __half2float(*p); }
+  __device__ static void get16(const __half* p, float* o) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(h[i]);
+      o[2 * i] = f.x;
+      o[2 * i + 1] = f.y;
+    }
+  }
+};
+template <> struct Elem<__nv_bfloat16> {
+  __device__ static float get(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+  __device__ static void get16(const __nv_bfloat16* p, float* o) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __bfloat1622float2(h[i]);
+      o[2 * i] = f.x;
+      o[2 * i + 1] = f.y;
+    }
+  }
+};
+
+// One warp per output o, kRowGroup rows per block row. Lane l takes the 16-byte chunks l, l+32, ...
+// (Vec) or the elements l, l+32, ... (scalar: rows not 16-byte aligned), then the butterfly sum.
+template <typename T, bool Vec>
+__global__ void matmul_kernel(const T* __restrict__ w, int64_t n_in, int64_t n_out, const float* __restrict__ x,
+                              int64_t xs, int rows, float* __restrict__ y, int64_t ys) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int64_t o = int64_t(blockIdx.x) * kMatmulWarps + warp;
+  if (o >= n_out) return;  // whole warps only
+  const int r0 = blockIdx.y * kRowGroup;
+  const int nr = min(kRowGroup, rows - r0);
+  const T* wr = w + o * n_in;
+  const float* x0 = x + int64_t(r0) * xs;
+  float acc[kRowGroup];
+#pragma unroll
+  for (int r = 0; r < kRowGroup; ++r) acc[r] = 0.f;
+  if constexpr (Vec) {
+    constexpr int V = 16 / sizeof(T);
+    const int64_t n_vec = n_in / V;
+    for (int64_t c = lane; c < n_vec; c += kWarp) {
+      float wv[V];
+      Elem<T>::get16(wr + c * V, wv);
+#pragma unroll
+      for (int r = 0; r < kRowGroup; ++r) {
+        if (r < nr) {
+          const float* xr = x0 + int64_t(r) * xs + c * V;
+          float a = acc[r];
+#pragma unroll
+          for (int j = 0; j < V; ++j) a = fmaf(wv[j], xr[j], a);
+          acc[r] = a;
+        }
+      }
+    }
+  } else {
+    for (int64_t c = lane; c < n_in; c += kWarp) {
+      const float wv = Elem<T>::get(wr + c);
+#pragma unroll
+      for (int r = 0; r < kRowGroup; ++r) {
+        if (r < nr) acc[r] = fmaf(wv, x0[int64_t(r) * xs + c], acc[r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRowGroup; ++r) {
+    float a = acc[r];
+#pragma unroll
+    for (int off = kWarp / 2; off > 0; off /= 2) a += __shfl_xor_sync(0xffffffffu, a, off);
+    if (lane == 0 && r < nr) y[int64_t(r0 + r) * ys + o] = a;
+  }
+}
+
+template <typename T>
+void launch_matmul(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
+  const dim3 grid(unsigned((w.n_out + kMatmulWarps - 1) / kMatmulWarps), unsigned((rows + kRowGroup - 1) / kRowGroup));
+  const T* data = static_cast<const T*>(w.data);
+  // 16-byte loads need every weight row 16-byte aligned and x rows 4-element aligned as well
+  const bool vec = (w.n_in * int64_t(sizeof(T))) % 16 == 0;
+  if (vec) {
+    matmul_kernel<T, true><<<grid, kMatmulWarps * kWarp, 0, s>>>(data, w.n_in, w.n_out, x, xs, rows, y, ys);
+  } else {
+    matmul_kernel<T, false><<<grid, kMatmulWarps * kWarp, 0, s>>>(data, w.n_in, w.n_out, x, xs, rows, y, ys);
+  }
+  check(cudaGetLastError(), "matmul");
+}
+
+
+// ---- block formats: each lane decodes 8 consecutive weights of a 256-element unit ----
+// A unit is one super-block (K-quants) or 8 Q8_0 blocks; lane l takes its elements 8l .. 8l+7, which
+// always share one scale.
+
+__device__ inline float f16(const uint8_t* p) {
+  return __half2float(__ushort_as_half(uint16_t(p[0] | (p[1] << 8))));
+}
+
+__device__ inline void k_scale_min(const uint8_t* s, int j, int& sc, int& m) {
+  if (j < 4) {
+    sc = s[j] & 63;
+    m = s[j + 4] & 63;
+  } else {
+    sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+struct Q8_0 {
+  static constexpr int kUnitBytes = 8 * 34;
+  // A unit may be cut short at the end of a row (n_in a multiple of 32, not of 256): n_valid elements.
+  __device__ static void decode8(const uint8_t* unit, int lane, float* w) {
+    const uint8_t* b = unit + (lane / 4) * 34;
+    const float d = f16(b);
+    const int8_t* q = reinterpret_cast<const int8_t*>(b + 2 + (lane % 4) * 8);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = d * float(q[j]);
+  }
+};
+
+struct Q4_K {
+  static constexpr int kUnitBytes = 144;
+  __device__ static void decode8(const uint8_t* b, int lane, float* w) {
+    const int e = 8 * lane, sub = e / 32;
+    int sc, m;
+    k_scale_min(b + 4, sub, sc, m);
+    const float d1 = f16(b) * float(sc), m1 = f16(b + 2) * float(m);
+    const uint8_t* qs = b + 16 + 32 * (e / 64) + e % 32;
+    const int shift = (e % 64) < 32 ? 0 : 4;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = d1 * float((qs[j] >> shift) & 0x0F) - m1;
+  }
+};
+
+struct Q5_K {
+  static constexpr int kUnitBytes = 176;
+  __device__ static void decode8(const uint8_t* b, int lane, float* w) {
+    const int e = 8 * lane, sub = e / 32;
+    int sc, m;
+    k_scale_min(b + 4, sub, sc, m);
+    const float d1 = f16(b) * float(sc), m1 = f16(b + 2) * float(m);
+    const uint8_t* qh = b + 16 + e % 32;
+    const uint8_t* qs = b + 48 + 32 * (e / 64) + e % 32;
+    const int shift = (e % 64) < 32 ? 0 : 4;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int q = ((qs[j] >> shift) & 0x0F) + 16 * ((qh[j] >> sub) & 1);
+      w[j] = d1 * float(q) - m1;
+    }
+  }
+};
+
+struct Q6_K {
+  static constexpr int kUnitBytes = 210;
+  __device__ static void decode8(const uint8_t* b, int lane, float* w) {
+    const int e = 8 * lane, h = e / 128, r = e % 128, g = r / 32, l = r % 32;
+    const uint8_t* ql = b + 64 * h + 32 * (g % 2) + l;
+    const uint8_t* qh = b + 128 + 32 * h + l;
+    const float d1 = f16(b + 208) * float(reinterpret_cast<const int8_t*>(b + 192)[e / 16]);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int q = (((ql[j] >> (4 * (g / 2))) & 0x0F) | (((qh[j] >> (2 * g)) & 3) << 4)) - 32;
+      w[j] = d1 * float(q);
+    }
+  }
+};
+
+template <typename B>
+__global__ void matmul_blocks_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n_in, int64_t n_out,
+                                     const float* __restrict__ x, int64_t xs, int rows, float* __restrict__ y,
+                                     int64_t ys) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int64_t o = int64_t(blockIdx.x) * kMatmulWarps + warp;
+  if (o >= n_out) return;  // whole warps only
+  const int r0 = blockIdx.y * kRowGroup;
+  const int nr = min(kRowGroup, rows - r0);
+  const uint8_t* wr = w + o * row_bytes;
+  const float* x0 = x + int64_t(r0) * xs;
+  float acc[kRowGroup];
+#pragma unroll
+  for (int r = 0; r < kRowGroup; ++r) acc[r] = 0.f;
+  const int64_t n_units = (n_in + 255) / 256;
+  for (int64_t u = 0; u < n_units; ++u) {
+    const int64_t k0 = u * 256 + 8 * lane;
+    if (k0 >= n_in) continue;  // a short last unit (Q8_0 rows not a multiple of 256)
+    float wv[8];
+    B::decode8(wr + u * B::kUnitBytes, lane, wv);
+#pragma unroll
+    for (int r = 0; r < kRowGroup; ++r) {
+      if (r < nr) {
+        const float* xr = x0 + int64_t(r) * xs + k0;
+        float a = acc[r];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) a = fmaf(wv[j], xr[j], a);
+        acc[r] = a;
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRowGroup; ++r) {
+    float a = acc[r];
+#pragma unroll
+    for (int off = kWarp / 2; off > 0; off /= 2) a += __shfl_xor_sync(0xffffffffu, a, off);
+    if (lane == 0 && r < nr) y[int64_t(r0 + r) * ys + o] = a;
+  }
+}
+
+template <typename B>
+void launch_blocks(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
+  const dim3 grid(unsigned((w.n_out + kMatmulWarps - 1) / kMatmulWarps), unsigned((rows + kRowGroup - 1) / kRowGroup));
+  matmul_blocks_kernel<B><<<grid, kMatmulWarps * kWarp, 0, s>>>(static_cast<const uint8_t*>(w.data), w.row_bytes,
+                                                                w.n_in, w.n_out, x, xs, rows, y, ys);
+  check(cudaGetLastError(), "matmul");
+}
+
+}  // namespace
+
+GpuMatrix GpuMatrix::rows(int64_t first, int64_t count) const {
+  GpuMatrix m = *this;
+  m.data = static_cast<const char*>(data) + first * row_bytes;
+  m.n_out = count;
+  return m;
+}
+
+void matmul(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
+  if (rows <= 0) return;
+  switch (w.kind) {
+    case WeightKind::F32: launch_matmul<float>(w, x, xs, rows, y, ys, s); break;
+    case WeightKind::F16: launch_matmul<__half>(w, x, xs, rows, y, ys, s); break;
+    case WeightKind::BF16: launch_matmul<__nv_bfloat16>(w, x, xs, rows, y, ys, s); break;
+    case WeightKind::Q8_0: launch_blocks<Q8_0>(w, x, xs, rows, y, ys, s); break;
+    case WeightKind::Q4_K: launch_blocks<Q4_K>(w, x, xs, rows, y, ys, s); break;
+    case WeightKind::Q5_K: launch_blocks<Q5_K>(w, x, xs, rows, y, ys, s); break;
+    case WeightKind::Q6_K: launch_blocks<Q6_K>(w, x, xs, rows, y, ys, s); break;
+  }
+}
+
+}  // namespace infer::cuda
