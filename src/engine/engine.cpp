@@ -1,9 +1,11 @@
-// Engine::create (load, plan memory, start the scheduler) and submit (tokenise, validate, queue).
+// Engine::create (load, plan memory, make the backend, start the scheduler) and submit (tokenise,
+// validate, queue).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
+#include "cuda/cuda_backend.h"
 #include "engine/engine.h"
 #include "engine/memory_plan.h"
 #include "engine/sampler.h"
@@ -47,6 +49,8 @@ class EngineImpl final : public Engine {
     lo.mmap = opts_.mmap;
     lo.context = opts_.context;  // as requested: LongRoPE's factor choice follows llama.cpp's n_ctx_seq
     check_options(opts_);  // before the model is read
+    if (std::string why; opts_.device.kind == model::DeviceKind::Cuda && !cuda::available(&why))
+      throw std::runtime_error("device cuda is not available: " + why);
     model_ = model::Model::load(opts_.model_path, lo);
     tok_ = tokenizer::Tokenizer::from_gguf(model_->file());
     const model::HParams& hp = model_->hparams();
@@ -55,18 +59,23 @@ class EngineImpl final : public Engine {
     opts_ = plan.resolved;
     const int n_pages = plan.n_pages;
     const uint64_t kv_bytes = plan.kv_bytes;
+    pool_ = std::make_unique<kernels::ThreadPool>(opts_.threads, opts_.nice);
+    // A step has at most step_tokens + max_running rows (scheduler.h).
+    const int max_rows = opts_.step_tokens + opts_.max_running;
     try {
-      kv_ = std::make_unique<model::KvPool>(hp, opts_.page_tokens, n_pages);
+      backend_ = cuda::make_backend(*model_, opts_.device, *pool_, max_rows, opts_.page_tokens, n_pages);
     } catch (const std::exception& e) {
+      // The device layer's refusals already name the device and the numbers.
+      if (opts_.device.kind != model::DeviceKind::Cpu) throw;
       throw std::runtime_error("engine: cannot allocate the KV pool (" + std::to_string(n_pages) + " pages of " +
                                std::to_string(opts_.page_tokens) + " tokens, " + format_bytes(kv_bytes) + " at " +
                                std::to_string(hp.kv_bytes_per_token()) + " bytes/token): " + e.what());
     }
-    pool_ = std::make_unique<kernels::ThreadPool>(opts_.threads, opts_.nice);
-    scheduler_ = std::make_unique<Scheduler>(*model_, *tok_, *pool_, *kv_, opts_);
+    description_ = backend_->description();
+    scheduler_ = std::make_unique<Scheduler>(*model_, *tok_, *pool_, *backend_, opts_);
   }
 
-  ~EngineImpl() override { scheduler_.reset(); }  // before the pool, pages and model it uses
+  ~EngineImpl() override { scheduler_.reset(); }  // before the backend, pool and model it uses
 
   std::variant<Handle, SubmitError> submit(Request req, Callbacks cb) override {
     auto invalid = [](std::string m) { return SubmitError{SubmitError::Kind::Invalid, std::move(m), 0}; };
@@ -109,9 +118,9 @@ class EngineImpl final : public Engine {
     auto p = std::make_unique<PendingRequest>();
     p->max_len = int(req.embedding ? n_prompt : std::min<int64_t>(n_prompt + req.max_tokens, opts_.context));
     p->pages_needed = (p->max_len + opts_.page_tokens - 1) / opts_.page_tokens;
-    if (p->pages_needed > kv_->n_pages())
+    if (p->pages_needed > backend_->n_pages())
       return invalid("request needs " + std::to_string(p->pages_needed) + " KV pages (" + std::to_string(p->max_len) +
-                     " tokens); the pool has " + std::to_string(kv_->n_pages()));
+                     " tokens); the pool has " + std::to_string(backend_->n_pages()));
     p->handle = std::make_shared<Handle::State>();
     p->handle->id = next_id_.fetch_add(1);
     p->req = std::move(req);
@@ -129,13 +138,15 @@ class EngineImpl final : public Engine {
   bool can_generate() const override { return model_->hparams().has_classifier(); }
   const tokenizer::Tokenizer& tokenizer() const override { return *tok_; }
   const EngineOptions& options() const override { return opts_; }
+  const std::string& backend_description() const override { return description_; }
 
  private:
   EngineOptions opts_;
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<tokenizer::Tokenizer> tok_;
-  std::unique_ptr<model::KvPool> kv_;
   std::unique_ptr<kernels::ThreadPool> pool_;
+  std::unique_ptr<model::Backend> backend_;  // after the pool: a CpuBackend computes on it
+  std::string description_;
   std::unique_ptr<Scheduler> scheduler_;
   std::atomic<uint64_t> next_id_{1};
 };

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "model/backend.h"
 #include "model/pass_profile.h"
 #include "tokenizer/tokenizer.h"
 
@@ -123,6 +124,7 @@ struct EngineOptions {
   int nice = 0;                // niceness (0..19) of the scheduler and compute threads: a host such as
                                // Redis raises it so that its own main thread wins a shared core
   bool profile = false;        // time the phases of decode steps (EngineStats::decode_profile)
+  model::DeviceOptions device; // where the forward pass runs and the KV pages live (cpu by default)
 };
 // Engine::create resolves the options it was given: threads (0 → hardware concurrency), context
 // (capped at the model's training context), kv_tokens (0 → kv_bytes / bytes per token when kv_bytes is
@@ -168,13 +170,15 @@ struct EngineStats {
   int interleaved_matrices = 0;  // weight matrices in the interleaved layout (model::Model)
   int kv_page_tokens = 0;      // tokens per KV page
   int max_seq_tokens = 0;      // per-sequence cap (prompt + generated): the resolved context
+  model::DeviceKind device = model::DeviceKind::Cpu;  // the backend's device
   DecodeProfile decode_profile;  // all zero unless EngineOptions::profile
 };
 
 class Engine {
  public:
-  // Loads the model and allocates the KV pool; throws std::runtime_error with a clear message when the
-  // model cannot be loaded or the pool cannot be allocated.
+  // Loads the model and makes its backend (EngineOptions::device) with the KV pool; throws
+  // std::runtime_error with a clear message when the device is not available (checked before the model
+  // is read), the model cannot be loaded or the pool cannot be allocated.
   static std::unique_ptr<Engine> create(const EngineOptions& opts);
   virtual ~Engine() = default;  // cancels everything still queued or running, then joins
 
@@ -191,6 +195,8 @@ class Engine {
   // The tokenizer (thread-safe, immutable) and model facts, for front ends.
   virtual const tokenizer::Tokenizer& tokenizer() const = 0;
   virtual const EngineOptions& options() const = 0;
+  // The backend's one-line description (device, mode, memory plan), fixed at create.
+  virtual const std::string& backend_description() const = 0;
 };
 
 }  // namespace infer::engine

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string_view>
 
+#include "cuda/cuda_backend.h"
 #include "engine/decode_step.h"
 #include "tokenizer/chat_template.h"
 
@@ -46,9 +47,11 @@ Generator::Generator(const model::Model& model, const tokenizer::Tokenizer* tok,
     throw std::invalid_argument("prefill chunk must be >= 1, got " + std::to_string(opts.prefill_chunk));
   n_ctx_ = hp.n_ctx_train > 0 ? std::min(opts.context, hp.n_ctx_train) : opts.context;
   const int n_pages = (n_ctx_ + kPageTokens - 1) / kPageTokens;
+  if (opts.device.gpu_layers < -1)
+    throw std::invalid_argument("gpu layers must be >= 0, or -1 for as many as fit, got " +
+                                std::to_string(opts.device.gpu_layers));
   pool_ = std::make_unique<kernels::ThreadPool>(opts.threads);
-  kv_ = std::make_unique<model::KvPool>(hp, kPageTokens, n_pages);
-  fwd_ = std::make_unique<model::Forward>(model, *pool_, opts.prefill_chunk);
+  backend_ = cuda::make_backend(model, opts.device, *pool_, opts.prefill_chunk, kPageTokens, n_pages);
   page_table_.resize(n_pages);
   for (int i = 0; i < n_pages; ++i) page_table_[i] = i;
   const int64_t logit_rows = std::clamp<int64_t>(kMaxLogitFloats / hp.n_vocab, 1, opts.prefill_chunk);
@@ -66,7 +69,7 @@ int Generator::logit_rows() const { return int(logits_.size() / size_t(n_vocab()
 void Generator::run_chunk(const int32_t* ids, int n, int pos0, bool want_all) {
   batch_.rows.clear();
   for (int i = 0; i < n; ++i) batch_.rows.push_back({0, pos0 + i, ids[i], want_all || i == n - 1});
-  fwd_->run(batch_, *kv_, logits_.data());
+  backend_->run(batch_, logits_.data());
 }
 
 const float* Generator::forward(const int32_t* ids, int n, int pos0) {

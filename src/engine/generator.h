@@ -7,7 +7,10 @@
 // is held back until complete) and never any part of a stop string (text that could still become
 // one is held back until it cannot).
 //
-// Thread-safety: a Generator owns its KV pool and scratch; one generate() at a time per Generator.
+// The forward pass runs on a model::Backend (GeneratorOptions::device) that owns the KV pages.
+//
+// Thread-safety: a Generator owns its backend (KV pool and scratch); one generate() at a time per
+// Generator.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -20,7 +23,7 @@
 #include "engine/engine.h"
 #include "engine/sampler.h"
 #include "kernels/thread_pool.h"
-#include "model/kv_pool.h"
+#include "model/backend.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -58,13 +61,14 @@ struct GeneratorOptions {
   int threads = 1;
   int context = 2048;       // max tokens (prompt + generated); capped at the model's training context
   int prefill_chunk = 256;  // prompt rows per forward pass
+  model::DeviceOptions device;  // where the forward pass runs (cpu by default)
 };
 
 class Generator {
  public:
   // The model must outlive the Generator. `tok` may be null (ids in, ids out; text stays empty).
-  // Throws std::runtime_error when the KV pool cannot be allocated, std::invalid_argument for bad
-  // options.
+  // Throws std::runtime_error when the device is not available or the KV pool cannot be allocated,
+  // std::invalid_argument for bad options.
   Generator(const model::Model& model, const tokenizer::Tokenizer* tok, const GeneratorOptions& opts);
   ~Generator();
 
@@ -82,6 +86,7 @@ class Generator {
   int context() const { return n_ctx_; }
   int n_vocab() const;
   const model::Model& model() const { return model_; }
+  const model::Backend& backend() const { return *backend_; }
 
  private:
   // Runs rows [pos0, pos0+n) (n <= prefill_chunk, and <= logit_rows() when want_all), writing logits
@@ -94,8 +99,7 @@ class Generator {
   GeneratorOptions opts_;
   int n_ctx_;
   std::unique_ptr<kernels::ThreadPool> pool_;
-  std::unique_ptr<model::KvPool> kv_;
-  std::unique_ptr<model::Forward> fwd_;
+  std::unique_ptr<model::Backend> backend_;
   std::vector<int32_t> page_table_;
   std::vector<float> logits_;
   model::Batch batch_;

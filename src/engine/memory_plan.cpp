@@ -24,6 +24,7 @@ void check_options(const EngineOptions& o) {
   if (o.page_tokens < 1) bad("page_tokens must be >= 1");
   if (o.step_tokens < 1) bad("step_tokens must be >= 1");
   if (o.nice < 0 || o.nice > 19) bad("nice must be in 0..19");
+  if (o.device.gpu_layers < -1) bad("gpu_layers must be >= 0, or -1 for as many as fit");
 }
 
 namespace {
@@ -93,6 +94,7 @@ MemoryPlan plan_memory(const model::HParams& hp, uint64_t file_bytes, const Engi
   o.kv_tokens = int(n_pages * o.page_tokens);
   p.n_pages = int(n_pages);
   p.kv_bytes = model::KvPool::bytes_for(hp, o.page_tokens, p.n_pages);
+  p.kv_on_device = o.device.kind != model::DeviceKind::Cpu;
   p.weight_bytes = file_bytes;
   // A step has at most step_tokens + max_running rows (scheduler.cpp); logits for max_running rows and
   // hidden states for every row.
@@ -131,6 +133,7 @@ std::string describe(const MemoryPlan& p) {
     pool += " for " + std::to_string(o.max_running) + " sequences x " + std::to_string(o.context) + " tokens";
   else
     pool += " for " + std::to_string(o.kv_tokens) + " tokens";
+  if (p.kv_on_device) pool += " on the GPU";
   return "weights " + format_bytes(p.weight_bytes) + ", " + pool + ", scratch " + format_bytes(p.scratch_bytes);
 }
 

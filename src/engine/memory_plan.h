@@ -16,7 +16,9 @@ struct MemoryPlan {
   uint64_t kv_bytes = 0;       // the KV pool, allocated and touched at create
   uint64_t scratch_bytes = 0;  // forward-pass buffers, logits and hidden states of one step
   int n_pages = 0;             // KV pages of resolved.page_tokens tokens
-  uint64_t total() const { return weight_bytes + kv_bytes + scratch_bytes; }
+  bool kv_on_device = false;   // device cuda: the pool is in GPU memory, which the device layer checks
+  // Host memory: the KV pool counts only when it lives on the host.
+  uint64_t total() const { return weight_bytes + (kv_on_device ? 0 : kv_bytes) + scratch_bytes; }
 };
 
 // Throws std::invalid_argument ("engine options: ...") for an option out of range.

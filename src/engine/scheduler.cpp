@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <span>
+#include <stdexcept>
 
 #include "engine/decode_step.h"
 
@@ -41,30 +42,34 @@ struct Scheduler::Sequence {
 };
 
 Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok, kernels::ThreadPool& pool,
-                     model::KvPool& kv, const EngineOptions& opts)
+                     model::Backend& backend, const EngineOptions& opts)
     : model_(model),
       tok_(tok),
       pool_(pool),
-      kv_(kv),
+      backend_(backend),
       opts_(opts),
       n_vocab_(model.hparams().n_vocab),
       n_embd_(model.hparams().n_embd),
-      pages_(kv.n_pages()),
-      tree_(pages_, kv.page_tokens()),
-      // Decode rows are always scheduled; prefill gets at least one row, so a step has at most
-      // step_tokens + max_running rows.
-      forward_(model, pool, opts.step_tokens + opts.max_running),
+      page_tokens_(backend.page_tokens()),
+      pages_(backend.n_pages()),
+      tree_(pages_, backend.page_tokens()),
       window_start_(Clock::now()),
       queue_(size_t(opts.queue_depth)) {
+  // Decode rows are always scheduled; prefill gets at least one row, so a step has at most
+  // step_tokens + max_running rows.
+  if (backend.max_rows() < opts.step_tokens + opts.max_running)
+    throw std::invalid_argument("scheduler: the backend takes " + std::to_string(backend.max_rows()) +
+                                " rows a pass, a step can have " + std::to_string(opts.step_tokens + opts.max_running));
   logits_.resize(size_t(opts.max_running) * size_t(n_vocab_));
   // Every row of a step can want its hidden state (mean-pooled embeddings).
-  hidden_.resize(size_t(forward_.max_rows()) * size_t(n_embd_));
-  stats_.kv_pages_total = kv.n_pages();
-  stats_.kv_bytes = kv.bytes();
+  hidden_.resize(size_t(backend.max_rows()) * size_t(n_embd_));
+  stats_.kv_pages_total = backend.n_pages();
+  stats_.kv_bytes = backend.kv_bytes();
+  stats_.device = backend.kind();
   stats_.model_bytes = model.weight_bytes();
   stats_.kv_bytes_per_token = model.hparams().kv_bytes_per_token();
   stats_.interleaved_matrices = model.interleaved_matrices();
-  stats_.kv_page_tokens = kv.page_tokens();
+  stats_.kv_page_tokens = backend.page_tokens();
   stats_.max_seq_tokens = opts.context;
   thread_ = std::thread([this, nice = opts.nice] {
     if (nice != 0) kernels::set_thread_nice(nice);  // this thread is also the compute pool's worker 0
@@ -153,7 +158,7 @@ void Scheduler::step() {
     model::PassProfile pass;
     bool ok = true;
     try {
-      forward_.run(batch_, kv_, logits_.data(), hidden_.data(), profiled ? &pass : nullptr);
+      backend_.run(batch_, logits_.data(), hidden_.data(), profiled ? &pass : nullptr);
     } catch (const std::exception& e) {
       fail_batch(std::string("forward pass failed: ") + e.what());
       ok = false;
@@ -206,7 +211,7 @@ std::optional<Scheduler::Reservation> Scheduler::reserve(const PendingRequest& p
   const auto& prompt = p.req.prompt_ids;
   if (uses_prefix_cache(p.req)) {
     // Keep at least the last prompt token to compute: its logits start generation.
-    r.match = tree_.match(prompt, (int(prompt.size()) - 1) / kv_.page_tokens());
+    r.match = tree_.match(prompt, (int(prompt.size()) - 1) / page_tokens_);
   }
   const int need = p.pages_needed - int(r.match.pages.size());
   if (pages_.n_free() + tree_.evictable_pages() < need) {
@@ -425,8 +430,8 @@ void Scheduler::finish(Sequence& s, FinishReason why, std::string error) {
 
   // Give the computed prefix to the cache (whole pages), then let go of our pages.
   if (opts_.prefix_cache && model_.hparams().causal && why != FinishReason::Error) {
-    const int n_full = s.n_past / kv_.page_tokens();
-    tree_.insert(std::span<const int32_t>(s.tokens.data(), size_t(n_full) * size_t(kv_.page_tokens())),
+    const int n_full = s.n_past / page_tokens_;
+    tree_.insert(std::span<const int32_t>(s.tokens.data(), size_t(n_full) * size_t(page_tokens_)),
                  std::span<const int32_t>(s.pages.data(), size_t(n_full)));
   }
   tree_.unlock(s.lock);
@@ -517,6 +522,7 @@ void Scheduler::publish_stats() {
   stats_.interleaved_matrices = keep.interleaved_matrices;
   stats_.kv_page_tokens = keep.kv_page_tokens;
   stats_.max_seq_tokens = keep.max_seq_tokens;
+  stats_.device = keep.device;
 }
 
 }  // namespace infer::engine

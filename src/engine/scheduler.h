@@ -21,6 +21,9 @@
 // (the last row for Last pooling, every row for Mean); the states are summed per sequence in position
 // order across prefill chunks, and the request finishes in the step that computes its last prompt row.
 //
+// The forward pass and the KV pages belong to a model::Backend (the CPU or a GPU): the scheduler sees
+// page numbers only.
+//
 // Threads: submit(), stats(), request_flush() are thread-safe and never wait on inference. Everything
 // else, including every user callback, runs on the scheduler thread.
 #pragma once
@@ -38,7 +41,7 @@
 #include "engine/page_allocator.h"
 #include "engine/radix_tree.h"
 #include "kernels/thread_pool.h"
-#include "model/kv_pool.h"
+#include "model/backend.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -63,10 +66,10 @@ struct PendingRequest {
 
 class Scheduler {
  public:
-  // All referenced objects must outlive the Scheduler. `opts` are the engine's resolved options.
-  // Starts the scheduler thread.
+  // All referenced objects must outlive the Scheduler. `opts` are the engine's resolved options;
+  // `backend` takes step_tokens + max_running rows a pass. Starts the scheduler thread.
   Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok, kernels::ThreadPool& pool,
-            model::KvPool& kv, const EngineOptions& opts);
+            model::Backend& backend, const EngineOptions& opts);
   // Finishes everything queued or running with Cancelled, frees all pages, joins the thread.
   ~Scheduler();
 
@@ -107,15 +110,15 @@ class Scheduler {
 
   const model::Model& model_;
   const tokenizer::Tokenizer& tok_;
-  kernels::ThreadPool& pool_;
-  model::KvPool& kv_;
+  kernels::ThreadPool& pool_;  // sampling runs on it
+  model::Backend& backend_;
   const EngineOptions opts_;
   const int n_vocab_, n_embd_;
+  const int page_tokens_;
 
   // Scheduler-thread state.
   PageAllocator pages_;
   RadixTree tree_;
-  model::Forward forward_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   model::Batch batch_;
   std::vector<Sequence*> batch_seqs_;    // batch_.seqs[i] belongs to batch_seqs_[i]

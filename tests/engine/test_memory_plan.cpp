@@ -56,6 +56,21 @@ TEST(MemoryPlan, RefusalNamesTheNumbers) {
   EXPECT_NE(capped.find("loaded models hold " + format_bytes(plan.total())), std::string::npos) << capped;
 }
 
+// A GPU's KV pool is not host memory: the host check leaves it out (the device layer checks the GPU's).
+TEST(MemoryPlan, KvPoolOnTheGpuIsNotCountedAgainstHostMemory) {
+  REQUIRE_STORIES();
+  EngineOptions o = small_options();
+  const MemoryPlan cpu = plan_memory(o);
+  EXPECT_FALSE(cpu.kv_on_device);
+  o.device.kind = infer::model::DeviceKind::Cuda;
+  const MemoryPlan gpu = plan_memory(o);
+  EXPECT_TRUE(gpu.kv_on_device);
+  EXPECT_EQ(gpu.kv_bytes, cpu.kv_bytes);
+  EXPECT_EQ(gpu.total(), cpu.total() - cpu.kv_bytes);
+  EXPECT_NE(describe(gpu).find(" on the GPU"), std::string::npos) << describe(gpu);
+  EXPECT_EQ(describe(cpu).find(" on the GPU"), std::string::npos) << describe(cpu);
+}
+
 TEST(MemoryPlan, FormatsBytesForPeople) {
   EXPECT_EQ(format_bytes(0), "0 B");
   EXPECT_EQ(format_bytes(1023), "1023 B");
