@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
+#include "cli/device_flags.h"
 #include "engine/engine.h"
 #include "engine/generator.h"
 #include "gguf/tensor_type.h"
@@ -40,6 +41,7 @@ struct BenchArgs {
   bool mmap = false;
   int embed = 0;        // tokens per sequence of the embedding benchmark; 0: pp/tg instead
   int embed_seqs = 32;  // sequences per repetition
+  DeviceArgs device;
 };
 
 struct Stat {
@@ -97,6 +99,7 @@ void run_embed_bench(const BenchArgs& a) {
   o.context = a.embed;
   o.step_tokens = std::max(512, a.embed);
   o.prefix_cache = false;
+  o.device = device_options(a.device);
   auto e = engine::Engine::create(o);
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> any_token(0, e->n_vocab() - 1);
@@ -129,6 +132,7 @@ void run_embed_bench(const BenchArgs& a) {
   };
   std::fprintf(stderr, "bench: %s, %d threads, embedding %d sequences of %d tokens, warm-up\n", a.model.c_str(),
                a.threads, a.embed_seqs, a.embed);
+  std::fprintf(stderr, "bench: backend: %s\n", e->backend_description().c_str());
   run_once();
   std::vector<double> seqs;
   for (int r = 0; r < a.reps; ++r) {
@@ -146,6 +150,8 @@ void run_embed_bench(const BenchArgs& a) {
     j["embed_seqs_per_s"] = s.mean;
     j["embed_seqs_per_s_stddev"] = s.stddev;
     j["embed_tokens_per_s"] = s.mean * a.embed;
+    j["device"] = model::device_name(o.device.kind);
+    j["backend"] = e->backend_description();
     j["cpu"] = kernels::cpu_model();
     std::puts(j.dump().c_str());
     return;
@@ -153,6 +159,7 @@ void run_embed_bench(const BenchArgs& a) {
   std::printf("| model | threads | test | sequences/s | tokens/s |\n|---|---|---|---|---|\n");
   std::printf("| %s | %d | embed%d x %d | %.2f ± %.2f | %.1f |\n", a.model.c_str(), a.threads, a.embed, a.embed_seqs,
               s.mean, s.stddev, s.mean * a.embed);
+  std::printf("backend: %s\n", e->backend_description().c_str());
   std::printf("cpu: %s\n", kernels::cpu_model().c_str());
 }
 
@@ -160,6 +167,7 @@ void run_bench(const BenchArgs& a) {
   if (a.embed > 0) return run_embed_bench(a);
   if (a.p < 0 || a.n < 0 || (a.p == 0 && a.n == 0)) throw std::invalid_argument("-p and -n must be >= 0, and not both 0");
   if (a.reps < 1) throw std::invalid_argument("-r must be >= 1");
+  const model::DeviceOptions device = device_options(a.device);
   model::LoadOptions lo;
   lo.prefetch = true;
   lo.mmap = a.mmap;
@@ -170,6 +178,7 @@ void run_bench(const BenchArgs& a) {
   go.threads = a.threads;
   go.context = lo.context;
   go.prefill_chunk = std::max(1, std::min(a.p, 512));
+  go.device = device;
   if (hp.n_ctx_train > 0 && go.context > hp.n_ctx_train)
     throw std::invalid_argument("-p/-n exceed the model's context of " + std::to_string(hp.n_ctx_train));
   engine::Generator gen(*model, nullptr, go);
@@ -181,6 +190,7 @@ void run_bench(const BenchArgs& a) {
 
   // Warm-up: pages of the mapping fault in, caches and the thread pool settle.
   std::fprintf(stderr, "bench: %s, %d threads, warm-up\n", a.model.c_str(), a.threads);
+  std::fprintf(stderr, "bench: backend: %s\n", gen.backend().description().c_str());
   gen.forward(prompt.data(), std::min<int>(int(prompt.size()), 16), 0);
   // The prompt holds at least one token (p may be 0), so the decode warm-up cycles through it.
   for (int i = 0; i < std::min(a.n, 4); ++i) gen.forward(&prompt[size_t(i) % prompt.size()], 1, i);
@@ -233,6 +243,8 @@ void run_bench(const BenchArgs& a) {
     j["model_bytes"] = model_bytes;
     j["weight_bytes_per_token"] = per_token;
     j["weights"] = a.mmap ? "mmap" : "huge-page copy";
+    j["device"] = model::device_name(device.kind);
+    j["backend"] = gen.backend().description();
     j["interleaved_matrices"] = model->interleaved_matrices();
     j["cpu"] = kernels::cpu_model();
     j["kernels"] = nlohmann::json::array();
@@ -252,6 +264,7 @@ void run_bench(const BenchArgs& a) {
     std::printf("| %s | %.1f MiB | %d | pp%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.p, pps.mean, pps.stddev);
   if (a.n > 0)
     std::printf("| %s | %.1f MiB | %d | tg%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.n, tgs.mean, tgs.stddev);
+  std::printf("backend: %s\n", gen.backend().description().c_str());
   std::printf("weights: %s, %d matrices in the interleaved layout\n",
               a.mmap ? "mapped file (--mmap)" : "copied into huge pages", model->interleaved_matrices());
   std::printf("cpu: %s; kernels (decode / batch):", kernels::cpu_model().c_str());
@@ -280,6 +293,7 @@ void setup_bench(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--embed-seqs", args->embed_seqs, "sequences per repetition of --embed")->check(CLI::Range(1, 4096));
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
+  add_device_flags(cmd, args->device);
   cmd->callback([args] { run_bench(*args); });
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
+#include "cli/device_flags.h"
 #include "engine/generator.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -38,6 +39,7 @@ struct GenerateArgs {
   std::string logits;  // "", "N" or "all"
   std::string force;   // "ID,ID,..."
   std::vector<std::string> stop;
+  DeviceArgs device;
 };
 
 std::vector<int32_t> parse_ids(const std::string& list) {
@@ -103,6 +105,7 @@ void run_generate(const GenerateArgs& a) {
   g.logits_top_n = parse_logits(a.logits);
   g.capture_prompt_logits = g.logits_top_n != 0;
   if (!a.force.empty()) g.force = parse_ids(a.force);
+  const model::DeviceOptions device = device_options(a.device);
 
   model::LoadOptions lo;
   lo.mmap = a.mmap;
@@ -113,6 +116,7 @@ void run_generate(const GenerateArgs& a) {
   engine::GeneratorOptions go;
   go.threads = a.threads;
   go.context = a.context;
+  go.device = device;
   engine::Generator gen(*model, tok.get(), go);
 
   std::function<void(const std::string&)> on_text;
@@ -170,6 +174,7 @@ void setup_generate(CLI::App& app) {
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->add_option("--logits", args->logits, "with --json: top N logits (or 'all') per prompt position and step");
   cmd->add_option("--force", args->force, "teacher forcing: feed these ids (ID,ID,...) as the generated tokens");
+  add_device_flags(cmd, args->device);
   cmd->callback([args] { run_generate(*args); });
 }
 

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
+#include "cli/device_flags.h"
 #include "engine/engine.h"
 
 namespace infer::cli {
@@ -45,6 +46,8 @@ struct ServeBenchArgs {
   bool json = false;
   bool mmap = false;
   bool profile = false;
+  DeviceArgs device;
+  model::DeviceOptions device_options;  // resolved from `device` before the first level
 };
 
 struct LevelResult {
@@ -58,6 +61,7 @@ struct LevelResult {
   double ratio_to_first = 0;            // median over repeats of decode_tps / the first level's
   engine::EngineStats plan;  // the engine's memory plan (kv_bytes, model_bytes, pages, per-sequence cap)
   engine::DecodeProfile profile;  // --profile: the level's decode-only steps (warm-up excluded)
+  std::string backend;            // the engine's backend description
   int64_t kv_pool_tokens() const { return int64_t(plan.kv_pages_total) * plan.kv_page_tokens; }
 };
 
@@ -128,6 +132,7 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
   o.step_tokens = a.step_tokens;
   o.prefix_cache = !a.no_prefix_cache;
   o.profile = a.profile;
+  o.device = a.device_options;
   auto e = engine::Engine::create(o);
   const int n_vocab = e->n_vocab();
 
@@ -148,6 +153,7 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
   LevelResult out;
   out.concurrency = c;
   out.plan = e->stats();
+  out.backend = e->backend_description();
   // Warm-up (faults the weights in): at most 8 prompt tokens and 4 generated, inside the context.
   run_one(*e, random_ids(std::min(8, a.prompt_tokens)), std::min(4, a.gen_tokens), 1);
   if (a.shared_prefix > 0) {
@@ -199,6 +205,7 @@ LevelResult summarise(const std::vector<LevelResult>& runs, const std::vector<Le
   LevelResult out;
   out.concurrency = runs.front().concurrency;
   out.plan = runs.front().plan;
+  out.backend = runs.front().backend;
   std::vector<double> e2e, cold, warm, hit, ratios;
   for (size_t r = 0; r < runs.size(); ++r) {
     const LevelResult& run = runs[r];
@@ -287,6 +294,8 @@ nlohmann::ordered_json json_row(const ServeBenchArgs& a, const LevelResult& r) {
   row["kv_pool_tokens"] = r.kv_pool_tokens();
   row["kv_page_tokens"] = r.plan.kv_page_tokens;
   row["max_seq_tokens"] = r.plan.max_seq_tokens;
+  row["device"] = model::device_name(r.plan.device);
+  row["backend"] = r.backend;
   if (a.profile) row["decode_profile"] = profile_json(r.profile);
   return row;
 }
@@ -295,6 +304,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 // The plan's parts that do not depend on the level, then the table's header.
 void print_header(const ServeBenchArgs& a, const LevelResult& r) {
+  std::printf("backend: %s\n", r.backend.c_str());
   std::printf("memory: weights %.1f MiB, KV %.1f KiB per token (F16, pages of %d tokens), per-sequence cap %d tokens\n",
               double(r.plan.model_bytes) / kMiB, double(r.plan.kv_bytes_per_token) / 1024.0, r.plan.kv_page_tokens,
               r.plan.max_seq_tokens);
@@ -318,13 +328,14 @@ void print_row(const ServeBenchArgs& a, const LevelResult& r) {
   std::fflush(stdout);
 }
 
-void run_serve_bench(const ServeBenchArgs& a) {
+void run_serve_bench(ServeBenchArgs a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 1 || a.rounds < 1 || a.repeats < 1)
     throw std::invalid_argument("serve-bench: --prompt-tokens, --gen-tokens, --rounds and --repeats must be >= 1");
   // Each prompt needs at least one token of its own after the shared part (its question).
   if (a.shared_prefix < 0 || a.shared_prefix >= a.prompt_tokens)
     throw std::invalid_argument("serve-bench: --shared-prefix must be in [0, --prompt-tokens)");
   const std::vector<int> levels = parse_levels(a.concurrency);
+  a.device_options = device_options(a.device);
   std::vector<std::vector<LevelResult>> runs(levels.size());  // [level][repeat]
   std::vector<LevelResult> results(levels.size());
   const size_t total = levels.size() * size_t(a.repeats);
@@ -371,6 +382,7 @@ void setup_serve_bench(CLI::App& app) {
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->add_flag("--profile", args->profile, "time each decode step's phases (qkv, attention, ..., sampling) and print them per level");
   cmd->add_flag("--json", args->json, "print a JSON list of {concurrency, decode_tps, ttft_p50_ms, ttft_p99_ms, memory plan, ...}");
+  add_device_flags(cmd, args->device);
   cmd->callback([args] { run_serve_bench(*args); });
 }
 

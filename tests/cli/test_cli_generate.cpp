@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cuda/cuda_backend.h"
 #include "support/data_dirs.h"
 
 namespace infer {
@@ -469,6 +470,46 @@ TEST_F(CliTest, BenchEmbedReportsSequencesAndTokensPerSecond) {
   const double seqs = j["embed_seqs_per_s"].get<double>();
   EXPECT_GT(seqs, 0.1);  // 4 sequences of 32 tokens on a 4-layer, 64-wide model take well under 40 s
   EXPECT_DOUBLE_EQ(j["embed_tokens_per_s"].get<double>(), seqs * 32);
+}
+
+// --device: cpu runs as before and says so; cuda, where this build or machine has no GPU, exits 1 with
+// one line giving the device layer's reason, before the model is read.
+TEST_F(CliTest, DeviceCpuRunsAndCudaWithoutAGpuIsOneClearLine) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto cpu = run("generate -m " + stories_ + " -p 'Once upon a time' -n 8 --temp 0 --device cpu");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  EXPECT_EQ(cpu.out, ", there was a little girl\n");
+  auto bench = run("bench -m " + stories_ + " -p 8 -n 4 -r 1 -t 1 --probe-mib 8 --json --device cpu");
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  const auto j = nlohmann::json::parse(bench.out);
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(j["backend"].get<std::string>().rfind("cpu, 1 threads, KV ", 0), 0u) << j["backend"];
+  EXPECT_NE(bench.err.find("bench: backend: cpu, 1 threads"), std::string::npos) << bench.err;
+  auto rows = serve_bench_rows("--concurrency 1 --prompt-tokens 8 --gen-tokens 4 -t 1 --device cpu");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["device"], "cpu");
+
+  std::string why;
+  if (cuda::available(&why)) GTEST_SKIP() << "this machine has a GPU: cuda is not refused here";
+  { std::ofstream(tmp_ / "junk.gguf") << "not a gguf file at all"; }  // refused before it is read
+  for (const std::string& cmd : {"generate -m " + stories_ + " -p 'Once upon a time' -n 8",
+                                "bench -m " + stories_ + " -p 8 -n 4 -r 1 --probe-mib 8 --json",
+                                "serve-bench -m " + stories_ + " --concurrency 1 --json",
+                                "generate -m " + (tmp_ / "junk.gguf").string() + " -p x"}) {
+    SCOPED_TRACE(cmd);
+    auto r = run(cmd + " --device cuda --gpu-layers auto --vram-budget 1000000");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_FALSE(r.signaled);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "infer: device cuda is not available: " + why + "\n");
+  }
+  auto bad = run("generate -m " + stories_ + " -p x --device tpu");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--device: tpu not in {cpu,cuda}"), std::string::npos) << bad.err;
+  bad = run("generate -m " + stories_ + " -p x --device cpu --gpu-layers some");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--gpu-layers: expected a layer count >= 0 or 'auto', got 'some'"), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace
