@@ -1,5 +1,7 @@
 // INFER.LOAD name path [THREADS n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n] [WEIGHTS copy|mmap]
-// Admin only. The path must resolve (realpath) inside the model directory. The engine is created on a
+//            [DEVICE cpu|cuda] [GPU-LAYERS n|auto] [VRAM-BUDGET bytes]
+// Admin only. DEVICE cuda is refused at once where this build or machine has no GPU; the CPU models
+// keep serving. The path must resolve (realpath) inside the model directory. The engine is created on a
 // loader thread; only the calling client waits. The model is registered on the main thread when the
 // load ends, also when the client disconnected meanwhile; CLIENT UNBLOCK cancels it (the load runs to
 // its end, then the model is dropped instead of registered). A master sends its successful loads to
@@ -12,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda/cuda_backend.h"
 #include "redis/args.h"
 #include "redis/blocked_call.h"
 #include "redis/commands.h"
@@ -133,9 +136,33 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       } else {
         return reply_error(ctx, "WEIGHTS must be copy (huge pages, the default) or mmap (the file's page cache)");
       }
+    } else if (is_word(argv[i], "DEVICE")) {
+      if (is_word(argv[i + 1], "cpu")) {
+        model->options.device.kind = model::DeviceKind::Cpu;
+      } else if (is_word(argv[i + 1], "cuda")) {
+        model->options.device.kind = model::DeviceKind::Cuda;
+      } else {
+        return reply_error(ctx, "DEVICE must be cpu or cuda");
+      }
+    } else if (is_word(argv[i], "GPU-LAYERS")) {
+      if (is_word(argv[i + 1], "auto")) {
+        model->options.device.gpu_layers = -1;
+      } else {
+        if (!parse_int(argv[i + 1], 0, 100000, "GPU-LAYERS", &v, &err)) return reply_error(ctx, err + " (or auto)");
+        model->options.device.gpu_layers = static_cast<int>(v);
+      }
+    } else if (is_word(argv[i], "VRAM-BUDGET")) {
+      if (!parse_int(argv[i + 1], 0, 1LL << 50, "VRAM-BUDGET", &v, &err)) return reply_error(ctx, err);
+      model->options.device.vram_budget = static_cast<uint64_t>(v);
     } else {
-      return reply_error(ctx, "unknown option '" + str(argv[i]) + "' (THREADS, QUEUE, MAX-RUNNING, CONTEXT, WEIGHTS)");
+      return reply_error(ctx, "unknown option '" + str(argv[i]) +
+                                  "' (THREADS, QUEUE, MAX-RUNNING, CONTEXT, WEIGHTS, DEVICE, GPU-LAYERS, VRAM-BUDGET)");
     }
+  }
+  if (std::string why; model->options.device.kind == model::DeviceKind::Cuda && !cuda::available(&why)) {
+    const std::string refusal = "device cuda is not available: " + why;
+    if (from_master) rm::Log(ctx, "warning", "infer: cannot load model '%s' as the master did: %s", name.c_str(), refusal.c_str());
+    return reply_error(ctx, refusal);
   }
   if (from_master) {
     load_for_master(std::move(model));

@@ -48,6 +48,8 @@ int cmd_info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   ll("queue_depth", o.queue_depth);
   ll("threads", o.threads);
   s("weights", o.mmap ? "mmap" : "copy");
+  s("device", model::device_name(o.device.kind));
+  s("backend", m->engine->backend_description());
   ll("interleaved_matrices", m->engine->stats().interleaved_matrices);
   ll("model_bytes", static_cast<long long>(m->engine->stats().model_bytes));
   ll("loaded_at_ms", m->loaded_at_ms);

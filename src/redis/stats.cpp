@@ -256,11 +256,14 @@ void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
     // What infer.max-memory counts: the memory plans of the engines alive (unloaded ones until freed).
     rm::InfoAddFieldULongLong(ctx, "memory_bytes", committed_memory());
     info_engine_fields(ctx, total_engine_stats());
-    // One dict field per model: infer_model_<name>:queued=..,running=..,...
+    // One dict field per model: infer_model_<name>:queued=..,running=..,...,device=cpu (the backend's
+    // description has commas: INFER.INFO shows it)
     for (const auto& [name, m] : models().all()) {
       std::string field = "model_" + name;
       rm::InfoBeginDictField(ctx, field.c_str());
-      info_engine_fields(ctx, m->engine->stats());
+      const engine::EngineStats s = m->engine->stats();
+      info_engine_fields(ctx, s);
+      rm::InfoAddFieldCString(ctx, "device", model::device_name(s.device));
       rm::InfoEndDictField(ctx);
     }
   } catch (...) {

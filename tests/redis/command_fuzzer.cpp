@@ -458,6 +458,9 @@ class Gen {
     if (chance(0.3)) a.insert(a.end(), {"MAX-RUNNING", num(1, 8)});
     if (chance(0.3)) a.insert(a.end(), {"CONTEXT", num(16, 512)});
     if (chance(0.3)) a.insert(a.end(), {"WEIGHTS", pick<std::string>({"copy", "mmap", "other"})});
+    if (chance(0.2)) a.insert(a.end(), {"DEVICE", pick<std::string>({"cpu", "cuda", "other"})});
+    if (chance(0.1)) a.insert(a.end(), {"GPU-LAYERS", pick<std::string>({"auto", "0", "2", "-1", "many"})});
+    if (chance(0.1)) a.insert(a.end(), {"VRAM-BUDGET", pick<std::string>({"0", "1000000", "-5"})});
     return a;
   }
   // Unloading stories is rare (most commands name it); LOAD brings it back from MODEL-DIR.
