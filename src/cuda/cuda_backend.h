@@ -26,6 +26,15 @@ bool available(std::string* why = nullptr);
 // Device 0's properties and free memory now, or nullopt when !available().
 std::optional<DeviceInfo> device_info();
 
+// Device 0's memory bandwidth, measured now: a device-to-device copy of `bytes` (GB/s counting the
+// bytes read and the bytes written: what HBM moves) and a host-to-device copy from page-locked memory;
+// the best of `reps` copies each. Throws std::runtime_error when !available().
+struct Bandwidth {
+  double device_gbs = 0;
+  double host_to_device_gbs = 0;
+};
+Bandwidth measure_bandwidth(uint64_t bytes, int reps);
+
 // The Backend for opts.kind: a CpuBackend on `pool`, or the GPU backend (resident weights, KV pages in
 // GPU memory). Throws std::runtime_error with one clear line when `cuda` is not available(), or when the
 // weights, the KV pool and the scratch do not fit the GPU's memory (the message names the numbers).

@@ -13,6 +13,12 @@ bool available(std::string* why) {
 
 std::optional<DeviceInfo> device_info() { return std::nullopt; }
 
+Bandwidth measure_bandwidth(uint64_t, int) {
+  std::string why;
+  available(&why);
+  throw std::runtime_error("device cuda is not available: " + why);
+}
+
 std::unique_ptr<model::Backend> make_gpu_backend(const model::Model&, const model::DeviceOptions&, int, int, int) {
   std::string why;
   available(&why);
