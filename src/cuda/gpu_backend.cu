@@ -5,6 +5,7 @@
 // come back. Memory is planned before anything is allocated: a model that does not fit fails at load.
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -126,6 +127,7 @@ class GpuBackend final : public model::Backend {
  public:
   GpuBackend(const model::Model& m, const model::DeviceOptions& opts, int max_rows, int page_tokens, int n_pages);
   ~GpuBackend() override {
+    drop_graphs();
     if (stream_) cudaStreamDestroy(stream_);
     if (page_tables_) cudaFree(page_tables_);
   }
@@ -186,6 +188,22 @@ class GpuBackend final : public model::Backend {
   void allocate_scratch();
   void grow_page_tables(size_t n);
 
+  // Captured passes (CUDA graphs) of small batches, by shape: one launch instead of hundreds, which
+  // dominate a small model's decode step. Experts are routed on the host mid-pass: never captured.
+  struct GraphKey {
+    int rows, out_rows, logit_rows;
+    auto operator<=>(const GraphKey&) const = default;
+  };
+  static constexpr int kGraphRows = 64;     // batches up to this many rows are captured
+  static constexpr size_t kMaxGraphs = 64;  // shapes kept; all dropped when more come
+  std::map<GraphKey, cudaGraphExec_t> graphs_;
+  void drop_graphs() {
+    for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
+    graphs_.clear();
+  }
+  void compute(int n_logit_rows);  // the pass's kernels, between the uploads and the downloads
+  void launch_captured(int n_logit_rows);
+
   // one pass, for the n rows of the current batch
   int n_ = 0;
   RowsView rows_view_{};
@@ -193,7 +211,8 @@ class GpuBackend final : public model::Backend {
   void attention_block(int l);
   void feed_forward_block(int l);
   void moe_block(const GpuLayer& L);
-  void outputs(int n_logit_rows, float* logits, float* hidden);
+  void output_kernels(int n_logit_rows);
+  void download_outputs(int n_logit_rows, float* logits, float* hidden);
   PagedLayer paged(int l) const {
     __half* k = kv_ + int64_t(l) * 2 * page_tokens_ * KV_;
     return PagedLayer{k, k + int64_t(page_tokens_) * KV_, page_stride_, page_tokens_, KV_};
@@ -402,6 +421,7 @@ void GpuBackend::allocate_scratch() {
 void GpuBackend::grow_page_tables(size_t n) {
   if (n <= page_table_cap_) return;
   const size_t cap = std::max(n, 2 * page_table_cap_);
+  drop_graphs();  // they hold the old table's address
   if (page_tables_) check(cudaFree(page_tables_), "cudaFree");
   page_tables_ = nullptr;
   check(cudaMalloc(&page_tables_, cap * sizeof(int)), "cudaMalloc page tables");
@@ -476,14 +496,48 @@ void GpuBackend::run(const model::Batch& batch, float* logits, float* hidden, mo
   const auto t0 = std::chrono::steady_clock::now();
   n_ = int(batch.rows.size());
   prepare_inputs(batch);
+  const int logit_rows = logits ? n_logit_rows : 0;
+  if (!hp_.is_moe() && n_ <= kGraphRows) {
+    launch_captured(logit_rows);
+  } else {
+    compute(logit_rows);
+  }
+  download_outputs(logit_rows, logits, hidden);
+  check(cudaStreamSynchronize(stream_), "forward pass");
+  if (profile) profile->other_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void GpuBackend::compute(int n_logit_rows) {
   for (int l = 0; l < hp_.n_layer; ++l) {
     layer_ = l;
     attention_block(l);
     feed_forward_block(l);
   }
-  outputs(n_logit_rows, logits, hidden);
-  check(cudaStreamSynchronize(stream_), "forward pass");
-  if (profile) profile->other_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  output_kernels(n_logit_rows);
+}
+
+void GpuBackend::launch_captured(int n_logit_rows) {
+  const GraphKey key{n_, int(out_rows_.size()), n_logit_rows};
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    if (graphs_.size() >= kMaxGraphs) drop_graphs();
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "graph capture");
+    cudaGraph_t graph = nullptr;
+    try {
+      compute(n_logit_rows);
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    check(cudaStreamEndCapture(stream_, &graph), "graph capture");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    check(e, "graph instantiate");
+    it = graphs_.emplace(key, exec).first;
+  }
+  check(cudaGraphLaunch(it->second, stream_), "graph launch");
 }
 
 void GpuBackend::attention_block(int l) {
@@ -591,7 +645,7 @@ void GpuBackend::moe_block(const GpuLayer& L) {
   moe_combine(moe_out_, route_w_, n, K, E_, xb_, s);
 }
 
-void GpuBackend::outputs(int n_logit_rows, float* logits, float* hidden) {
+void GpuBackend::output_kernels(int n_logit_rows) {
   const int n_out = int(out_rows_.size());
   if (n_out == 0) return;
   cudaStream_t s = stream_;
@@ -601,16 +655,23 @@ void GpuBackend::outputs(int n_logit_rows, float* logits, float* hidden) {
   } else {
     rmsnorm(x_, E_, out_index, output_norm_, final_, E_, n_out, E_, hp_.rms_eps, s);
   }
-  if (hidden) {
-    check(cudaMemcpyAsync(hidden, final_, size_t(n_out) * E_ * sizeof(float), cudaMemcpyDeviceToHost, s),
-          "hidden download");
-  }
-  if (logits && n_logit_rows > 0) {
+  if (n_logit_rows > 0) {
     const int V = hp_.n_vocab;
     matmul(output_, final_, E_, n_logit_rows, logits_, V, s);
     add_bias(logits_, output_bias_, n_logit_rows, V, s);
     if (hp_.logit_softcap > 0.f) softcap(logits_, int64_t(n_logit_rows) * V, hp_.logit_softcap, s);
-    check(cudaMemcpyAsync(logits, logits_, size_t(n_logit_rows) * V * sizeof(float), cudaMemcpyDeviceToHost, s),
+  }
+}
+
+void GpuBackend::download_outputs(int n_logit_rows, float* logits, float* hidden) {
+  const int n_out = int(out_rows_.size());
+  if (hidden && n_out > 0) {
+    check(cudaMemcpyAsync(hidden, final_, size_t(n_out) * E_ * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+          "hidden download");
+  }
+  if (n_logit_rows > 0) {
+    check(cudaMemcpyAsync(logits, logits_, size_t(n_logit_rows) * hp_.n_vocab * sizeof(float), cudaMemcpyDeviceToHost,
+                          stream_),
           "logits download");
   }
 }

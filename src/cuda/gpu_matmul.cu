@@ -15,6 +15,7 @@ namespace {
 constexpr int kWarp = 32;
 constexpr int kMatmulWarps = 8;  // outputs per block
 constexpr int kRowGroup = 8;     // activation rows per block: each weight load serves all of them
+constexpr int kUnits = 4;        // weight loads in flight per lane (block formats; float rows: chunks)
 
 // Weights as floats: V elements from one 16-byte load (vector path) or one element (scalar path).
 template <typename T> struct Elem;
@@ -70,17 +71,25 @@ __global__ void matmul_kernel(const T* __restrict__ w, int64_t n_in, int64_t n_o
   if constexpr (Vec) {
     constexpr int V = 16 / sizeof(T);
     const int64_t n_vec = n_in / V;
-    for (int64_t c = lane; c < n_vec; c += kWarp) {
-      float wv[V];
-      Elem<T>::get16(wr + c * V, wv);
+    for (int64_t c0 = lane; c0 < n_vec; c0 += kUnits * kWarp) {
+      float wv[kUnits][V];
 #pragma unroll
-      for (int r = 0; r < kRowGroup; ++r) {
-        if (r < nr) {
-          const float* xr = x0 + int64_t(r) * xs + c * V;
-          float a = acc[r];
+      for (int i = 0; i < kUnits; ++i) {
+        if (c0 + i * kWarp < n_vec) Elem<T>::get16(wr + (c0 + i * kWarp) * V, wv[i]);
+      }
 #pragma unroll
-          for (int j = 0; j < V; ++j) a = fmaf(wv[j], xr[j], a);
-          acc[r] = a;
+      for (int i = 0; i < kUnits; ++i) {
+        const int64_t c = c0 + i * kWarp;
+        if (c >= n_vec) continue;
+#pragma unroll
+        for (int r = 0; r < kRowGroup; ++r) {
+          if (r < nr) {
+            const float* xr = x0 + int64_t(r) * xs + c * V;
+            float a = acc[r];
+#pragma unroll
+            for (int j = 0; j < V; ++j) a = fmaf(wv[i][j], xr[j], a);
+            acc[r] = a;
+          }
         }
       }
     }
@@ -209,19 +218,27 @@ __global__ void matmul_blocks_kernel(const uint8_t* __restrict__ w, int64_t row_
 #pragma unroll
   for (int r = 0; r < kRowGroup; ++r) acc[r] = 0.f;
   const int64_t n_units = (n_in + 255) / 256;
-  for (int64_t u = 0; u < n_units; ++u) {
-    const int64_t k0 = u * 256 + 8 * lane;
-    if (k0 >= n_in) continue;  // a short last unit (Q8_0 rows not a multiple of 256)
-    float wv[8];
-    B::decode8(wr + u * B::kUnitBytes, lane, wv);
+  // kUnits units per step: their loads are issued together (decode is latency-bound otherwise); the
+  // sums still run unit by unit in order, so the arithmetic is that of one unit at a time.
+  for (int64_t u0 = 0; u0 < n_units; u0 += kUnits) {
+    float wv[kUnits][8];
 #pragma unroll
-    for (int r = 0; r < kRowGroup; ++r) {
-      if (r < nr) {
-        const float* xr = x0 + int64_t(r) * xs + k0;
-        float a = acc[r];
+    for (int i = 0; i < kUnits; ++i) {
+      if (u0 + i < n_units && (u0 + i) * 256 + 8 * lane < n_in) B::decode8(wr + (u0 + i) * B::kUnitBytes, lane, wv[i]);
+    }
 #pragma unroll
-        for (int j = 0; j < 8; ++j) a = fmaf(wv[j], xr[j], a);
-        acc[r] = a;
+    for (int i = 0; i < kUnits; ++i) {
+      const int64_t k0 = (u0 + i) * 256 + 8 * lane;
+      if (u0 + i >= n_units || k0 >= n_in) continue;  // past the row, or a short last Q8_0 unit
+#pragma unroll
+      for (int r = 0; r < kRowGroup; ++r) {
+        if (r < nr) {
+          const float* xr = x0 + int64_t(r) * xs + k0;
+          float a = acc[r];
+#pragma unroll
+          for (int j = 0; j < 8; ++j) a = fmaf(wv[i][j], xr[j], a);
+          acc[r] = a;
+        }
       }
     }
   }
