@@ -179,6 +179,7 @@ struct Forward::Pass {
   void attention(int l);
   void feed_forward(int l);
   void outputs(int n_logit_rows, float* logits, float* hidden);
+  const LayerWeights* weights = nullptr;  // the layer that attention and feed_forward run
 
  private:
   const HParams& hp;
@@ -263,8 +264,10 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
   Pass pass(*this, batch, kv, profile);
   pass.embed_tokens();
   for (int l = 0; l < hp.n_layer; ++l) {
+    pass.weights = layer_source_ ? &layer_source_->acquire(l) : &model_.layers()[size_t(l)];
     pass.attention(l);
     pass.feed_forward(l);
+    if (layer_source_) layer_source_->release(l);
   }
   pass.outputs(n_logit_rows, logits, hidden);
 }
@@ -341,7 +344,7 @@ void Forward::Pass::embed_tokens() {
 
 // One layer's attention block, into the residual stream x.
 void Forward::Pass::attention(int l) {
-  const LayerWeights& L = m.layers()[size_t(l)];
+  const LayerWeights& L = *weights;
 
   // attention rmsnorm (bert: none, its input is the residual), then the qkv matmuls (+ biases)
   norm = L.attn_norm;
@@ -386,7 +389,7 @@ void Forward::Pass::attention(int l) {
 // llama, half-split NeoX for the others; none for bert; gemma3's local layers with their own base),
 // then k and v into the row's pages. Runs inside the attention job.
 void Forward::Pass::finish_qkv_row(int layer, int r) {
-  const LayerWeights& L = m.layers()[size_t(layer)];
+  const LayerWeights& L = *weights;
   float* qr = &b.q[size_t(r) * Q];
   float* kr = &b.k[size_t(r) * KV];
   if (L.q_norm) {
@@ -409,7 +412,7 @@ void Forward::Pass::finish_qkv_row(int layer, int r) {
 // One layer's feed-forward block, into the residual stream x: ffn rmsnorm, then SwiGLU
 // down(silu(gate·h) ⊙ up·h), GeGLU (gemma3), the experts (qwen3moe), or bert's down(gelu(up·x + b)) + b.
 void Forward::Pass::feed_forward(int l) {
-  const LayerWeights& L = m.layers()[size_t(l)];
+  const LayerWeights& L = *weights;
   norm = L.ffn_norm;
   up_bias = L.b_up;
   if (hp.is_moe()) {

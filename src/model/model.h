@@ -134,6 +134,16 @@ struct RouterMargin {
   float first_unchosen = 0.f;
 };
 
+// Where the forward pass reads each layer's weights when they do not all stay in the model's memory
+// (layer streaming, layer_streamer.h): acquire(l) before layer l's first read, release(l) after its
+// last, layers in increasing order, each once per pass; the reference is valid until release(l).
+class LayerSource {
+ public:
+  virtual ~LayerSource() = default;
+  virtual const LayerWeights& acquire(int layer) = 0;
+  virtual void release(int layer) = 0;
+};
+
 // Scratch buffers of the forward pass, sized for up to max_rows rows; allocated once.
 // Not thread-safe: one forward at a time per context.
 class Forward {
@@ -157,6 +167,10 @@ class Forward {
   // With `profile`, adds the pass's wall time per phase to it (a few clock reads per layer).
   void run(const Batch& batch, KvPool& kv, float* logits, float* hidden = nullptr, PassProfile* profile = nullptr);
 
+  // Later runs read the layers' weights from `source` (null: from the model, the default); it must
+  // outlive those runs.
+  void set_layer_source(LayerSource* source) { layer_source_ = source; }
+
   int max_rows() const { return max_rows_; }
   // qwen3moe: row `row` of the last run's routing margin in `layer` (diagnostics and tests); throws
   // std::out_of_range for a model without experts or an index out of range.
@@ -169,6 +183,7 @@ class Forward {
   kernels::ThreadPool& pool_;
   int max_rows_;
   std::unique_ptr<Buffers> buf_;
+  LayerSource* layer_source_ = nullptr;
 };
 
 }  // namespace infer::model
