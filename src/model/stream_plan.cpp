@@ -1,5 +1,5 @@
-// plan_streaming (stream_plan.h): a search over the resident prefix and the depth, smallest first
-// where the budget is the limit.
+// plan_streaming (stream_plan.h): over prefix sums of the layers' bytes, the depth first, then the
+// longest resident prefix that fits beside it.
 #include "model/stream_plan.h"
 
 #include <algorithm>
@@ -11,7 +11,8 @@
 namespace infer::model {
 namespace {
 
-std::string mib(uint64_t bytes) {
+// "N bytes (X MiB)"
+std::string bytes_text(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / (1024.0 * 1024.0));
   return std::to_string(bytes) + " bytes (" + buf + ")";
@@ -52,19 +53,19 @@ StreamPlan plan_streaming(const StreamPlanInput& in) {
     p.device_bytes = need(r, d);
     return p;
   };
-  const std::string budget = "the weight budget of " + mib(in.budget_bytes);
+  const std::string budget = "the weight budget of " + bytes_text(in.budget_bytes);
 
   if (in.resident_layers == n || (in.resident_layers < 0 && fits(n, 0))) {
     if (!fits(n, 0)) {
       throw std::runtime_error("stream plan: keeping all " + std::to_string(n) + " layers resident needs " +
-                               mib(need(n, 0)) + ", over " + budget);
+                               bytes_text(need(n, 0)) + ", over " + budget);
     }
     return plan(n, 0);
   }
   if (!fits(0, 1)) {
-    throw std::runtime_error("stream plan: " + budget + " cannot hold the non-layer weights (" + mib(in.other_bytes) +
-                             ") and one slot for the largest layer (" + mib(slot[0]) + "): at least " +
-                             mib(need(0, 1)) + " are needed");
+    throw std::runtime_error("stream plan: " + budget + " cannot hold the non-layer weights (" +
+                             bytes_text(in.other_bytes) + ") and one slot for the largest layer (" +
+                             bytes_text(slot[0]) + "): at least " + bytes_text(need(0, 1)) + " are needed");
   }
 
   // The depth that hides a copy of the largest layer behind one layer's compute.
@@ -83,18 +84,19 @@ StreamPlan plan_streaming(const StreamPlanInput& in) {
     for (int d = std::min(want, n - r); d >= lowest; --d) {
       if (fits(r, d)) return plan(r, d);
     }
-    throw std::runtime_error("stream plan: keeping " + std::to_string(r) + " layers resident (" + mib(prefix[size_t(r)]) +
-                             ") beside " + std::to_string(lowest) + " slot(s) of " + mib(slot[size_t(r)]) +
-                             " and the non-layer weights (" + mib(in.other_bytes) + ") needs " +
-                             mib(need(r, lowest)) + ", over " + budget);
+    throw std::runtime_error("stream plan: keeping " + std::to_string(r) + " layers resident (" +
+                             bytes_text(prefix[size_t(r)]) + ") beside " + std::to_string(lowest) + " slot(s) of " +
+                             bytes_text(slot[size_t(r)]) + " and the non-layer weights (" +
+                             bytes_text(in.other_bytes) + ") needs " + bytes_text(need(r, lowest)) + ", over " +
+                             budget);
   }
   int d = want;
   if (in.depth == 0) {
     while (d > 1 && !fits(0, d)) --d;
-  } else if (!fits(0, std::min(d, n))) {
-    throw std::runtime_error("stream plan: " + std::to_string(d) + " slots of " + mib(slot[0]) +
-                             " beside the non-layer weights (" + mib(in.other_bytes) + ") need " + mib(need(0, d)) +
-                             ", over " + budget);
+  } else if (!fits(0, d)) {
+    throw std::runtime_error("stream plan: " + std::to_string(d) + " slots of " + bytes_text(slot[0]) +
+                             " beside the non-layer weights (" + bytes_text(in.other_bytes) + ") need " +
+                             bytes_text(need(0, d)) + ", over " + budget);
   }
   int r = n - 1;  // the longest prefix that fits (r = 0 does)
   while (r > 0 && !fits(r, std::min(d, n - r))) --r;

@@ -166,7 +166,8 @@ TEST(StreamPlan, RequestsThatDoNotFitAreClearErrors) {
   EXPECT_EQ(model::plan_streaming(in).depth, 1);
   in.resident_layers = 7;
   expect_error<std::runtime_error>([&] { model::plan_streaming(in); },
-                                   {"keeping 7 layers resident (7340032 bytes", "needs 9437184 bytes", "8388608 bytes"});
+                                   {"keeping 7 layers resident (7340032 bytes", "needs 9437184 bytes",
+                                    "budget of 8388608 bytes"});
   in.resident_layers = 10;
   expect_error<std::runtime_error>([&] { model::plan_streaming(in); }, {"all 10 layers", "11534336 bytes"});
   in.resident_layers = -1;
@@ -246,9 +247,9 @@ std::vector<int32_t> sample_tokens(const std::string& name) {
 const std::vector<size_t> kChunks = {7, 1, 12, 1, 1, 1, 1};  // the prompt in three chunks, then decode
 
 // Every row's logits, the layers read from `source` (null: from the model).
-std::vector<std::vector<float>> run(const model::Model& m, model::LayerSource* source, const std::vector<int32_t>& tokens,
-                                    int n_threads = 2) {
-  ForwardHarness h(m, n_threads, 1, int(tokens.size()) + 1);
+std::vector<std::vector<float>> run(const model::Model& m, model::LayerSource* source,
+                                    const std::vector<int32_t>& tokens) {
+  ForwardHarness h(m, 2, 1, int(tokens.size()) + 1);
   h.forward().set_layer_source(source);
   std::vector<std::vector<float>> out;
   size_t at = 0;
@@ -366,7 +367,9 @@ TEST_P(LayerStreaming, SlowJitteryCopiesGiveBitwiseTheResidentLogits) {
     LayerStreamer& s;
     std::mt19937 rng{7};
     explicit Jittery(LayerStreamer& st) : s(st) {}
-    void nap() { std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 500)(rng))); }
+    void nap() {
+      std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 500)(rng)));
+    }
     const model::LayerWeights& acquire(int l) override { nap(); return s.acquire(l); }
     void release(int l) override { nap(); s.release(l); }
   };
@@ -412,8 +415,8 @@ TEST_P(LayerStreaming, AnAbandonedPassIsCaughtUp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, LayerStreaming,
-                         ::testing::Values("tiny-llama-q4_k_m", "tiny-qwen2-q8_0", "tiny-qwen3-q8_0", "tiny-gemma3-q8_0",
-                                           "tiny-phi3-q4_k_m", "tiny-qwen3moe-q4_k_m"),
+                         ::testing::Values("tiny-llama-q4_k_m", "tiny-qwen2-q8_0", "tiny-qwen3-q8_0",
+                                           "tiny-gemma3-q8_0", "tiny-phi3-q4_k_m", "tiny-qwen3moe-q4_k_m"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string s = info.param;
                            for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
