@@ -234,6 +234,44 @@ TEST(CpuStreamDevice, ACopyIntoASlotBeingReadIsCounted) {
   EXPECT_EQ(dev.stats().overlaps, 1u);
 }
 
+// ---------------- the layer layout ----------------
+
+// phi3's q/k/v and gate/up are row ranges of one tensor each: each is copied as its own range, and a
+// rebased matrix keeps every field but its pointer (the interleaved flag set here by hand: this CPU
+// may have no interleaved kernels).
+TEST(LayerLayout, FusedViewsAreTheirOwnPiecesAndRebaseKeepsEveryOtherField) {
+  INFER_REQUIRE_DIR(reference_dir());
+  const auto m = model::Model::load(reference_model_path("tiny-phi3-q4_k_m"));
+  const model::HParams& hp = m->hparams();
+  model::LayerWeights L = m->layers()[1];
+  L.wk.interleaved = true;
+  const model::LayerLayout layout = model::layer_layout(hp, L);
+  // wq, wk, wv, wo, gate, up, down; attn_norm, ffn_norm
+  ASSERT_EQ(layout.pieces.size(), 9u);
+  EXPECT_EQ(layout.pieces[1].src, L.wk.data);
+  EXPECT_EQ(layout.pieces[1].bytes, uint64_t(hp.kv_dim()) * L.wk.row_bytes);
+  EXPECT_EQ(static_cast<const uint8_t*>(layout.pieces[1].src),
+            static_cast<const uint8_t*>(layout.pieces[0].src) + layout.pieces[0].bytes);  // adjacent in the file
+  EXPECT_EQ(layout.pieces[8].bytes, uint64_t(hp.n_embd) * sizeof(float));
+  for (const model::LayerPiece& p : layout.pieces) EXPECT_EQ(p.offset % 256, 0u);
+  EXPECT_EQ(layout.bytes % 256, 0u);
+
+  std::vector<uint8_t> block(layout.bytes);
+  uint8_t* base = block.data();
+  const model::LayerWeights moved = model::rebase(hp, L, layout, base);
+  EXPECT_EQ(moved.wk.data, base + layout.pieces[1].offset);
+  EXPECT_TRUE(moved.wk.interleaved);
+  EXPECT_FALSE(moved.wq.interleaved);
+  EXPECT_EQ(moved.wk.type, L.wk.type);
+  EXPECT_EQ(moved.wk.n_in, L.wk.n_in);
+  EXPECT_EQ(moved.wk.n_out, L.wk.n_out);
+  EXPECT_EQ(moved.wk.row_bytes, L.wk.row_bytes);
+  EXPECT_EQ(moved.w_up.data, base + layout.pieces[5].offset);
+  EXPECT_EQ(moved.ffn_norm, reinterpret_cast<const float*>(base + layout.pieces[8].offset));
+  EXPECT_EQ(moved.bq, nullptr);
+  EXPECT_EQ(moved.router.data, nullptr);
+}
+
 // ---------------- streaming through the forward pass ----------------
 
 // The reference's long prompt and its continuation: 20 prompt tokens and 4 decode steps.
