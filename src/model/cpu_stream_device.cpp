@@ -155,7 +155,9 @@ void CpuStreamDevice::run() {
         const uint64_t reads = s.reads;
         bool overlap = s.reading;
         const int delay_us =
-            opts_.max_copy_delay_us > 0 ? std::uniform_int_distribution<int>(0, opts_.max_copy_delay_us)(rng) : 0;
+            opts_.max_copy_delay_us > 0
+                ? std::uniform_int_distribution<int>(opts_.max_copy_delay_us / 2, opts_.max_copy_delay_us)(rng)
+                : 0;
         lock.unlock();
         if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
         std::memcpy(op.dst, op.src, op.bytes);

@@ -21,7 +21,7 @@ class CpuStreamDevice : public StreamDevice {
  public:
   struct Options {
     uint64_t budget_bytes = 0;  // alloc throws past this many bytes in use
-    // Each queued copy first sleeps a random 0..max_copy_delay_us (a slow, jittery link; tests).
+    // Each queued copy first sleeps a random max/2..max µs (a slow, jittery link; tests).
     int max_copy_delay_us = 0;
     uint32_t seed = 1;
   };
