@@ -65,17 +65,17 @@ uint64_t non_layer_bytes(const Model& m) {
   return total;
 }
 
-LayerStreamer::LayerStreamer(const Model& model, const StreamPlan& plan, StreamDevice& device, Options opts)
-    : model_(model), plan_(plan), dev_(device), opts_(opts) {
-  const HParams& hp = model.hparams();
-  const int R = plan.resident_layers;
-  if (plan.n_layer != hp.n_layer || R < 0 || R > hp.n_layer || (plan.streams() && plan.depth < 1)) {
+LayerStreamer::LayerStreamer(const HParams& hp, const std::vector<LayerWeights>& layers, const StreamPlan& plan,
+                             StreamDevice& device, Options opts)
+    : hp_(hp), layers_(layers), plan_(plan), dev_(device), opts_(opts) {
+  const int n = int(layers.size()), R = plan.resident_layers;
+  if (plan.n_layer != n || R < 0 || R > n || (plan.streams() && plan.depth < 1)) {
     throw std::invalid_argument("layer streamer: a plan of " + std::to_string(plan.n_layer) + " layers (" +
                                 std::to_string(R) + " resident, depth " + std::to_string(plan.depth) +
-                                ") does not fit a model of " + std::to_string(hp.n_layer) + " layers");
+                                ") does not fit a model of " + std::to_string(n) + " layers");
   }
-  for (const LayerWeights& L : model.layers()) layouts_.push_back(layer_layout(hp, L));
-  for (int l = R; l < hp.n_layer; ++l) {
+  for (const LayerWeights& L : layers) layouts_.push_back(layer_layout(hp, L));
+  for (int l = R; l < n; ++l) {
     if (layouts_[size_t(l)].bytes > plan.slot_bytes) {
       throw std::invalid_argument("layer streamer: layer " + std::to_string(l) + " needs " +
                                   std::to_string(layouts_[size_t(l)].bytes) + " bytes, more than the plan's slots of " +
@@ -88,7 +88,7 @@ LayerStreamer::LayerStreamer(const Model& model, const StreamPlan& plan, StreamD
       resident_mem_.push_back(dev_.alloc(layout.bytes));
       auto* base = static_cast<uint8_t*>(resident_mem_.back());
       for (const LayerPiece& p : layout.pieces) dev_.copy(base + p.offset, p.src, p.bytes);
-      resident_.push_back(rebase(hp, model.layers()[size_t(l)], layout, base));
+      resident_.push_back(rebase(hp, layers[size_t(l)], layout, base));
     }
     if (plan.streams()) {
       dev_.open_slots(plan.depth);
@@ -165,7 +165,7 @@ const LayerWeights& LayerStreamer::acquire(int layer) {
   s.held = true;
   ++stats_.streamed_reads;
   check_slot(s, layer, held_generation_);
-  s.view = rebase(model_.hparams(), model_.layers()[size_t(layer)], layouts_[size_t(layer)], s.mem);
+  s.view = rebase(hp_, layers_[size_t(layer)], layouts_[size_t(layer)], s.mem);
   return s.view;
 }
 

@@ -68,7 +68,7 @@ uint64_t non_layer_bytes(const Model& m);
 // copies the resident layers, and queues the copies of the first `depth` streamed layers; after each
 // streamed layer's release it queues the one `depth` streamed layers later, wrapping round into the
 // next pass (so the next pass's first layers copy while this one ends). Not thread-safe: the forward
-// pass's thread only. `model` and `device` must outlive it.
+// pass's thread only. The host layers and `device` must outlive it.
 class LayerStreamer final : public LayerSource {
  public:
   struct Options {
@@ -76,11 +76,16 @@ class LayerStreamer final : public LayerSource {
     // host-readable device only): the test that no slot was overwritten while its layer ran.
     bool verify_contents = false;
   };
-  // Throws std::invalid_argument when the plan is not for this model (layer count, a layer larger than
-  // the slots), and what device.alloc throws when the budget is exceeded.
-  LayerStreamer(const Model& model, const StreamPlan& plan, StreamDevice& device, Options opts);
+  // `layers`: the host copy of each layer in the device's weight format (the model's own layers where
+  // the device reads the file's format, as the CPU device does). Throws std::invalid_argument when the
+  // plan is not for these layers (layer count, a layer larger than the slots), and what device.alloc
+  // throws when the budget is exceeded.
+  LayerStreamer(const HParams& hp, const std::vector<LayerWeights>& layers, const StreamPlan& plan,
+                StreamDevice& device, Options opts);
+  LayerStreamer(const Model& model, const StreamPlan& plan, StreamDevice& device, Options opts)
+      : LayerStreamer(model.hparams(), model.layers(), plan, device, opts) {}
   LayerStreamer(const Model& model, const StreamPlan& plan, StreamDevice& device)
-      : LayerStreamer(model, plan, device, Options{}) {}
+      : LayerStreamer(model.hparams(), model.layers(), plan, device, Options{}) {}
   ~LayerStreamer() override;  // waits for the queued copies, frees the device memory
   LayerStreamer(const LayerStreamer&) = delete;
   LayerStreamer& operator=(const LayerStreamer&) = delete;
@@ -108,7 +113,8 @@ class LayerStreamer final : public LayerSource {
     bool held = false;        // between acquire and release
     LayerWeights view;        // the held layer, pointing into mem
   };
-  const Model& model_;
+  const HParams& hp_;
+  const std::vector<LayerWeights>& layers_;
   StreamPlan plan_;
   StreamDevice& dev_;
   Options opts_;
