@@ -252,7 +252,7 @@ void run_bench(const BenchArgs& a) {
     if (cuda) {
       j["hbm_bandwidth_gbs"] = bw_gbs;
       j["h2d_bandwidth_gbs"] = h2d_gbs;
-      j["streamed_bytes"] = 0;  // resident: no layer is streamed from host memory
+      j["streamed_bytes"] = gen.backend().streamed_bytes_per_pass();
     }
     j["tg_weight_gbs"] = tg_gbs;
     j["tg_bandwidth_share"] = share;

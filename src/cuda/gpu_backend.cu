@@ -1,5 +1,6 @@
-// The GPU backend, resident mode: every matrix uploaded once at load (in its own layout where the GPU
-// has kernels for it, else dequantised to F16; gpu_kernels.h), the paged KV cache and all activations in GPU memory, the whole forward pass on one stream.
+// The GPU backend: every matrix in the GPU's format (its own layout where the GPU has kernels for it,
+// else dequantised to F16; gpu_kernels.h), uploaded once, except the layers that do not fit, which are
+// streamed from page-locked host memory each pass (model/layer_streamer.h); the paged KV cache and all activations in GPU memory, the whole forward pass on one stream.
 // The host embeds the tokens and computes the RoPE angles (the CPU's own functions, so the angles are
 // bit-identical), and routes mixture-of-experts rows (model/moe_routing.h); logits and hidden states
 // come back. Memory is planned before anything is allocated: a model that does not fit fails at load.
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "cuda/check.h"
+#include "cuda/cuda_stream_device.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/gpu_backend.h"
 #include "cuda/gpu_kernels.h"
@@ -20,7 +22,9 @@
 #include "kernels/quant.h"
 #include "model/batch_check.h"
 #include "model/embedding.h"
+#include "model/layer_streamer.h"
 #include "model/moe_routing.h"
+#include "model/stream_plan.h"
 
 namespace infer::cuda {
 namespace {
@@ -105,13 +109,66 @@ uint64_t bytes_on_gpu(const kernels::WeightMatrix& w) {
   return w.data ? uint64_t(gpu_row_bytes(w)) * uint64_t(w.n_out) : 0;
 }
 
-// Every matrix a layer may have, for planning and uploading alike.
+// Every matrix a layer may have.
 template <typename L, typename F>
 void for_each_matrix(L& layer, F&& f) {
   for (auto* m : {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down, &layer.router,
                   &layer.gate_exps, &layer.up_exps, &layer.down_exps}) {
     f(*m);
   }
+}
+
+// Whether a matrix's bytes are already what the GPU reads (no dequantisation, no interleaving).
+bool gpu_reads_as_stored(const kernels::WeightMatrix& w) { return !w.interleaved && !dequantised_on_gpu(w); }
+
+// The matrix as the GPU keeps it (type, row bytes), its data still `w`'s.
+kernels::WeightMatrix gpu_format(const kernels::WeightMatrix& w) {
+  kernels::WeightMatrix g = w;
+  if (dequantised_on_gpu(w)) g.type = TensorType::F16;
+  g.row_bytes = uint64_t(gpu_row_bytes(w));
+  g.interleaved = false;
+  return g;
+}
+
+// Writes `w` in the GPU's layout (bytes_on_gpu(w) bytes) at `dst` on the host: rows dequantised to F16,
+// or interleaved rows put back in row order; the rows split over threads.
+void write_gpu_format(const kernels::WeightMatrix& w, uint8_t* dst) {
+  if (gpu_reads_as_stored(w)) {
+    std::memcpy(dst, w.data, bytes_on_gpu(w));
+    return;
+  }
+  const bool dequantise = dequantised_on_gpu(w);
+  const int64_t row_bytes = gpu_row_bytes(w);
+  const int n_threads = int(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 16u));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n_threads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<float> row(size_t(w.n_in));
+      for (int64_t r = t; r < w.n_out; r += n_threads) {
+        uint8_t* out = dst + r * row_bytes;
+        if (!dequantise) {
+          kernels::deinterleave_row(w.type, static_cast<const uint8_t*>(w.data), w.n_in, w.n_out, r, out);
+          continue;
+        }
+        kernels::dequantize_weight_row(w, r, row.data());
+        auto* h = reinterpret_cast<uint16_t*>(out);
+        for (int64_t i = 0; i < w.n_in; ++i) h[i] = kernels::f32_to_f16(row[size_t(i)]);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+}
+
+// A matrix in GPU memory, in the GPU's format (gpu_format), as the kernels take it.
+GpuMatrix as_gpu(const kernels::WeightMatrix& w) {
+  GpuMatrix g;
+  if (!w.data) return g;
+  g.kind = kind_on_gpu(w);
+  g.data = w.data;
+  g.n_in = w.n_in;
+  g.n_out = w.n_out;
+  g.row_bytes = int64_t(w.row_bytes);
+  return g;
 }
 
 struct GpuLayer {
@@ -123,10 +180,45 @@ struct GpuLayer {
   const float *layer_out_norm = nullptr, *layer_out_norm_b = nullptr;
 };
 
+// A layer whose weights are in GPU memory (the streamer's views), as the kernels take it.
+GpuLayer as_gpu(const model::LayerWeights& L) {
+  GpuLayer G;
+  G.wq = as_gpu(L.wq);
+  G.wk = as_gpu(L.wk);
+  G.wv = as_gpu(L.wv);
+  G.wo = as_gpu(L.wo);
+  G.w_gate = as_gpu(L.w_gate);
+  G.w_up = as_gpu(L.w_up);
+  G.w_down = as_gpu(L.w_down);
+  G.router = as_gpu(L.router);
+  G.gate_exps = as_gpu(L.gate_exps);
+  G.up_exps = as_gpu(L.up_exps);
+  G.down_exps = as_gpu(L.down_exps);
+  G.attn_norm = L.attn_norm;
+  G.bq = L.bq;
+  G.bk = L.bk;
+  G.bv = L.bv;
+  G.bo = L.bo;
+  G.q_norm = L.q_norm;
+  G.k_norm = L.k_norm;
+  G.post_attn_norm = L.post_attn_norm;
+  G.attn_out_norm = L.attn_out_norm;
+  G.attn_out_norm_b = L.attn_out_norm_b;
+  G.ffn_norm = L.ffn_norm;
+  G.b_up = L.b_up;
+  G.b_down = L.b_down;
+  G.post_ffn_norm = L.post_ffn_norm;
+  G.layer_out_norm = L.layer_out_norm;
+  G.layer_out_norm_b = L.layer_out_norm_b;
+  return G;
+}
+
 class GpuBackend final : public model::Backend {
  public:
   GpuBackend(const model::Model& m, const model::DeviceOptions& opts, int max_rows, int page_tokens, int n_pages);
   ~GpuBackend() override {
+    streamer_.reset();  // it waits for its copies and frees its memory through the device
+    stream_device_.reset();
     drop_graphs();
     if (stream_) cudaStreamDestroy(stream_);
     if (page_tables_) cudaFree(page_tables_);
@@ -144,6 +236,7 @@ class GpuBackend final : public model::Backend {
     return router_margins_.at(size_t(layer) * size_t(max_rows_) + size_t(row));
   }
   std::string description() const override { return description_; }
+  uint64_t streamed_bytes_per_pass() const override { return plan_.streamed_bytes_per_pass; }
 
  private:
   const model::Model& m_;
@@ -157,8 +250,14 @@ class GpuBackend final : public model::Backend {
   cudaStream_t stream_ = nullptr;
   DeviceArena arena_;
 
-  // weights
-  std::vector<GpuLayer> layers_;
+  // weights: the layers through the streamer (resident ones copied once, the others streamed into
+  // slots each pass), from host_layers_ (the GPU's format; streamed layers' bytes page-locked)
+  model::StreamPlan plan_;
+  std::vector<model::LayerWeights> host_layers_;
+  Pinned<uint8_t> streamed_host_;
+  std::unique_ptr<CudaStreamDevice> stream_device_;
+  std::unique_ptr<model::LayerStreamer> streamer_;
+  std::vector<GpuLayer> resident_;  // as_gpu of the resident layers' views
   GpuMatrix output_;
   const float *output_norm_ = nullptr, *output_bias_ = nullptr;
   const uint16_t* gelu_table_ = nullptr;
@@ -184,7 +283,7 @@ class GpuBackend final : public model::Backend {
 
   GpuMatrix upload(const kernels::WeightMatrix& w);
   const float* upload(const float* v, int64_t n);
-  void upload_weights();
+  void upload_weights(const model::DeviceOptions& opts, uint64_t layer_budget);
   void allocate_scratch();
   void grow_page_tables(size_t n);
 
@@ -208,8 +307,8 @@ class GpuBackend final : public model::Backend {
   int n_ = 0;
   RowsView rows_view_{};
   void prepare_inputs(const model::Batch& batch);
-  void attention_block(int l);
-  void feed_forward_block(int l);
+  void attention_block(int l, const GpuLayer& L);
+  void feed_forward_block(const GpuLayer& L);
   void moe_block(const GpuLayer& L);
   void output_kernels(int n_logit_rows);
   void download_outputs(int n_logit_rows, float* logits, float* hidden);
@@ -239,20 +338,11 @@ GpuBackend::GpuBackend(const model::Model& m, const model::DeviceOptions& opts, 
   if (HD_ > 256) {
     throw std::runtime_error("cuda backend: head_dim " + std::to_string(HD_) + " is over the 256 its attention takes");
   }
-  if (opts.gpu_layers >= 0 && opts.gpu_layers < hp_.n_layer) {
-    throw std::runtime_error("cuda backend: streaming layers from host memory (gpu-layers " +
-                             std::to_string(opts.gpu_layers) + " of " + std::to_string(hp_.n_layer) +
-                             ") is not available yet; use gpu-layers auto with a model that fits the GPU");
-  }
   page_stride_ = int64_t(hp_.n_layer) * 2 * page_tokens * KV_;
   kv_bytes_ = uint64_t(page_stride_) * uint64_t(n_pages) * sizeof(__half);
 
-  // Plan first: weights + KV pool + scratch against the GPU's free memory (or the budget).
-  uint64_t weights = 0;
-  for (const model::LayerWeights& L : m.layers()) {
-    for_each_matrix(L, [&](const kernels::WeightMatrix& w) { weights += bytes_on_gpu(w); });
-  }
-  weights += bytes_on_gpu(m.output());
+  // Plan first: the KV pool and the scratch, then the weights in what is left of the GPU's free memory
+  // (or of the budget): all resident, or the first layers that fit and the rest streamed.
   const uint64_t R = uint64_t(max_rows);
   uint64_t scratch = R * (4 * uint64_t(E_) + 2 * uint64_t(Q_) + 2 * uint64_t(KV_) + 2 * uint64_t(F_) +
                           uint64_t(std::max(hp_.n_vocab, 1)) + 4 * uint64_t(half_) + 4) * sizeof(float);
@@ -260,71 +350,49 @@ GpuBackend::GpuBackend(const model::Model& m, const model::DeviceOptions& opts, 
     const uint64_t K = uint64_t(hp_.n_expert_used);
     scratch += R * (uint64_t(hp_.n_expert) + 2 * uint64_t(E_) + K * uint64_t(E_) + 3 * K) * sizeof(float);
   }
-  const uint64_t small = 64ull << 20;  // norms, biases, the GELU table, page tables: well under this
-  const uint64_t need = weights + kv_bytes_ + scratch + small;
+  scratch += 64ull << 20;  // the GELU table, page tables and the allocator's rounding: well under this
   const std::optional<DeviceInfo> dev = device_info();
   if (!dev) throw std::runtime_error("cuda backend: no CUDA device");
   const uint64_t budget = opts.vram_budget > 0 ? std::min<uint64_t>(opts.vram_budget, dev->free_bytes) : dev->free_bytes;
-  if (need > budget) {
-    throw std::runtime_error("cuda backend: the model needs " + mib(need) + " of GPU memory (weights " + mib(weights) +
-                             ", KV pool " + mib(kv_bytes_) + ", scratch " + mib(scratch + small) + ") but " + mib(budget) +
-                             " is available (" + dev->name + ": " + mib(dev->free_bytes) + " free of " +
-                             mib(dev->total_bytes) + (opts.vram_budget > 0 ? ", budget " + mib(opts.vram_budget) : "") +
-                             ")");
+  const std::string where = " (" + dev->name + ": " + mib(dev->free_bytes) + " free of " + mib(dev->total_bytes) +
+                            (opts.vram_budget > 0 ? ", budget " + mib(opts.vram_budget) : "") + ")";
+  if (kv_bytes_ + scratch >= budget) {
+    throw std::runtime_error("cuda backend: the KV pool (" + mib(kv_bytes_) + ") and the scratch (" + mib(scratch) +
+                             ") alone need more than the " + mib(budget) + " available" + where);
   }
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  upload_weights();
+  try {
+    upload_weights(opts, budget - kv_bytes_ - scratch);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("cuda backend: ") + e.what() + where);
+  }
   kv_ = arena_.alloc<__half>(size_t(page_stride_) * size_t(n_pages));
   allocate_scratch();
+  const std::string mode =
+      plan_.streams() ? "streaming " + std::to_string(hp_.n_layer - plan_.resident_layers) + " of " +
+                            std::to_string(hp_.n_layer) + " layers through " + std::to_string(plan_.depth) +
+                            " slots of " + mib(plan_.slot_bytes) + " (" + mib(plan_.streamed_bytes_per_pass) + " a pass)"
+                      : std::string("resident");
   description_ = "cuda, " + dev->name + " (sm_" + std::to_string(dev->compute_major) + std::to_string(dev->compute_minor) +
-                 ", " + std::to_string(dev->multiprocessors) + " SMs), resident, weights " + mib(weights) + ", KV " +
-                 std::to_string(n_pages) + " pages of " + std::to_string(page_tokens) + " tokens (" + mib(kv_bytes_) +
-                 "), " + mib(arena_.bytes()) + " allocated";
+                 ", " + std::to_string(dev->multiprocessors) + " SMs), " + mode + ", weights on the GPU " +
+                 mib(stream_device_->allocated_bytes() + arena_.bytes() - kv_bytes_) + ", KV " + std::to_string(n_pages) +
+                 " pages of " + std::to_string(page_tokens) + " tokens (" + mib(kv_bytes_) + ")";
 }
 
 GpuMatrix GpuBackend::upload(const kernels::WeightMatrix& w) {
   if (!w.data) return {};
-  GpuMatrix g;
-  g.kind = kind_on_gpu(w);
-  g.n_in = w.n_in;
-  g.n_out = w.n_out;
-  g.row_bytes = gpu_row_bytes(w);
-  char* dst = arena_.alloc<char>(bytes_on_gpu(w));
+  const uint64_t bytes = bytes_on_gpu(w);
+  char* dst = arena_.alloc<char>(bytes);
+  if (gpu_reads_as_stored(w)) {
+    check(cudaMemcpy(dst, w.data, bytes, cudaMemcpyHostToDevice), "upload weights");
+  } else {
+    std::vector<uint8_t> staging(bytes);
+    write_gpu_format(w, staging.data());
+    check(cudaMemcpy(dst, staging.data(), bytes, cudaMemcpyHostToDevice), "upload weights");
+  }
+  kernels::WeightMatrix g = gpu_format(w);
   g.data = dst;
-  if (!w.interleaved && !dequantised_on_gpu(w)) {
-    check(cudaMemcpy(dst, w.data, bytes_on_gpu(w), cudaMemcpyHostToDevice), "upload weights");
-    return g;
-  }
-  // Row by row on the host (dequantised to F16, or an interleaved matrix back in row layout), a chunk
-  // of rows at a time, the rows of a chunk split over threads.
-  const bool dequantise = dequantised_on_gpu(w);
-  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t(16) << 20) / g.row_bytes);
-  std::vector<uint8_t> staging(size_t(std::min(chunk_rows, w.n_out) * g.row_bytes));
-  const int n_threads = int(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 16u));
-  const auto* src = static_cast<const uint8_t*>(w.data);
-  for (int64_t first = 0; first < w.n_out; first += chunk_rows) {
-    const int64_t count = std::min(chunk_rows, w.n_out - first);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < n_threads; ++t) {
-      threads.emplace_back([&, t] {
-        std::vector<float> row(size_t(w.n_in));
-        for (int64_t r = t; r < count; r += n_threads) {
-          uint8_t* out = &staging[size_t(r * g.row_bytes)];
-          if (!dequantise) {
-            kernels::deinterleave_row(w.type, src, w.n_in, w.n_out, first + r, out);
-            continue;
-          }
-          kernels::dequantize_weight_row(w, first + r, row.data());
-          auto* h = reinterpret_cast<uint16_t*>(out);
-          for (int64_t i = 0; i < w.n_in; ++i) h[i] = kernels::f32_to_f16(row[size_t(i)]);
-        }
-      });
-    }
-    for (std::thread& th : threads) th.join();
-    check(cudaMemcpy(dst + first * g.row_bytes, staging.data(), size_t(count * g.row_bytes), cudaMemcpyHostToDevice),
-          "upload weights");
-  }
-  return g;
+  return as_gpu(g);
 }
 
 const float* GpuBackend::upload(const float* v, int64_t n) {
@@ -334,38 +402,11 @@ const float* GpuBackend::upload(const float* v, int64_t n) {
   return d;
 }
 
-void GpuBackend::upload_weights() {
-  for (const model::LayerWeights& L : m_.layers()) {
-    GpuLayer G;
-    G.wq = upload(L.wq);
-    G.wk = upload(L.wk);
-    G.wv = upload(L.wv);
-    G.wo = upload(L.wo);
-    G.w_gate = upload(L.w_gate);
-    G.w_up = upload(L.w_up);
-    G.w_down = upload(L.w_down);
-    G.router = upload(L.router);
-    G.gate_exps = upload(L.gate_exps);
-    G.up_exps = upload(L.up_exps);
-    G.down_exps = upload(L.down_exps);
-    G.attn_norm = upload(L.attn_norm, E_);
-    G.bq = upload(L.bq, L.wq.n_out);
-    G.bk = upload(L.bk, L.wk.n_out);
-    G.bv = upload(L.bv, L.wv.n_out);
-    G.bo = upload(L.bo, E_);
-    G.q_norm = upload(L.q_norm, HD_);
-    G.k_norm = upload(L.k_norm, HD_);
-    G.post_attn_norm = upload(L.post_attn_norm, E_);
-    G.attn_out_norm = upload(L.attn_out_norm, E_);
-    G.attn_out_norm_b = upload(L.attn_out_norm_b, E_);
-    G.ffn_norm = upload(L.ffn_norm, E_);
-    G.b_up = upload(L.b_up, L.w_up.n_out);
-    G.b_down = upload(L.b_down, E_);
-    G.post_ffn_norm = upload(L.post_ffn_norm, E_);
-    G.layer_out_norm = upload(L.layer_out_norm, E_);
-    G.layer_out_norm_b = upload(L.layer_out_norm_b, E_);
-    layers_.push_back(G);
-  }
+// The non-layer weights into the arena; the layers in the GPU's format on the host (converted where the
+// file's layout is not the GPU's; streamed layers page-locked, so their copies overlap the compute),
+// planned against `layer_budget` and handed to the streamer.
+void GpuBackend::upload_weights(const model::DeviceOptions& opts, uint64_t layer_budget) {
+  const uint64_t arena_before = arena_.bytes();
   if (hp_.has_classifier()) {
     output_ = upload(m_.output());
     output_bias_ = upload(m_.output_bias(), hp_.n_vocab);
@@ -376,6 +417,71 @@ void GpuBackend::upload_weights() {
   uint16_t* t = arena_.alloc<uint16_t>(table.size());
   check(cudaMemcpy(t, table.data(), table.size() * 2, cudaMemcpyHostToDevice), "upload GELU table");
   gelu_table_ = t;
+  const uint64_t other = arena_.bytes() - arena_before;
+  if (other >= layer_budget) {
+    throw std::runtime_error("the embeddings, classifier and norms (" + mib(other) + ") do not fit the " +
+                             mib(layer_budget) + " left beside the KV pool and scratch");
+  }
+
+  for (const model::LayerWeights& L : m_.layers()) {
+    model::LayerWeights g = L;
+    for_each_matrix(g, [](kernels::WeightMatrix& w) {
+      if (w.data) w = gpu_format(w);
+    });
+    host_layers_.push_back(g);
+  }
+  model::StreamPlanInput in;
+  for (const model::LayerWeights& L : host_layers_) in.layer_bytes.push_back(model::layer_layout(hp_, L).bytes);
+  in.other_bytes = 0;  // already allocated, taken off the budget
+  in.budget_bytes = layer_budget - other;
+  in.resident_layers = opts.gpu_layers;
+  plan_ = model::plan_streaming(in);
+
+  // The host bytes each layer is copied from: the file's own where the GPU reads them as stored
+  // (resident layers, copied once), else a converted copy; streamed layers all in page-locked memory.
+  uint64_t pinned = 0, staged = 0;
+  for (int l = 0; l < hp_.n_layer; ++l) {
+    for_each_matrix(m_.layers()[size_t(l)], [&](const kernels::WeightMatrix& w) {
+      if (!w.data) return;
+      if (l >= plan_.resident_layers) pinned += bytes_on_gpu(w);
+      else if (!gpu_reads_as_stored(w)) staged += bytes_on_gpu(w);
+    });
+  }
+  std::vector<uint8_t> staging(staged);
+  uint8_t* pin = pinned ? streamed_host_.reserve(pinned) : nullptr;
+  uint8_t* stage = staging.data();
+  for (int l = 0; l < hp_.n_layer; ++l) {
+    const model::LayerWeights& src = m_.layers()[size_t(l)];
+    model::LayerWeights& dst = host_layers_[size_t(l)];
+    const bool streamed = l >= plan_.resident_layers;
+    auto place = [&](const kernels::WeightMatrix& w, kernels::WeightMatrix& g) {
+      if (!w.data || (!streamed && gpu_reads_as_stored(w))) return;
+      uint8_t*& at = streamed ? pin : stage;
+      write_gpu_format(w, at);
+      g.data = at;
+      at += bytes_on_gpu(w);
+    };
+    place(src.wq, dst.wq);
+    place(src.wk, dst.wk);
+    place(src.wv, dst.wv);
+    place(src.wo, dst.wo);
+    place(src.w_gate, dst.w_gate);
+    place(src.w_up, dst.w_up);
+    place(src.w_down, dst.w_down);
+    place(src.router, dst.router);
+    place(src.gate_exps, dst.gate_exps);
+    place(src.up_exps, dst.up_exps);
+    place(src.down_exps, dst.down_exps);
+  }
+  stream_device_ = std::make_unique<CudaStreamDevice>(stream_);
+  streamer_ = std::make_unique<model::LayerStreamer>(hp_, host_layers_, plan_, *stream_device_,
+                                                     model::LayerStreamer::Options{});
+  // The resident layers' views are fixed: converted once (the graphs capture them). Their host copies
+  // (`staging`) are not read again: the streamer reads only the streamed layers' host bytes.
+  for (int l = 0; l < plan_.resident_layers; ++l) {
+    resident_.push_back(as_gpu(streamer_->acquire(l)));
+    streamer_->release(l);
+  }
 }
 
 void GpuBackend::allocate_scratch() {
@@ -497,7 +603,7 @@ void GpuBackend::run(const model::Batch& batch, float* logits, float* hidden, mo
   n_ = int(batch.rows.size());
   prepare_inputs(batch);
   const int logit_rows = logits ? n_logit_rows : 0;
-  if (!hp_.is_moe() && n_ <= kGraphRows) {
+  if (!hp_.is_moe() && !plan_.streams() && n_ <= kGraphRows) {
     launch_captured(logit_rows);
   } else {
     compute(logit_rows);
@@ -510,8 +616,11 @@ void GpuBackend::run(const model::Batch& batch, float* logits, float* hidden, mo
 void GpuBackend::compute(int n_logit_rows) {
   for (int l = 0; l < hp_.n_layer; ++l) {
     layer_ = l;
-    attention_block(l);
-    feed_forward_block(l);
+    const bool resident = l < plan_.resident_layers;
+    const GpuLayer L = resident ? resident_[size_t(l)] : as_gpu(streamer_->acquire(l));
+    attention_block(l, L);
+    feed_forward_block(L);
+    if (!resident) streamer_->release(l);  // the slot is refilled once these kernels are done
   }
   output_kernels(n_logit_rows);
 }
@@ -540,8 +649,7 @@ void GpuBackend::launch_captured(int n_logit_rows) {
   check(cudaGraphLaunch(it->second, stream_), "graph launch");
 }
 
-void GpuBackend::attention_block(int l) {
-  const GpuLayer& L = layers_[size_t(l)];
+void GpuBackend::attention_block(int l, const GpuLayer& L) {
   cudaStream_t s = stream_;
   const int n = n_;
   const float eps = hp_.rms_eps;
@@ -575,8 +683,7 @@ void GpuBackend::attention_block(int l) {
   if (bert_) layernorm(x_, n, E_, L.attn_out_norm, L.attn_out_norm_b, eps, s);
 }
 
-void GpuBackend::feed_forward_block(int l) {
-  const GpuLayer& L = layers_[size_t(l)];
+void GpuBackend::feed_forward_block(const GpuLayer& L) {
   cudaStream_t s = stream_;
   const int n = n_;
   const float eps = hp_.rms_eps;

@@ -39,6 +39,8 @@ class Backend {
   virtual DeviceKind kind() const = 0;
   // qwen3moe: row `row` of the last run's routing margin in `layer` (Forward::router_margin's contract).
   virtual const RouterMargin& router_margin(int layer, int row) const = 0;
+  // Weight bytes copied to the device each pass (layers streamed from host memory); 0 when resident.
+  virtual uint64_t streamed_bytes_per_pass() const { return 0; }
   // One line for INFO and `infer bench`: the device, the mode and the memory plan.
   virtual std::string description() const = 0;
 };

@@ -8,14 +8,12 @@
 namespace infer::test {
 
 ForwardHarness::ForwardHarness(const model::Model& m, int n_threads, int n_seqs, int max_tokens, int max_rows,
-                               int page_tokens, model::DeviceKind device)
+                               int page_tokens, const model::DeviceOptions& device)
     : model_(m), next_pos_(size_t(n_seqs), 0) {
   const int pages_per_seq = (max_tokens + page_tokens - 1) / page_tokens;
   const int n_pages = pages_per_seq * n_seqs;
   pool_ = std::make_unique<kernels::ThreadPool>(n_threads);
-  model::DeviceOptions device_opts;
-  device_opts.kind = device;
-  backend_ = cuda::make_backend(m, device_opts, *pool_, max_rows, page_tokens, n_pages);
+  backend_ = cuda::make_backend(m, device, *pool_, max_rows, page_tokens, n_pages);
   // Scramble: page i of sequence s is pool page (i * n_seqs + s) reversed, so no sequence is contiguous.
   tables_.resize(size_t(n_seqs));
   for (int s = 0; s < n_seqs; ++s) {

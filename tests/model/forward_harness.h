@@ -26,7 +26,10 @@ class ForwardHarness {
  public:
   // Room for `n_seqs` sequences of up to `max_tokens` tokens each; pages of `page_tokens` tokens.
   ForwardHarness(const model::Model& m, int n_threads, int n_seqs, int max_tokens, int max_rows = 512,
-                 int page_tokens = 16, model::DeviceKind device = model::DeviceKind::Cpu);
+                 int page_tokens = 16, model::DeviceKind device = model::DeviceKind::Cpu)
+      : ForwardHarness(m, n_threads, n_seqs, max_tokens, max_rows, page_tokens, model::DeviceOptions{device}) {}
+  ForwardHarness(const model::Model& m, int n_threads, int n_seqs, int max_tokens, int max_rows, int page_tokens,
+                 const model::DeviceOptions& device);
 
   struct Chunk {
     int seq;
