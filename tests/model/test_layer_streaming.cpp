@@ -326,7 +326,7 @@ uint64_t quarter_of_layers(const model::Model& m) {
                   *std::max_element(bytes.begin(), bytes.end()));
 }
 
-// Streams `m` on a CPU device holding exactly the plan's bytes (the non-layer weights allocated there
+// Streams `m` on a CPU device of the input's budget (the non-layer weights allocated there
 // too, unused), checking the logits against `resident` and every verification counter.
 void expect_streaming_matches(const model::Model& m, const StreamPlanInput& in, const std::vector<int32_t>& tokens,
                               const std::vector<std::vector<float>>& resident, int max_copy_delay_us = 0) {
