@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda/block_layout.h"
 #include "cuda/check.h"
 #include "cuda/cuda_stream_device.h"
 #include "cuda/cuda_backend.h"
@@ -102,7 +103,8 @@ bool dequantised_on_gpu(const kernels::WeightMatrix& w) {
 }
 
 int64_t gpu_row_bytes(const kernels::WeightMatrix& w) {
-  return dequantised_on_gpu(w) ? w.n_in * 2 : int64_t(w.row_bytes);
+  if (dequantised_on_gpu(w)) return w.n_in * 2;
+  return has_block_layout(w.type) ? gpu_block_row_bytes(w.type, w.n_in) : int64_t(w.row_bytes);
 }
 
 uint64_t bytes_on_gpu(const kernels::WeightMatrix& w) {
@@ -119,7 +121,9 @@ void for_each_matrix(L& layer, F&& f) {
 }
 
 // Whether a matrix's bytes are already what the GPU reads (no dequantisation, no interleaving).
-bool gpu_reads_as_stored(const kernels::WeightMatrix& w) { return !w.interleaved && !dequantised_on_gpu(w); }
+bool gpu_reads_as_stored(const kernels::WeightMatrix& w) {
+  return !w.interleaved && !dequantised_on_gpu(w) && w.type != TensorType::Q8_0 && w.type != TensorType::Q6_K;
+}
 
 // The matrix as the GPU keeps it (type, row bytes), its data still `w`'s.
 kernels::WeightMatrix gpu_format(const kernels::WeightMatrix& w) {
@@ -131,7 +135,8 @@ kernels::WeightMatrix gpu_format(const kernels::WeightMatrix& w) {
 }
 
 // Writes `w` in the GPU's layout (bytes_on_gpu(w) bytes) at `dst` on the host: rows dequantised to F16,
-// or interleaved rows put back in row order; the rows split over threads.
+// or block rows (interleaved ones put back in row order first) rewritten by to_gpu_row; the rows split
+// over threads.
 void write_gpu_format(const kernels::WeightMatrix& w, uint8_t* dst) {
   if (gpu_reads_as_stored(w)) {
     std::memcpy(dst, w.data, bytes_on_gpu(w));
@@ -144,15 +149,22 @@ void write_gpu_format(const kernels::WeightMatrix& w, uint8_t* dst) {
   for (int t = 0; t < n_threads; ++t) {
     threads.emplace_back([&, t] {
       std::vector<float> row(size_t(w.n_in));
+      std::vector<uint8_t> file_row(w.row_bytes);
       for (int64_t r = t; r < w.n_out; r += n_threads) {
         uint8_t* out = dst + r * row_bytes;
-        if (!dequantise) {
-          kernels::deinterleave_row(w.type, static_cast<const uint8_t*>(w.data), w.n_in, w.n_out, r, out);
+        if (dequantise) {
+          kernels::dequantize_weight_row(w, r, row.data());
+          auto* h = reinterpret_cast<uint16_t*>(out);
+          for (int64_t i = 0; i < w.n_in; ++i) h[i] = kernels::f32_to_f16(row[size_t(i)]);
           continue;
         }
-        kernels::dequantize_weight_row(w, r, row.data());
-        auto* h = reinterpret_cast<uint16_t*>(out);
-        for (int64_t i = 0; i < w.n_in; ++i) h[i] = kernels::f32_to_f16(row[size_t(i)]);
+        const auto* src = static_cast<const uint8_t*>(w.data);
+        const uint8_t* in = src + r * int64_t(w.row_bytes);
+        if (w.interleaved) {
+          kernels::deinterleave_row(w.type, src, w.n_in, w.n_out, r, file_row.data());
+          in = file_row.data();
+        }
+        to_gpu_row(w.type, in, w.n_in, out);
       }
     });
   }

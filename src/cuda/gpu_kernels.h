@@ -9,8 +9,9 @@
 
 namespace infer::cuda {
 
-// How a matrix is stored on the GPU: F32, F16, BF16, Q8_0, Q4_K, Q5_K and Q6_K rows as the file
-// stores them (interleaved CPU layouts undone); the other quantised types dequantised once at load to F16.
+// How a matrix is stored on the GPU: F32, F16 and BF16 rows as the file stores them; Q8_0, Q4_K, Q5_K
+// and Q6_K rows in the layout of block_layout.h (interleaved CPU layouts undone);
+// the other quantised types dequantised once at load to F16.
 enum class WeightKind : int { F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K };
 
 struct GpuMatrix {

@@ -6,6 +6,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstring>
+#include <stdexcept>
+
+#include "cuda/block_layout.h"
 #include "cuda/check.h"
 #include "cuda/gpu_kernels.h"
 
@@ -137,13 +141,46 @@ void launch_matmul(const GpuMatrix& w, const float* x, int64_t xs, int rows, flo
 
 // ---- block formats: each lane decodes 8 consecutive weights of a 256-element unit ----
 // A unit is one super-block (K-quants) or 8 Q8_0 blocks; lane l takes its elements 8l .. 8l+7, which
-// always share one scale.
+// always share one scale. Rows are laid out (gpu_row_bytes, to_gpu_row) so that each lane's codes are
+// one aligned 8-byte load: Q4_K and Q5_K as stored; Q6_K blocks padded from 210 to 224 bytes; Q8_0
+// rows as all their codes, then all their f16 scales. The decoders also run on the host (tests).
 
-__device__ inline float f16(const uint8_t* p) {
-  return __half2float(__ushort_as_half(uint16_t(p[0] | (p[1] << 8))));
+__host__ __device__ inline float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  uint32_t bits;
+  if (exp == 0x1Fu) {
+    bits = sign | 0x7F800000u | (man << 13);  // inf, nan
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else {  // subnormal: normalise
+    int e = -1;
+    uint32_t m = man;
+    do {
+      ++e;
+      m <<= 1;
+    } while ((m & 0x400u) == 0);
+    bits = sign | (uint32_t(112 - e) << 23) | ((m & 0x3FFu) << 13);
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
 }
 
-__device__ inline void k_scale_min(const uint8_t* s, int j, int& sc, int& m) {
+__host__ __device__ inline uint16_t load_u16(const uint8_t* p) { return *reinterpret_cast<const uint16_t*>(p); }
+
+__host__ __device__ inline void load8(const uint8_t* p, uint8_t* out) {
+  const uint2 v = *reinterpret_cast<const uint2*>(p);
+  memcpy(out, &v, 8);
+}
+
+// The 6-bit scale and min of sub-block j from a K-quant's 12 scale bytes (read as three words).
+__host__ __device__ inline void k_scale_min(const uint8_t* b4, int j, int& sc, int& m) {
+  uint8_t s[12];
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(b4);
+  const uint32_t w3[3] = {w[0], w[1], w[2]};
+  memcpy(s, w3, 12);
   if (j < 4) {
     sc = s[j] & 63;
     m = s[j + 4] & 63;
@@ -154,25 +191,28 @@ __device__ inline void k_scale_min(const uint8_t* s, int j, int& sc, int& m) {
 }
 
 struct Q8_0 {
-  static constexpr int kUnitBytes = 8 * 34;
-  // A unit may be cut short at the end of a row (n_in a multiple of 32, not of 256): n_valid elements.
-  __device__ static void decode8(const uint8_t* unit, int lane, float* w) {
-    const uint8_t* b = unit + (lane / 4) * 34;
-    const float d = f16(b);
-    const int8_t* q = reinterpret_cast<const int8_t*>(b + 2 + (lane % 4) * 8);
+  static int64_t row_bytes(int64_t n_in) { return (n_in + n_in / 32 * 2 + 15) / 16 * 16; }
+  __host__ __device__ static void decode8(const uint8_t* row, int64_t u, int64_t n_in, int lane, float* w) {
+    uint8_t q[8];
+    load8(row + u * 256 + 8 * lane, q);
+    const float d = half_to_float(load_u16(row + n_in + 2 * (u * 8 + lane / 4)));
 #pragma unroll
-    for (int j = 0; j < 8; ++j) w[j] = d * float(q[j]);
+    for (int j = 0; j < 8; ++j) w[j] = d * float(int8_t(q[j]));
   }
 };
 
 struct Q4_K {
   static constexpr int kUnitBytes = 144;
-  __device__ static void decode8(const uint8_t* b, int lane, float* w) {
+  static int64_t row_bytes(int64_t n_in) { return n_in / 256 * kUnitBytes; }
+  __host__ __device__ static void decode8(const uint8_t* row, int64_t u, int64_t, int lane, float* w) {
+    const uint8_t* b = row + u * kUnitBytes;
     const int e = 8 * lane, sub = e / 32;
     int sc, m;
     k_scale_min(b + 4, sub, sc, m);
-    const float d1 = f16(b) * float(sc), m1 = f16(b + 2) * float(m);
-    const uint8_t* qs = b + 16 + 32 * (e / 64) + e % 32;
+    const uint32_t dd = *reinterpret_cast<const uint32_t*>(b);
+    const float d1 = half_to_float(uint16_t(dd)) * float(sc), m1 = half_to_float(uint16_t(dd >> 16)) * float(m);
+    uint8_t qs[8];
+    load8(b + 16 + 32 * (e / 64) + e % 32, qs);
     const int shift = (e % 64) < 32 ? 0 : 4;
 #pragma unroll
     for (int j = 0; j < 8; ++j) w[j] = d1 * float((qs[j] >> shift) & 0x0F) - m1;
@@ -181,13 +221,17 @@ struct Q4_K {
 
 struct Q5_K {
   static constexpr int kUnitBytes = 176;
-  __device__ static void decode8(const uint8_t* b, int lane, float* w) {
+  static int64_t row_bytes(int64_t n_in) { return n_in / 256 * kUnitBytes; }
+  __host__ __device__ static void decode8(const uint8_t* row, int64_t u, int64_t, int lane, float* w) {
+    const uint8_t* b = row + u * kUnitBytes;
     const int e = 8 * lane, sub = e / 32;
     int sc, m;
     k_scale_min(b + 4, sub, sc, m);
-    const float d1 = f16(b) * float(sc), m1 = f16(b + 2) * float(m);
-    const uint8_t* qh = b + 16 + e % 32;
-    const uint8_t* qs = b + 48 + 32 * (e / 64) + e % 32;
+    const uint32_t dd = *reinterpret_cast<const uint32_t*>(b);
+    const float d1 = half_to_float(uint16_t(dd)) * float(sc), m1 = half_to_float(uint16_t(dd >> 16)) * float(m);
+    uint8_t qh[8], qs[8];
+    load8(b + 16 + e % 32, qh);
+    load8(b + 48 + 32 * (e / 64) + e % 32, qs);
     const int shift = (e % 64) < 32 ? 0 : 4;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -197,13 +241,17 @@ struct Q5_K {
   }
 };
 
+// Q6_K blocks on the GPU: the file's 210 bytes (ql 128, qh 64, scales 16, d 2), then 14 bytes of padding.
 struct Q6_K {
-  static constexpr int kUnitBytes = 210;
-  __device__ static void decode8(const uint8_t* b, int lane, float* w) {
+  static constexpr int kUnitBytes = 224;
+  static int64_t row_bytes(int64_t n_in) { return n_in / 256 * kUnitBytes; }
+  __host__ __device__ static void decode8(const uint8_t* row, int64_t u, int64_t, int lane, float* w) {
+    const uint8_t* b = row + u * kUnitBytes;
     const int e = 8 * lane, h = e / 128, r = e % 128, g = r / 32, l = r % 32;
-    const uint8_t* ql = b + 64 * h + 32 * (g % 2) + l;
-    const uint8_t* qh = b + 128 + 32 * h + l;
-    const float d1 = f16(b + 208) * float(reinterpret_cast<const int8_t*>(b + 192)[e / 16]);
+    uint8_t ql[8], qh[8];
+    load8(b + 64 * h + 32 * (g % 2) + l, ql);
+    load8(b + 128 + 32 * h + l, qh);
+    const float d1 = half_to_float(load_u16(b + 208)) * float(int8_t(b[192 + e / 16]));
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int q = (((ql[j] >> (4 * (g / 2))) & 0x0F) | (((qh[j] >> (2 * g)) & 3) << 4)) - 32;
@@ -211,6 +259,17 @@ struct Q6_K {
     }
   }
 };
+
+// One row of n_in weights decoded on the host the way the kernel's lanes decode it.
+template <typename B>
+void decode_row(const uint8_t* row, int64_t n_in, float* out) {
+  for (int64_t u = 0; u * 256 < n_in; ++u) {
+    for (int lane = 0; lane < 32; ++lane) {
+      if (u * 256 + 8 * lane >= n_in) continue;
+      B::decode8(row, u, n_in, lane, out + u * 256 + 8 * lane);
+    }
+  }
+}
 
 template <typename B, int kRowGroup>
 __global__ void matmul_blocks_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n_in, int64_t n_out,
@@ -233,7 +292,7 @@ __global__ void matmul_blocks_kernel(const uint8_t* __restrict__ w, int64_t row_
     float wv[kUnits][8];
 #pragma unroll
     for (int i = 0; i < kUnits; ++i) {
-      if (u0 + i < n_units && (u0 + i) * 256 + 8 * lane < n_in) B::decode8(wr + (u0 + i) * B::kUnitBytes, lane, wv[i]);
+      if (u0 + i < n_units && (u0 + i) * 256 + 8 * lane < n_in) B::decode8(wr, u0 + i, n_in, lane, wv[i]);
     }
 #pragma unroll
     for (int i = 0; i < kUnits; ++i) {
@@ -296,6 +355,52 @@ void matmul(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, 
     case WeightKind::Q4_K: launch_blocks<Q4_K>(w, x, xs, rows, y, ys, s); break;
     case WeightKind::Q5_K: launch_blocks<Q5_K>(w, x, xs, rows, y, ys, s); break;
     case WeightKind::Q6_K: launch_blocks<Q6_K>(w, x, xs, rows, y, ys, s); break;
+  }
+}
+
+bool has_block_layout(gguf::TensorType t) {
+  return t == gguf::TensorType::Q8_0 || t == gguf::TensorType::Q4_K || t == gguf::TensorType::Q5_K ||
+         t == gguf::TensorType::Q6_K;
+}
+
+int64_t gpu_block_row_bytes(gguf::TensorType t, int64_t n_in) {
+  switch (t) {
+    case gguf::TensorType::Q8_0: return Q8_0::row_bytes(n_in);
+    case gguf::TensorType::Q4_K: return Q4_K::row_bytes(n_in);
+    case gguf::TensorType::Q5_K: return Q5_K::row_bytes(n_in);
+    case gguf::TensorType::Q6_K: return Q6_K::row_bytes(n_in);
+    default: throw std::invalid_argument("gpu_block_row_bytes: not a block format the GPU reads in place");
+  }
+}
+
+void to_gpu_row(gguf::TensorType t, const uint8_t* file_row, int64_t n_in, uint8_t* out) {
+  switch (t) {
+    case gguf::TensorType::Q8_0:
+      std::memset(out, 0, size_t(Q8_0::row_bytes(n_in)));
+      for (int64_t i = 0; i < n_in / 32; ++i) {
+        std::memcpy(out + i * 32, file_row + i * 34 + 2, 32);
+        std::memcpy(out + n_in + 2 * i, file_row + i * 34, 2);
+      }
+      return;
+    case gguf::TensorType::Q6_K:
+      for (int64_t i = 0; i < n_in / 256; ++i) {
+        std::memcpy(out + i * Q6_K::kUnitBytes, file_row + i * 210, 210);
+        std::memset(out + i * Q6_K::kUnitBytes + 210, 0, Q6_K::kUnitBytes - 210);
+      }
+      return;
+    case gguf::TensorType::Q4_K:
+    case gguf::TensorType::Q5_K: std::memcpy(out, file_row, size_t(gpu_block_row_bytes(t, n_in))); return;
+    default: throw std::invalid_argument("to_gpu_row: not a block format the GPU reads in place");
+  }
+}
+
+void decode_gpu_row(gguf::TensorType t, const uint8_t* gpu_row, int64_t n_in, float* out) {
+  switch (t) {
+    case gguf::TensorType::Q8_0: decode_row<Q8_0>(gpu_row, n_in, out); return;
+    case gguf::TensorType::Q4_K: decode_row<Q4_K>(gpu_row, n_in, out); return;
+    case gguf::TensorType::Q5_K: decode_row<Q5_K>(gpu_row, n_in, out); return;
+    case gguf::TensorType::Q6_K: decode_row<Q6_K>(gpu_row, n_in, out); return;
+    default: throw std::invalid_argument("decode_gpu_row: not a block format the GPU reads in place");
   }
 }
 

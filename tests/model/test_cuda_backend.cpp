@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "cuda/block_layout.h"
 #include "cuda/cuda_backend.h"
+#include "kernels/quant.h"
 #include "forward_harness.h"
 #include "model/model.h"
 #include "reference_data.h"
@@ -165,6 +167,43 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, BertCuda, ::testing::Values("tiny-bert
                            for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return s;
                          });
+
+#ifdef INFER_HAVE_CUDA
+// The GPU's block layouts and the matmul's own decoders, run on the host: every row of every Q8_0,
+// Q4_K, Q5_K and Q6_K matrix of the reference files decodes to bitwise the CPU's dequantisation.
+TEST(CudaBlockLayout, KernelDecodersGiveTheCpuDequantisationBitwise) {
+  INFER_REQUIRE_DIR(reference_dir());
+  int matrices = 0;
+  for (const char* name : {"tiny-llama-q8_0", "tiny-llama-q4_k_m", "tiny-llama-q5_k_m", "tiny-llama-q6_k",
+                           "tiny-gemma3-q8_0", "tiny-qwen3moe-q4_k_m"}) {
+    model::LoadOptions lo;
+    lo.mmap = true;  // the file's own row layout (no interleaving)
+    const auto m = model::Model::load(reference_model_path(name), lo);
+    std::vector<const kernels::WeightMatrix*> ws{&m->output()};
+    for (const model::LayerWeights& L : m->layers()) {
+      for (const kernels::WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.gate_exps,
+                                             &L.up_exps, &L.down_exps}) {
+        ws.push_back(w);
+      }
+    }
+    for (const kernels::WeightMatrix* w : ws) {
+      if (!w->data || !cuda::has_block_layout(w->type)) continue;
+      ++matrices;
+      std::vector<uint8_t> gpu_row(size_t(cuda::gpu_block_row_bytes(w->type, w->n_in)));
+      std::vector<float> ours(size_t(w->n_in)), cpu(size_t(w->n_in));
+      for (int64_t r = 0; r < w->n_out; ++r) {
+        const auto* file_row = static_cast<const uint8_t*>(w->data) + r * int64_t(w->row_bytes);
+        cuda::to_gpu_row(w->type, file_row, w->n_in, gpu_row.data());
+        cuda::decode_gpu_row(w->type, gpu_row.data(), w->n_in, ours.data());
+        kernels::dequantize_row(w->type, file_row, cpu.data(), w->n_in);
+        ASSERT_EQ(0, std::memcmp(ours.data(), cpu.data(), cpu.size() * sizeof(float)))
+            << name << " " << gguf::type_name(w->type) << " row " << r;
+      }
+    }
+  }
+  EXPECT_GE(matrices, 40);
+}
+#endif
 
 }  // namespace
 }  // namespace infer::test
