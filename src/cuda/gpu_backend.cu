@@ -593,10 +593,20 @@ void GpuBackend::prepare_inputs(const model::Batch& batch) {
 
   cudaStream_t s = stream_;
   check(cudaMemcpyAsync(x_, hx, size_t(n) * E_ * sizeof(float), cudaMemcpyHostToDevice, s), "upload rows");
-  if (!bert_) {
-    check(cudaMemcpyAsync(cos_, ha, 4 * R * half_ * sizeof(float), cudaMemcpyHostToDevice, s), "upload angles");
+  // the first n rows of each section (cos, sin, and the local layers' pair; pos, end, page-table
+  // offset, output rows), not the whole max_rows
+  for (size_t part = 0; part < 4 && !bert_; ++part) {
+    if (part >= 2 && hp_.n_swa == 0) break;
+    check(cudaMemcpyAsync(cos_ + part * R * half_, ha + part * R * half_, size_t(n) * half_ * sizeof(float),
+                          cudaMemcpyHostToDevice, s),
+          "upload angles");
   }
-  check(cudaMemcpyAsync(rows_i_, hi, 4 * R * sizeof(int), cudaMemcpyHostToDevice, s), "upload row data");
+  for (size_t part = 0; part < 4; ++part) {
+    const size_t count = part == 3 ? out_rows_.size() : size_t(n);
+    if (count == 0) continue;
+    check(cudaMemcpyAsync(rows_i_ + part * R, hi + part * R, count * sizeof(int), cudaMemcpyHostToDevice, s),
+          "upload row data");
+  }
   check(cudaMemcpyAsync(page_tables_, hpt, std::max<size_t>(pt_total, 1) * sizeof(int), cudaMemcpyHostToDevice, s),
         "upload page tables");
   rows_view_ = RowsView{rows_i_, rows_i_ + R, rows_i_ + 2 * R, page_tables_, n};
@@ -670,9 +680,8 @@ void GpuBackend::attention_block(int l, const GpuLayer& L) {
     rmsnorm(x_, E_, nullptr, L.attn_norm, xb_, E_, n, E_, eps, s);
     in = xb_;
   }
-  matmul(L.wq, in, E_, n, q_, Q_, s);
-  matmul(L.wk, in, E_, n, k_, KV_, s);
-  matmul(L.wv, in, E_, n, v_, KV_, s);
+  const MatmulOutput qkv[] = {{L.wq, q_, Q_}, {L.wk, k_, KV_}, {L.wv, v_, KV_}};
+  matmul_shared(qkv, in, E_, n, s);
   add_bias(q_, L.bq, n, Q_, s);
   add_bias(k_, L.bk, n, KV_, s);
   add_bias(v_, L.bv, n, KV_, s);
@@ -708,8 +717,8 @@ void GpuBackend::feed_forward_block(const GpuLayer& L) {
     add_bias(xb_, L.b_down, n, E_, s);
   } else {
     rmsnorm(x_, E_, nullptr, L.ffn_norm, xb_, E_, n, E_, eps, s);
-    matmul(L.w_gate, xb_, E_, n, hb_, F_, s);
-    matmul(L.w_up, xb_, E_, n, hb2_, F_, s);
+    const MatmulOutput gate_up[] = {{L.w_gate, hb_, F_}, {L.w_up, hb2_, F_}};
+    matmul_shared(gate_up, xb_, E_, n, s);
     if (hp_.arch == model::Arch::Gemma3) {
       geglu(hb_, hb2_, int64_t(n) * F_, gelu_table_, s);
     } else {
@@ -755,8 +764,9 @@ void GpuBackend::moe_block(const GpuLayer& L) {
     if (rows == 0) continue;
     const int at = first[size_t(e)];
     gather_rows(xb_, moe_index_ + at, rows, E_, moe_in_, s);
-    matmul(L.gate_exps.rows(int64_t(e) * FE, FE), moe_in_, E_, rows, hb_, FE, s);
-    matmul(L.up_exps.rows(int64_t(e) * FE, FE), moe_in_, E_, rows, hb2_, FE, s);
+    const MatmulOutput gate_up[] = {{L.gate_exps.rows(int64_t(e) * FE, FE), hb_, FE},
+                                     {L.up_exps.rows(int64_t(e) * FE, FE), hb2_, FE}};
+    matmul_shared(gate_up, moe_in_, E_, rows, s);
     swiglu(hb_, hb2_, int64_t(rows) * FE, s);
     matmul(L.down_exps.rows(int64_t(e) * E_, E_), hb_, FE, rows, moe_y_, E_, s);
     scatter_rows(moe_y_, moe_index_ + n * K + at, rows, E_, moe_out_, s);

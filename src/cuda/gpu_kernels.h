@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <span>
 
 namespace infer::cuda {
 
@@ -27,6 +28,14 @@ struct GpuMatrix {
 // then a fixed butterfly sum, so each output's bits are the same whatever `rows` is.
 void matmul(const GpuMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
             cudaStream_t s);
+// The same for matrices that read the same rows x (q, k, v; gate, up): those with one layout and input
+// width in one launch (fewer launches in a decode step); each output bitwise what matmul gives it.
+struct MatmulOutput {
+  GpuMatrix w;
+  float* y;
+  int64_t y_stride;
+};
+void matmul_shared(std::span<const MatmulOutput> outs, const float* x, int64_t x_stride, int rows, cudaStream_t s);
 
 // out row r = rmsnorm(x row (index ? index[r] : r)) · w (w may be null); sums of squares in double as
 // on the CPU. out may be x when index is null.

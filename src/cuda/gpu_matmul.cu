@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <cstring>
+#include <span>
 #include <stdexcept>
 
 #include "cuda/block_layout.h"
@@ -22,6 +23,30 @@ constexpr int kMatmulWarps = 8;  // outputs per block
 // ones (prefill) 32, so that the weights are read a quarter as often; a row's arithmetic is the same.
 constexpr int kSmallRowGroup = 8, kLargeRowGroup = 32;
 constexpr int kUnits = 4;        // weight loads in flight per lane (block formats; float rows: chunks)
+
+// The matrices one launch computes (q, k and v; gate and up: same input, same layout): block b of
+// the grid serves matrix i when blocks[i] <= b < blocks[i + 1].
+constexpr int kMaxTargets = 3;
+struct MatmulTarget {
+  const uint8_t* data;
+  int64_t n_out, row_bytes;
+  float* y;
+  int64_t ys;
+};
+struct MatmulTargets {
+  MatmulTarget t[kMaxTargets];
+  int blocks[kMaxTargets + 1];
+  int count;
+};
+
+// This warp's matrix and output row, or false past the matrix's last row.
+__device__ inline bool find_output(const MatmulTargets& ts, const MatmulTarget*& tg, int64_t& o) {
+  int i = 0;
+  while (i + 1 < ts.count && int(blockIdx.x) >= ts.blocks[i + 1]) ++i;
+  tg = &ts.t[i];
+  o = int64_t(int(blockIdx.x) - ts.blocks[i]) * kMatmulWarps + threadIdx.x / kWarp;
+  return o < tg->n_out;
+}
 
 // Weights as floats: V elements from one 16-byte load (vector path) or one element (scalar path).
 template <typename T> struct Elem;
@@ -62,14 +87,16 @@ template <> struct Elem<__nv_bfloat16> {
 // One warp per output o, kRowGroup rows per block row. Lane l takes the 16-byte chunks l, l+32, ...
 // (Vec) or the elements l, l+32, ... (scalar: rows not 16-byte aligned), then the butterfly sum.
 template <typename T, bool Vec, int kRowGroup>
-__global__ void matmul_kernel(const T* __restrict__ w, int64_t n_in, int64_t n_out, const float* __restrict__ x,
-                              int64_t xs, int rows, float* __restrict__ y, int64_t ys) {
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t o = int64_t(blockIdx.x) * kMatmulWarps + warp;
-  if (o >= n_out) return;  // whole warps only
+__global__ void matmul_kernel(MatmulTargets ts, int64_t n_in, const float* __restrict__ x, int64_t xs, int rows) {
+  const int lane = threadIdx.x % kWarp;
+  const MatmulTarget* tg;
+  int64_t o;
+  if (!find_output(ts, tg, o)) return;  // whole warps only
+  float* __restrict__ y = tg->y;
+  const int64_t ys = tg->ys;
   const int r0 = blockIdx.y * kRowGroup;
   const int nr = min(kRowGroup, rows - r0);
-  const T* wr = w + o * n_in;
+  const T* wr = reinterpret_cast<const T*>(tg->data + o * tg->row_bytes);
   const float* x0 = x + int64_t(r0) * xs;
   float acc[kRowGroup];
 #pragma unroll
@@ -114,28 +141,6 @@ __global__ void matmul_kernel(const T* __restrict__ w, int64_t n_in, int64_t n_o
 #pragma unroll
     for (int off = kWarp / 2; off > 0; off /= 2) a += __shfl_xor_sync(0xffffffffu, a, off);
     if (lane == 0 && r < nr) y[int64_t(r0 + r) * ys + o] = a;
-  }
-}
-
-template <typename T, int RG>
-void launch_matmul_rg(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
-  const dim3 grid(unsigned((w.n_out + kMatmulWarps - 1) / kMatmulWarps), unsigned((rows + RG - 1) / RG));
-  const T* data = static_cast<const T*>(w.data);
-  // 16-byte loads need every weight row 16-byte aligned
-  if ((w.n_in * int64_t(sizeof(T))) % 16 == 0) {
-    matmul_kernel<T, true, RG><<<grid, kMatmulWarps * kWarp, 0, s>>>(data, w.n_in, w.n_out, x, xs, rows, y, ys);
-  } else {
-    matmul_kernel<T, false, RG><<<grid, kMatmulWarps * kWarp, 0, s>>>(data, w.n_in, w.n_out, x, xs, rows, y, ys);
-  }
-  check(cudaGetLastError(), "matmul");
-}
-
-template <typename T>
-void launch_matmul(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
-  if (rows <= kSmallRowGroup) {
-    launch_matmul_rg<T, kSmallRowGroup>(w, x, xs, rows, y, ys, s);
-  } else {
-    launch_matmul_rg<T, kLargeRowGroup>(w, x, xs, rows, y, ys, s);
   }
 }
 
@@ -272,15 +277,17 @@ void decode_row(const uint8_t* row, int64_t n_in, float* out) {
 }
 
 template <typename B, int kRowGroup>
-__global__ void matmul_blocks_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n_in, int64_t n_out,
-                                     const float* __restrict__ x, int64_t xs, int rows, float* __restrict__ y,
-                                     int64_t ys) {
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t o = int64_t(blockIdx.x) * kMatmulWarps + warp;
-  if (o >= n_out) return;  // whole warps only
+__global__ void matmul_blocks_kernel(MatmulTargets ts, int64_t n_in, const float* __restrict__ x, int64_t xs,
+                                     int rows) {
+  const int lane = threadIdx.x % kWarp;
+  const MatmulTarget* tg;
+  int64_t o;
+  if (!find_output(ts, tg, o)) return;  // whole warps only
+  float* __restrict__ y = tg->y;
+  const int64_t ys = tg->ys;
   const int r0 = blockIdx.y * kRowGroup;
   const int nr = min(kRowGroup, rows - r0);
-  const uint8_t* wr = w + o * row_bytes;
+  const uint8_t* wr = tg->data + o * tg->row_bytes;
   const float* x0 = x + int64_t(r0) * xs;
   float acc[kRowGroup];
 #pragma unroll
@@ -319,20 +326,41 @@ __global__ void matmul_blocks_kernel(const uint8_t* __restrict__ w, int64_t row_
   }
 }
 
-template <typename B, int RG>
-void launch_blocks_rg(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
-  const dim3 grid(unsigned((w.n_out + kMatmulWarps - 1) / kMatmulWarps), unsigned((rows + RG - 1) / RG));
-  matmul_blocks_kernel<B, RG><<<grid, kMatmulWarps * kWarp, 0, s>>>(static_cast<const uint8_t*>(w.data), w.row_bytes,
-                                                                    w.n_in, w.n_out, x, xs, rows, y, ys);
+// One launch for outputs [first, first + count) of `outs`, which share a layout and n_in.
+template <typename K>
+void launch(K kernel, std::span<const MatmulOutput> outs, const float* x, int64_t xs, int rows, int rg, cudaStream_t s) {
+  MatmulTargets ts{};
+  ts.count = int(outs.size());
+  for (int i = 0; i < ts.count; ++i) {
+    const MatmulOutput& m = outs[size_t(i)];
+    ts.t[i] = {static_cast<const uint8_t*>(m.w.data), m.w.n_out, m.w.row_bytes, m.y, m.y_stride};
+    ts.blocks[i + 1] = ts.blocks[i] + int((m.w.n_out + kMatmulWarps - 1) / kMatmulWarps);
+  }
+  const dim3 grid(unsigned(ts.blocks[ts.count]), unsigned((rows + rg - 1) / rg));
+  kernel<<<grid, kMatmulWarps * kWarp, 0, s>>>(ts, outs[0].w.n_in, x, xs, rows);
   check(cudaGetLastError(), "matmul");
 }
 
-template <typename B>
-void launch_blocks(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
-  if (rows <= kSmallRowGroup) {
-    launch_blocks_rg<B, kSmallRowGroup>(w, x, xs, rows, y, ys, s);
-  } else {
-    launch_blocks_rg<B, kLargeRowGroup>(w, x, xs, rows, y, ys, s);
+template <int RG>
+void launch_group(std::span<const MatmulOutput> outs, const float* x, int64_t xs, int rows, cudaStream_t s) {
+  const GpuMatrix& w = outs[0].w;
+  auto floats = [&](auto zero) {
+    using T = decltype(zero);
+    // 16-byte loads need every weight row 16-byte aligned
+    if ((w.n_in * int64_t(sizeof(T))) % 16 == 0) {
+      launch(matmul_kernel<T, true, RG>, outs, x, xs, rows, RG, s);
+    } else {
+      launch(matmul_kernel<T, false, RG>, outs, x, xs, rows, RG, s);
+    }
+  };
+  switch (w.kind) {
+    case WeightKind::F32: floats(float{}); break;
+    case WeightKind::F16: floats(__half{}); break;
+    case WeightKind::BF16: floats(__nv_bfloat16{}); break;
+    case WeightKind::Q8_0: launch(matmul_blocks_kernel<Q8_0, RG>, outs, x, xs, rows, RG, s); break;
+    case WeightKind::Q4_K: launch(matmul_blocks_kernel<Q4_K, RG>, outs, x, xs, rows, RG, s); break;
+    case WeightKind::Q5_K: launch(matmul_blocks_kernel<Q5_K, RG>, outs, x, xs, rows, RG, s); break;
+    case WeightKind::Q6_K: launch(matmul_blocks_kernel<Q6_K, RG>, outs, x, xs, rows, RG, s); break;
   }
 }
 
@@ -345,17 +373,28 @@ GpuMatrix GpuMatrix::rows(int64_t first, int64_t count) const {
   return m;
 }
 
-void matmul(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
+void matmul_shared(std::span<const MatmulOutput> outs, const float* x, int64_t xs, int rows, cudaStream_t s) {
   if (rows <= 0) return;
-  switch (w.kind) {
-    case WeightKind::F32: launch_matmul<float>(w, x, xs, rows, y, ys, s); break;
-    case WeightKind::F16: launch_matmul<__half>(w, x, xs, rows, y, ys, s); break;
-    case WeightKind::BF16: launch_matmul<__nv_bfloat16>(w, x, xs, rows, y, ys, s); break;
-    case WeightKind::Q8_0: launch_blocks<Q8_0>(w, x, xs, rows, y, ys, s); break;
-    case WeightKind::Q4_K: launch_blocks<Q4_K>(w, x, xs, rows, y, ys, s); break;
-    case WeightKind::Q5_K: launch_blocks<Q5_K>(w, x, xs, rows, y, ys, s); break;
-    case WeightKind::Q6_K: launch_blocks<Q6_K>(w, x, xs, rows, y, ys, s); break;
+  // runs of outputs with one layout and input width share a launch
+  for (size_t first = 0; first < outs.size();) {
+    size_t end = first + 1;
+    while (end < outs.size() && end - first < size_t(kMaxTargets) && outs[end].w.kind == outs[first].w.kind &&
+           outs[end].w.n_in == outs[first].w.n_in) {
+      ++end;
+    }
+    const std::span<const MatmulOutput> group = outs.subspan(first, end - first);
+    if (rows <= kSmallRowGroup) {
+      launch_group<kSmallRowGroup>(group, x, xs, rows, s);
+    } else {
+      launch_group<kLargeRowGroup>(group, x, xs, rows, s);
+    }
+    first = end;
   }
+}
+
+void matmul(const GpuMatrix& w, const float* x, int64_t xs, int rows, float* y, int64_t ys, cudaStream_t s) {
+  const MatmulOutput one{w, y, ys};
+  matmul_shared(std::span<const MatmulOutput>(&one, 1), x, xs, rows, s);
 }
 
 bool has_block_layout(gguf::TensorType t) {
