@@ -48,6 +48,13 @@ __device__ inline bool find_output(const MatmulTargets& ts, const MatmulTarget*&
   return o < tg->n_out;
 }
 
+// 8 activations at xr (16-byte aligned: launch() checks the rows) as two 16-byte loads.
+__device__ inline void load_x8(const float* xr, float* x) {
+  const float4 a = *reinterpret_cast<const float4*>(xr), b = *reinterpret_cast<const float4*>(xr + 4);
+  x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
+  x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+}
+
 // Weights as floats: V elements from one 16-byte load (vector path) or one element (scalar path).
 template <typename T> struct Elem;
 template <> struct Elem<float> {
@@ -118,9 +125,16 @@ __global__ void matmul_kernel(MatmulTargets ts, int64_t n_in, const float* __res
         for (int r = 0; r < kRowGroup; ++r) {
           if (r < nr) {
             const float* xr = x0 + int64_t(r) * xs + c * V;
+            float xv[8];
+            if constexpr (V == 8) {
+              load_x8(xr, xv);
+            } else {
+              const float4 q = *reinterpret_cast<const float4*>(xr);
+              xv[0] = q.x; xv[1] = q.y; xv[2] = q.z; xv[3] = q.w;
+            }
             float a = acc[r];
 #pragma unroll
-            for (int j = 0; j < V; ++j) a = fmaf(wv[i][j], xr[j], a);
+            for (int j = 0; j < V; ++j) a = fmaf(wv[i][j], xv[j], a);
             acc[r] = a;
           }
         }
@@ -180,18 +194,22 @@ __host__ __device__ inline void load8(const uint8_t* p, uint8_t* out) {
   memcpy(out, &v, 8);
 }
 
-// The 6-bit scale and min of sub-block j from a K-quant's 12 scale bytes (read as three words).
+// The 6-bit scale and min of sub-block j from a K-quant's 12 scale bytes, read as three words and
+// picked with shifts (a byte array indexed at run time would live in local memory).
+__host__ __device__ inline uint32_t scale_byte(const uint32_t* w, int i) {
+  const uint32_t word = i < 4 ? w[0] : (i < 8 ? w[1] : w[2]);
+  return (word >> (8 * (i & 3))) & 0xFFu;
+}
+
 __host__ __device__ inline void k_scale_min(const uint8_t* b4, int j, int& sc, int& m) {
-  uint8_t s[12];
-  const uint32_t* w = reinterpret_cast<const uint32_t*>(b4);
-  const uint32_t w3[3] = {w[0], w[1], w[2]};
-  memcpy(s, w3, 12);
+  const uint32_t* p = reinterpret_cast<const uint32_t*>(b4);
+  const uint32_t w[3] = {p[0], p[1], p[2]};
   if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
+    sc = int(scale_byte(w, j) & 63);
+    m = int(scale_byte(w, j + 4) & 63);
   } else {
-    sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    sc = int((scale_byte(w, j + 4) & 0x0F) | ((scale_byte(w, j - 4) >> 6) << 4));
+    m = int((scale_byte(w, j + 4) >> 4) | ((scale_byte(w, j) >> 6) << 4));
   }
 }
 
@@ -308,10 +326,11 @@ __global__ void matmul_blocks_kernel(MatmulTargets ts, int64_t n_in, const float
 #pragma unroll
       for (int r = 0; r < kRowGroup; ++r) {
         if (r < nr) {
-          const float* xr = x0 + int64_t(r) * xs + k0;
+          float xv[8];
+          load_x8(x0 + int64_t(r) * xs + k0, xv);
           float a = acc[r];
 #pragma unroll
-          for (int j = 0; j < 8; ++j) a = fmaf(wv[i][j], xr[j], a);
+          for (int j = 0; j < 8; ++j) a = fmaf(wv[i][j], xv[j], a);
           acc[r] = a;
         }
       }
@@ -344,10 +363,15 @@ void launch(K kernel, std::span<const MatmulOutput> outs, const float* x, int64_
 template <int RG>
 void launch_group(std::span<const MatmulOutput> outs, const float* x, int64_t xs, int rows, cudaStream_t s) {
   const GpuMatrix& w = outs[0].w;
+  // 16-byte loads of the activations need their rows 16-byte aligned
+  const bool x_aligned = xs % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  if (!x_aligned && w.kind != WeightKind::F32 && w.kind != WeightKind::F16 && w.kind != WeightKind::BF16) {
+    throw std::invalid_argument("cuda matmul: activation rows must be 16-byte aligned for block formats");
+  }
   auto floats = [&](auto zero) {
     using T = decltype(zero);
     // 16-byte loads need every weight row 16-byte aligned
-    if ((w.n_in * int64_t(sizeof(T))) % 16 == 0) {
+    if (x_aligned && (w.n_in * int64_t(sizeof(T))) % 16 == 0) {
       launch(matmul_kernel<T, true, RG>, outs, x, xs, rows, RG, s);
     } else {
       launch(matmul_kernel<T, false, RG>, outs, x, xs, rows, RG, s);

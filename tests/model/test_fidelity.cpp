@@ -93,7 +93,10 @@ void check_teacher_forced(const std::string& name, model::DeviceKind device) {
     auto check = [&](double d, const std::string& what, int row) {
       const std::string row_tie = near_tie(h.backend(), model->hparams(), row, model->hparams().n_layer - 1, row_near);
       if (d <= k || (row_tie.empty() && kv_tie.empty())) {
-        EXPECT_LE(d, k) << what;
+        EXPECT_LE(d, k) << what << (model->hparams().is_moe() ? "; narrowest routing margin of the row: " +
+                                                                     near_tie(h.backend(), model->hparams(), row,
+                                                                              model->hparams().n_layer - 1, 1.f)
+                                                               : "");
         worst = std::max(worst, d);
       } else if (++explained <= 3) {  // the first few show what happened
         std::printf("[fidelity] %s: %s misses by %.3f sigma at a router near-tie: %s\n", name.c_str(), what.c_str(), d,
