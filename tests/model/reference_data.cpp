@@ -1,6 +1,8 @@
 // Loader for the reference outputs (reference_data.h).
 #include "reference_data.h"
 
+#include <cctype>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -72,6 +74,12 @@ std::vector<std::string> reference_model_names() {
 std::string reference_model_path(const std::string& model_name) {
   if (model_name == "stories260K") return models_dir() + "/stories260K.gguf";
   return reference_dir() + "/models/" + model_name + ".gguf";
+}
+
+std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
 }
 
 double tolerance_factor(const std::string& model_name) {

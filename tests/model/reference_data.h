@@ -2,6 +2,8 @@
 // the reference engine's prompt ids, top logits at every prompt position and generation step, the full
 // logits of steps 0 and 1, and the greedy continuation.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -31,6 +33,9 @@ std::vector<ReferenceRecord> load_reference(const std::string& model_name);
 std::vector<std::string> reference_model_names();
 // Path of a reference model's GGUF (stories260K lives in models_dir()).
 std::string reference_model_path(const std::string& model_name);
+// A model name as a test parameter's name: every character that is not a letter or digit becomes '_'.
+std::string param_name(const ::testing::TestParamInfo<std::string>& info);
+
 // The README's tolerance factor k for a model, from the weight type in its name (f32 → 0.01 ...).
 double tolerance_factor(const std::string& model_name);
 

@@ -115,11 +115,7 @@ TEST_P(StreamingCuda, LogitsBitwiseThoseOfResidentLayers) {
 
 INSTANTIATE_TEST_SUITE_P(ReferenceModels, StreamingCuda,
                          ::testing::Values("stories260K", "tiny-llama-q4_k_m", "tiny-gemma3-q4_k_m", "tiny-qwen3moe-q4_k_m"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string s = info.param;
-                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return s;
-                         });
+                         param_name);
 
 TEST(CudaBackend, BadRowsAreRefusedBeforeAnythingRuns) {
   INFER_REQUIRE_DIR(models_dir());
@@ -162,11 +158,7 @@ TEST_P(BertCuda, HiddenStatesMatchTheCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferenceModels, BertCuda, ::testing::Values("tiny-bert-f32", "tiny-bert-f16", "tiny-bert-q8_0"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string s = info.param;
-                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return s;
-                         });
+                         param_name);
 
 #ifdef INFER_HAVE_CUDA
 // The GPU's block layouts and the matmul's own decoders, run on the host: every row of every Q8_0,

@@ -140,12 +140,6 @@ void check_teacher_forced(const std::string& name, model::DeviceKind device) {
   ::testing::Test::RecordProperty("max_diff_over_sigma", std::to_string(worst_model));
 }
 
-std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string s = info.param;
-  for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return s;
-}
-
 class Fidelity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Fidelity, TeacherForcedLogitsWithinTolerance) {

@@ -74,11 +74,7 @@ std::vector<std::string> models_without_quantised_experts() {
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferenceModels, MatchesReferenceForward, ::testing::ValuesIn(models_without_quantised_experts()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string s = info.param;
-                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return s;
-                         });
+                         param_name);
 
 // The yardstick itself: ../shared/models/README.md lists stories260K's logits after BOS computed in
 // double precision from the F32 weights.
@@ -200,11 +196,7 @@ INSTANTIATE_TEST_SUITE_P(Models, Invariant7,
                          ::testing::Values("stories260K", "tiny-llama-q8_0", "tiny-llama-q4_k_m", "tiny-qwen2-f16",
                                            "tiny-qwen3-q4_k_m", "tiny-gemma3-q8_0", "tiny-phi3-q4_k_m",
                                            "tiny-qwen3moe-q4_k_m", "tiny-qwen3moe-f32"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string s = info.param;
-                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return s;
-                         });
+                         param_name);
 
 // The same on the GPU: a row's logits bitwise the same alone, beside another sequence, and in any
 // chunking of the prefill (threads play no part there).
@@ -236,11 +228,7 @@ INSTANTIATE_TEST_SUITE_P(Models, Invariant7Cuda,
                          ::testing::Values("stories260K", "tiny-llama-q8_0", "tiny-llama-q4_k_m", "tiny-llama-f32",
                                            "tiny-llama-bf16", "tiny-qwen2-f16", "tiny-qwen3-q4_k_m", "tiny-gemma3-q8_0",
                                            "tiny-phi3-q4_k_m", "tiny-qwen3moe-q4_k_m"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string s = info.param;
-                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return s;
-                         });
+                         param_name);
 
 // ---------------- outputs ----------------
 

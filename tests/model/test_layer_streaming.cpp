@@ -473,11 +473,7 @@ TEST_P(LayerStreaming, AnAbandonedPassIsCaughtUp) {
 INSTANTIATE_TEST_SUITE_P(Models, LayerStreaming,
                          ::testing::Values("tiny-llama-q4_k_m", "tiny-qwen2-q8_0", "tiny-qwen3-q8_0",
                                            "tiny-gemma3-q8_0", "tiny-phi3-q4_k_m", "tiny-qwen3moe-q4_k_m"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string s = info.param;
-                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return s;
-                         });
+                         param_name);
 
 // bert: post-LayerNorms, biases and a fused attn_qkv; an embedding model, so the hidden states compare.
 TEST(LayerStreamingBert, QuarterOfTheLayersGivesBitwiseTheResidentHiddenStates) {
