@@ -1,7 +1,10 @@
 // ForwardHarness (forward_harness.h).
 #include "forward_harness.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cstring>
 
 #include "cuda/cuda_backend.h"
 
@@ -35,6 +38,14 @@ std::vector<std::vector<float>> ForwardHarness::feed(const std::vector<Chunk>& c
     out[r].assign(flat.begin() + long(r * n_vocab), flat.begin() + long((r + 1) * n_vocab));
   }
   return out;
+}
+
+void expect_bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
+                          const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t r = 0; r < a.size(); ++r) {
+    ASSERT_EQ(0, std::memcmp(a[r].data(), b[r].data(), a[r].size() * sizeof(float))) << what << ": row " << r;
+  }
 }
 
 int32_t argmax(const std::vector<float>& logits) {

@@ -55,6 +55,10 @@ class ForwardHarness {
   std::vector<int> next_pos_;
 };
 
+// Asserts that two runs gave the same rows, bit for bit (`what` names the run in a failure).
+void expect_bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
+                          const std::string& what);
+
 // Index of the largest logit (first one on ties).
 int32_t argmax(const std::vector<float>& logits);
 

@@ -104,12 +104,7 @@ TEST_P(StreamingCuda, LogitsBitwiseThoseOfResidentLayers) {
   };
   const auto resident = run(-1);
   for (int gpu_layers : {0, 1}) {
-    const auto streamed = run(gpu_layers);
-    ASSERT_EQ(streamed.size(), resident.size());
-    for (size_t r = 0; r < resident.size(); ++r) {
-      ASSERT_EQ(0, std::memcmp(streamed[r].data(), resident[r].data(), resident[r].size() * sizeof(float)))
-          << "gpu-layers " << gpu_layers << ", row " << r;
-    }
+    expect_bitwise_equal(run(gpu_layers), resident, "gpu-layers " + std::to_string(gpu_layers));
   }
 }
 

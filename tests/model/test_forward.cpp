@@ -158,14 +158,6 @@ std::vector<std::vector<float>> run_sequence(const model::Model& m, const std::v
   return out;
 }
 
-void expect_bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
-                          const std::string& what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t r = 0; r < a.size(); ++r) {
-    ASSERT_EQ(0, std::memcmp(a[r].data(), b[r].data(), a[r].size() * sizeof(float))) << what << ": row " << r;
-  }
-}
-
 class Invariant7 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Invariant7, RowLogitsBitwiseIndependentOfBatchingChunkingAndThreads) {

@@ -302,14 +302,6 @@ std::vector<std::vector<float>> run(const model::Model& m, model::LayerSource* s
   return out;
 }
 
-void expect_bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
-                          const std::string& what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t r = 0; r < a.size(); ++r) {
-    ASSERT_EQ(0, std::memcmp(a[r].data(), b[r].data(), a[r].size() * sizeof(float))) << what << ": row " << r;
-  }
-}
-
 // The planner's input for a model on a budget of `layer_budget` bytes beside its non-layer weights.
 StreamPlanInput model_input(const model::Model& m, uint64_t layer_budget) {
   StreamPlanInput in;
