@@ -283,6 +283,7 @@ class GpuBackend final : public model::Backend {
   size_t page_table_cap_ = 0;
   float *router_ = nullptr, *moe_in_ = nullptr, *moe_y_ = nullptr, *moe_out_ = nullptr, *route_w_ = nullptr;
   int* moe_index_ = nullptr;
+  ActScratch act_;  // block-format matmuls' quantised activations
 
   // host staging
   Pinned<float> h_x_, h_angles_, h_router_, h_route_w_;
@@ -297,6 +298,10 @@ class GpuBackend final : public model::Backend {
   const float* upload(const float* v, int64_t n);
   void upload_weights(const model::DeviceOptions& opts, uint64_t layer_budget);
   void allocate_scratch();
+  // The widest input of any matmul (the activation rows quantised for block formats).
+  int64_t widest_input() const {
+    return std::max({int64_t(E_), int64_t(Q_), int64_t(F_), int64_t(hp_.is_moe() ? hp_.n_ff_exp : 0)});
+  }
   void grow_page_tables(size_t n);
 
   // Captured passes (CUDA graphs) of small batches, by shape: one launch instead of hundreds, which
@@ -323,6 +328,25 @@ class GpuBackend final : public model::Backend {
   void feed_forward_block(const GpuLayer& L);
   void moe_block(const GpuLayer& L);
   void output_kernels(int n_logit_rows);
+  // x_ += xb_ after a block: left to the next RMSNorm of x_, which does both in one kernel (bert's
+  // LayerNorm reads x_ at once: added there and then).
+  bool residual_pending_ = false;
+  void add_residual() {
+    if (bert_) {
+      add(x_, xb_, int64_t(n_) * E_, stream_);
+    } else {
+      residual_pending_ = true;
+    }
+  }
+  void flush_residual() {
+    if (residual_pending_) add(x_, xb_, int64_t(n_) * E_, stream_);
+    residual_pending_ = false;
+  }
+  // out = rmsnorm(x_) · w, the pending residual added first, quantised for a next matmul of `next` kind
+  void norm_x(const float* w, float* out, WeightKind next) {
+    add_rmsnorm(x_, residual_pending_ ? xb_ : nullptr, w, out, n_, E_, hp_.rms_eps, act_, act_format(next), stream_);
+    residual_pending_ = false;
+  }
   void download_outputs(int n_logit_rows, float* logits, float* hidden);
   PagedLayer paged(int l) const {
     __half* k = kv_ + int64_t(l) * 2 * page_tokens_ * KV_;
@@ -362,6 +386,7 @@ GpuBackend::GpuBackend(const model::Model& m, const model::DeviceOptions& opts, 
     const uint64_t K = uint64_t(hp_.n_expert_used);
     scratch += R * (uint64_t(hp_.n_expert) + 2 * uint64_t(E_) + K * uint64_t(E_) + 3 * K) * sizeof(float);
   }
+  scratch += R * uint64_t(widest_input()) * (32 + sizeof(float)) / 32;  // int8 codes and a scale per 32
   scratch += 64ull << 20;  // the GELU table, page tables and the allocator's rounding: well under this
   const std::optional<DeviceInfo> dev = device_info();
   if (!dev) throw std::runtime_error("cuda backend: no CUDA device");
@@ -514,6 +539,9 @@ void GpuBackend::allocate_scratch() {
   cos_swa_ = sin_ + R * half_;
   sin_swa_ = cos_swa_ + R * half_;
   rows_i_ = arena_.alloc<int>(4 * R);
+  act_.capacity = int64_t(R) * widest_input();
+  act_.codes = arena_.alloc<int8_t>(size_t(act_.capacity));
+  act_.scales = arena_.alloc<float>(size_t(act_.capacity / 32));
   if (hp_.is_moe()) {
     const size_t K = size_t(hp_.n_expert_used);
     router_ = arena_.alloc<float>(R * hp_.n_expert);
@@ -636,6 +664,7 @@ void GpuBackend::run(const model::Batch& batch, float* logits, float* hidden, mo
 }
 
 void GpuBackend::compute(int n_logit_rows) {
+  residual_pending_ = false;  // x_ holds this pass's embeddings
   for (int l = 0; l < hp_.n_layer; ++l) {
     layer_ = l;
     const bool resident = l < plan_.resident_layers;
@@ -677,30 +706,24 @@ void GpuBackend::attention_block(int l, const GpuLayer& L) {
   const float eps = hp_.rms_eps;
   const float* in = x_;
   if (!bert_) {
-    rmsnorm(x_, E_, nullptr, L.attn_norm, xb_, E_, n, E_, eps, s);
+    norm_x(L.attn_norm, xb_, L.wq.kind);
     in = xb_;
   }
   const MatmulOutput qkv[] = {{L.wq, q_, Q_}, {L.wk, k_, KV_}, {L.wv, v_, KV_}};
-  matmul_shared(qkv, in, E_, n, s);
+  matmul_shared(qkv, in, E_, n, act_, s);
   add_bias(q_, L.bq, n, Q_, s);
   add_bias(k_, L.bk, n, KV_, s);
   add_bias(v_, L.bv, n, KV_, s);
-  if (L.q_norm) {
-    rmsnorm(q_, HD_, nullptr, L.q_norm, q_, HD_, n * hp_.n_head, HD_, eps, s);
-    rmsnorm(k_, HD_, nullptr, L.k_norm, k_, HD_, n * hp_.n_kv_head, HD_, eps, s);
-  }
+  if (L.q_norm) head_norms(q_, n * hp_.n_head, L.q_norm, k_, n * hp_.n_kv_head, L.k_norm, HD_, eps, s);
   const bool local = hp_.is_local_layer(l);
-  if (!bert_) {
-    rope(q_, hp_.n_head, k_, hp_.n_kv_head, HD_, local ? cos_swa_ : cos_, local ? sin_swa_ : sin_, half_, hp_.rope_neox,
-         n, s);
-  }
   const PagedLayer kv = paged(l);
-  kv_store(k_, v_, kv, rows_view_, s);
+  rope_store(q_, hp_.n_head, k_, v_, hp_.n_kv_head, HD_, local ? cos_swa_ : cos_, local ? sin_swa_ : sin_, half_,
+             hp_.rope_neox, !bert_, kv, rows_view_, s);
   attention(q_, att_, kv, rows_view_, hp_.n_head, hp_.n_kv_head, HD_, hp_.attn_scale, local ? hp_.n_swa : 0, s);
-  matmul(L.wo, att_, Q_, n, xb_, E_, s);
+  matmul(L.wo, att_, Q_, n, xb_, E_, act_, s);
   add_bias(xb_, L.bo, n, E_, s);
   if (L.post_attn_norm) rmsnorm(xb_, E_, nullptr, L.post_attn_norm, xb_, E_, n, E_, eps, s);
-  add(x_, xb_, int64_t(n) * E_, s);
+  add_residual();
   if (bert_) layernorm(x_, n, E_, L.attn_out_norm, L.attn_out_norm_b, eps, s);
 }
 
@@ -711,23 +734,23 @@ void GpuBackend::feed_forward_block(const GpuLayer& L) {
   if (hp_.is_moe()) {
     moe_block(L);
   } else if (bert_) {
-    matmul(L.w_up, x_, E_, n, hb_, F_, s);
+    matmul(L.w_up, x_, E_, n, hb_, F_, act_, s);
     bias_gelu(hb_, L.b_up, n, F_, gelu_table_, s);
-    matmul(L.w_down, hb_, F_, n, xb_, E_, s);
+    matmul(L.w_down, hb_, F_, n, xb_, E_, act_, s);
     add_bias(xb_, L.b_down, n, E_, s);
   } else {
-    rmsnorm(x_, E_, nullptr, L.ffn_norm, xb_, E_, n, E_, eps, s);
+    norm_x(L.ffn_norm, xb_, L.w_gate.kind);
     const MatmulOutput gate_up[] = {{L.w_gate, hb_, F_}, {L.w_up, hb2_, F_}};
-    matmul_shared(gate_up, xb_, E_, n, s);
+    matmul_shared(gate_up, xb_, E_, n, act_, s);
     if (hp_.arch == model::Arch::Gemma3) {
       geglu(hb_, hb2_, int64_t(n) * F_, gelu_table_, s);
     } else {
       swiglu(hb_, hb2_, int64_t(n) * F_, s);
     }
-    matmul(L.w_down, hb_, F_, n, xb_, E_, s);
+    matmul(L.w_down, hb_, F_, n, xb_, E_, act_, s);
   }
   if (L.post_ffn_norm) rmsnorm(xb_, E_, nullptr, L.post_ffn_norm, xb_, E_, n, E_, eps, s);
-  add(x_, xb_, int64_t(n) * E_, s);
+  add_residual();
   if (bert_) layernorm(x_, n, E_, L.layer_out_norm, L.layer_out_norm_b, eps, s);
 }
 
@@ -736,8 +759,8 @@ void GpuBackend::feed_forward_block(const GpuLayer& L) {
 void GpuBackend::moe_block(const GpuLayer& L) {
   cudaStream_t s = stream_;
   const int n = n_, NE = hp_.n_expert, K = hp_.n_expert_used, FE = hp_.n_ff_exp;
-  rmsnorm(x_, E_, nullptr, L.ffn_norm, xb_, E_, n, E_, hp_.rms_eps, s);
-  matmul(L.router, xb_, E_, n, router_, NE, s);
+  norm_x(L.ffn_norm, xb_, L.router.kind);
+  matmul(L.router, xb_, E_, n, router_, NE, act_, s);
   float* hr = h_router_.get();
   check(cudaMemcpyAsync(hr, router_, size_t(n) * NE * sizeof(float), cudaMemcpyDeviceToHost, s), "router download");
   check(cudaStreamSynchronize(s), "router");
@@ -766,9 +789,9 @@ void GpuBackend::moe_block(const GpuLayer& L) {
     gather_rows(xb_, moe_index_ + at, rows, E_, moe_in_, s);
     const MatmulOutput gate_up[] = {{L.gate_exps.rows(int64_t(e) * FE, FE), hb_, FE},
                                      {L.up_exps.rows(int64_t(e) * FE, FE), hb2_, FE}};
-    matmul_shared(gate_up, moe_in_, E_, rows, s);
+    matmul_shared(gate_up, moe_in_, E_, rows, act_, s);
     swiglu(hb_, hb2_, int64_t(rows) * FE, s);
-    matmul(L.down_exps.rows(int64_t(e) * E_, E_), hb_, FE, rows, moe_y_, E_, s);
+    matmul(L.down_exps.rows(int64_t(e) * E_, E_), hb_, FE, rows, moe_y_, E_, act_, s);
     scatter_rows(moe_y_, moe_index_ + n * K + at, rows, E_, moe_out_, s);
   }
   moe_combine(moe_out_, route_w_, n, K, E_, xb_, s);
@@ -778,6 +801,7 @@ void GpuBackend::output_kernels(int n_logit_rows) {
   const int n_out = int(out_rows_.size());
   if (n_out == 0) return;
   cudaStream_t s = stream_;
+  flush_residual();
   const int* out_index = rows_i_ + 3 * max_rows_;
   if (bert_) {
     gather_rows(x_, out_index, n_out, E_, final_, s);
@@ -786,7 +810,7 @@ void GpuBackend::output_kernels(int n_logit_rows) {
   }
   if (n_logit_rows > 0) {
     const int V = hp_.n_vocab;
-    matmul(output_, final_, E_, n_logit_rows, logits_, V, s);
+    matmul(output_, final_, E_, n_logit_rows, logits_, V, act_, s);
     add_bias(logits_, output_bias_, n_logit_rows, V, s);
     if (hp_.logit_softcap > 0.f) softcap(logits_, int64_t(n_logit_rows) * V, hp_.logit_softcap, s);
   }

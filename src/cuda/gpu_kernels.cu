@@ -1,6 +1,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda/act_quant.cuh"
 #include "cuda/check.h"
 #include "cuda/gpu_kernels.h"
 
@@ -28,20 +29,72 @@ __device__ double block_sum(double v, double* part) {
   return total;
 }
 
-__global__ void rmsnorm_kernel(const float* x, int64_t xs, const int* index, const float* w, float* out, int64_t os,
-                               int width, float eps) {
+// Elements a thread loads before it uses any: the loads of a pass go out together rather than one
+// memory latency per element (out may alias x, so the compiler may not reorder them itself).
+constexpr int kNormBatch = 8;
+
+// Row r of x (row index[r] when index is set): with `residual`, x row += residual row first (stored
+// back), then out row = rmsnorm(x row) · w. Thread t takes elements t, t + kNormThreads, ... in order.
+__global__ void rmsnorm_kernel(float* x, int64_t xs, const int* index, const float* residual, const float* w, float* out,
+                               int64_t os, int width, float eps, ActFormat f, int8_t* codes, float* scales) {
   __shared__ double part[kNormThreads];
   const int r = blockIdx.x;
-  const float* xr = x + int64_t(index ? index[r] : r) * xs;
+  float* xr = x + int64_t(index ? index[r] : r) * xs;
   float* orow = out + int64_t(r) * os;
   double s = 0;
-  for (int i = threadIdx.x; i < width; i += kNormThreads) s += double(xr[i] * xr[i]);
+  for (int i0 = threadIdx.x; i0 < width; i0 += kNormBatch * kNormThreads) {
+    float v[kNormBatch];
+#pragma unroll
+    for (int j = 0; j < kNormBatch; ++j) {
+      const int i = i0 + j * kNormThreads;
+      v[j] = i < width ? xr[i] : 0.f;
+      if (residual && i < width) v[j] += residual[int64_t(r) * xs + i];
+    }
+#pragma unroll
+    for (int j = 0; j < kNormBatch; ++j) {
+      const int i = i0 + j * kNormThreads;
+      if (i >= width) break;
+      if (residual) xr[i] = v[j];  // each thread reads back only what it stored
+      s += double(v[j] * v[j]);
+    }
+  }
   const float mean = float(block_sum(s, part) / double(width));
   const float rs = 1.0f / sqrtf(mean + eps);
-  for (int i = threadIdx.x; i < width; i += kNormThreads) {
-    const float v = xr[i] * rs;
-    orow[i] = w ? v * w[i] : v;
+  for (int i0 = threadIdx.x; i0 < width; i0 += kNormBatch * kNormThreads) {
+    float v[kNormBatch], wv[kNormBatch];
+#pragma unroll
+    for (int j = 0; j < kNormBatch; ++j) {
+      const int i = i0 + j * kNormThreads;
+      v[j] = i < width ? xr[i] : 0.f;
+      wv[j] = i < width && w ? w[i] : 1.f;
+    }
+#pragma unroll
+    for (int j = 0; j < kNormBatch; ++j) {
+      const int i = i0 + j * kNormThreads;
+      if (i >= width) break;
+      const float y = v[j] * rs;
+      orow[i] = w ? y * wv[j] : y;
+    }
   }
+  if (f == ActFormat::None) return;
+  __syncthreads();  // the row is written: each warp quantises its chunks of it
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int64_t c = warp; c * 256 < width; c += kNormThreads / 32) {
+    quantize_chunk(f, orow, width, c, lane, codes + int64_t(r) * width, scales + int64_t(r) * (width / 32));
+  }
+}
+
+// In place, the q heads (the first n_q blocks) with wq and the k heads with wk: one launch for both.
+__global__ void head_norm_kernel(float* q, int n_q, const float* wq, float* k, const float* wk, int head_dim, float eps) {
+  __shared__ double part[kNormThreads];
+  const bool is_q = int(blockIdx.x) < n_q;
+  float* xr = is_q ? q + int64_t(blockIdx.x) * head_dim : k + int64_t(int(blockIdx.x) - n_q) * head_dim;
+  const float* w = is_q ? wq : wk;
+  double s = 0;
+  for (int i = threadIdx.x; i < head_dim; i += kNormThreads) s += double(xr[i] * xr[i]);
+  const float mean = float(block_sum(s, part) / double(head_dim));
+  const float rs = 1.0f / sqrtf(mean + eps);
+  for (int i = threadIdx.x; i < head_dim; i += kNormThreads) xr[i] = xr[i] * rs * w[i];
 }
 
 __global__ void layernorm_kernel(float* x, int width, const float* w, const float* b, float eps) {
@@ -65,33 +118,41 @@ __global__ void layernorm_kernel(float* x, int width, const float* w, const floa
   }
 }
 
-__global__ void rope_kernel(float* q, int n_head, float* k, int n_kv_head, int head_dim, const float* cos,
-                            const float* sin, int half, bool neox) {
-  const int r = blockIdx.x;
-  const int total = (n_head + n_kv_head) * half;
-  for (int t = threadIdx.x; t < total; t += blockDim.x) {
-    const int h = t / half, i = t % half;
-    float* head = h < n_head ? q + (int64_t(r) * n_head + h) * head_dim
-                             : k + (int64_t(r) * n_kv_head + (h - n_head)) * head_dim;
-    const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
-    const float c = cos[int64_t(r) * half + i], sn = sin[int64_t(r) * half + i];
-    const float x0 = head[a], x1 = head[b];
-    head[a] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));  // unfused, as the CPU rounds it
-    head[b] = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c));
-  }
-}
-
 __device__ int64_t kv_row(const PagedLayer& kv, const RowsView& rv, int r, int t) {
   const int page = rv.page_tables[rv.pt_offset[r] + t / kv.page_tokens];
   return int64_t(page) * kv.page_stride + int64_t(t % kv.page_tokens) * kv.kv_dim;
 }
 
-__global__ void kv_store_kernel(const float* k, const float* v, PagedLayer kv, RowsView rv) {
-  const int r = blockIdx.x;
-  const int64_t at = kv_row(kv, rv, r, rv.pos[r]);
-  for (int j = threadIdx.x; j < kv.kv_dim; j += blockDim.x) {
-    kv.k[at + j] = __float2half_rn(k[int64_t(r) * kv.kv_dim + j]);
-    kv.v[at + j] = __float2half_rn(v[int64_t(r) * kv.kv_dim + j]);
+// One block per (row, head): RoPE of the q or k head (pairs a, b of the first 2·half dims); a k head
+// then goes to the KV cache at the row's position with its v head, both rounded to F16. `rotate`
+// false stores without RoPE (bert).
+__global__ void rope_store_kernel(float* q, int n_head, float* k, const float* v, int n_kv_head, int head_dim,
+                                  const float* cos, const float* sin, int half, bool neox, bool rotate, PagedLayer kv,
+                                  RowsView rv) {
+  const int r = blockIdx.x, h = blockIdx.y;
+  const bool is_k = h >= n_head;
+  if (!rotate && !is_k) return;
+  float* head = is_k ? k + (int64_t(r) * n_kv_head + (h - n_head)) * head_dim : q + (int64_t(r) * n_head + h) * head_dim;
+  const int64_t at = is_k ? kv_row(kv, rv, r, rv.pos[r]) + int64_t(h - n_head) * head_dim : 0;
+  const int rotated = rotate ? 2 * half : 0;
+  for (int i = threadIdx.x; i < rotated / 2; i += blockDim.x) {
+    const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+    const float c = cos[int64_t(r) * half + i], sn = sin[int64_t(r) * half + i];
+    const float x0 = head[a], x1 = head[b];
+    const float y0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));  // unfused, as the CPU rounds it
+    const float y1 = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c));
+    head[a] = y0;
+    head[b] = y1;
+    if (is_k) {
+      kv.k[at + a] = __float2half_rn(y0);
+      kv.k[at + b] = __float2half_rn(y1);
+    }
+  }
+  if (!is_k) return;
+  const float* vr = v + (int64_t(r) * n_kv_head + (h - n_head)) * head_dim;
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    if (d >= rotated) kv.k[at + d] = __float2half_rn(head[d]);
+    kv.v[at + d] = __float2half_rn(vr[d]);
   }
 }
 
@@ -126,6 +187,7 @@ __global__ void attention_kernel(const float* q, float* out, PagedLayer kv, Rows
   __shared__ float qs[kMaxHeadDim];
   __shared__ float p[kAttThreads];
   __shared__ float red[kAttThreads];
+  __shared__ int64_t row_at[kAttThreads];  // where each key of the tile sits in the paged cache
   const int r = blockIdx.x, h = blockIdx.y, t = threadIdx.x;
   const int g = h / n_gqa;
   const int pos = rv.pos[r], end = rv.end[r];
@@ -138,9 +200,24 @@ __global__ void attention_kernel(const float* q, float* out, PagedLayer kv, Rows
     const int j = tile + t;
     float s = -INFINITY;
     if (j < end) {
-      const __half* kr = kv.k + kv_row(kv, rv, r, j) + int64_t(g) * head_dim;
+      const int64_t at = kv_row(kv, rv, r, j) + int64_t(g) * head_dim;
+      row_at[t] = at;  // published by block_max_f's barriers
+      const __half* kr = kv.k + at;
       float dot = 0.f;
-      for (int d = 0; d < head_dim; ++d) dot = fmaf(qs[d], __half2float(kr[d]), dot);
+      if (head_dim % 8 == 0) {  // 16-byte loads, the same products in the same order
+        for (int d = 0; d < head_dim; d += 8) {
+          const uint4 raw = *reinterpret_cast<const uint4*>(kr + d);
+          const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const float2 f = __half22float2(h[i]);
+            dot = fmaf(qs[d + 2 * i], f.x, dot);
+            dot = fmaf(qs[d + 2 * i + 1], f.y, dot);
+          }
+        }
+      } else {
+        for (int d = 0; d < head_dim; ++d) dot = fmaf(qs[d], __half2float(kr[d]), dot);
+      }
       s = dot * scale;
     }
     const float m_new = fmaxf(m, block_max_f(s, red));  // key `tile` is always visible: finite
@@ -152,8 +229,9 @@ __global__ void attention_kernel(const float* q, float* out, PagedLayer kv, Rows
     acc0 *= corr;
     acc1 *= corr;
     const int n_keys = min(kAttThreads, end - tile);
+#pragma unroll 4
     for (int jj = 0; jj < n_keys; ++jj) {
-      const __half* vr = kv.v + kv_row(kv, rv, r, tile + jj) + int64_t(g) * head_dim;
+      const __half* vr = kv.v + row_at[jj];
       if (t < head_dim) acc0 = fmaf(p[jj], __half2float(vr[t]), acc0);
       if (t + kAttThreads < head_dim) acc1 = fmaf(p[jj], __half2float(vr[t + kAttThreads]), acc1);
     }
@@ -240,8 +318,30 @@ int elt_blocks(int64_t n) { return std::max(1, std::min(blocks_for(n, kEltThread
 void rmsnorm(const float* x, int64_t xs, const int* index, const float* w, float* out, int64_t os, int rows, int width,
              float eps, cudaStream_t s) {
   if (rows <= 0) return;
-  rmsnorm_kernel<<<rows, kNormThreads, 0, s>>>(x, xs, index, w, out, os, width, eps);
+  // x is only read without a residual
+  rmsnorm_kernel<<<rows, kNormThreads, 0, s>>>(const_cast<float*>(x), xs, index, nullptr, w, out, os, width, eps,
+                                               ActFormat::None, nullptr, nullptr);
   check_launch("rmsnorm");
+}
+
+void add_rmsnorm(float* x, const float* residual, const float* w, float* out, int rows, int width, float eps,
+                 ActScratch& act, ActFormat format, cudaStream_t s) {
+  if (rows <= 0) return;
+  if (format != ActFormat::None && (int64_t(rows) * width > act.capacity || width % 256 != 0)) format = ActFormat::None;
+  rmsnorm_kernel<<<rows, kNormThreads, 0, s>>>(x, width, nullptr, residual, w, out, width, width, eps, format, act.codes,
+                                               act.scales);
+  check_launch("add_rmsnorm");
+  act.quantised_x = format != ActFormat::None ? out : nullptr;
+  act.quantised_format = format;
+  act.quantised_width = width;
+  act.quantised_rows = rows;
+}
+
+void head_norms(float* q, int q_heads, const float* wq, float* k, int k_heads, const float* wk, int head_dim, float eps,
+                cudaStream_t s) {
+  if (q_heads + k_heads <= 0) return;
+  head_norm_kernel<<<q_heads + k_heads, kNormThreads, 0, s>>>(q, q_heads, wq, k, wk, head_dim, eps);
+  check_launch("head_norms");
 }
 
 void layernorm(float* x, int rows, int width, const float* w, const float* b, float eps, cudaStream_t s) {
@@ -250,17 +350,13 @@ void layernorm(float* x, int rows, int width, const float* w, const float* b, fl
   check_launch("layernorm");
 }
 
-void rope(float* q, int n_head, float* k, int n_kv_head, int head_dim, const float* cos, const float* sin, int half,
-          bool neox, int rows, cudaStream_t s) {
-  if (rows <= 0 || half <= 0) return;
-  rope_kernel<<<rows, 128, 0, s>>>(q, n_head, k, n_kv_head, head_dim, cos, sin, half, neox);
-  check_launch("rope");
-}
-
-void kv_store(const float* k, const float* v, const PagedLayer& kv, const RowsView& rows, cudaStream_t s) {
+void rope_store(float* q, int n_head, float* k, const float* v, int n_kv_head, int head_dim, const float* cos,
+                const float* sin, int half, bool neox, bool rotate, const PagedLayer& kv, const RowsView& rows,
+                cudaStream_t s) {
   if (rows.rows <= 0) return;
-  kv_store_kernel<<<rows.rows, 128, 0, s>>>(k, v, kv, rows);
-  check_launch("kv_store");
+  rope_store_kernel<<<dim3(unsigned(rows.rows), unsigned(n_head + n_kv_head)), 64, 0, s>>>(
+      q, n_head, k, v, n_kv_head, head_dim, cos, sin, half, neox, rotate && half > 0, kv, rows);
+  check_launch("rope_store");
 }
 
 void attention(const float* q, float* out, const PagedLayer& kv, const RowsView& rows, int n_head, int n_kv_head,

@@ -24,10 +24,30 @@ struct GpuMatrix {
   GpuMatrix rows(int64_t first, int64_t count) const;
 };
 
+// The activation format a weight layout's matmul reads: int8 codes with the CPU's quantisation for the
+// block formats (Q8_K for the K-quants, Q8_0 for Q8_0), floats (None) for F32/F16/BF16.
+enum class ActFormat { None, Q8_K, Q8_0 };
+ActFormat act_format(WeightKind kind);
+
+// Where a block-format matmul quantises its activation rows: `capacity` int8 codes and capacity / 32
+// float scales, planned at load for the widest input and the most rows. A kernel that writes a
+// matmul's input may quantise it there too (RMSNorm): it names the rows it wrote (quantised_*), and
+// the next matmul of exactly those rows reads the codes instead of quantising them again.
+struct ActScratch {
+  int8_t* codes = nullptr;
+  float* scales = nullptr;
+  int64_t capacity = 0;
+  const float* quantised_x = nullptr;
+  ActFormat quantised_format = ActFormat::None;
+  int64_t quantised_width = 0;
+  int quantised_rows = 0;
+};
+
 // y[r][o] = Σ_k W[o][k] · x[r][k] for r < rows: one warp per output, lanes over k in a fixed pattern,
-// then a fixed butterfly sum, so each output's bits are the same whatever `rows` is.
+// then a fixed butterfly sum, so each output's bits are the same whatever `rows` is. Block formats
+// quantise each row of x first (into `scratch`), as the CPU does for the same weight type.
 void matmul(const GpuMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
-            cudaStream_t s);
+            ActScratch& scratch, cudaStream_t s);
 // The same for matrices that read the same rows x (q, k, v; gate, up): those with one layout and input
 // width in one launch (fewer launches in a decode step); each output bitwise what matmul gives it.
 struct MatmulOutput {
@@ -35,18 +55,22 @@ struct MatmulOutput {
   float* y;
   int64_t y_stride;
 };
-void matmul_shared(std::span<const MatmulOutput> outs, const float* x, int64_t x_stride, int rows, cudaStream_t s);
+void matmul_shared(std::span<const MatmulOutput> outs, const float* x, int64_t x_stride, int rows,
+                   ActScratch& scratch, cudaStream_t s);
 
 // out row r = rmsnorm(x row (index ? index[r] : r)) · w (w may be null); sums of squares in double as
 // on the CPU. out may be x when index is null.
 void rmsnorm(const float* x, int64_t x_stride, const int* index, const float* w, float* out, int64_t out_stride,
              int rows, int width, float eps, cudaStream_t s);
+// x += residual (when not null), then out = rmsnorm(x) · w, in one kernel (rows of `width`; out may be
+// residual); with a format, out's rows are also quantised into `act` for the next matmul.
+void add_rmsnorm(float* x, const float* residual, const float* w, float* out, int rows, int width, float eps,
+                 ActScratch& act, ActFormat format, cudaStream_t s);
+// In place, RMSNorm of each of q_heads heads at q with wq and of k_heads at k with wk (q/k norms).
+void head_norms(float* q, int q_heads, const float* wq, float* k, int k_heads, const float* wk, int head_dim, float eps,
+                cudaStream_t s);
 // In place: x row = (x − mean) / sqrt(var + eps) · w + b (bert), mean and variance in double.
 void layernorm(float* x, int rows, int width, const float* w, const float* b, float eps, cudaStream_t s);
-
-// RoPE of every q head and k head of every row, with each row's angles (half_rot cosines and sines).
-void rope(float* q, int n_head, float* k, int n_kv_head, int head_dim, const float* cos, const float* sin,
-          int half_rot, bool neox, int rows, cudaStream_t s);
 
 // The paged KV cache of one layer: page p's K rows start at k + p·page_stride (likewise v); token t of
 // a row's sequence lives in page page_tables[pt_offset[row] + t / page_tokens] at row t % page_tokens.
@@ -65,8 +89,12 @@ struct RowsView {
   const int* page_tables;
   int rows;
 };
-// Stores each row's k and v (F32 → F16, round to nearest even) at its position.
-void kv_store(const float* k, const float* v, const PagedLayer& kv, const RowsView& rows, cudaStream_t s);
+// RoPE of every q head and k head of every row with each row's angles (half_rot cosines and sines;
+// none when `rotate` is false), then each row's k and v stored at its position (F32 → F16, round to
+// nearest even).
+void rope_store(float* q, int n_head, float* k, const float* v, int n_kv_head, int head_dim, const float* cos,
+                const float* sin, int half_rot, bool neox, bool rotate, const PagedLayer& kv, const RowsView& rows,
+                cudaStream_t s);
 // Attention of every (row, head): softmax(q·Kᵀ·scale)·V over the row's visible keys, one pass with a
 // running maximum. GQA: head h reads KV head h / (n_head / n_kv_head). head_dim ≤ 256.
 void attention(const float* q, float* out, const PagedLayer& kv, const RowsView& rows, int n_head, int n_kv_head,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -156,11 +157,15 @@ INSTANTIATE_TEST_SUITE_P(ReferenceModels, BertCuda, ::testing::Values("tiny-bert
                          param_name);
 
 #ifdef INFER_HAVE_CUDA
-// The GPU's block layouts and the matmul's own decoders, run on the host: every row of every Q8_0,
-// Q4_K, Q5_K and Q6_K matrix of the reference files decodes to bitwise the CPU's dequantisation.
-TEST(CudaBlockLayout, KernelDecodersGiveTheCpuDequantisationBitwise) {
+// The GPU's block layouts and the matmul's own integer arithmetic, run on the host: activations
+// quantised bitwise as the CPU quantises them, and every row of every Q8_0, Q4_K, Q5_K and Q6_K matrix
+// of the reference files within 1e-5 · Σ|w·x| of the CPU's reference dot product (they differ only in
+// the order of the f32 scaling steps).
+TEST(CudaBlockLayout, KernelArithmeticGivesTheCpuDotProducts) {
   INFER_REQUIRE_DIR(reference_dir());
   int matrices = 0;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.f, 1.f);
   for (const char* name : {"tiny-llama-q8_0", "tiny-llama-q4_k_m", "tiny-llama-q5_k_m", "tiny-llama-q6_k",
                            "tiny-gemma3-q8_0", "tiny-qwen3moe-q4_k_m"}) {
     model::LoadOptions lo;
@@ -176,15 +181,34 @@ TEST(CudaBlockLayout, KernelDecodersGiveTheCpuDequantisationBitwise) {
     for (const kernels::WeightMatrix* w : ws) {
       if (!w->data || !cuda::has_block_layout(w->type)) continue;
       ++matrices;
-      std::vector<uint8_t> gpu_row(size_t(cuda::gpu_block_row_bytes(w->type, w->n_in)));
-      std::vector<float> ours(size_t(w->n_in)), cpu(size_t(w->n_in));
+      const int64_t n = w->n_in;
+      // activations: one normal row, one whose first 256 values are zero (a zero block's scale)
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) v = normal(rng);
+      if (matrices % 2 == 0) std::fill(x.begin(), x.begin() + 256, 0.f);
+      std::vector<int8_t> codes(static_cast<size_t>(n));
+      std::vector<float> scales(size_t(n / 32));
+      cuda::quantize_activations_as_gpu(w->type, x.data(), n, codes.data(), scales.data());
+      std::vector<uint8_t> act(kernels::activation_bytes(w->type, n));
+      kernels::quantize_activation_row(w->type, x.data(), act.data(), n);
+      std::vector<float> xq(static_cast<size_t>(n));  // the activations the CPU's codes stand for
+      kernels::dequantize_row(kernels::activation_type(w->type), act.data(), xq.data(), n);
+      for (int64_t k = 0; k < n; ++k) {
+        const float gpu = w->type == gguf::TensorType::Q8_0 ? scales[size_t(k / 32)] : scales[size_t(k / 256)];
+        ASSERT_EQ(xq[size_t(k)], gpu * float(codes[size_t(k)])) << name << " activation " << k;
+      }
+      std::vector<uint8_t> gpu_row(size_t(cuda::gpu_block_row_bytes(w->type, n)));
+      std::vector<float> wf(static_cast<size_t>(n));
       for (int64_t r = 0; r < w->n_out; ++r) {
         const auto* file_row = static_cast<const uint8_t*>(w->data) + r * int64_t(w->row_bytes);
-        cuda::to_gpu_row(w->type, file_row, w->n_in, gpu_row.data());
-        cuda::decode_gpu_row(w->type, gpu_row.data(), w->n_in, ours.data());
-        kernels::dequantize_row(w->type, file_row, cpu.data(), w->n_in);
-        ASSERT_EQ(0, std::memcmp(ours.data(), cpu.data(), cpu.size() * sizeof(float)))
-            << name << " " << gguf::type_name(w->type) << " row " << r;
+        cuda::to_gpu_row(w->type, file_row, n, gpu_row.data());
+        const float gpu = cuda::dot_gpu_row(w->type, gpu_row.data(), n, codes.data(), scales.data());
+        const float cpu = kernels::dot_ref(w->type, file_row, act.data(), n);
+        kernels::dequantize_row(w->type, file_row, wf.data(), n);
+        double mag = 0;
+        for (int64_t k = 0; k < n; ++k) mag += std::fabs(double(wf[size_t(k)]) * xq[size_t(k)]);
+        ASSERT_LE(std::fabs(double(gpu) - cpu), 1e-5 * mag)
+            << name << " " << gguf::type_name(w->type) << " row " << r << ": gpu " << gpu << " cpu " << cpu;
       }
     }
   }
