@@ -304,27 +304,22 @@ struct Q5_K {
   static int64_t row_bytes(int64_t n_in) { return n_in / 256 * kUnitBytes; }
   using Lane = Q4_K::Lane;
   struct Raw {
-    uint2 q, h;
-    uint32_t s[3], dd;
+    Q4_K::Raw low;  // codes' low nibbles, scales, d and dmin as Q4_K keeps them
+    uint2 h;
   };
   __host__ __device__ static Raw fetch(const uint8_t* row, int64_t u, int t, int64_t) {
     const uint8_t* b = row + u * kUnitBytes;
     const int g = t / 4, l0 = (t % 4) * 8;
-    return Raw{load_u64(b + 48 + 32 * g + l0), load_u64(b + 16 + l0),
-               {load_u32(b + 4), load_u32(b + 8), load_u32(b + 12)}, load_u32(b)};
+    return Raw{{load_u64(b + 48 + 32 * g + l0), {load_u32(b + 4), load_u32(b + 8), load_u32(b + 12)}, load_u32(b)},
+               load_u64(b + 16 + l0)};
   }
   __host__ __device__ static Lane decode(const Raw& r, int t) {
     const int g = t / 4;
-    const uint2 q = r.q, h = r.h;
-    Lane w;
-    w.lo[0] = (q.x & 0x0F0F0F0Fu) | (((h.x >> (2 * g)) & kOnes) << 4);
-    w.lo[1] = (q.y & 0x0F0F0F0Fu) | (((h.y >> (2 * g)) & kOnes) << 4);
-    w.hi[0] = ((q.x >> 4) & 0x0F0F0F0Fu) | (((h.x >> (2 * g + 1)) & kOnes) << 4);
-    w.hi[1] = ((q.y >> 4) & 0x0F0F0F0Fu) | (((h.y >> (2 * g + 1)) & kOnes) << 4);
-    k_scale_min(r.s, 2 * g, w.sc[0], w.m[0]);
-    k_scale_min(r.s, 2 * g + 1, w.sc[1], w.m[1]);
-    w.d = half_to_float(uint16_t(r.dd));
-    w.dmin = half_to_float(uint16_t(r.dd >> 16));
+    Lane w = Q4_K::decode(r.low, t);
+    w.lo[0] |= ((r.h.x >> (2 * g)) & kOnes) << 4;
+    w.lo[1] |= ((r.h.y >> (2 * g)) & kOnes) << 4;
+    w.hi[0] |= ((r.h.x >> (2 * g + 1)) & kOnes) << 4;
+    w.hi[1] |= ((r.h.y >> (2 * g + 1)) & kOnes) << 4;
     return w;
   }
   __host__ __device__ static float dot(const Lane& w, const int8_t* x, const float* xs, int64_t u, int t, float acc) {
