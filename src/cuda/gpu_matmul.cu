@@ -1,9 +1,8 @@
 // The GPU matmul, y = x · Wᵀ, for every weight layout the backend keeps: F32/F16/BF16 rows against
 // float activations, and Q8_0, Q4_K, Q5_K, Q6_K blocks against int8 activations (integer sums, as on
-// the CPU). One warp per output and
-// a fixed split of each row over its lanes, so an output's arithmetic does not depend on how many
-// rows the batch has or where this one sits in it (invariant 7); each weight load serves up to
-// a group of activation rows (kSmallRowGroup or kLargeRowGroup).
+// the CPU). One warp per output and a fixed split of each row over its lanes, so an output's arithmetic
+// does not depend on how many rows the batch has or where this one sits in it (invariant 7); each
+// weight load serves a group of activation rows (1, kSmallRowGroup or kLargeRowGroup).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -23,10 +22,10 @@ namespace {
 
 constexpr int kWarp = 32;
 constexpr int kMatmulWarps = 8;  // outputs per block
-// Activation rows per block: each weight load serves all of them. One row takes 1, small batches 8, large
-// ones (prefill) 32, so that the weights are read a quarter as often; a row's arithmetic is the same.
+// Activation rows per block: each weight load serves all of them. One row takes 1, small batches 8,
+// large ones (prefill) 32, so that the weights are read a quarter as often; a row's arithmetic is the same.
 constexpr int kSmallRowGroup = 8, kLargeRowGroup = 32;
-constexpr int kUnits = 4;        // weight loads in flight per lane (block formats; float rows: chunks)
+constexpr int kUnits = 4;  // 16-byte weight chunks in flight per lane (float rows)
 
 // The matrices one launch computes (q, k and v; gate and up: same input, same layout): block b of
 // the grid serves matrix i when blocks[i] <= b < blocks[i + 1].
@@ -52,7 +51,7 @@ __device__ inline bool find_output(const MatmulTargets& ts, const MatmulTarget*&
   return o < tg->n_out;
 }
 
-// 8 activations at xr (16-byte aligned: launch() checks the rows) as two 16-byte loads.
+// 8 activations at xr (16-byte aligned: the launchers check the rows) as two 16-byte loads.
 __device__ inline void load_x8(const float* xr, float* x) {
   const float4 a = *reinterpret_cast<const float4*>(xr), b = *reinterpret_cast<const float4*>(xr + 4);
   x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
