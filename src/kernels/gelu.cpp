@@ -4,7 +4,9 @@
 #include <array>
 #include <cmath>
 
+#include "kernels/cpu_features.h"
 #include "kernels/ops.h"
+#include "kernels/ops_avx2.h"
 #include "kernels/quant.h"
 
 namespace infer::kernels {
@@ -16,16 +18,17 @@ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
 }
 
-const std::array<uint16_t, 65536>& gelu_table() {
+// One entry past the 65,536: the AVX2 lookup reads 32 bits at the last one.
+const std::array<uint16_t, 65537>& gelu_table() {
   static const auto table = [] {
-    std::array<uint16_t, 65536> t{};
+    std::array<uint16_t, 65537> t{};
     for (uint32_t h = 0; h < 65536; ++h) t[h] = f32_to_f16(gelu_tanh(f16_to_f32(uint16_t(h))));
     return t;
   }();
   return table;
 }
 
-inline float gelu_one(float x, const std::array<uint16_t, 65536>& table) {
+inline float gelu_one(float x, const std::array<uint16_t, 65537>& table) {
   if (x <= -10.0f) return 0.0f;
   if (x >= 10.0f) return x;
   return f16_to_f32(table[f32_to_f16(x)]);
@@ -35,14 +38,30 @@ inline float gelu_one(float x, const std::array<uint16_t, 65536>& table) {
 
 uint16_t gelu_table_entry(uint16_t h) { return gelu_table()[h]; }
 
-void gelu(const float* x, float* out, int64_t n) {
+void gelu_ref(const float* x, float* out, int64_t n) {
   const auto& table = gelu_table();
   for (int64_t i = 0; i < n; ++i) out[i] = gelu_one(x[i], table);
 }
 
-void geglu(const float* gate, const float* up, float* out, int64_t n) {
+void geglu_ref(const float* gate, const float* up, float* out, int64_t n) {
   const auto& table = gelu_table();
   for (int64_t i = 0; i < n; ++i) out[i] = gelu_one(gate[i], table) * up[i];
+}
+
+void gelu(const float* x, float* out, int64_t n) {
+  if (use_avx2()) {
+    gelu_avx2(gelu_table().data(), x, out, n);
+  } else {
+    gelu_ref(x, out, n);
+  }
+}
+
+void geglu(const float* gate, const float* up, float* out, int64_t n) {
+  if (use_avx2()) {
+    geglu_avx2(gelu_table().data(), gate, up, out, n);
+  } else {
+    geglu_ref(gate, up, out, n);
+  }
 }
 
 }  // namespace infer::kernels

@@ -44,6 +44,8 @@ void swiglu_ref(const float* gate, const float* up, float* out, int64_t n);
 // out may be x. geglu: out[i] = gelu(gate[i]) · up[i] (gemma3's feed-forward).
 void gelu(const float* x, float* out, int64_t n);
 void geglu(const float* gate, const float* up, float* out, int64_t n);
+void gelu_ref(const float* x, float* out, int64_t n);
+void geglu_ref(const float* gate, const float* up, float* out, int64_t n);
 // The value gelu's table holds for f16 input bits h, as f16 bits (tests).
 uint16_t gelu_table_entry(uint16_t h);
 

@@ -11,6 +11,9 @@ void rmsnorm_avx2(const float* x, const float* w, float* out, int64_t n, float e
 void rope_apply_avx2(float* head, const float* cos, const float* sin, const RopeParams& p);
 void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n);
 void softmax_avx2(float* x, int64_t n);
+// `table`: the GELU table (gelu.cpp) with one entry of padding after its 65,536.
+void gelu_avx2(const uint16_t* table, const float* x, float* out, int64_t n);
+void geglu_avx2(const uint16_t* table, const float* gate, const float* up, float* out, int64_t n);
 void attention_row_avx2(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                         float scale, float* out, float* scratch);
 void kv_store_avx2(const float* k, const float* v, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,

@@ -10,6 +10,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/cpu_features.h"
+#include "kernels/ops.h"
 #include "kernels/quant.h"
 #include "kernels/row_kernels.h"
 #include "kernel_test_data.h"
@@ -53,6 +54,32 @@ class Avx2Kernels : public ::testing::Test {
     if (!use_avx2()) GTEST_SKIP() << "no AVX2/FMA/F16C, or INFER_FORCE_SCALAR=1";
   }
 };
+
+// GELU/GeGLU: every f16 value (each table entry), the ±10 edges, values that round across them, and
+// random floats, with tails of every length: bitwise the scalar lookup.
+TEST_F(Avx2Kernels, GeluLookupIsBitwiseTheScalarTable) {
+  std::vector<float> x;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float v = f16_to_f32(uint16_t(h));
+    if (!std::isnan(v)) x.push_back(v);
+  }
+  for (float e : {-10.0f, 10.0f}) {  // the edge, the float below it and the two above
+    float v = std::nextafter(e, -100.f);
+    for (int i = 0; i < 4; ++i, v = std::nextafter(v, 100.f)) x.push_back(v);
+  }
+  const std::vector<float> r = random_floats(4099, 11, 8.0f);
+  x.insert(x.end(), r.begin(), r.end());
+  std::vector<float> up = random_floats(int64_t(x.size()), 12);
+  for (int64_t n : {int64_t(x.size()), int64_t(1), int64_t(7), int64_t(9), int64_t(15)}) {
+    std::vector<float> ours(static_cast<size_t>(n)), ref(static_cast<size_t>(n));
+    gelu(x.data(), ours.data(), n);
+    gelu_ref(x.data(), ref.data(), n);
+    ASSERT_EQ(0, std::memcmp(ours.data(), ref.data(), size_t(n) * sizeof(float))) << "gelu, n " << n;
+    geglu(x.data(), up.data(), ours.data(), n);
+    geglu_ref(x.data(), up.data(), ref.data(), n);
+    ASSERT_EQ(0, std::memcmp(ours.data(), ref.data(), size_t(n) * sizeof(float))) << "geglu, n " << n;
+  }
+}
 
 TEST_F(Avx2Kernels, ActivationQuantisersAreBitIdenticalToTheReference) {
   std::vector<float> x = random_floats(4096, 21);

@@ -336,8 +336,10 @@ constexpr int kTestPageSizes[] = {16, 5, 1};
 TEST(Attention, Avx2MatchesReference) {
   REQUIRE_AVX2();
   struct Shape { int n_head, n_kv, hd, n_keys; };
-  for (const Shape sh : {Shape{8, 4, 8, 1}, Shape{8, 4, 8, 70}, Shape{8, 2, 32, 33}, Shape{4, 2, 128, 300},
-                         Shape{2, 1, 12, 17}, Shape{16, 16, 64, 9}}) {
+  // outputs in registers (n_gqa · head_dim ≤ 64: 8/4, 16/3, 32/1 as bert's, 64/1) and in memory
+  for (const Shape sh : {Shape{8, 4, 8, 1}, Shape{8, 4, 8, 70}, Shape{6, 2, 8, 19}, Shape{4, 1, 16, 45},
+                         Shape{12, 12, 32, 128}, Shape{8, 2, 32, 33}, Shape{4, 2, 128, 300}, Shape{2, 1, 12, 17},
+                         Shape{16, 16, 64, 9}}) {
     for (int page_tokens : kTestPageSizes) {
       TestKv kv(sh.n_kv * sh.hd, page_tokens, (sh.n_keys + page_tokens - 1) / page_tokens + 2);
       std::vector<std::vector<float>> ks, vs;
