@@ -24,6 +24,9 @@ void dot_outputs_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w,
 void dot_outputs_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out);
 void dot_outputs_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out);
 void dot_outputs_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out);
+void dot_outputs_f32(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out);
+void dot_outputs_f16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out);
+void dot_outputs_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out);
 
 // Contract as DotTileFn: the batch kernels (register tiles over several activation rows).
 #define INFER_AVX2_DOT_TILE(name)                                                                          \
@@ -44,5 +47,8 @@ void quantize_act_q8_0f(const float* src, void* dst, int64_t n);
 void quantize_act_q8_1f(const float* src, void* dst, int64_t n);
 void quantize_act_q8_k(const float* src, void* dst, int64_t n);
 void quantize_act_f16(const float* src, void* dst, int64_t n);
+// Activations rounded to F16 / BF16 as the references round them, each value written as an f32.
+void quantize_act_f16_as_f32(const float* src, void* dst, int64_t n);
+void quantize_act_bf16_as_f32(const float* src, void* dst, int64_t n);
 
 }  // namespace infer::kernels::avx2

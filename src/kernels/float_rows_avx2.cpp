@@ -1,9 +1,10 @@
-// AVX2/FMA/F16C dot products of F32, F16 and BF16 weight rows with activations of the same type.
-// Four 8-lane accumulators per (weight row, activation row) over 32 elements at a time, then 8 at a
-// time into the first, then a scalar tail; result = hsum((a0 + a1) + (a2 + a3)) + tail. dot_rows
-// shares the weight loads between at most 2 rows (more would spill registers); dot_tile, the batch
-// kernel, gives each pair exactly that arithmetic but converts each activation block to f32 once for
-// all the weight rows of an L2-sized sub-tile, and carries the accumulators across L1-sized k-blocks.
+// AVX2/FMA/F16C dot products of F32, F16 and BF16 weight rows with their activations, which the
+// quantisers below round to F16/BF16 as the references do but store as f32: converted once per
+// matmul instead of once per group of weight rows. Every (weight row, activation row) pair has one
+// arithmetic whichever kernel computes it (invariant 7): one 8-lane accumulator over the 8-element
+// steps in order, acc = fma(w, y, acc), then hsum(acc) plus the scalar tail. One chain per pair lets
+// the batch tile keep kTileWeights x kTileRows pairs in registers; decode gets its parallel chains
+// from several weight rows at once.
 #include <algorithm>
 
 #include "kernels/avx2_common.h"
@@ -32,116 +33,122 @@ struct LoadBF16 {
   static float one(T v) { return bf16_to_f32(v); }
 };
 
-// The scalar tail and the final sum of one pair, shared by every kernel shape (invariant 7).
-template <class L>
-inline float finish(const __m256 (&a)[4], const typename L::T* x, const typename L::T* y, int64_t from, int64_t n) {
-  float tail = 0;
-  for (int64_t j = from; j < n; ++j) tail += L::one(x[j]) * L::one(y[j]);
-  return hsum(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3]))) + tail;
-}
-
-// Batch tiles: kTileRows activation rows per pass over a weight row (12 accumulators of the 16
-// registers); k-blocks of kBlockElements keep those rows' f32 copies in L1, and a sub-tile of at most
-// kSubTileBytes (and kSubTileRows rows) keeps the weight rows re-read by every row group in L2
-// (infer bench pp512 on F16/BF16; figures in docs/performance.md, "Prefill").
+// Batch tiles: kTileWeights weight rows x kTileRows activation rows per pass (12 accumulators, the
+// activation vectors and one weight vector fill the 16 registers). k-blocks of kBlockElements keep
+// the activation rows' slices in L1, and a sub-tile of at most kSubTileBytes (and kSubTileRows rows) keeps
+// the weight rows re-read by every row group in L2.
+constexpr int kTileWeights = 4;
 constexpr int kTileRows = 3;
-constexpr int64_t kBlockElements = 1024;  // a multiple of 32: blocks end where a 32-element step would
+constexpr int64_t kBlockElements = 1024;  // a multiple of 8
 constexpr uint64_t kSubTileBytes = 128 * 1024;
 constexpr int64_t kSubTileRows = 64;
+constexpr int kDecodeStreams = 4;  // weight rows a decode pass dots at once: 4 independent chains
 
 template <class L>
 struct FloatRows {
-  template <int NR>
-  struct Kernel {
-    static void run(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, float* out,
-                    int64_t out_stride) {
-      using T = typename L::T;
-      const T* x = static_cast<const T*>(w);
-      const T* y[NR];
-      for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const T*>(act + r * act_stride);
-      __m256 a[4][NR];
-      for (auto& row : a) {
-        for (int r = 0; r < NR; ++r) row[r] = _mm256_setzero_ps();
-      }
-      int64_t i = 0;
-      for (; i + 32 <= n; i += 32) {
-        for (int k = 0; k < 4; ++k) {
-          const __m256 wv = L::load8(x + i + 8 * k);
-          for (int r = 0; r < NR; ++r) a[k][r] = _mm256_fmadd_ps(wv, L::load8(y[r] + i + 8 * k), a[k][r]);
-        }
-      }
-      for (; i + 8 <= n; i += 8) {
-        const __m256 wv = L::load8(x + i);
-        for (int r = 0; r < NR; ++r) a[0][r] = _mm256_fmadd_ps(wv, L::load8(y[r] + i), a[0][r]);
-      }
-      for (int r = 0; r < NR; ++r) {
-        const __m256 pair[4] = {a[0][r], a[1][r], a[2][r], a[3][r]};
-        out[r * out_stride] = finish<L>(pair, x, y[r], i, n);
-      }
-    }
-  };
+  using T = typename L::T;
 
-  // Accumulators of NR rows against one weight row, over elements [k0, k1) of x and of the rows'
-  // f32 copies y[r] (which start at element k0); the 8-element steps only in the last block.
-  template <int NR>
-  static void tile_block(const typename L::T* x, const float* const (&y)[NR], int64_t k0, int64_t k1, bool last,
-                         __m256 (&a)[4][NR]) {
-    __m256 acc[4][NR];
-    for (int k = 0; k < 4; ++k) {
-      for (int r = 0; r < NR; ++r) acc[k][r] = a[k][r];
-    }
-    int64_t i = k0;
-    for (; i + 32 <= k1; i += 32) {
-      for (int k = 0; k < 4; ++k) {
-        const __m256 wv = L::load8(x + i + 8 * k);
-        for (int r = 0; r < NR; ++r) acc[k][r] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(y[r] + (i - k0) + 8 * k), acc[k][r]);
+  // The scalar tail and the final sum of one pair, shared by every kernel shape (invariant 7).
+  static float finish(__m256 acc, const T* x, const float* y, int64_t from, int64_t n) {
+    float tail = 0;
+    for (int64_t j = from; j < n; ++j) tail += L::one(x[j]) * y[j];
+    return hsum(acc) + tail;
+  }
+
+  // acc[o][r] += x[o] · y[r] over the 8-element steps of [k0, k1); y[r] holds element k0 at y[r][0].
+  template <int NW, int NR>
+  static void steps(const T* const (&x)[NW], const float* const (&y)[NR], int64_t k0, int64_t k1,
+                    __m256 (&acc)[NW][NR]) {
+    for (int64_t i = k0; i + 8 <= k1; i += 8) {
+      __m256 yv[NR];
+      for (int r = 0; r < NR; ++r) yv[r] = _mm256_loadu_ps(y[r] + (i - k0));
+      for (int o = 0; o < NW; ++o) {
+        const __m256 wv = L::load8(x[o] + i);
+        for (int r = 0; r < NR; ++r) acc[o][r] = _mm256_fmadd_ps(wv, yv[r], acc[o][r]);
       }
-    }
-    for (; last && i + 8 <= k1; i += 8) {
-      const __m256 wv = L::load8(x + i);
-      for (int r = 0; r < NR; ++r) acc[0][r] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(y[r] + (i - k0)), acc[0][r]);
-    }
-    for (int k = 0; k < 4; ++k) {
-      for (int r = 0; r < NR; ++r) a[k][r] = acc[k][r];
     }
   }
 
-  // Weight rows [0, n_w) of a sub-tile against activation rows [0, NR): the pairs' accumulators live
-  // in `state` between k-blocks (storing and reloading a register is exact).
+  // NW weight rows x NR activation rows in one pass over the row.
+  template <int NW, int NR>
+  static void pass(int64_t n, const T* const (&x)[NW], const float* const (&y)[NR], float* const (&out)[NW],
+                   int64_t out_stride) {
+    __m256 acc[NW][NR];
+    for (auto& row : acc) {
+      for (auto& a : row) a = _mm256_setzero_ps();
+    }
+    const int64_t steps_end = n / 8 * 8;
+    steps(x, y, 0, steps_end, acc);
+    for (int o = 0; o < NW; ++o) {
+      for (int r = 0; r < NR; ++r) out[o][r * out_stride] = finish(acc[o][r], x[o], y[r], steps_end, n);
+    }
+  }
+
+  template <int NW>
+  struct Outputs {
+    static void run(int64_t n, const void* w, uint64_t stream_bytes, const uint8_t* act, float* out,
+                    int64_t out_stride) {
+      const T* x[NW];
+      float* o[NW];
+      for (int k = 0; k < NW; ++k) {
+        x[k] = reinterpret_cast<const T*>(static_cast<const uint8_t*>(w) + k * stream_bytes);
+        o[k] = out + k * out_stride;
+      }
+      const float* const y[1] = {reinterpret_cast<const float*>(act)};
+      pass<NW, 1>(n, x, y, o, 0);
+    }
+  };
+
+  // Weight rows [0, n_w) of a sub-tile against activation rows [0, NR): k-block by k-block, the
+  // pairs' accumulators kept in `state` between blocks (storing and reloading a register is exact).
   template <int NR>
   static void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                         uint64_t act_stride, float* out, int64_t out_stride) {
-    using T = typename L::T;
-    alignas(32) float copy[NR][kBlockElements];
-    __m256 state[kSubTileRows][4][NR];
+    __m256 state[kSubTileRows][NR];
     for (int64_t o = 0; o < n_w; ++o) {
-      for (int k = 0; k < 4; ++k) {
-        for (int r = 0; r < NR; ++r) state[o][k][r] = _mm256_setzero_ps();
-      }
+      for (int r = 0; r < NR; ++r) state[o][r] = _mm256_setzero_ps();
     }
-    const T* rows[NR];
-    for (int r = 0; r < NR; ++r) rows[r] = reinterpret_cast<const T*>(act + r * act_stride);
-    const float* y[NR];
-    for (int r = 0; r < NR; ++r) y[r] = copy[r];
+    const float* rows[NR];
+    for (int r = 0; r < NR; ++r) rows[r] = reinterpret_cast<const float*>(act + r * act_stride);
     const int64_t steps_end = n / 8 * 8;  // the 8-element steps end here; the scalar tail follows
-    for (int64_t k0 = 0; k0 < n; k0 += kBlockElements) {
-      const int64_t k1 = std::min(n, k0 + kBlockElements);
-      for (int r = 0; r < NR; ++r) {
-        for (int64_t i = k0; i + 8 <= std::min(k1, steps_end); i += 8) {
-          _mm256_store_ps(copy[r] + (i - k0), L::load8(rows[r] + i));
-        }
-      }
-      for (int64_t o = 0; o < n_w; ++o) {
-        tile_block<NR>(reinterpret_cast<const T*>(w + o * row_bytes), y, k0, k1, k1 == n, state[o]);
-      }
+    for (int64_t k0 = 0; k0 < steps_end; k0 += kBlockElements) {
+      const int64_t k1 = std::min(steps_end, k0 + kBlockElements);
+      const float* y[NR];
+      for (int r = 0; r < NR; ++r) y[r] = rows[r] + k0;
+      int64_t o = 0;
+      for (; o + kTileWeights <= n_w; o += kTileWeights) block<kTileWeights, NR>(w, row_bytes, o, y, k0, k1, state);
+      if (o < n_w) partial_block<kTileWeights - 1, NR>(static_cast<int>(n_w - o), w, row_bytes, o, y, k0, k1, state);
     }
     for (int64_t o = 0; o < n_w; ++o) {
       const T* x = reinterpret_cast<const T*>(w + o * row_bytes);
-      for (int r = 0; r < NR; ++r) {
-        const __m256 pair[4] = {state[o][0][r], state[o][1][r], state[o][2][r], state[o][3][r]};
-        out[r * out_stride + o] = finish<L>(pair, x, rows[r], steps_end, n);
-      }
+      for (int r = 0; r < NR; ++r) out[r * out_stride + o] = finish(state[o][r], x, rows[r], steps_end, n);
     }
+  }
+
+  // Weight rows [o, o + NW) of a sub-tile over the k-block [k0, k1).
+  template <int NW, int NR>
+  static void block(const uint8_t* w, uint64_t row_bytes, int64_t o, const float* const (&y)[NR], int64_t k0,
+                    int64_t k1, __m256 (*state)[NR]) {
+    const T* x[NW];
+    __m256 acc[NW][NR];
+    for (int j = 0; j < NW; ++j) {
+      x[j] = reinterpret_cast<const T*>(w + (o + j) * row_bytes);
+      for (int r = 0; r < NR; ++r) acc[j][r] = state[o + j][r];
+    }
+    steps(x, y, k0, k1, acc);
+    for (int j = 0; j < NW; ++j) {
+      for (int r = 0; r < NR; ++r) state[o + j][r] = acc[j][r];
+    }
+  }
+
+  // The last 1..NW weight rows of a sub-tile (fewer than kTileWeights).
+  template <int NW, int NR>
+  static void partial_block(int n_w, const uint8_t* w, uint64_t row_bytes, int64_t o, const float* const (&y)[NR],
+                            int64_t k0, int64_t k1, __m256 (*state)[NR]) {
+    if constexpr (NW > 1) {
+      if (n_w < NW) return partial_block<NW - 1, NR>(n_w, w, row_bytes, o, y, k0, k1, state);
+    }
+    block<NW, NR>(w, row_bytes, o, y, k0, k1, state);
   }
 
   static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
@@ -150,41 +157,59 @@ struct FloatRows {
                                         kSubTileBytes, kSubTileRows);
   }
 
+  static void dot_outputs(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                          float* out) {
+    dot_outputs_in_streams<kDecodeStreams, Outputs>(n, w, row_bytes, n_w, act, out);
+  }
+
   static void dot_rows(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
                        int64_t out_stride) {
+    const T* const x[1] = {static_cast<const T*>(w)};
     for (int r = 0; r < n_rows; r += 2) {
-      const uint8_t* a = act + r * act_stride;
+      const auto* a = reinterpret_cast<const float*>(act + r * act_stride);
+      float* const o[1] = {out + r * out_stride};
       if (n_rows - r >= 2) {
-        Kernel<2>::run(n, w, a, act_stride, out + r * out_stride, out_stride);
+        const float* const y[2] = {a, reinterpret_cast<const float*>(act + (r + 1) * act_stride)};
+        pass<1, 2>(n, x, y, o, out_stride);
       } else {
-        Kernel<1>::run(n, w, a, act_stride, out + r * out_stride, out_stride);
+        const float* const y[1] = {a};
+        pass<1, 1>(n, x, y, o, out_stride);
       }
     }
   }
 };
 }  // namespace
 
-void dot_rows_f32(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
-                  int64_t out_stride) {
-  FloatRows<LoadF32>::dot_rows(n, w, act, act_stride, n_rows, out, out_stride);
-}
-void dot_rows_f16(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
-                  int64_t out_stride) {
-  FloatRows<LoadF16>::dot_rows(n, w, act, act_stride, n_rows, out, out_stride);
-}
-void dot_rows_bf16(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
-                   int64_t out_stride) {
-  FloatRows<LoadBF16>::dot_rows(n, w, act, act_stride, n_rows, out, out_stride);
+#define INFER_FLOAT_KERNELS(suffix, L)                                                                           \
+  void dot_rows_##suffix(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows,          \
+                         float* out, int64_t out_stride) {                                                       \
+    FloatRows<L>::dot_rows(n, w, act, act_stride, n_rows, out, out_stride);                                      \
+  }                                                                                                              \
+  void dot_outputs_##suffix(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,       \
+                            float* out) {                                                                        \
+    FloatRows<L>::dot_outputs(n, w, row_bytes, n_w, act, out);                                                   \
+  }                                                                                                              \
+  void dot_tile_##suffix(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,          \
+                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {                      \
+    FloatRows<L>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);                      \
+  }
+INFER_FLOAT_KERNELS(f32, LoadF32)
+INFER_FLOAT_KERNELS(f16, LoadF16)
+INFER_FLOAT_KERNELS(bf16, LoadBF16)
+#undef INFER_FLOAT_KERNELS
+
+void quantize_act_f16_as_f32(const float* src, void* dst, int64_t n) {
+  auto* y = static_cast<float*>(dst);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT)));
+  }
+  for (; i < n; ++i) y[i] = f16_to_f32(f32_to_f16(src[i]));
 }
 
-#define INFER_FLOAT_TILE(name, L)                                                                          \
-  void name(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride, \
-            int n_rows, float* out, int64_t out_stride) {                                                     \
-    FloatRows<L>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);                    \
-  }
-INFER_FLOAT_TILE(dot_tile_f32, LoadF32)
-INFER_FLOAT_TILE(dot_tile_f16, LoadF16)
-INFER_FLOAT_TILE(dot_tile_bf16, LoadBF16)
-#undef INFER_FLOAT_TILE
+void quantize_act_bf16_as_f32(const float* src, void* dst, int64_t n) {
+  auto* y = static_cast<float*>(dst);
+  for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(f32_to_bf16(src[i]));
+}
 
 }  // namespace infer::kernels::avx2

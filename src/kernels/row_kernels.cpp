@@ -45,7 +45,9 @@ RowKernels choose(TensorType weight) {
   if (use_avx2()) {
     const RowKernels fast = avx2_row_kernels(weight);
     if (fast.dot_rows) k.dot_rows = fast.dot_rows;
-    if (fast.dot_rows && fast.quantize_act) k.dot_outputs = fast.dot_outputs;
+    // dot_outputs reads the blocks dot_rows reads: the fast quantiser's, or the reference's where
+    // the set has none (F32, BF16: the same bytes)
+    if (fast.dot_rows) k.dot_outputs = fast.dot_outputs;
     k.dot_tile = fast.dot_tile;  // reads the same activation blocks as fast.dot_rows
     if (use_avx512() && fast.dot_rows && fast.quantize_act) {
       if (use_amx() && amx_dot_tile(weight)) k.dot_tile = amx_dot_tile(weight);

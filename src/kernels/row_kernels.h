@@ -13,7 +13,8 @@ using DotRowsFn = void (*)(int64_t n, const void* w_row, const uint8_t* act, uin
                            float* out, int64_t out_stride);
 // Converts n floats into the kernel set's activation blocks: activation_type(weight), bit-identical to
 // quantize_activation_row, except that the AVX2 Q8_0/Q4_0/Q5_0 set writes BlockQ8_0F (same codes, the
-// same scale value held as f32) and the AVX2 Q5_1 set BlockQ8_1F (the same plus the codes' sum).
+// same scale value held as f32), the AVX2 Q5_1 set BlockQ8_1F (the same plus the codes' sum) and the
+// AVX2 F16/BF16 sets each rounded value as an f32.
 using QuantizeActFn = void (*)(const float* src, void* dst, int64_t n);
 // Dots `n_w` consecutive weight rows (row_bytes apart) with one activation row: out[o] = w[o] · act.
 // Decode only: keeps several weight streams in flight. Each out[o] is bitwise what dot_rows gives.

@@ -7,9 +7,11 @@ namespace infer::kernels {
 
 RowKernels avx2_row_kernels(TensorType weight) {
   switch (weight) {
-    case TensorType::F32: return {avx2::dot_rows_f32, nullptr, 1, 4, nullptr, avx2::dot_tile_f32};
-    case TensorType::F16: return {avx2::dot_rows_f16, avx2::quantize_act_f16, 1, 2, nullptr, avx2::dot_tile_f16};
-    case TensorType::BF16: return {avx2::dot_rows_bf16, nullptr, 1, 2, nullptr, avx2::dot_tile_bf16};
+    case TensorType::F32: return {avx2::dot_rows_f32, nullptr, 1, 4, avx2::dot_outputs_f32, avx2::dot_tile_f32};
+    case TensorType::F16: return {avx2::dot_rows_f16, avx2::quantize_act_f16_as_f32, 1, 4, avx2::dot_outputs_f16,
+                                    avx2::dot_tile_f16};
+    case TensorType::BF16: return {avx2::dot_rows_bf16, avx2::quantize_act_bf16_as_f32, 1, 4, avx2::dot_outputs_bf16,
+                                     avx2::dot_tile_bf16};
     case TensorType::Q8_0:
       return {avx2::dot_rows_q8_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F), avx2::dot_outputs_q8_0,
               avx2::dot_tile_q8_0};

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -40,11 +41,27 @@ std::vector<uint8_t> widened_to_q8_0(const std::vector<uint8_t>& act, int64_t n)
   return out;
 }
 
+// F16 and BF16 activations the kernel set writes as f32 values: each must be exactly an F16 (BF16)
+// value, and rounding it again gives the reference's bytes.
+std::vector<uint8_t> narrowed_from_f32(TensorType t, const std::vector<uint8_t>& act, int64_t n) {
+  std::vector<float> v(n), back(n);
+  std::memcpy(v.data(), act.data(), n * sizeof(float));
+  std::vector<uint8_t> out(activation_bytes(t, n));
+  quantize_activation_row(t, v.data(), out.data(), n);
+  dequantize_row(activation_type(t), out.data(), back.data(), n);
+  EXPECT_EQ(std::memcmp(v.data(), back.data(), n * sizeof(float)), 0) << "values must be exact in the narrow type";
+  return out;
+}
+
 // The kernel set's activation blocks in the reference format (BlockQ8_0F and BlockQ8_1F → Q8_0;
-// others as they are).
-std::vector<uint8_t> as_reference_format(const RowKernels& k, const std::vector<uint8_t>& act, int64_t n) {
+// F16/BF16 values held as f32 → F16/BF16; others as they are).
+std::vector<uint8_t> as_reference_format(TensorType t, const RowKernels& k, const std::vector<uint8_t>& act,
+                                         int64_t n) {
   if (k.act_block_bytes == sizeof(BlockQ8_0F)) return widened_to_q8_0<BlockQ8_0F>(act, n);
   if (k.act_block_bytes == sizeof(BlockQ8_1F)) return widened_to_q8_0<BlockQ8_1F>(act, n);
+  if (activation_type(t) != TensorType::F32 && k.act_block_elements == 1 && k.act_block_bytes == sizeof(float)) {
+    return narrowed_from_f32(t, act, n);
+  }
   return act;
 }
 
@@ -91,7 +108,7 @@ TEST_F(Avx2Kernels, ActivationQuantisersAreBitIdenticalToTheReference) {
     std::vector<uint8_t> fast(k.act_row_bytes(x.size())), ref(activation_bytes(t, x.size()));
     k.quantize_act(x.data(), fast.data(), x.size());
     quantize_activation_row(t, x.data(), ref.data(), x.size());
-    EXPECT_EQ(as_reference_format(k, fast, x.size()), ref) << type_label(t);
+    EXPECT_EQ(as_reference_format(t, k, fast, x.size()), ref) << type_label(t);
   }
 }
 
@@ -164,15 +181,72 @@ TEST_F(Avx2Kernels, Q8_0AndQ4_0AreBitwiseTheReferenceInEveryKernelShape) {
   }
 }
 
-TEST_F(Avx2Kernels, FloatRowsWithTailsMatchTheReference) {
-  const int64_t n = 1005;  // 31 steps of 32, one of 8 and a scalar tail of 5
+// The float rows' arithmetic, written out in scalar code: one 8-lane accumulator per pair over the
+// 8-element steps (fused multiply-adds in order), the kernels' fixed horizontal sum, then the scalar
+// tail of rounded products. Every kernel shape must give exactly this (invariant 7).
+float float_rows_arithmetic(const float* w, const float* y, int64_t n) {
+  float lane[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l) lane[l] = std::fma(w[i + l], y[i + l], lane[l]);
+  }
+  float tail = 0;
+  for (; i < n; ++i) tail += static_cast<float>(static_cast<double>(w[i]) * y[i]);  // exact, then rounded once
+  float half[4];
+  for (int l = 0; l < 4; ++l) half[l] = lane[l] + lane[l + 4];
+  return ((half[0] + half[2]) + (half[1] + half[3])) + tail;
+}
+
+// 1005 and 2061 elements leave scalar tails, 2816 more than one of the tile's k-blocks; 13 weight
+// rows leave partial groups of the decode streams and of the tile, 7 rows a partial row group.
+TEST_F(Avx2Kernels, FloatRowsAreBitwiseTheirScalarArithmeticInEveryKernelShape) {
   for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    const RowKernels k = row_kernels(t);
+    ASSERT_TRUE(k.dot_outputs && k.dot_tile) << type_label(t);
+    for (int64_t n : {5, 8, 1005, 2061, 2816}) {
+      const int64_t n_out = 13;
+      const int rows = 7;
+      const uint64_t row_bytes = quant_row_bytes(t, n), ab = k.act_row_bytes(n);
+      const std::vector<uint8_t> w = test::random_weights(t, n_out, n, 51 + static_cast<uint32_t>(n));
+      std::vector<uint8_t> act(ab * rows);
+      std::vector<float> wf(n * n_out), yf(n * rows);
+      for (int r = 0; r < rows; ++r) {
+        const std::vector<float> x = random_floats(n, 300 + r);
+        k.quantize_act(x.data(), act.data() + r * ab, n);
+        const std::vector<uint8_t> one(act.begin() + r * ab, act.begin() + (r + 1) * ab);
+        dequantize_row(activation_type(t), as_reference_format(t, k, one, n).data(), yf.data() + r * n, n);
+      }
+      for (int64_t o = 0; o < n_out; ++o) dequantize_row(t, w.data() + o * row_bytes, wf.data() + o * n, n);
+      std::vector<float> expected(n_out * rows), tile(n_out * rows), decode(n_out * rows), single(n_out * rows);
+      for (int r = 0; r < rows; ++r) {
+        for (int64_t o = 0; o < n_out; ++o) {
+          expected[r * n_out + o] = float_rows_arithmetic(wf.data() + o * n, yf.data() + r * n, n);
+          k.dot_rows(n, w.data() + o * row_bytes, act.data() + r * ab, ab, 1, &single[r * n_out + o], 1);
+        }
+        k.dot_outputs(n, w.data(), row_bytes, n_out, act.data() + r * ab, &decode[r * n_out]);
+      }
+      k.dot_tile(n, w.data(), row_bytes, n_out, act.data(), ab, rows, tile.data(), n_out);
+      const std::pair<const char*, const std::vector<float>*> shapes[] = {
+          {"dot_rows", &single}, {"dot_outputs", &decode}, {"dot_tile", &tile}};
+      for (const auto& [name, got] : shapes) {
+        EXPECT_EQ(std::memcmp(got->data(), expected.data(), expected.size() * sizeof(float)), 0)
+            << type_label(t) << " n=" << n << " " << name;
+      }
+    }
+  }
+}
+
+TEST_F(Avx2Kernels, FloatRowsWithTailsMatchTheReference) {
+  const int64_t n = 1005;  // 125 steps of 8 and a scalar tail of 5
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    const RowKernels k = row_kernels(t);
     const std::vector<uint8_t> w = test::random_weights(t, 1, n, 41);
     const std::vector<float> x = random_floats(n, 42);
-    std::vector<uint8_t> act(activation_bytes(t, n));
+    std::vector<uint8_t> act(activation_bytes(t, n)), fast_act(k.act_row_bytes(n));
     quantize_activation_row(t, x.data(), act.data(), n);
+    k.quantize_act(x.data(), fast_act.data(), n);
     float out;
-    row_kernels(t).dot_rows(n, w.data(), act.data(), 0, 1, &out, 1);
+    k.dot_rows(n, w.data(), fast_act.data(), 0, 1, &out, 1);
     EXPECT_NEAR(out, dot_ref(t, w.data(), act.data(), n), 1e-5 * test::dot_magnitude(t, w.data(), act.data(), n))
         << type_label(t);
   }
