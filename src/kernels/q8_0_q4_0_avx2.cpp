@@ -5,6 +5,8 @@
 // The batch tiles take weight rows 8 at a time, one row per lane: a block's 32 codes of the 8 rows are
 // transposed once into 8 vectors (vector k holds codes 4k..4k+3 of every row), so one broadcast of 4
 // activation codes and one maddubs serve 8 rows, with no float work until the block's end.
+// Decode takes 4 weight rows, each a long sequential stream, 2 blocks at a time: the 8 (row, block)
+// sums come out of one horizontal-add tree in 8 lanes, each row's 2 terms added in block order.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -17,12 +19,10 @@ namespace infer::kernels::avx2 {
 
 namespace {
 constexpr int kGroupRows = 8;  // weight rows per group: one per 32-bit lane
-// Decode runs 3 streams for Q8_0 and 4 for Q4_0 (its fixed work per 4 blocks shared more widely),
-// each prefetched 6 KiB ahead, one prefetch per cache line: the counts and distance that decoded
-// fastest (infer bench tg64, qwen3-0.6b Q8_0 and Q4_0, Zen 3).
-constexpr int kDecodeStreams = 3;
-constexpr int kQ4Streams = 4;
-constexpr int kDecodePrefetchBytes = 6144;
+// Decode: weight rows read side by side, each its own stream, prefetched this far ahead. More streams
+// (8 rows per pass) or adjacent rows read slower (infer bench tg64, qwen3-0.6b Q8_0 and Q4_0, Zen 3).
+constexpr int kDecodeStreams = 4;
+constexpr int kDecodePrefetchBytes = 2048;
 // Batch: activation rows per tile, about this many bytes of them (stay in L2 while the groups pass).
 constexpr uint64_t kActTileBytes = 160 * 1024;
 
@@ -46,9 +46,9 @@ struct CodesQ4_0 {
   using Block = BlockQ4_0;
   static constexpr bool kOffset = true;
   static __m256i row(const Block& b) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    // Both halves get the 16 bytes; the high half is shifted down to its high nibbles.
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
+    return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
   }
 };
 
@@ -86,11 +86,20 @@ struct Groups {
     g.dw = scales(x, b);
   }
 
+  // The scales of 8 blocks, packed 4 to a general register: the integer units are idle here, the
+  // vector ones not.
+  static __m256 scales8(const Block* const (&blk)[8]) {
+    const auto four = [&](int i) {
+      return static_cast<long long>(uint64_t{blk[i]->d} | uint64_t{blk[i + 1]->d} << 16 |
+                                    uint64_t{blk[i + 2]->d} << 32 | uint64_t{blk[i + 3]->d} << 48);
+    };
+    return _mm256_cvtph_ps(_mm_set_epi64x(four(4), four(0)));
+  }
+
   static __m256 scales(const Block* const (&x)[kGroupRows], int64_t b) {
-    return _mm256_cvtph_ps(_mm_setr_epi16(
-        static_cast<short>(x[0][b].d), static_cast<short>(x[1][b].d), static_cast<short>(x[2][b].d),
-        static_cast<short>(x[3][b].d), static_cast<short>(x[4][b].d), static_cast<short>(x[5][b].d),
-        static_cast<short>(x[6][b].d), static_cast<short>(x[7][b].d)));
+    const Block* blk[8];
+    for (int i = 0; i < 8; ++i) blk[i] = &x[i][b];
+    return scales8(blk);
   }
 
   // acc[r] = acc[r] + float(S)·(dw·dy) for the group's block g and activation blocks y[r];
@@ -124,24 +133,100 @@ struct Groups {
     }
   }
 
-  // The exact integer sums of block b of rows x[0..7] with y, lane i for row i (before Q4_0's offset):
-  // each row's 8 partial sums, then a horizontal-add tree over the rows. A single activation row
-  // takes this instead of a transpose, which only pays off when several rows read it.
-  static __m256i block_sums(const Block* const (&x)[kGroupRows], int64_t b, const BlockQ8_0F& y) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    const __m256i yq = load(y.qs);
-    __m256i p[kGroupRows];
-    for (int i = 0; i < kGroupRows; ++i) {
-      const __m256i w = Codes::row(x[i][b]);
-      if constexpr (Codes::kOffset) {
-        p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(w, yq), ones);
-      } else {
-        p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(yq, w)), ones);
+  // The exact integer sums of 8 weight blocks with activation codes yq[0..7], lane k for pair k
+  // (before Q4_0's offset): each pair's products summed by a horizontal-add tree over the pairs. A
+  // single activation row takes this instead of a transpose, which only pays off when several rows
+  // read it.
+  static __m256i sums8(const Block* const (&blk)[8], const __m256i (&yq)[8]) {
+    __m256i p[8];
+    if constexpr (Codes::kOffset) {
+      // Q4_0: a product is within 15·128, so int16 lanes hold sums of 16; three levels of pairwise
+      // adds leave lane k of each half with pair k's sum over that half's 16 codes.
+      for (int k = 0; k < 8; ++k) p[k] = _mm256_maddubs_epi16(Codes::row(*blk[k]), yq[k]);
+      const __m256i h03 = _mm256_hadd_epi16(_mm256_hadd_epi16(p[0], p[1]), _mm256_hadd_epi16(p[2], p[3]));
+      const __m256i h47 = _mm256_hadd_epi16(_mm256_hadd_epi16(p[4], p[5]), _mm256_hadd_epi16(p[6], p[7]));
+      const __m256i h = _mm256_hadd_epi16(h03, h47);
+      return _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(h)),
+                              _mm256_cvtepi16_epi32(_mm256_extracti128_si256(h, 1)));
+    } else {
+      const __m256i ones = _mm256_set1_epi16(1);
+      for (int k = 0; k < 8; ++k) {
+        const __m256i w = Codes::row(*blk[k]);
+        p[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(yq[k], w)), ones);
       }
+      const __m256i h03 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+      const __m256i h47 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+      return _mm256_add_epi32(_mm256_permute2x128_si256(h03, h47, 0x20), _mm256_permute2x128_si256(h03, h47, 0x31));
     }
-    const __m256i h03 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-    const __m256i h47 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
-    return _mm256_add_epi32(_mm256_permute2x128_si256(h03, h47, 0x20), _mm256_permute2x128_si256(h03, h47, 0x31));
+  }
+
+  static __m256i block_sums(const Block* const (&x)[kGroupRows], int64_t b, const __m256i yq) {
+    const Block* blk[8];
+    __m256i y8[8];
+    for (int i = 0; i < 8; ++i) blk[i] = &x[i][b], y8[i] = yq;
+    return sums8(blk, y8);
+  }
+
+  // Lanes 0..3: the terms float(S)·(dw·dy) of block b0 of rows x[0..3]; lanes 4..7: of block b1.
+  static __m256 terms(const Block* const (&x)[kDecodeStreams], int64_t b0, int64_t b1, const BlockQ8_0F* y) {
+    const Block* blk[8];
+    __m256i yq[8];
+    const __m256i y0 = load(y[b0].qs), y1 = load(y[b1].qs);
+    for (int i = 0; i < 4; ++i) blk[i] = &x[i][b0], blk[i + 4] = &x[i][b1], yq[i] = y0, yq[i + 4] = y1;
+    __m256i sum = sums8(blk, yq);
+    if constexpr (Codes::kOffset) {
+      sum = _mm256_sub_epi32(sum, _mm256_setr_m128i(_mm_set1_epi32(8 * sum_i8(y0)), _mm_set1_epi32(8 * sum_i8(y1))));
+    }
+    const __m256 dy = _mm256_setr_m128(_mm_set1_ps(y[b0].d), _mm_set1_ps(y[b1].d));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scales8(blk), dy));
+  }
+
+  // Rows x[0..3] against activation row y over all blocks: acc = acc + term, block by block.
+  static __m128 decode_rows(int64_t nb, const Block* const (&x)[kDecodeStreams], const BlockQ8_0F* y, bool prefetch) {
+    __m128 acc = _mm_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      if (prefetch) {
+        for (const Block* r : x) _mm_prefetch(reinterpret_cast<const char*>(r + b) + kDecodePrefetchBytes, _MM_HINT_T0);
+      }
+      const __m256 t = terms(x, b, b + 1, y);
+      acc = _mm_add_ps(_mm_add_ps(acc, _mm256_castps256_ps128(t)), _mm256_extractf128_ps(t, 1));
+    }
+    if (b < nb) acc = _mm_add_ps(acc, _mm256_castps256_ps128(terms(x, b, b, y)));
+    return acc;
+  }
+
+  // Decode: one activation row against weight rows [0, n_w): 4 streams of n_w / 4 rows side by side
+  // (lane i: row o + i·part), then the remaining rows as one group (rows past n_w repeat the last).
+  static void dot_outputs(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const auto* y = reinterpret_cast<const BlockQ8_0F*>(act);
+    const int64_t nb = n / kQK0;
+    const int64_t part = n_w / kDecodeStreams;
+    alignas(16) float lanes[kDecodeStreams];
+    for (int64_t o = 0; o < part; ++o) {
+      const Block* x[kDecodeStreams];
+      for (int i = 0; i < kDecodeStreams; ++i) x[i] = reinterpret_cast<const Block*>(wb + (o + i * part) * row_bytes);
+      _mm_store_ps(lanes, decode_rows(nb, x, y, true));
+      for (int i = 0; i < kDecodeStreams; ++i) out[o + i * part] = lanes[i];
+    }
+    if (const int64_t o = kDecodeStreams * part; o < n_w) {
+      const Block* x[kDecodeStreams];
+      for (int i = 0; i < kDecodeStreams; ++i) {
+        x[i] = reinterpret_cast<const Block*>(wb + std::min(o + i, n_w - 1) * row_bytes);
+      }
+      _mm_store_ps(lanes, decode_rows(nb, x, y, false));
+      for (int64_t i = 0; i < n_w - o; ++i) out[o + i] = lanes[i];
+    }
+  }
+
+  // acc = acc + float(S)·(dw·dy) for block b of rows x[0..7] and activation block y (lane i: row i).
+  static __m256 add_block(const Block* const (&x)[kGroupRows], int64_t b, const BlockQ8_0F& y, __m256 acc) {
+    const __m256i yq = load(y.qs);
+    __m256i sum = block_sums(x, b, yq);
+    if constexpr (Codes::kOffset) sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(8 * sum_i8(yq)));
+    const __m256 d = _mm256_mul_ps(scales(x, b), _mm256_set1_ps(y.d));
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sum), d));
   }
 
   // Rows x[0..7] against activation rows act[0..NR) over all blocks (dot_rows).
@@ -150,93 +235,9 @@ struct Groups {
                      __m256 (&acc)[NR]) {
     for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / kQK0; ++b) {
-      const __m256 dw = scales(x, b);
-      for (int r = 0; r < NR; ++r) {
-        __m256i sum = block_sums(x, b, act[r][b]);
-        if constexpr (Codes::kOffset) sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(offset_term(act[r][b])));
-        acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(act[r][b].d))));
-      }
+      for (int r = 0; r < NR; ++r) acc[r] = add_block(x, b, act[r][b], acc[r]);
     }
   }
-
-  // The 8 partial sums (int32 lanes) of a weight block with an activation block (before Q4_0's offset).
-  static __m256i partial(const Block& x, const __m256i yq) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    const __m256i w = Codes::row(x);
-    if constexpr (Codes::kOffset) return _mm256_madd_epi16(_mm256_maddubs_epi16(w, yq), ones);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(yq, w)), ones);
-  }
-
-  // The exact sums of blocks x[0..3] with yq[0..3] in 4 lanes (before Q4_0's offset). Q4_0 adds its
-  // maddubs pairs as int16 up to 8 products (at most 8·15·128) before widening.
-  static __m128i sums4(const Block* x, const __m256i (&yq)[4]) {
-    if constexpr (Codes::kOffset) {
-      __m256i m[4];
-      for (int j = 0; j < 4; ++j) m[j] = _mm256_maddubs_epi16(Codes::row(x[j]), yq[j]);
-      const __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(m[0], m[1]), _mm256_hadd_epi16(m[2], m[3]));
-      const __m256i s = _mm256_madd_epi16(h, _mm256_set1_epi16(1));
-      return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    } else {
-      return hsum4_i32(partial(x[0], yq[0]), partial(x[1], yq[1]), partial(x[2], yq[2]), partial(x[3], yq[3]));
-    }
-  }
-
-  // Decode: NW weight rows `stream_bytes` apart against one activation row, each row a sequential
-  // stream. Blocks go 4 at a time: their exact sums S in 4 lanes, float(S)·(dw·dy) in 4 lanes, then
-  // added to the row's acc one lane at a time in block order (the arithmetic of the other kernels).
-  template <int NW>
-  struct Outputs {
-    static void run(int64_t n, const uint8_t* w, uint64_t stream_bytes, const uint8_t* act, float* out,
-                    int64_t out_stride) {
-      const Block* x[NW];
-      for (int o = 0; o < NW; ++o) x[o] = reinterpret_cast<const Block*>(w + o * stream_bytes);
-      const auto* y = reinterpret_cast<const BlockQ8_0F*>(act);
-      __m128 acc[NW];
-      for (int o = 0; o < NW; ++o) acc[o] = _mm_setzero_ps();
-      const int64_t nb = n / kQK0;
-      int64_t b = 0;
-      for (; b + 4 <= nb; b += 4) {
-        __m256i yq[4];
-        for (int j = 0; j < 4; ++j) yq[j] = load(y[b + j].qs);
-        const __m128 dy = _mm_setr_ps(y[b].d, y[b + 1].d, y[b + 2].d, y[b + 3].d);
-        __m128i offset = _mm_setzero_si128();
-        if constexpr (Codes::kOffset) {
-          const __m256i one8 = _mm256_set1_epi8(1), ones = _mm256_set1_epi16(1);
-          __m256i t[4];
-          for (int j = 0; j < 4; ++j) t[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, yq[j]), ones);
-          offset = _mm_slli_epi32(hsum4_i32(t[0], t[1], t[2], t[3]), 3);
-        }
-        for (int o = 0; o < NW; ++o) {
-          // One prefetch per cache line the 4 blocks span.
-          for (int j = 0; j < 4 * static_cast<int>(sizeof(Block)); j += 64) {
-            _mm_prefetch(reinterpret_cast<const char*>(&x[o][b]) + kDecodePrefetchBytes + j, _MM_HINT_T0);
-          }
-          const __m128i sum = _mm_sub_epi32(sums4(&x[o][b], yq), offset);
-          // The 4 scales packed in a general register: the integer units are idle here, the vector ones not.
-          const uint64_t d4 = uint64_t{x[o][b].d} | uint64_t{x[o][b + 1].d} << 16 | uint64_t{x[o][b + 2].d} << 32 |
-                              uint64_t{x[o][b + 3].d} << 48;
-          const __m128 dw = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(d4)));
-          const __m128 t = _mm_mul_ps(_mm_cvtepi32_ps(sum), _mm_mul_ps(dw, dy));
-          __m128 a = _mm_add_ss(acc[o], t);
-          a = _mm_add_ss(a, _mm_movehdup_ps(t));
-          a = _mm_add_ss(a, _mm_movehl_ps(t, t));
-          acc[o] = _mm_add_ss(a, _mm_shuffle_ps(t, t, _MM_SHUFFLE(3, 3, 3, 3)));
-        }
-      }
-      for (; b < nb; ++b) {
-        const __m256i yq = load(y[b].qs);
-        const __m256i zero = _mm256_setzero_si256();
-        int32_t offset = 0;
-        if constexpr (Codes::kOffset) offset = offset_term(y[b]);
-        for (int o = 0; o < NW; ++o) {
-          const __m128i sum = _mm_sub_epi32(hsum4_i32(partial(x[o][b], yq), zero, zero, zero), _mm_cvtsi32_si128(offset));
-          const __m128 d = _mm_set_ss(f16(x[o][b].d) * y[b].d);
-          acc[o] = _mm_add_ss(acc[o], _mm_mul_ss(_mm_cvtepi32_ps(sum), d));
-        }
-      }
-      for (int o = 0; o < NW; ++o) out[o * out_stride] = _mm_cvtss_f32(acc[o]);
-    }
-  };
 
   // Row pointers of the group of weight rows [o, o + 8) of n_w: rows past n_w repeat row n_w − 1
   // (their lanes are computed and dropped).
@@ -352,11 +353,11 @@ void dot_rows_q4_0(int64_t n, const void* w, const uint8_t* act, uint64_t act_st
 }
 
 void dot_outputs_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
-  dot_outputs_in_streams<kDecodeStreams, Groups<CodesQ8_0>::Outputs>(n, w, row_bytes, n_w, act, out);
+  Groups<CodesQ8_0>::dot_outputs(n, w, row_bytes, n_w, act, out);
 }
 
 void dot_outputs_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
-  dot_outputs_in_streams<kQ4Streams, Groups<CodesQ4_0>::Outputs>(n, w, row_bytes, n_w, act, out);
+  Groups<CodesQ4_0>::dot_outputs(n, w, row_bytes, n_w, act, out);
 }
 
 void dot_tile_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,

@@ -149,14 +149,14 @@ TEST_F(Avx2Kernels, DotProductsMatchTheReferenceForOneToFourRows) {
 }
 
 // Q8_0 and Q4_0 add each block's exact integer sum in block order, as the reference does: every
-// kernel shape (dot_rows, the decode streams, the batch tiles) gives the reference's bits, on block
-// counts that leave tails of the decode's 4-block steps and weight-row counts that leave partial groups.
+// kernel shape (dot_rows, the decode streams, the batch tiles) gives the reference's bits, on odd block
+// counts (the decode's 2-block steps leave a tail) and weight-row counts that leave partial groups and
+// streams, or fill no stream at all.
 TEST_F(Avx2Kernels, Q8_0AndQ4_0AreBitwiseTheReferenceInEveryKernelShape) {
   for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0}) {
     const RowKernels k = row_kernels(t);
     ASSERT_TRUE(k.dot_outputs && k.dot_tile) << type_label(t);
-    for (int64_t n : {32, 224, 2848}) {
-      const int64_t n_out = 21;
+    for (auto [n, n_out] : {std::pair<int64_t, int64_t>{32, 21}, {224, 21}, {2848, 21}, {224, 3}}) {
       const int rows = 6;
       const uint64_t row_bytes = quant_row_bytes(t, n), ab = activation_bytes(t, n), fb = k.act_row_bytes(n);
       const std::vector<uint8_t> w = test::random_weights(t, n_out, n, 41 + static_cast<uint32_t>(n));
@@ -172,8 +172,10 @@ TEST_F(Avx2Kernels, Q8_0AndQ4_0AreBitwiseTheReferenceInEveryKernelShape) {
         k.dot_outputs(n, w.data(), row_bytes, n_out, fast_act.data() + r * fb, &decode[r * n_out]);
         for (int64_t o = 0; o < n_out; ++o) ref[r * n_out + o] = dot_ref(t, w.data() + o * row_bytes, act.data() + r * ab, n);
       }
-      EXPECT_EQ(std::memcmp(tile.data(), ref.data(), ref.size() * sizeof(float)), 0) << type_label(t) << " n=" << n;
-      EXPECT_EQ(std::memcmp(decode.data(), ref.data(), ref.size() * sizeof(float)), 0) << type_label(t) << " n=" << n;
+      EXPECT_EQ(std::memcmp(tile.data(), ref.data(), ref.size() * sizeof(float)), 0)
+          << type_label(t) << " n=" << n << " n_out=" << n_out;
+      EXPECT_EQ(std::memcmp(decode.data(), ref.data(), ref.size() * sizeof(float)), 0)
+          << type_label(t) << " n=" << n << " n_out=" << n_out;
       float out[4];
       k.dot_rows(n, w.data(), fast_act.data(), fb, 4, out, 1);
       for (int r = 0; r < 4; ++r) EXPECT_EQ(out[r], ref[r * n_out]) << type_label(t) << " n=" << n << " row " << r;
