@@ -167,32 +167,48 @@ struct Groups {
     return sums8(blk, y8);
   }
 
+  // What a decode step takes from the activation row for blocks b0 and b1, formed once per call:
+  // their scales and Q4_0's offsets 8·Σy, lanes 0..3 for b0 and 4..7 for b1.
+  struct alignas(32) StepAct {
+    __m256 dy;
+    __m256i offset;
+  };
+
+  static StepAct step_act(const BlockQ8_0F* y, int64_t b0, int64_t b1) {
+    StepAct a;
+    a.dy = _mm256_setr_m128(_mm_set1_ps(y[b0].d), _mm_set1_ps(y[b1].d));
+    a.offset = _mm256_setzero_si256();
+    if constexpr (Codes::kOffset) {
+      a.offset = _mm256_setr_m128i(_mm_set1_epi32(8 * sum_i8(load(y[b0].qs))), _mm_set1_epi32(8 * sum_i8(load(y[b1].qs))));
+    }
+    return a;
+  }
+
   // Lanes 0..3: the terms float(S)·(dw·dy) of block b0 of rows x[0..3]; lanes 4..7: of block b1.
-  static __m256 terms(const Block* const (&x)[kDecodeStreams], int64_t b0, int64_t b1, const BlockQ8_0F* y) {
+  static __m256 terms(const Block* const (&x)[kDecodeStreams], int64_t b0, int64_t b1, const BlockQ8_0F* y,
+                      const StepAct& a) {
     const Block* blk[8];
     __m256i yq[8];
     const __m256i y0 = load(y[b0].qs), y1 = load(y[b1].qs);
     for (int i = 0; i < 4; ++i) blk[i] = &x[i][b0], blk[i + 4] = &x[i][b1], yq[i] = y0, yq[i + 4] = y1;
     __m256i sum = sums8(blk, yq);
-    if constexpr (Codes::kOffset) {
-      sum = _mm256_sub_epi32(sum, _mm256_setr_m128i(_mm_set1_epi32(8 * sum_i8(y0)), _mm_set1_epi32(8 * sum_i8(y1))));
-    }
-    const __m256 dy = _mm256_setr_m128(_mm_set1_ps(y[b0].d), _mm_set1_ps(y[b1].d));
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scales8(blk), dy));
+    if constexpr (Codes::kOffset) sum = _mm256_sub_epi32(sum, a.offset);
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scales8(blk), a.dy));
   }
 
   // Rows x[0..3] against activation row y over all blocks: acc = acc + term, block by block.
-  static __m128 decode_rows(int64_t nb, const Block* const (&x)[kDecodeStreams], const BlockQ8_0F* y, bool prefetch) {
+  static __m128 decode_rows(int64_t nb, const Block* const (&x)[kDecodeStreams], const BlockQ8_0F* y,
+                            const StepAct* act, bool prefetch) {
     __m128 acc = _mm_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
       if (prefetch) {
         for (const Block* r : x) _mm_prefetch(reinterpret_cast<const char*>(r + b) + kDecodePrefetchBytes, _MM_HINT_T0);
       }
-      const __m256 t = terms(x, b, b + 1, y);
+      const __m256 t = terms(x, b, b + 1, y, act[b / 2]);
       acc = _mm_add_ps(_mm_add_ps(acc, _mm256_castps256_ps128(t)), _mm256_extractf128_ps(t, 1));
     }
-    if (b < nb) acc = _mm_add_ps(acc, _mm256_castps256_ps128(terms(x, b, b, y)));
+    if (b < nb) acc = _mm_add_ps(acc, _mm256_castps256_ps128(terms(x, b, b, y, act[b / 2])));
     return acc;
   }
 
@@ -202,12 +218,16 @@ struct Groups {
     const auto* wb = static_cast<const uint8_t*>(w);
     const auto* y = reinterpret_cast<const BlockQ8_0F*>(act);
     const int64_t nb = n / kQK0;
+    thread_local std::vector<StepAct> steps;
+    if (static_cast<int64_t>(steps.size()) < (nb + 1) / 2) steps.resize((nb + 1) / 2);
+    for (int64_t b = 0; b < nb; b += 2) steps[b / 2] = step_act(y, b, std::min(b + 1, nb - 1));
+    const StepAct* sa = steps.data();
     const int64_t part = n_w / kDecodeStreams;
     alignas(16) float lanes[kDecodeStreams];
     for (int64_t o = 0; o < part; ++o) {
       const Block* x[kDecodeStreams];
       for (int i = 0; i < kDecodeStreams; ++i) x[i] = reinterpret_cast<const Block*>(wb + (o + i * part) * row_bytes);
-      _mm_store_ps(lanes, decode_rows(nb, x, y, true));
+      _mm_store_ps(lanes, decode_rows(nb, x, y, sa, true));
       for (int i = 0; i < kDecodeStreams; ++i) out[o + i * part] = lanes[i];
     }
     if (const int64_t o = kDecodeStreams * part; o < n_w) {
@@ -215,7 +235,7 @@ struct Groups {
       for (int i = 0; i < kDecodeStreams; ++i) {
         x[i] = reinterpret_cast<const Block*>(wb + std::min(o + i, n_w - 1) * row_bytes);
       }
-      _mm_store_ps(lanes, decode_rows(nb, x, y, false));
+      _mm_store_ps(lanes, decode_rows(nb, x, y, sa, false));
       for (int64_t i = 0; i < n_w - o; ++i) out[o + i] = lanes[i];
     }
   }
