@@ -46,7 +46,6 @@ void quantize_act_q8_0f(const float* src, void* dst, int64_t n);
 // The same codes and scales with their sum, written as BlockQ8_1F (Q5_1's activations).
 void quantize_act_q8_1f(const float* src, void* dst, int64_t n);
 void quantize_act_q8_k(const float* src, void* dst, int64_t n);
-void quantize_act_f16(const float* src, void* dst, int64_t n);
 // Activations rounded to F16 / BF16 as the references round them, each value written as an f32.
 void quantize_act_f16_as_f32(const float* src, void* dst, int64_t n);
 void quantize_act_bf16_as_f32(const float* src, void* dst, int64_t n);

@@ -99,14 +99,4 @@ void quantize_act_q8_k(const float* src, void* dst, int64_t n) {
   }
 }
 
-void quantize_act_f16(const float* src, void* dst, int64_t n) {
-  auto* h = static_cast<uint16_t*>(dst);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i v = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), v);
-  }
-  for (; i < n; ++i) h[i] = f32_to_f16(src[i]);
-}
-
 }  // namespace infer::kernels::avx2
