@@ -99,7 +99,7 @@ void BM_AttentionRowQwen3Shape(benchmark::State& state) {
   for (int i = 0; i < n_pages; ++i) table[size_t(i)] = n_pages - 1 - i;
   const infer::kernels::PagedKv kv{mem.data(), mem.data() + T * kv_dim, int64_t(2) * T * kv_dim, T, table.data(),
                                    kv_dim};
-  std::vector<float> q(size_t(n_head * hd), 0.01f), out(q.size()), scratch(size_t(n_head) * size_t(n_keys));
+  std::vector<float> q(size_t(n_head * hd), 0.01f), out(q.size()), scratch(size_t(infer::kernels::attention_rows_scratch(1, n_head / n_kv, n_keys)));
   for (auto _ : state) {
     infer::kernels::attention_row(q.data(), kv, n_keys, n_head, n_kv, hd, 0.088f, out.data(), scratch.data());
     benchmark::DoNotOptimize(out.data());
@@ -122,7 +122,7 @@ void BM_AttentionStepQwen3Shape(benchmark::State& state) {
   std::fill_n(mem.get(), bytes / 2, uint16_t(0x3c00));  // 1.0 in F16
   std::vector<int32_t> table(static_cast<size_t>(n_pages));
   for (int i = 0; i < n_pages; ++i) table[size_t(i)] = i;
-  std::vector<float> q(size_t(n_head * hd), 0.01f), out(q.size()), scratch(size_t(n_head) * size_t(n_keys));
+  std::vector<float> q(size_t(n_head * hd), 0.01f), out(q.size()), scratch(size_t(infer::kernels::attention_rows_scratch(1, n_head / n_kv, n_keys)));
   for (auto _ : state) {
     for (int l = 0; l < n_layer; ++l) {
       const uint16_t* k = mem.get() + int64_t(l) * 2 * T * kv_dim;
@@ -136,7 +136,43 @@ void BM_AttentionStepQwen3Shape(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * n_seqs * n_layer * n_keys * kv_dim * 2 * 2);
 }
 
+// A prefill's attention for one KV head over range(0) prompt rows taken range(1) rows at a time
+// (kernels::attention_rows), at range(2) query heads per KV head and head_dim range(3) (Qwen3-0.6B is
+// 2 × 128, bge-small 1 × 32, bge-base 1 × 64), causal if range(4), else whole-sequence (bert). Blocks of
+// one row are the per-row kernel.
+void BM_AttentionRowsPrefill(benchmark::State& state) {
+  const int n_rows = int(state.range(0)), block = int(state.range(1)), n_gqa = int(state.range(2));
+  const int hd = int(state.range(3)), kv_dim = 8 * hd, T = 16;
+  const bool causal = state.range(4) != 0;
+  const int n_pages = (n_rows + T - 1) / T;
+  std::vector<uint16_t> mem(size_t(n_pages) * 2 * T * kv_dim);
+  for (size_t i = 0; i < mem.size(); ++i) mem[i] = infer::kernels::f32_to_f16(float(int(i % 17) - 8) * 0.01f);
+  std::vector<int32_t> table(static_cast<size_t>(n_pages));
+  for (int i = 0; i < n_pages; ++i) table[size_t(i)] = n_pages - 1 - i;
+  const infer::kernels::PagedKv kv{mem.data(), mem.data() + T * kv_dim, int64_t(2) * T * kv_dim, T, table.data(),
+                                   kv_dim};
+  const int64_t q_stride = int64_t(n_gqa) * hd;
+  std::vector<float> q(size_t(n_rows * q_stride), 0.01f), out(q.size());
+  std::vector<float> scratch(size_t(infer::kernels::attention_rows_scratch(block, n_gqa, n_rows)));
+  std::vector<int> begin(static_cast<size_t>(block), 0), end(static_cast<size_t>(block));
+  for (auto _ : state) {
+    for (int r0 = 0; r0 < n_rows; r0 += block) {
+      const int rows = std::min(block, n_rows - r0);
+      for (int i = 0; i < rows; ++i) end[size_t(i)] = causal ? r0 + i + 1 : n_rows;
+      const infer::kernels::AttentionRows a{&q[size_t(r0 * q_stride)], q_stride, &out[size_t(r0 * q_stride)],
+                                            q_stride, begin.data(), end.data(), rows};
+      infer::kernels::attention_rows(a, kv, n_gqa, hd, 0.088f, scratch.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  const int64_t keys = causal ? int64_t(n_rows) * (n_rows + 1) / 2 : int64_t(n_rows) * n_rows;
+  state.SetItemsProcessed(int64_t(state.iterations()) * keys * n_gqa * hd * 2);  // multiply-adds
+}
+
 }  // namespace
 
+BENCHMARK(BM_AttentionRowsPrefill)
+    ->Args({512, 1, 2, 128, 1})->Args({512, 6, 2, 128, 1})->Args({512, 12, 2, 128, 1})->Args({512, 24, 2, 128, 1})
+    ->Args({128, 1, 1, 32, 0})->Args({128, 12, 1, 32, 0})->Args({128, 24, 1, 32, 0})->Args({128, 24, 1, 64, 0});
 BENCHMARK(BM_AttentionRowQwen3Shape)->Arg(256)->Arg(2048);
 BENCHMARK(BM_AttentionStepQwen3Shape)->Args({96, 1})->Args({96, 8})->Unit(benchmark::kMillisecond);

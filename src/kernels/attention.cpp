@@ -48,4 +48,22 @@ void attention_row(const float* q, const PagedKv& kv, int n_keys, int n_head, in
   }
 }
 
+int64_t attention_rows_scratch(int n_rows, int n_gqa, int key_span) {
+  return int64_t(n_rows) * n_gqa * ((int64_t(key_span) + 7) / 8 * 8);
+}
+
+void attention_rows(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
+                    float* scratch) {
+  if (use_avx2() && !(use_avx512() && attention_avx512_supports(head_dim))) {
+    attention_rows_avx2(rows, kv, n_gqa, head_dim, scale, scratch);
+    return;
+  }
+  for (int i = 0; i < rows.n_rows; ++i) {
+    PagedKv row_kv = kv;
+    row_kv.first_key = rows.key_begin[i];
+    attention_row(rows.q + i * rows.q_stride, row_kv, rows.key_end[i] - rows.key_begin[i], n_gqa, 1, head_dim, scale,
+                  rows.out + i * rows.out_stride, scratch);
+  }
+}
+
 }  // namespace infer::kernels

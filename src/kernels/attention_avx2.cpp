@@ -1,6 +1,8 @@
-// AVX2 attention of one query row. Same steps and key order as attention_row_ref; the F16 keys and
-// values are widened with F16C. Per-element arithmetic depends only on head_dim and n_keys, never on
-// which other rows or threads exist (invariant 7).
+// AVX2 attention of a block of query rows. Same steps and key order as attention_row_ref; the F16 keys
+// and values are widened with F16C. A key's score is one FMA chain over its 8-wide chunks and one fixed
+// add tree, an output element one FMA chain over the row's keys in order, however the rows, heads, keys
+// and chunks are tiled: a row's result does not depend on which other rows are in its block or on the
+// thread that computed it (invariant 7).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -12,6 +14,10 @@
 
 namespace infer::kernels {
 namespace {
+
+// Keys of up to this width are widened once per block of 8 into a stack buffer for all the query
+// vectors that read them.
+constexpr int kMaxWidenedHeadDim = 256;
 
 inline __m256 load_f16x8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -31,40 +37,65 @@ float dot_f32_f16(const float* q, const uint16_t* k, int n) {
   return sum;
 }
 
-// Calls fn(j, row) for keys j = 0..n_keys-1 (key kv.first_key + j) in order, row pointing at the key's `row_halves`-long
-// slice of its kv_dim-wide row. Rows a few keys ahead are prefetched: they are strided and, across
-// pages, scattered, which the hardware prefetcher does not follow.
+// Calls fn(j, rows, count) for the runs of keys j .. j+count-1 (keys kv.first_key + j ...) that lie in one
+// page, in order, `rows` pointing at the first one's `row_halves`-long slice of its kv_dim-wide row (the
+// others follow kv_dim apart). A run lets its caller keep sums in registers across its keys. The
+// next page's first rows are prefetched at each run's start: pages are scattered, which the hardware
+// prefetcher does not follow.
 template <typename Fn>
-inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, Fn&& fn) {
+inline void for_each_key_run(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, Fn&& fn) {
   constexpr int kAhead = 4;
-  for (int j = 0; j < std::min(kAhead, n_keys); ++j) {
-    const char* p = reinterpret_cast<const char*>(key_row(base, kv, j));
-    for (int b = 0; b < row_halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
-  }
+  const auto prefetch_rows = [&](const uint16_t* first, int count) {
+    for (int i = 0; i < count; ++i) {
+      const char* p = reinterpret_cast<const char*>(first + int64_t(i) * kv.kv_dim);
+      for (int b = 0; b < row_halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+    }
+  };
   int j = 0;
   int first_row = kv.first_key % kv.page_tokens;
-  for (int page_index = kv.first_key / kv.page_tokens; j < n_keys; ++page_index, first_row = 0) {
-    const uint16_t* page = base + static_cast<int64_t>(kv.page_table[page_index]) * kv.page_stride;
-    const int rows = std::min(kv.page_tokens - first_row, n_keys - j);
-    for (int r = first_row; r < first_row + rows; ++r, ++j) {
-      if (j + kAhead < n_keys) {
-        const char* p = reinterpret_cast<const char*>(key_row(base, kv, j + kAhead));
-        for (int b = 0; b < row_halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
-      }
-      fn(j, page + static_cast<int64_t>(r) * kv.kv_dim);
-    }
+  int page_index = kv.first_key / kv.page_tokens;
+  const auto page_rows = [&](int index, int row) {
+    return base + static_cast<int64_t>(kv.page_table[index]) * kv.page_stride + static_cast<int64_t>(row) * kv.kv_dim;
+  };
+  if (n_keys > 0) prefetch_rows(page_rows(page_index, first_row), std::min({kAhead, n_keys, kv.page_tokens - first_row}));
+  for (; j < n_keys; ++page_index, first_row = 0) {
+    const int count = std::min(kv.page_tokens - first_row, n_keys - j);
+    if (j + count < n_keys) prefetch_rows(page_rows(page_index + 1, 0), std::min({kAhead, n_keys - j - count, kv.page_tokens}));
+    fn(j, page_rows(page_index, first_row), count);
+    j += count;
   }
 }
 
-// Dots of one query head with 8 keys at once (n a multiple of 8): an FMA chain per key over the
+// Calls fn(j, row) for keys j = 0..n_keys-1 in order (for_each_key_run, key by key).
+template <typename Fn>
+inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, Fn&& fn) {
+  for_each_key_run(base, kv, n_keys, row_halves, [&](int j, const uint16_t* rows, int count) {
+    for (int i = 0; i < count; ++i) fn(j + i, rows + int64_t(i) * kv.kv_dim);
+  });
+}
+
+// Chunk d of key i of a block of 8: read from the cache's F16 rows, or from f32 rows widened once for
+// several query vectors. Widening is exact, so both give the same scores.
+struct F16Keys {
+  const uint16_t* rows[8];
+  __m256 chunk(int i, int d) const { return load_f16x8(rows[i] + d); }
+};
+struct F32Keys {
+  const float* rows;  // 8 rows of `stride` floats
+  int stride;
+  __m256 chunk(int i, int d) const { return _mm256_load_ps(rows + i * stride + d); }
+};
+
+// Dots of one query vector with 8 keys at once (n a multiple of 8): an FMA chain per key over the
 // 8-wide chunks, then one add tree leaves the 8 sums in one vector. Every lane goes through the same
 // arithmetic, so a key's score does not depend on its place among the 8.
-inline __m256 dot8_f32_f16(const float* q, const uint16_t* const* k, int n) {
+template <typename Keys>
+inline __m256 dot8(const float* q, const Keys& k, int n) {
   __m256 a[8];
   for (auto& x : a) x = _mm256_setzero_ps();
   for (int d = 0; d < n; d += 8) {
     const __m256 qv = _mm256_loadu_ps(q + d);
-    for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, load_f16x8(k[i] + d), a[i]);
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, k.chunk(i, d), a[i]);
   }
   // hadd(a, b) = [a0+a1, a2+a3, b0+b1, b2+b3 | a4+a5, a6+a7, b4+b5, b6+b7]
   const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
@@ -73,115 +104,189 @@ inline __m256 dot8_f32_f16(const float* q, const uint16_t* const* k, int n) {
   return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
 }
 
-// scores[h * n_keys + j] = (q_h · k_j) · scale for the n_gqa heads of one group, 8 keys at a time;
-// the last group repeats its final key to fill the vector and keeps only the real lanes.
-inline void scores_by_8(const float* qg, const uint16_t* k_base, const PagedKv& kv, int n_keys, int n_gqa,
-                        int head_dim, float scale, float* scratch) {
+// The query vectors of a block of rows for one KV head: vector v is row v / n_gqa's head v % n_gqa.
+// Its scores (then probabilities) are row v of `scores`, indexed by key - span_begin.
+struct Queries {
+  const AttentionRows& rows;
+  int n_gqa, head_dim;
+  int span_begin;
+  float* scores;
+  int64_t score_stride;
+
+  int count() const { return rows.n_rows * n_gqa; }
+  const float* q(int v) const { return rows.q + (v / n_gqa) * rows.q_stride + int64_t(v % n_gqa) * head_dim; }
+  float* out(int v) const { return rows.out + (v / n_gqa) * rows.out_stride + int64_t(v % n_gqa) * head_dim; }
+  int begin(int v) const { return rows.key_begin[v / n_gqa]; }
+  int end(int v) const { return rows.key_end[v / n_gqa]; }
+  float* probs(int v, int key) const { return scores + v * score_stride + (key - span_begin); }
+};
+
+// Every query vector's scores (q_v · k_j) · scale over its keys, 8 keys at a time from span_begin
+// (a block's lanes past a vector's keys are computed and never read; past the span they repeat its
+// last key). head_dim is a multiple of 8.
+void scores_by_8(const Queries& qs, const uint16_t* k_base, PagedKv kv, int span_end, float scale) {
+  const int hd = qs.head_dim, n_vec = qs.count();
   const __m256 sv = _mm256_set1_ps(scale);
-  for (int j0 = 0; j0 < n_keys; j0 += 8) {
-    const int m = std::min(8, n_keys - j0);
-    const uint16_t* rows[8];
-    for (int i = 0; i < 8; ++i) rows[i] = key_row(k_base, kv, j0 + std::min(i, m - 1));
-    for (int j = j0 + 8; j < std::min(j0 + 16, n_keys); ++j) {  // the next group's rows
+  const bool widen = n_vec > 1 && hd <= kMaxWidenedHeadDim;
+  alignas(32) float widened[8 * kMaxWidenedHeadDim];
+  const F32Keys f32{widened, hd};
+  kv.first_key = 0;  // key_row takes absolute key numbers
+  for (int j0 = qs.span_begin; j0 < span_end; j0 += 8) {
+    F16Keys f16;
+    for (int i = 0; i < 8; ++i) f16.rows[i] = key_row(k_base, kv, std::min(j0 + i, span_end - 1));
+    for (int j = j0 + 8; j < std::min(j0 + 16, span_end); ++j) {  // the next block's rows
       const char* p = reinterpret_cast<const char*>(key_row(k_base, kv, j));
-      for (int b = 0; b < head_dim * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+      for (int b = 0; b < hd * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
     }
-    for (int h = 0; h < n_gqa; ++h) {
-      const __m256 sc = _mm256_mul_ps(dot8_f32_f16(qg + int64_t(h) * head_dim, rows, head_dim), sv);
-      float* dst = scratch + int64_t(h) * n_keys + j0;
-      if (m == 8) {
-        _mm256_storeu_ps(dst, sc);
-      } else {
-        alignas(32) float lanes[8];
-        _mm256_store_ps(lanes, sc);
-        for (int i = 0; i < m; ++i) dst[i] = lanes[i];
+    if (widen) {
+      for (int i = 0; i < 8; ++i) {
+        for (int d = 0; d < hd; d += 8) _mm256_store_ps(widened + i * hd + d, f16.chunk(i, d));
       }
     }
-  }
-}
-
-// out_h[0..n) += p_h · v[0..n) for the n_gqa heads h of one KV group, with F16 v converted once for
-// all of them. The accumulators live in `out` (L1), so each V row is consumed in one visit.
-inline void accumulate_value(float* out, const float* p, int64_t p_stride, int n_gqa, const uint16_t* v, int n) {
-  int d = 0;
-  for (; d + 8 <= n; d += 8) {
-    const __m256 vv = load_f16x8(v + d);
-    for (int h = 0; h < n_gqa; ++h) {
-      float* o = out + int64_t(h) * n + d;
-      _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_broadcast_ss(p + h * p_stride), vv, _mm256_loadu_ps(o)));
+    for (int v = 0; v < n_vec; ++v) {
+      if (j0 + 8 <= qs.begin(v) || j0 >= qs.end(v)) continue;  // no key of this vector's in the block
+      const __m256 s = widen ? dot8(qs.q(v), f32, hd) : dot8(qs.q(v), f16, hd);
+      _mm256_storeu_ps(qs.probs(v, j0), _mm256_mul_ps(s, sv));
     }
   }
-  for (; d < n; ++d) {
-    const float vf = f16_to_f32(v[d]);
-    for (int h = 0; h < n_gqa; ++h) out[int64_t(h) * n + d] += p[h * p_stride] * vf;
-  }
 }
 
-// accumulate_value for C = n_gqa · head_dim / 8 ≤ 8 chunks (head_dim a multiple of 8) with the
-// outputs held in registers across the keys: the same multiply-adds in the same order, without a
-// load and a store of each output chunk per key (short heads: bert's 32 and 64).
-template <int C>
-void accumulate_values_in_registers(float* og, const float* p, int n_keys, int head_dim, const uint16_t* v_base,
-                                    const PagedKv& kv) {
-  const int chunks = head_dim / 8;  // a head's
-  const float* pc[C];                // chunk c's head's probabilities, and its place in the row
-  int vc[C];
-  for (int c = 0; c < C; ++c) {
-    pc[c] = p + int64_t(c / chunks) * n_keys;
-    vc[c] = (c % chunks) * 8;
-  }
-  __m256 acc[C];
-  for (auto& a : acc) a = _mm256_setzero_ps();
-  for_each_key(v_base, kv, n_keys, head_dim, [&](int j, const uint16_t* v) {
-    for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(_mm256_broadcast_ss(pc[c] + j), load_f16x8(v + vc[c]), acc[c]);
+// out[q][8·(chunk0+c) ..] += Σ p[q][j] · v_j over keys key_begin.. key_end-1 in order, for QB query
+// vectors and CB 8-wide chunks held in registers across the keys; p[q] is indexed from key_begin.
+template <int QB, int CB>
+void values_tile(float* const* out, const float* const* p, int chunk0, int key_begin, int key_end,
+                 const uint16_t* v_base, PagedKv kv) {
+  kv.first_key = key_begin;
+  for_each_key_run(v_base + 8 * chunk0, kv, key_end - key_begin, 8 * CB, [&](int j0, const uint16_t* v, int count) {
+    __m256 acc[QB][CB];  // in registers for the run, not across the lambda's calls
+    for (int q = 0; q < QB; ++q) {
+      for (int c = 0; c < CB; ++c) acc[q][c] = _mm256_loadu_ps(out[q] + 8 * (chunk0 + c));
+    }
+    for (int j = j0; j < j0 + count; ++j, v += kv.kv_dim) {
+      __m256 pb[QB];
+      for (int q = 0; q < QB; ++q) pb[q] = _mm256_broadcast_ss(p[q] + j);
+      for (int c = 0; c < CB; ++c) {
+        const __m256 vv = load_f16x8(v + 8 * c);
+        for (int q = 0; q < QB; ++q) acc[q][c] = _mm256_fmadd_ps(pb[q], vv, acc[q][c]);
+      }
+    }
+    for (int q = 0; q < QB; ++q) {
+      for (int c = 0; c < CB; ++c) _mm256_storeu_ps(out[q] + 8 * (chunk0 + c), acc[q][c]);
+    }
   });
-  for (int c = 0; c < C; ++c) _mm256_storeu_ps(og + 8 * c, acc[c]);
 }
 
-// The values' pass of one KV group: outputs in registers where they fit, else in `og` (L1).
-void accumulate_values(float* og, const float* p, int n_keys, int n_gqa, int head_dim, const uint16_t* v_base,
-                       const PagedKv& kv) {
-  if (head_dim % 8 == 0) {
-    switch (n_gqa * head_dim / 8) {
-      case 1: return accumulate_values_in_registers<1>(og, p, n_keys, head_dim, v_base, kv);
-      case 2: return accumulate_values_in_registers<2>(og, p, n_keys, head_dim, v_base, kv);
-      case 3: return accumulate_values_in_registers<3>(og, p, n_keys, head_dim, v_base, kv);
-      case 4: return accumulate_values_in_registers<4>(og, p, n_keys, head_dim, v_base, kv);
-      case 5: return accumulate_values_in_registers<5>(og, p, n_keys, head_dim, v_base, kv);
-      case 6: return accumulate_values_in_registers<6>(og, p, n_keys, head_dim, v_base, kv);
-      case 7: return accumulate_values_in_registers<7>(og, p, n_keys, head_dim, v_base, kv);
-      case 8: return accumulate_values_in_registers<8>(og, p, n_keys, head_dim, v_base, kv);
-      default: break;
-    }
+// The last `rest` (< the full tile's) chunks.
+template <int QB, int CB>
+void values_rest(int rest, float* const* out, const float* const* p, int chunk0, int key_begin, int key_end,
+                 const uint16_t* v_base, const PagedKv& kv) {
+  if constexpr (CB > 0) {
+    if (rest == CB) return values_tile<QB, CB>(out, p, chunk0, key_begin, key_end, v_base, kv);
+    values_rest<QB, CB - 1>(rest, out, p, chunk0, key_begin, key_end, v_base, kv);
   }
+}
+
+// Tiles of QB vectors × kChunks chunks (accumulators, broadcast probabilities and a value chunk in
+// the 16 registers) across all `chunks` of the head.
+template <int QB>
+void values_chunks(float* const* out, const float* const* p, int chunks, int key_begin, int key_end,
+                   const uint16_t* v_base, const PagedKv& kv) {
+  constexpr int kChunks = QB == 1 ? 8 : QB == 2 ? 4 : 3;
+  int c0 = 0;
+  for (; c0 + kChunks <= chunks; c0 += kChunks) values_tile<QB, kChunks>(out, p, c0, key_begin, key_end, v_base, kv);
+  values_rest<QB, kChunks - 1>(chunks - c0, out, p, c0, key_begin, key_end, v_base, kv);
+}
+
+// The values' pass over keys [key_begin, key_end) for vectors vs[0..n) (all of which have these keys).
+void values_range(const Queries& qs, const int* vs, int n, int key_begin, int key_end, const uint16_t* v_base,
+                  const PagedKv& kv) {
+  if (key_begin >= key_end) return;
+  const int chunks = qs.head_dim / 8;
+  for (int i = 0; i < n; i += 3) {
+    float* out[3];
+    const float* p[3];
+    const int qb = std::min(3, n - i);
+    for (int q = 0; q < qb; ++q) {
+      out[q] = qs.out(vs[i + q]);
+      p[q] = qs.probs(vs[i + q], key_begin);
+    }
+    if (qb == 3) values_chunks<3>(out, p, chunks, key_begin, key_end, v_base, kv);
+    if (qb == 2) values_chunks<2>(out, p, chunks, key_begin, key_end, v_base, kv);
+    if (qb == 1) values_chunks<1>(out, p, chunks, key_begin, key_end, v_base, kv);
+  }
+}
+
+// One row's attention for one KV head when head_dim is not a multiple of 8: key by key.
+void attention_row_any_dim(const float* qg, const PagedKv& kv, int n_keys, int n_gqa, int head_dim, float scale,
+                           float* og, float* scratch) {
+  for_each_key(kv.k_base, kv, n_keys, head_dim, [&](int j, const uint16_t* k) {
+    for (int h = 0; h < n_gqa; ++h) scratch[int64_t(h) * n_keys + j] = dot_f32_f16(qg + int64_t(h) * head_dim, k, head_dim) * scale;
+  });
+  for (int h = 0; h < n_gqa; ++h) softmax_avx2(scratch + int64_t(h) * n_keys, n_keys);
   for (int64_t i = 0; i < int64_t(n_gqa) * head_dim; ++i) og[i] = 0.f;
-  for_each_key(v_base, kv, n_keys, head_dim, [&](int j, const uint16_t* v) {
-    accumulate_value(og, p + j, n_keys, n_gqa, v, head_dim);
+  for_each_key(kv.v_base, kv, n_keys, head_dim, [&](int j, const uint16_t* v) {
+    for (int d = 0; d < head_dim; ++d) {
+      const float vf = f16_to_f32(v[d]);
+      for (int h = 0; h < n_gqa; ++h) og[int64_t(h) * head_dim + d] += scratch[int64_t(h) * n_keys + j] * vf;
+    }
   });
 }
 
 }  // namespace
 
-// Heads that share a KV head (GQA) are processed together, key by key, so that each K and V row is
-// read once per query row rather than once per head: at long contexts attention is memory-bound.
+// Rows and the heads of a GQA group share each key block's widening and each value chunk's
+// conversion: one row with two heads already halves them, and a prefill block of rows divides them
+// further (BM_AttentionRowsPrefill).
+void attention_rows_avx2(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
+                         float* scratch) {
+  if (head_dim % 8 != 0) {
+    for (int i = 0; i < rows.n_rows; ++i) {
+      PagedKv row_kv = kv;
+      row_kv.first_key = rows.key_begin[i];
+      attention_row_any_dim(rows.q + i * rows.q_stride, row_kv, rows.key_end[i] - rows.key_begin[i], n_gqa,
+                            head_dim, scale, rows.out + i * rows.out_stride, scratch);
+    }
+    return;
+  }
+  const int span_begin = *std::min_element(rows.key_begin, rows.key_begin + rows.n_rows);
+  const int span_end = *std::max_element(rows.key_end, rows.key_end + rows.n_rows);
+  const int common_begin = *std::max_element(rows.key_begin, rows.key_begin + rows.n_rows);
+  const int common_end = *std::min_element(rows.key_end, rows.key_end + rows.n_rows);
+  const Queries qs{rows, n_gqa, head_dim, span_begin, scratch, (int64_t(span_end - span_begin) + 7) / 8 * 8};
+  scores_by_8(qs, kv.k_base, kv, span_end, scale);
+
+  constexpr int kMaxVectors = 64;
+  int all[kMaxVectors];
+  const int n_vec = qs.count();
+  for (int v = 0; v < n_vec; ++v) {
+    softmax_avx2(qs.probs(v, qs.begin(v)), qs.end(v) - qs.begin(v));
+    float* o = qs.out(v);
+    for (int d = 0; d < head_dim; ++d) o[d] = 0.f;
+    if (v < kMaxVectors) all[v] = v;
+  }
+  // Each vector adds its keys in order: those before the rows' common keys alone, the common keys
+  // with the other vectors, then those after alone.
+  if (common_begin < common_end && n_vec <= kMaxVectors) {
+    for (int v = 0; v < n_vec; ++v) values_range(qs, &v, 1, qs.begin(v), common_begin, kv.v_base, kv);
+    values_range(qs, all, n_vec, common_begin, common_end, kv.v_base, kv);
+    for (int v = 0; v < n_vec; ++v) values_range(qs, &v, 1, common_end, qs.end(v), kv.v_base, kv);
+  } else {
+    for (int v = 0; v < n_vec; ++v) values_range(qs, &v, 1, qs.begin(v), qs.end(v), kv.v_base, kv);
+  }
+}
+
+// One row is a block of one row, KV head by KV head.
 void attention_row_avx2(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                         float scale, float* out, float* scratch) {
   const int n_gqa = n_head / n_kv_head;
+  const int begin = kv.first_key, end = kv.first_key + n_keys;
   for (int g = 0; g < n_kv_head; ++g) {
-    const int64_t head_off = int64_t(g) * head_dim;
-    const float* qg = q + int64_t(g) * n_gqa * head_dim;
-    float* og = out + int64_t(g) * n_gqa * head_dim;
-    if (head_dim % 8 == 0) {
-      scores_by_8(qg, kv.k_base + head_off, kv, n_keys, n_gqa, head_dim, scale, scratch);
-    } else {
-      for_each_key(kv.k_base + head_off, kv, n_keys, head_dim, [&](int j, const uint16_t* k) {
-        for (int h = 0; h < n_gqa; ++h) {
-          scratch[int64_t(h) * n_keys + j] = dot_f32_f16(qg + int64_t(h) * head_dim, k, head_dim) * scale;
-        }
-      });
-    }
-    for (int h = 0; h < n_gqa; ++h) softmax_avx2(scratch + int64_t(h) * n_keys, n_keys);
-    accumulate_values(og, scratch, n_keys, n_gqa, head_dim, kv.v_base + head_off, kv);
+    const int64_t at = int64_t(g) * n_gqa * head_dim;
+    PagedKv head_kv = kv;
+    head_kv.k_base += int64_t(g) * head_dim;
+    head_kv.v_base += int64_t(g) * head_dim;
+    const AttentionRows row{q + at, 0, out + at, 0, &begin, &end, 1};
+    attention_rows_avx2(row, head_kv, n_gqa, head_dim, scale, scratch);
   }
 }
 

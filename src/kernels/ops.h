@@ -73,12 +73,34 @@ struct PagedKv {
 // Attention of one query row (all n_head heads, q is n_head*head_dim floats, already roped)
 // over the n_keys keys kv.first_key .. kv.first_key+n_keys-1 of `kv` (which keys are visible, causal or
 // not, windowed or not, is the caller's choice). GQA: head h uses KV head h / (n_head / n_kv_head).
-// out is n_head*head_dim floats. `scratch` holds at least (n_head / n_kv_head) * n_keys floats.
+// out is n_head*head_dim floats. `scratch` holds attention_rows_scratch(1, n_head / n_kv_head, n_keys) floats.
 // The reduction order over keys is fixed (first_key first), independent of how the row was batched.
 void attention_row(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                    float scale, float* out, float* scratch);
 void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head,
                        int head_dim, float scale, float* out, float* scratch);
+
+// A block of query rows of one sequence, for one KV head: row i's n_gqa query heads at q + i·q_stride
+// (head h at + h·head_dim), its outputs likewise at out + i·out_stride, its keys
+// key_begin[i] .. key_end[i]-1 (absolute key numbers; each range non-empty).
+struct AttentionRows {
+  const float* q;
+  int64_t q_stride;
+  float* out;
+  int64_t out_stride;
+  const int* key_begin;
+  const int* key_end;
+  int n_rows;
+};
+
+// Floats of scratch attention_rows needs for n_rows rows whose key ranges span `key_span` keys in all.
+int64_t attention_rows_scratch(int n_rows, int n_gqa, int key_span);
+
+// Attention of every row of `rows` over the KV head whose slices start at kv.k_base / kv.v_base
+// (kv.first_key is not read). Each row's result is bitwise the attention_row of that row alone:
+// rows are batched only to share the keys' and values' loads and conversions (invariant 7).
+void attention_rows(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
+                    float* scratch);
 
 // Stores one K and V row (F32 → F16, round to nearest even) for token `pos` through the page table.
 // The optimised and reference versions give identical bits.

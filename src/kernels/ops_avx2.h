@@ -16,6 +16,8 @@ void gelu_avx2(const uint16_t* table, const float* x, float* out, int64_t n);
 void geglu_avx2(const uint16_t* table, const float* gate, const float* up, float* out, int64_t n);
 void attention_row_avx2(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                         float scale, float* out, float* scratch);
+void attention_rows_avx2(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
+                         float* scratch);
 void kv_store_avx2(const float* k, const float* v, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
                    int page_tokens, const int32_t* page_table, int kv_dim, int pos);
 

@@ -33,11 +33,18 @@ namespace {
 // then waits until all rows are stored, since a prefill row attends to the rows before it
 // (kernels::ClaimBarrier). (In the job rather than on the calling thread before it, so that both
 // threads work: serve-bench --profile.)
-// Then the tasks: (row, KV head) pairs, dealt to the threads round-robin: rows late in a prefill have
-// more keys, so contiguous shares would be uneven. Tasks run KV head by KV head, so that a thread
-// reads one head's keys and values for many rows in a row and finds them in L2 (a long prefill;
-// docs/performance.md, Constants).
+// Then the tasks: (block of rows, KV head) pairs, dealt to the threads round-robin: rows late in a
+// prefill have more keys, so contiguous shares would be uneven. A block is consecutive rows of one
+// sequence at consecutive positions, which share their key and value loads (kernels::attention_rows).
+// Tasks run KV head by KV head, so that a thread reads one head's keys and values for many rows in a
+// row and finds them in L2 (a long prefill; docs/performance.md, Constants).
 // The job is captured by one pointer so that handing it to the pool allocates nothing.
+// Rows of an attention block: enough that a block has at least 24 query vectors (rows × a KV head's
+// query heads) to share each key's and value's loads (BM_AttentionRowsPrefill).
+constexpr int kAttentionBlockVectors = 24;
+constexpr int kAttentionBlockRows = kAttentionBlockVectors;
+int attention_block_rows(int n_gqa) { return std::max(1, (kAttentionBlockVectors + n_gqa - 1) / n_gqa); }
+
 struct AttentionJob {
   const Batch* batch;
   KvPool* kv;
@@ -49,6 +56,7 @@ struct AttentionJob {
   float scale;
   int window;                   // a local layer's sliding window (keys pos-window+1..pos), or 0
   const std::vector<int>* seq_end;  // non-causal: each sequence's last position in the batch + 1; else null
+  const std::vector<int>* blocks;   // each block's first row, then the number of rows
   int n_threads;
   const std::function<void(int layer, int row)>* prepare_row;
   mutable kernels::ClaimBarrier prepared{};
@@ -59,21 +67,27 @@ struct AttentionJob {
 
   void run(int t) const {
     prepare_rows();
-    const int64_t n_tasks = int64_t(batch->rows.size()) * n_kv_head;
+    const int64_t n_blocks = int64_t(blocks->size()) - 1;
+    const int64_t n_tasks = n_blocks * n_kv_head;
     float* s = (*scratch)[size_t(t)].data();
-    const int64_t n_rows = int64_t(batch->rows.size());
+    int key_begin[kAttentionBlockRows], key_end[kAttentionBlockRows];
     for (int64_t task = t; task < n_tasks; task += n_threads) {
-      const int r = int(task % n_rows), g = int(task / n_rows);
-      const BatchRow& row = batch->rows[size_t(r)];
-      kernels::PagedKv view = kv->view(layer, batch->seqs[size_t(row.seq)].page_table);
+      const int block = int(task % n_blocks), g = int(task / n_blocks);
+      const int r0 = (*blocks)[size_t(block)], n_rows = (*blocks)[size_t(block) + 1] - r0;
+      const int seq = batch->rows[size_t(r0)].seq;
+      kernels::PagedKv view = kv->view(layer, batch->seqs[size_t(seq)].page_table);
       view.k_base += int64_t(g) * head_dim;  // KV head g; rows keep their kv_dim stride
       view.v_base += int64_t(g) * head_dim;
-      // causal: positions up to the row's own; a window keeps the last `window` of them; non-causal
-      // (bert): every position of the sequence
-      const int end = seq_end ? (*seq_end)[size_t(row.seq)] : row.pos + 1;
-      view.first_key = window > 0 ? std::max(0, row.pos + 1 - window) : 0;
-      const size_t at = size_t(int64_t(r) * q_dim + int64_t(g) * n_gqa * head_dim);
-      kernels::attention_row(&(*q)[at], view, end - view.first_key, n_gqa, 1, head_dim, scale, &(*out)[at], s);
+      for (int i = 0; i < n_rows; ++i) {
+        // causal: positions up to the row's own; a window keeps the last `window` of them; non-causal
+        // (bert): every position of the sequence
+        const int pos = batch->rows[size_t(r0 + i)].pos;
+        key_end[i] = seq_end ? (*seq_end)[size_t(seq)] : pos + 1;
+        key_begin[i] = window > 0 ? std::max(0, pos + 1 - window) : 0;
+      }
+      const int64_t at = int64_t(r0) * q_dim + int64_t(g) * n_gqa * head_dim;
+      const kernels::AttentionRows rows{&(*q)[size_t(at)], q_dim, &(*out)[size_t(at)], q_dim, key_begin, key_end, n_rows};
+      kernels::attention_rows(rows, view, n_gqa, head_dim, scale, s);
     }
   }
 };
@@ -91,9 +105,10 @@ struct Forward::Buffers {
   std::vector<float> final_rows;  // final-normed rows that want outputs [max_rows × n_embd]
   std::vector<float> rope_cos, rope_sin;          // per row, n_rot/2 each (global layers)
   std::vector<float> rope_cos_swa, rope_sin_swa;  // the same with the local layers' base (gemma3)
-  std::vector<std::vector<float>> att_scratch;  // per thread: scores over up to n_ctx_train keys
+  std::vector<std::vector<float>> att_scratch;  // per thread: an attention block's scores (grown to fit)
   std::vector<int> out_rows;  // indices of output rows: want_logits ones, then want_hidden-only ones
   std::vector<int> seq_end;   // non-causal models: last position + 1 of each sequence in the batch
+  std::vector<int> att_blocks;  // attention blocks of rows: each one's first row, then the row count
   // qwen3moe: router probabilities, each row's experts and weights, rows gathered per expert, and
   // each (row, chosen expert)'s output
   std::vector<float> router;       // [max_rows × n_expert]
@@ -129,10 +144,9 @@ Forward::Forward(const Model& model, kernels::ThreadPool& pool, int max_rows)
     b.rope_sin_swa.resize(R * (hp.n_rot / 2));
   }
   b.att_scratch.resize(size_t(pool.size()));
-  // attention_row needs n_gqa score rows of up to n_ctx_train keys
-  for (auto& s : b.att_scratch) s.resize(size_t(hp.n_head / hp.n_kv_head) * size_t(hp.n_ctx_train));
   b.out_rows.reserve(R);
   b.seq_end.reserve(R);
+  b.att_blocks.reserve(R + 1);
   if (hp.is_moe()) {
     const size_t K = size_t(hp.n_expert_used);
     b.router.resize(R * hp.n_expert);
@@ -336,6 +350,22 @@ void Forward::Pass::embed_tokens() {
     b.seq_end.assign(batch.seqs.size(), 0);
     for (const BatchRow& row : batch.rows) b.seq_end[size_t(row.seq)] = std::max(b.seq_end[size_t(row.seq)], row.pos + 1);
   }
+  b.att_blocks.clear();
+  const int block_rows = attention_block_rows(hp.n_head / hp.n_kv_head);
+  for (int r = 0; r < n; ++r) {
+    const BatchRow& row = batch.rows[size_t(r)];
+    const bool extends = r > 0 && r - b.att_blocks.back() < block_rows && row.seq == batch.rows[size_t(r) - 1].seq &&
+                         row.pos == batch.rows[size_t(r) - 1].pos + 1;
+    if (!extends) b.att_blocks.push_back(r);
+  }
+  b.att_blocks.push_back(n);
+  // a block's rows span at most the batch's last key
+  int last_key = 0;
+  for (const BatchRow& row : batch.rows) last_key = std::max(last_key, hp.causal ? row.pos + 1 : b.seq_end[size_t(row.seq)]);
+  const auto scratch = size_t(kernels::attention_rows_scratch(block_rows, hp.n_head / hp.n_kv_head, last_key));
+  for (auto& s : b.att_scratch) {
+    if (s.size() < scratch) s.resize(scratch);
+  }
   int64_t att_work = 0;  // multiply-adds of this batch's attention, to decide whether to use the pool
   for (const BatchRow& row : batch.rows) att_work += int64_t(hp.causal ? row.pos + 1 : b.seq_end[size_t(row.seq)]) * Q * 2;
   att_pool = &kernels::pool_for(kernels::PoolWork::Attention, att_work, pool, b.solo);
@@ -371,6 +401,7 @@ void Forward::Pass::attention(int l) {
                          hp.attn_scale,
                          hp.is_local_layer(l) ? hp.n_swa : 0,
                          hp.causal ? nullptr : &b.seq_end,
+                         &b.att_blocks,
                          att_pool->size(),
                          &finish_row};
   att_pool->run([&job](int t) { job.run(t); });

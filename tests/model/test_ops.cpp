@@ -308,7 +308,7 @@ TEST(Attention, ReferenceMatchesFormulaWithGqa) {
   std::vector<std::vector<float>> ks, vs;
   fill(kv, n_keys, ks, vs);
   const auto q = random_vec(size_t(n_head * hd), 77);
-  std::vector<float> out(size_t(n_head * hd)), scratch(static_cast<size_t>(n_head / n_kv * n_keys));
+  std::vector<float> out(size_t(n_head * hd)), scratch(size_t(attention_rows_scratch(1, n_head / n_kv, n_keys)));
   const float scale = 1.f / std::sqrt(float(hd));
   attention_row_ref(q.data(), kv.view(), n_keys, n_head, n_kv, hd, scale, out.data(), scratch.data());
   for (int h = 0; h < n_head; ++h) {
@@ -345,7 +345,7 @@ TEST(Attention, Avx2MatchesReference) {
       std::vector<std::vector<float>> ks, vs;
       fill(kv, sh.n_keys, ks, vs);
       const auto q = random_vec(size_t(sh.n_head * sh.hd), uint32_t(sh.hd));
-      std::vector<float> ref(q.size()), got(q.size()), scratch(static_cast<size_t>(sh.n_head / sh.n_kv * sh.n_keys));
+      std::vector<float> ref(q.size()), got(q.size()), scratch(size_t(attention_rows_scratch(1, sh.n_head / sh.n_kv, sh.n_keys)));
       const float scale = 1.f / std::sqrt(float(sh.hd));
       attention_row_ref(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, ref.data(), scratch.data());
       attention_row_avx2(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, got.data(), scratch.data());
@@ -369,7 +369,7 @@ TEST(Attention, Avx512MatchesReference) {
       std::vector<std::vector<float>> ks, vs;
       fill(kv, sh.n_keys, ks, vs);
       const auto q = random_vec(size_t(sh.n_head * sh.hd), uint32_t(sh.hd + sh.n_keys));
-      std::vector<float> ref(q.size()), got(q.size()), scratch(static_cast<size_t>(sh.n_head / sh.n_kv * sh.n_keys));
+      std::vector<float> ref(q.size()), got(q.size()), scratch(size_t(attention_rows_scratch(1, sh.n_head / sh.n_kv, sh.n_keys)));
       const float scale = 1.f / std::sqrt(float(sh.hd));
       attention_row_ref(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, ref.data(), scratch.data());
       attention_row_avx512(q.data(), kv.view(), sh.n_keys, sh.n_head, sh.n_kv, sh.hd, scale, got.data(), scratch.data());
@@ -393,7 +393,7 @@ TEST(Attention, Avx512PairedHeadsEqualOneHeadAtATimeBitwise) {
       std::vector<std::vector<float>> ks, vs;
       fill(kv, n_keys, ks, vs);
       const auto q = random_vec(size_t(2 * hd), uint32_t(hd * 100 + n_keys));
-      std::vector<float> paired(q.size()), single(q.size()), scratch(static_cast<size_t>(2 * n_keys));
+      std::vector<float> paired(q.size()), single(q.size()), scratch(size_t(attention_rows_scratch(1, 2, n_keys)));
       attention_row_avx512(q.data(), kv.view(), n_keys, 2, 1, hd, 0.125f, paired.data(), scratch.data());
       for (int h = 0; h < 2; ++h) {
         attention_row_avx512(q.data() + h * hd, kv.view(), n_keys, 1, 1, hd, 0.125f, single.data() + h * hd,
@@ -412,7 +412,7 @@ TEST(Attention, HeadGroupsComputedSeparatelyEqualTheWholeRowBitwise) {
   std::vector<std::vector<float>> ks, vs;
   fill(kv, n_keys, ks, vs);
   const auto q = random_vec(size_t(n_head * hd), 5);
-  std::vector<float> whole(q.size()), parts(q.size()), scratch(static_cast<size_t>(n_gqa * n_keys));
+  std::vector<float> whole(q.size()), parts(q.size()), scratch(size_t(attention_rows_scratch(1, n_gqa, n_keys)));
   attention_row(q.data(), kv.view(), n_keys, n_head, n_kv, hd, 0.25f, whole.data(), scratch.data());
   for (int g = 0; g < n_kv; ++g) {
     PagedKv v = kv.view();
@@ -422,6 +422,48 @@ TEST(Attention, HeadGroupsComputedSeparatelyEqualTheWholeRowBitwise) {
                   scratch.data());
   }
   EXPECT_EQ(0, std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)));
+}
+
+// A block of rows (kernels::attention_rows, as a prefill or a bert sequence batches them) gives each
+// row the bits of that row's attention alone: causal rows, a sliding window, whole-sequence rows, rows
+// whose keys do not overlap, head widths of the register tiles' every remainder and not a multiple of 8.
+TEST(Attention, RowsOfABlockEqualEachRowAloneBitwise) {
+  struct Shape { int n_gqa, hd; };
+  struct Ranges { const char* name; int first_key[7], end[7]; int n_rows; };
+  const Ranges cases[] = {
+      {"causal", {0, 0, 0, 0, 0, 0, 0}, {13, 14, 15, 16, 17, 18, 19}, 7},
+      {"window", {3, 4, 5, 6, 0, 0, 0}, {13, 14, 15, 16, 0, 0, 0}, 4},
+      {"whole sequence", {0, 0, 0, 0, 0, 0, 0}, {37, 37, 37, 37, 37, 37, 0}, 6},
+      {"apart", {0, 30, 0, 0, 0, 0, 0}, {9, 41, 0, 0, 0, 0, 0}, 2},
+      {"one key", {0, 0, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0, 0}, 2},
+  };
+  for (const Shape sh : {Shape{1, 32}, Shape{2, 128}, Shape{1, 64}, Shape{4, 24}, Shape{3, 40}, Shape{2, 12}, Shape{1, 8}}) {
+    for (const Ranges& rg : cases) {
+      for (int page_tokens : kTestPageSizes) {
+        const int n_keys = 41, kv_dim = 2 * sh.hd;  // the second KV head's slices sit beside the first's
+        TestKv kv(kv_dim, page_tokens, (n_keys + page_tokens - 1) / page_tokens + 2);
+        std::vector<std::vector<float>> ks, vs;
+        fill(kv, n_keys, ks, vs);
+        PagedKv head = kv.view();
+        head.k_base += sh.hd;
+        head.v_base += sh.hd;
+        const int64_t stride = int64_t(sh.n_gqa) * sh.hd + 5;  // rows need not be packed
+        const auto q = random_vec(size_t(rg.n_rows * stride), uint32_t(sh.hd * 7 + sh.n_gqa));
+        std::vector<float> block(q.size(), -1.f), alone(q.size(), -1.f);
+        std::vector<float> scratch(size_t(attention_rows_scratch(rg.n_rows, sh.n_gqa, n_keys)));
+        attention_rows(AttentionRows{q.data(), stride, block.data(), stride, rg.first_key, rg.end, rg.n_rows}, head,
+                       sh.n_gqa, sh.hd, 0.3f, scratch.data());
+        for (int i = 0; i < rg.n_rows; ++i) {
+          PagedKv row = head;
+          row.first_key = rg.first_key[i];
+          attention_row(q.data() + i * stride, row, rg.end[i] - rg.first_key[i], sh.n_gqa, 1, sh.hd, 0.3f,
+                        alone.data() + i * stride, scratch.data());
+        }
+        EXPECT_EQ(0, std::memcmp(block.data(), alone.data(), block.size() * sizeof(float)))
+            << rg.name << ", " << sh.n_gqa << " heads of " << sh.hd << ", pages of " << page_tokens;
+      }
+    }
+  }
 }
 
 }  // namespace
