@@ -207,7 +207,7 @@ void decode_args(benchmark::internal::Benchmark* b) {
 
 void prefill_args(benchmark::internal::Benchmark* b) {
   for (TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K, TensorType::Q4_0,
-                       TensorType::Q5_0, TensorType::Q5_1, TensorType::F16, TensorType::BF16}) {
+                       TensorType::Q5_0, TensorType::Q5_1, TensorType::F16, TensorType::BF16, TensorType::F32}) {
     for (int64_t rows : {64, 512}) {
       for (int threads : {1, 2}) b->Args({static_cast<int64_t>(t), 1024, 3072, rows, threads, 0});
     }
