@@ -200,14 +200,14 @@ float float_rows_arithmetic(const float* w, const float* y, int64_t n) {
 }
 
 // 1005 and 2061 elements leave scalar tails, 2816 more than one of the tile's k-blocks; 13 weight
-// rows leave partial groups of the decode streams and of the tile, 7 rows a partial row group.
+// rows leave partial groups of the decode streams and of the tile, 40 rows a partial row group.
 TEST_F(Avx2Kernels, FloatRowsAreBitwiseTheirScalarArithmeticInEveryKernelShape) {
   for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
     const RowKernels k = row_kernels(t);
     ASSERT_TRUE(k.dot_outputs && k.dot_tile) << type_label(t);
     for (int64_t n : {5, 8, 1005, 2061, 2816}) {
       const int64_t n_out = 13;
-      const int rows = 7;
+      const int rows = 40;
       const uint64_t row_bytes = quant_row_bytes(t, n), ab = k.act_row_bytes(n);
       const std::vector<uint8_t> w = test::random_weights(t, n_out, n, 51 + static_cast<uint32_t>(n));
       std::vector<uint8_t> act(ab * rows);
