@@ -107,6 +107,55 @@ struct Q8Act {
   };
 };
 
+// Decode (one activation row) of Q5_0, bitwise Q8Act<DecodeQ5_0>::Kernel<1> per weight row: the same
+// lane sums and the same float operations in the same order. The codes stay unsigned (nibble | fifth
+// bit·16, so maddubs needs no sign steps) and the −16 bias comes off each lane's exact sum as 16·Σy over
+// its 4 elements, formed once per call for all weight rows, like the activation scales dy; dw·dy
+// (exact) is formed 8 blocks at a time before each row.
+constexpr int64_t kDecodeMaxBlocks = 512;  // larger rows take the row kernel (stack space)
+
+void dot_outputs_q5_0_impl(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                           float* out) {
+  const int64_t nb = n / kQK0;
+  const auto* y = reinterpret_cast<const BlockQ8_0F*>(act);
+  const __m256i ones = _mm256_set1_epi16(1);
+  alignas(32) __m256i bias[kDecodeMaxBlocks];  // lane l: 16·Σy over elements 4l..4l+3 (as codes() orders them)
+  alignas(32) float dy[kDecodeMaxBlocks];
+  alignas(32) float scale[kDecodeMaxBlocks];
+  for (int64_t b = 0; b < nb; ++b) {
+    bias[b] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(16), load(y[b].qs)), ones);
+    dy[b] = y[b].d;
+  }
+  const auto* wb = static_cast<const uint8_t*>(w);
+  for (int64_t o = 0; o < n_w; ++o) {
+    const auto* x = reinterpret_cast<const BlockQ5_0*>(wb + o * row_bytes);
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+      const auto four = [&](int64_t i) {
+        return static_cast<long long>(uint64_t{x[i].d} | uint64_t{x[i + 1].d} << 16 | uint64_t{x[i + 2].d} << 32 |
+                                      uint64_t{x[i + 3].d} << 48);
+      };
+      const __m256 dw = _mm256_cvtph_ps(_mm_set_epi64x(four(b + 4), four(b)));
+      _mm256_store_ps(scale + b, _mm256_mul_ps(dw, _mm256_load_ps(dy + b)));
+    }
+    for (; b < nb; ++b) scale[b] = f16(x[b].d) * dy[b];
+    const auto block = [&](int64_t i, __m256 acc) {
+      const __m256i u = _mm256_or_si256(nibbles(x[i].qs), fifth_bits(x[i].qh));
+      const __m256i p = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, load(y[i].qs)), ones), bias[i]);
+      return _mm256_fmadd_ps(_mm256_broadcast_ss(scale + i), _mm256_cvtepi32_ps(p), acc);
+    };
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (b = 0; b + 1 < nb; b += 2) {
+      // 8 KiB ahead, as in the row kernel.
+      _mm_prefetch(reinterpret_cast<const char*>(&x[b]) + 8192, _MM_HINT_T0);
+      acc0 = block(b, acc0);
+      acc1 = block(b + 1, acc1);
+    }
+    if (b < nb) acc0 = block(b, acc0);
+    out[o] = hsum(_mm256_add_ps(acc0, acc1));
+  }
+}
+
 // Batch tiles: kTileRows activation rows per pass over a weight row, its even blocks then its odd
 // ones (one accumulator each per row: 8 of the 16 registers), over k-blocks of kBlockBlocks blocks
 // whose activation rows stay in L1, for a sub-tile of weight rows that stays in L2 (bench_kernels
@@ -209,6 +258,15 @@ void dot_rows_q5_0(int64_t n, const void* w, const uint8_t* act, uint64_t act_st
 void dot_rows_q5_1(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
                    int64_t out_stride) {
   dot_rows_dispatch<Q5_1Kernel>(n, w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_outputs_q5_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
+  if (n / kQK0 > kDecodeMaxBlocks) {
+    const auto* wb = static_cast<const uint8_t*>(w);
+    for (int64_t o = 0; o < n_w; ++o) dot_rows_q5_0(n, wb + o * row_bytes, act, 0, 1, out + o, 1);
+    return;
+  }
+  dot_outputs_q5_0_impl(n, w, row_bytes, n_w, act, out);
 }
 
 void dot_tile_q5_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,

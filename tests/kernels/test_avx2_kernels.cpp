@@ -295,6 +295,34 @@ TEST_F(Avx2Kernels, Q5DotProductsAreBitwiseTheReferenceWhenSumsAreExact) {
       EXPECT_EQ(out1[r], dot_ref(TensorType::Q5_1, w1.data(), y.data(), n)) << "rows=" << rows;
     }
   }
+  if (const DotOutputsFn decode = row_kernels(TensorType::Q5_0).dot_outputs) {
+    float out;
+    decode(n, w0.data(), sizeof(BlockQ5_0) * (n / kQK0), 1, reinterpret_cast<const uint8_t*>(yf.data()), &out);
+    EXPECT_EQ(out, dot_ref(TensorType::Q5_0, w0.data(), y.data(), n)) << "decode";
+  }
+}
+
+// The decode kernel against the row kernel, bit for bit (invariant 7), on rows of every block count
+// up to two of its 8-block scale steps and past the longest row it takes itself (longer ones go to
+// the row kernel).
+TEST_F(Avx2Kernels, Q5_0DecodeIsBitwiseTheRowKernelForEveryRowLength) {
+  const RowKernels k = row_kernels(TensorType::Q5_0);
+  if (!k.dot_outputs) GTEST_SKIP() << "no Q5_0 decode kernel";
+  std::vector<int64_t> blocks;
+  for (int64_t nb = 1; nb <= 17; ++nb) blocks.push_back(nb);
+  for (int64_t nb : {36, 216, 512, 513}) blocks.push_back(nb);
+  for (int64_t nb : blocks) {
+    const int64_t n = nb * kQK0, n_out = 5;
+    const uint64_t row_bytes = quant_row_bytes(TensorType::Q5_0, n);
+    const std::vector<uint8_t> w = test::random_weights(TensorType::Q5_0, n_out, n, 60 + static_cast<uint32_t>(nb));
+    const std::vector<float> x = random_floats(n, 61);
+    std::vector<uint8_t> act(k.act_row_bytes(n));
+    k.quantize_act(x.data(), act.data(), n);
+    std::vector<float> decode(n_out), rows(n_out);
+    k.dot_outputs(n, w.data(), row_bytes, n_out, act.data(), decode.data());
+    for (int64_t o = 0; o < n_out; ++o) k.dot_rows(n, w.data() + o * row_bytes, act.data(), 0, 1, &rows[o], 1);
+    EXPECT_EQ(std::memcmp(decode.data(), rows.data(), n_out * sizeof(float)), 0) << "blocks=" << nb;
+  }
 }
 
 }  // namespace
