@@ -119,7 +119,16 @@ struct FloatRows {
       for (; o + kTileWeights <= n_w; o += kTileWeights) block<kTileWeights, NR>(w, row_bytes, o, y, k0, k1, state);
       if (o < n_w) partial_block<kTileWeights - 1, NR>(static_cast<int>(n_w - o), w, row_bytes, o, y, k0, k1, state);
     }
-    for (int64_t o = 0; o < n_w; ++o) {
+    int64_t o = 0;
+    if (steps_end == n) {  // no tails: four pairs' sums at once, each still hsum(acc) + 0.0f
+      for (; o + 4 <= n_w; o += 4) {
+        for (int r = 0; r < NR; ++r) {
+          const __m128 s = hsum4(state[o][r], state[o + 1][r], state[o + 2][r], state[o + 3][r]);
+          _mm_storeu_ps(out + r * out_stride + o, _mm_add_ps(s, _mm_setzero_ps()));
+        }
+      }
+    }
+    for (; o < n_w; ++o) {
       const T* x = reinterpret_cast<const T*>(w + o * row_bytes);
       for (int r = 0; r < NR; ++r) out[r * out_stride + o] = finish(state[o][r], x, rows[r], steps_end, n);
     }
