@@ -16,8 +16,19 @@ namespace infer::kernels {
 namespace {
 
 // Keys of up to this width are widened once per block of 8 into a stack buffer for all the query
-// vectors that read them.
+// vectors of a block of rows that read them.
 constexpr int kMaxWidenedHeadDim = 256;
+// The values' register tiles pass over the keys once per group of chunks: they take kValueKeys keys at a
+// time, whose V slices stay in L1/L2 between the passes (BM_AttentionRowsPrefill, BM_AttentionRowQwen3Shape).
+constexpr int kValueKeys = 128;
+// Rows this many keys ahead of the one being read are prefetched: V rows are kv_dim apart, and pages
+// scattered.
+constexpr int kRowsAhead = 4;
+
+inline void prefetch_row(const uint16_t* row, int halves) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int b = 0; b < halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+}
 
 inline __m256 load_f16x8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -44,12 +55,9 @@ float dot_f32_f16(const float* q, const uint16_t* k, int n) {
 // prefetcher does not follow.
 template <typename Fn>
 inline void for_each_key_run(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, Fn&& fn) {
-  constexpr int kAhead = 4;
+  constexpr int kAhead = kRowsAhead;
   const auto prefetch_rows = [&](const uint16_t* first, int count) {
-    for (int i = 0; i < count; ++i) {
-      const char* p = reinterpret_cast<const char*>(first + int64_t(i) * kv.kv_dim);
-      for (int b = 0; b < row_halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
-    }
+    for (int i = 0; i < count; ++i) prefetch_row(first + int64_t(i) * kv.kv_dim, row_halves);
   };
   int j = 0;
   int first_row = kv.first_key % kv.page_tokens;
@@ -66,11 +74,16 @@ inline void for_each_key_run(const uint16_t* base, const PagedKv& kv, int n_keys
   }
 }
 
-// Calls fn(j, row) for keys j = 0..n_keys-1 in order (for_each_key_run, key by key).
+// Calls fn(j, row) for keys j = 0..n_keys-1 in order (for_each_key_run, key by key, prefetching the
+// run's rows kRowsAhead ahead).
 template <typename Fn>
 inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, Fn&& fn) {
   for_each_key_run(base, kv, n_keys, row_halves, [&](int j, const uint16_t* rows, int count) {
-    for (int i = 0; i < count; ++i) fn(j + i, rows + int64_t(i) * kv.kv_dim);
+    for (int i = 0; i < count; ++i) {
+      const uint16_t* row = rows + int64_t(i) * kv.kv_dim;
+      if (i + kRowsAhead < count) prefetch_row(row + int64_t(kRowsAhead) * kv.kv_dim, row_halves);
+      fn(j + i, row);
+    }
   });
 }
 
@@ -127,7 +140,9 @@ struct Queries {
 void scores_by_8(const Queries& qs, const uint16_t* k_base, PagedKv kv, int span_end, float scale) {
   const int hd = qs.head_dim, n_vec = qs.count();
   const __m256 sv = _mm256_set1_ps(scale);
-  const bool widen = n_vec > 1 && hd <= kMaxWidenedHeadDim;
+  // one or two vectors (a decode row) convert on the fly: widening would cost stores that a memory-bound
+  // step does not win back (BM_AttentionStepQwen3Shape)
+  const bool widen = n_vec > 2 && hd <= kMaxWidenedHeadDim;
   alignas(32) float widened[8 * kMaxWidenedHeadDim];
   const F32Keys f32{widened, hd};
   kv.first_key = 0;  // key_row takes absolute key numbers
@@ -153,16 +168,19 @@ void scores_by_8(const Queries& qs, const uint16_t* k_base, PagedKv kv, int span
 
 // out[q][8·(chunk0+c) ..] += Σ p[q][j] · v_j over keys key_begin.. key_end-1 in order, for QB query
 // vectors and CB 8-wide chunks held in registers across the keys; p[q] is indexed from key_begin.
+// `ahead_halves`: how much of each row ahead to prefetch (the first pass fetches the head's whole
+// slice for the later ones).
 template <int QB, int CB>
 void values_tile(float* const* out, const float* const* p, int chunk0, int key_begin, int key_end,
-                 const uint16_t* v_base, PagedKv kv) {
+                 const uint16_t* v_base, PagedKv kv, int ahead_halves) {
   kv.first_key = key_begin;
-  for_each_key_run(v_base + 8 * chunk0, kv, key_end - key_begin, 8 * CB, [&](int j0, const uint16_t* v, int count) {
+  for_each_key_run(v_base + 8 * chunk0, kv, key_end - key_begin, ahead_halves, [&](int j0, const uint16_t* v, int count) {
     __m256 acc[QB][CB];  // in registers for the run, not across the lambda's calls
     for (int q = 0; q < QB; ++q) {
       for (int c = 0; c < CB; ++c) acc[q][c] = _mm256_loadu_ps(out[q] + 8 * (chunk0 + c));
     }
     for (int j = j0; j < j0 + count; ++j, v += kv.kv_dim) {
+      if (j + kRowsAhead < j0 + count) prefetch_row(v + int64_t(kRowsAhead) * kv.kv_dim, ahead_halves);
       __m256 pb[QB];
       for (int q = 0; q < QB; ++q) pb[q] = _mm256_broadcast_ss(p[q] + j);
       for (int c = 0; c < CB; ++c) {
@@ -179,10 +197,10 @@ void values_tile(float* const* out, const float* const* p, int chunk0, int key_b
 // The last `rest` (< the full tile's) chunks.
 template <int QB, int CB>
 void values_rest(int rest, float* const* out, const float* const* p, int chunk0, int key_begin, int key_end,
-                 const uint16_t* v_base, const PagedKv& kv) {
+                 const uint16_t* v_base, const PagedKv& kv, int ahead_halves) {
   if constexpr (CB > 0) {
-    if (rest == CB) return values_tile<QB, CB>(out, p, chunk0, key_begin, key_end, v_base, kv);
-    values_rest<QB, CB - 1>(rest, out, p, chunk0, key_begin, key_end, v_base, kv);
+    if (rest == CB) return values_tile<QB, CB>(out, p, chunk0, key_begin, key_end, v_base, kv, ahead_halves);
+    values_rest<QB, CB - 1>(rest, out, p, chunk0, key_begin, key_end, v_base, kv, ahead_halves);
   }
 }
 
@@ -192,9 +210,29 @@ template <int QB>
 void values_chunks(float* const* out, const float* const* p, int chunks, int key_begin, int key_end,
                    const uint16_t* v_base, const PagedKv& kv) {
   constexpr int kChunks = QB == 1 ? 8 : QB == 2 ? 4 : 3;
+  const auto ahead = [&](int c0) { return c0 == 0 ? 8 * chunks : 8 * std::min(kChunks, chunks - c0); };
   int c0 = 0;
-  for (; c0 + kChunks <= chunks; c0 += kChunks) values_tile<QB, kChunks>(out, p, c0, key_begin, key_end, v_base, kv);
-  values_rest<QB, kChunks - 1>(chunks - c0, out, p, c0, key_begin, key_end, v_base, kv);
+  for (; c0 + kChunks <= chunks; c0 += kChunks) {
+    values_tile<QB, kChunks>(out, p, c0, key_begin, key_end, v_base, kv, ahead(c0));
+  }
+  values_rest<QB, kChunks - 1>(chunks - c0, out, p, c0, key_begin, key_end, v_base, kv, ahead(c0));
+}
+
+// One or two vectors whose chunks need several register passes: one pass over the keys instead,
+// the outputs in memory (L1), each V chunk converted once for both: a decode row reads its V rows
+// from memory in one stream (BM_AttentionStepQwen3Shape).
+void values_in_memory(float* const* out, const float* const* p, int n, int chunks, int key_begin, int key_end,
+                      const uint16_t* v_base, PagedKv kv) {
+  kv.first_key = key_begin;
+  for_each_key(v_base, kv, key_end - key_begin, 8 * chunks, [&](int j, const uint16_t* v) {
+    for (int c = 0; c < chunks; ++c) {
+      const __m256 vv = load_f16x8(v + 8 * c);
+      for (int q = 0; q < n; ++q) {
+        float* o = out[q] + 8 * c;
+        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_broadcast_ss(p[q] + j), vv, _mm256_loadu_ps(o)));
+      }
+    }
+  });
 }
 
 // The values' pass over keys [key_begin, key_end) for vectors vs[0..n) (all of which have these keys).
@@ -202,17 +240,26 @@ void values_range(const Queries& qs, const int* vs, int n, int key_begin, int ke
                   const PagedKv& kv) {
   if (key_begin >= key_end) return;
   const int chunks = qs.head_dim / 8;
-  for (int i = 0; i < n; i += 3) {
-    float* out[3];
-    const float* p[3];
-    const int qb = std::min(3, n - i);
-    for (int q = 0; q < qb; ++q) {
-      out[q] = qs.out(vs[i + q]);
-      p[q] = qs.probs(vs[i + q], key_begin);
+  if (n <= 2 && chunks > (n == 1 ? 8 : 4)) {
+    float* out[2];
+    const float* p[2];
+    for (int q = 0; q < n; ++q) out[q] = qs.out(vs[q]), p[q] = qs.probs(vs[q], key_begin);
+    return values_in_memory(out, p, n, chunks, key_begin, key_end, v_base, kv);
+  }
+  for (int k0 = key_begin; k0 < key_end; k0 += kValueKeys) {
+    const int k1 = std::min(key_end, k0 + kValueKeys);
+    for (int i = 0; i < n; i += 3) {
+      float* out[3];
+      const float* p[3];
+      const int qb = std::min(3, n - i);
+      for (int q = 0; q < qb; ++q) {
+        out[q] = qs.out(vs[i + q]);
+        p[q] = qs.probs(vs[i + q], k0);
+      }
+      if (qb == 3) values_chunks<3>(out, p, chunks, k0, k1, v_base, kv);
+      if (qb == 2) values_chunks<2>(out, p, chunks, k0, k1, v_base, kv);
+      if (qb == 1) values_chunks<1>(out, p, chunks, k0, k1, v_base, kv);
     }
-    if (qb == 3) values_chunks<3>(out, p, chunks, key_begin, key_end, v_base, kv);
-    if (qb == 2) values_chunks<2>(out, p, chunks, key_begin, key_end, v_base, kv);
-    if (qb == 1) values_chunks<1>(out, p, chunks, key_begin, key_end, v_base, kv);
   }
 }
 
@@ -234,9 +281,9 @@ void attention_row_any_dim(const float* qg, const PagedKv& kv, int n_keys, int n
 
 }  // namespace
 
-// Rows and the heads of a GQA group share each key block's widening and each value chunk's
-// conversion: one row with two heads already halves them, and a prefill block of rows divides them
-// further (BM_AttentionRowsPrefill).
+// The rows of a prefill block and the heads of their GQA group share each key block's widening and
+// each value chunk's conversion (BM_AttentionRowsPrefill); a decode row keeps one pass over its keys
+// and one over its values.
 void attention_rows_avx2(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
                          float* scratch) {
   if (head_dim % 8 != 0) {
