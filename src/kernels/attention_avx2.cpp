@@ -55,21 +55,17 @@ float dot_f32_f16(const float* q, const uint16_t* k, int n) {
 // prefetcher does not follow.
 template <typename Fn>
 inline void for_each_key_run(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, Fn&& fn) {
-  constexpr int kAhead = kRowsAhead;
-  const auto prefetch_rows = [&](const uint16_t* first, int count) {
-    for (int i = 0; i < count; ++i) prefetch_row(first + int64_t(i) * kv.kv_dim, row_halves);
+  // run j's length: to the end of its page or of the keys
+  const auto run_keys = [&](int j) { return std::min(kv.page_tokens - (kv.first_key + j) % kv.page_tokens, n_keys - j); };
+  const auto prefetch_run = [&](int j) {
+    const uint16_t* first = key_row(base, kv, j);
+    for (int i = 0; i < std::min(kRowsAhead, run_keys(j)); ++i) prefetch_row(first + int64_t(i) * kv.kv_dim, row_halves);
   };
-  int j = 0;
-  int first_row = kv.first_key % kv.page_tokens;
-  int page_index = kv.first_key / kv.page_tokens;
-  const auto page_rows = [&](int index, int row) {
-    return base + static_cast<int64_t>(kv.page_table[index]) * kv.page_stride + static_cast<int64_t>(row) * kv.kv_dim;
-  };
-  if (n_keys > 0) prefetch_rows(page_rows(page_index, first_row), std::min({kAhead, n_keys, kv.page_tokens - first_row}));
-  for (; j < n_keys; ++page_index, first_row = 0) {
-    const int count = std::min(kv.page_tokens - first_row, n_keys - j);
-    if (j + count < n_keys) prefetch_rows(page_rows(page_index + 1, 0), std::min({kAhead, n_keys - j - count, kv.page_tokens}));
-    fn(j, page_rows(page_index, first_row), count);
+  if (n_keys > 0) prefetch_run(0);
+  for (int j = 0; j < n_keys;) {
+    const int count = run_keys(j);
+    if (j + count < n_keys) prefetch_run(j + count);
+    fn(j, key_row(base, kv, j), count);
     j += count;
   }
 }
@@ -149,10 +145,7 @@ void scores_by_8(const Queries& qs, const uint16_t* k_base, PagedKv kv, int span
   for (int j0 = qs.span_begin; j0 < span_end; j0 += 8) {
     F16Keys f16;
     for (int i = 0; i < 8; ++i) f16.rows[i] = key_row(k_base, kv, std::min(j0 + i, span_end - 1));
-    for (int j = j0 + 8; j < std::min(j0 + 16, span_end); ++j) {  // the next block's rows
-      const char* p = reinterpret_cast<const char*>(key_row(k_base, kv, j));
-      for (int b = 0; b < hd * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
-    }
+    for (int j = j0 + 8; j < std::min(j0 + 16, span_end); ++j) prefetch_row(key_row(k_base, kv, j), hd);  // the next block's
     if (widen) {
       for (int i = 0; i < 8; ++i) {
         for (int d = 0; d < hd; d += 8) _mm256_store_ps(widened + i * hd + d, f16.chunk(i, d));

@@ -66,6 +66,17 @@ inline void store_rows(__m128 acc, float* out, int64_t out_stride) {
 
 inline float f16(uint16_t h) { return _cvtsh_ss(h); }  // exact, like f16_to_f32
 
+// The f16 scales `d` of 8 blocks as floats, packed 4 to a general register on the way: in the block
+// kernels the integer units are idle, the vector ones not.
+template <class Block>
+inline __m256 block_scales8(const Block* const (&blk)[8]) {
+  const auto four = [&](int i) {
+    return static_cast<long long>(uint64_t{blk[i]->d} | uint64_t{blk[i + 1]->d} << 16 |
+                                  uint64_t{blk[i + 2]->d} << 32 | uint64_t{blk[i + 3]->d} << 48);
+  };
+  return _mm256_cvtph_ps(_mm_set_epi64x(four(4), four(0)));
+}
+
 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // Σ of 32 signed bytes, exact: biased to unsigned (x ^ 0x80 = x + 128), summed by psadbw against

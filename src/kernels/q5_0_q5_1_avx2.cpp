@@ -131,12 +131,9 @@ void dot_outputs_q5_0_impl(int64_t n, const void* w, uint64_t row_bytes, int64_t
     const auto* x = reinterpret_cast<const BlockQ5_0*>(wb + o * row_bytes);
     int64_t b = 0;
     for (; b + 8 <= nb; b += 8) {
-      const auto four = [&](int64_t i) {
-        return static_cast<long long>(uint64_t{x[i].d} | uint64_t{x[i + 1].d} << 16 | uint64_t{x[i + 2].d} << 32 |
-                                      uint64_t{x[i + 3].d} << 48);
-      };
-      const __m256 dw = _mm256_cvtph_ps(_mm_set_epi64x(four(b + 4), four(b)));
-      _mm256_store_ps(scale + b, _mm256_mul_ps(dw, _mm256_load_ps(dy + b)));
+      const BlockQ5_0* blk[8];
+      for (int i = 0; i < 8; ++i) blk[i] = &x[b + i];
+      _mm256_store_ps(scale + b, _mm256_mul_ps(block_scales8(blk), _mm256_load_ps(dy + b)));
     }
     for (; b < nb; ++b) scale[b] = f16(x[b].d) * dy[b];
     const auto block = [&](int64_t i, __m256 acc) {

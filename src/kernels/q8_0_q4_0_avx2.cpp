@@ -86,20 +86,10 @@ struct Groups {
     g.dw = scales(x, b);
   }
 
-  // The scales of 8 blocks, packed 4 to a general register: the integer units are idle here, the
-  // vector ones not.
-  static __m256 scales8(const Block* const (&blk)[8]) {
-    const auto four = [&](int i) {
-      return static_cast<long long>(uint64_t{blk[i]->d} | uint64_t{blk[i + 1]->d} << 16 |
-                                    uint64_t{blk[i + 2]->d} << 32 | uint64_t{blk[i + 3]->d} << 48);
-    };
-    return _mm256_cvtph_ps(_mm_set_epi64x(four(4), four(0)));
-  }
-
   static __m256 scales(const Block* const (&x)[kGroupRows], int64_t b) {
     const Block* blk[8];
     for (int i = 0; i < 8; ++i) blk[i] = &x[i][b];
-    return scales8(blk);
+    return block_scales8(blk);
   }
 
   // acc[r] = acc[r] + float(S)·(dw·dy) for the group's block g and activation blocks y[r];
@@ -193,7 +183,7 @@ struct Groups {
     for (int i = 0; i < 4; ++i) blk[i] = &x[i][b0], blk[i + 4] = &x[i][b1], yq[i] = y0, yq[i + 4] = y1;
     __m256i sum = sums8(blk, yq);
     if constexpr (Codes::kOffset) sum = _mm256_sub_epi32(sum, a.offset);
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scales8(blk), a.dy));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(block_scales8(blk), a.dy));
   }
 
   // Rows x[0..3] against activation row y over all blocks: acc = acc + term, block by block.

@@ -28,6 +28,12 @@
 namespace infer::model {
 namespace {
 
+// Rows of an attention block: enough that a block has at least 24 query vectors (rows × a KV head's
+// query heads) to share each key's and value's loads (BM_AttentionRowsPrefill).
+constexpr int kAttentionBlockVectors = 24;
+constexpr int kAttentionBlockRows = kAttentionBlockVectors;  // the most: attention_block_rows(1)
+int attention_block_rows(int n_gqa) { return std::max(1, (kAttentionBlockVectors + n_gqa - 1) / n_gqa); }
+
 // The attention of one layer for every row of a batch, in two phases. First each row's q/k norms, RoPE
 // and K/V store (`prepare_row`), rows claimed one at a time by whichever thread is free; every thread
 // then waits until all rows are stored, since a prefill row attends to the rows before it
@@ -39,12 +45,6 @@ namespace {
 // Tasks run KV head by KV head, so that a thread reads one head's keys and values for many rows in a
 // row and finds them in L2 (a long prefill; docs/performance.md, Constants).
 // The job is captured by one pointer so that handing it to the pool allocates nothing.
-// Rows of an attention block: enough that a block has at least 24 query vectors (rows × a KV head's
-// query heads) to share each key's and value's loads (BM_AttentionRowsPrefill).
-constexpr int kAttentionBlockVectors = 24;
-constexpr int kAttentionBlockRows = kAttentionBlockVectors;
-int attention_block_rows(int n_gqa) { return std::max(1, (kAttentionBlockVectors + n_gqa - 1) / n_gqa); }
-
 struct AttentionJob {
   const Batch* batch;
   KvPool* kv;
@@ -359,15 +359,17 @@ void Forward::Pass::embed_tokens() {
     if (!extends) b.att_blocks.push_back(r);
   }
   b.att_blocks.push_back(n);
-  // a block's rows span at most the batch's last key
-  int last_key = 0;
-  for (const BatchRow& row : batch.rows) last_key = std::max(last_key, hp.causal ? row.pos + 1 : b.seq_end[size_t(row.seq)]);
+  int64_t att_work = 0;  // multiply-adds of this batch's attention, to decide whether to use the pool
+  int last_key = 0;      // a block's rows span at most the batch's last key
+  for (const BatchRow& row : batch.rows) {
+    const int end = hp.causal ? row.pos + 1 : b.seq_end[size_t(row.seq)];
+    att_work += int64_t(end) * Q * 2;
+    last_key = std::max(last_key, end);
+  }
   const auto scratch = size_t(kernels::attention_rows_scratch(block_rows, hp.n_head / hp.n_kv_head, last_key));
   for (auto& s : b.att_scratch) {
     if (s.size() < scratch) s.resize(scratch);
   }
-  int64_t att_work = 0;  // multiply-adds of this batch's attention, to decide whether to use the pool
-  for (const BatchRow& row : batch.rows) att_work += int64_t(hp.causal ? row.pos + 1 : b.seq_end[size_t(row.seq)]) * Q * 2;
   att_pool = &kernels::pool_for(kernels::PoolWork::Attention, att_work, pool, b.solo);
   lap(&PassProfile::other_s);
 }
