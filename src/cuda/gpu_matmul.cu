@@ -223,21 +223,18 @@ __host__ __device__ inline uint32_t load_u32(const void* p) { return *reinterpre
 __host__ __device__ inline uint2 load_u64(const void* p) { return *reinterpret_cast<const uint2*>(p); }
 __host__ __device__ inline uint4 load_u128(const void* p) { return *reinterpret_cast<const uint4*>(p); }
 
-// The 6-bit scale and min of sub-block j from a K-quant's 12 scale bytes, read as three words and
-// picked with shifts (a byte array indexed at run time would live in local memory).
-__host__ __device__ inline uint32_t scale_byte(const uint32_t* w, int i) {
-  const uint32_t word = i < 4 ? w[0] : (i < 8 ? w[1] : w[2]);
-  return (word >> (8 * (i & 3))) & 0xFFu;
-}
-
-__host__ __device__ inline void k_scale_min(const uint32_t* w, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = int(scale_byte(w, j) & 63);
-    m = int(scale_byte(w, j + 4) & 63);
-  } else {
-    sc = int((scale_byte(w, j + 4) & 0x0F) | ((scale_byte(w, j - 4) >> 6) << 4));
-    m = int((scale_byte(w, j + 4) >> 4) | ((scale_byte(w, j) >> 6) << 4));
-  }
+// The 6-bit scales and mins of sub-blocks 2g and 2g + 1 (a lane's pair) from a K-quant's 12 scale bytes
+// (three words), both at once and without branches: bytes 2(g & 1) and 2(g & 1) + 1 of each word hold
+// them, as their low six bits (g < 2) or as high nibbles with two bits from the first two words.
+__host__ __device__ inline void k_scale_min_pair(uint32_t w0, uint32_t w1, uint32_t w2, int g, int sc[2], int m[2]) {
+  const int shift = 16 * (g & 1);
+  const uint32_t a = (w0 >> shift) & 0xFFFFu, b = (w1 >> shift) & 0xFFFFu, c = (w2 >> shift) & 0xFFFFu;
+  const uint32_t scales = g < 2 ? a & 0x3F3Fu : (c & 0x0F0Fu) | ((a >> 2) & 0x3030u);
+  const uint32_t mins = g < 2 ? b & 0x3F3Fu : ((c >> 4) & 0x0F0Fu) | ((b >> 2) & 0x3030u);
+  sc[0] = int(scales & 0xFFu);
+  sc[1] = int(scales >> 8);
+  m[0] = int(mins & 0xFFu);
+  m[1] = int(mins >> 8);
 }
 
 constexpr uint32_t kOnes = 0x01010101u;
@@ -265,24 +262,22 @@ struct Q4_K {
   // while only their raw words take registers.
   struct Raw {
     uint2 q;
-    uint32_t s[3], dd;
+    uint4 head;  // d and dmin, then the 12 scale bytes: one 16-byte load (units are 16-byte aligned)
   };
   __host__ __device__ static Raw fetch(const uint8_t* row, int64_t u, int t, int64_t) {
     const uint8_t* b = row + u * kUnitBytes;
     const int g = t / 4, l0 = (t % 4) * 8;
-    return Raw{load_u64(b + 16 + 32 * g + l0), {load_u32(b + 4), load_u32(b + 8), load_u32(b + 12)}, load_u32(b)};
+    return Raw{load_u64(b + 16 + 32 * g + l0), load_u128(b)};
   }
   __host__ __device__ static Lane decode(const Raw& r, int t) {
-    const int g = t / 4;
     Lane w;
     w.lo[0] = r.q.x & 0x0F0F0F0Fu;
     w.lo[1] = r.q.y & 0x0F0F0F0Fu;
     w.hi[0] = (r.q.x >> 4) & 0x0F0F0F0Fu;
     w.hi[1] = (r.q.y >> 4) & 0x0F0F0F0Fu;
-    k_scale_min(r.s, 2 * g, w.sc[0], w.m[0]);
-    k_scale_min(r.s, 2 * g + 1, w.sc[1], w.m[1]);
-    w.d = half_to_float(uint16_t(r.dd));
-    w.dmin = half_to_float(uint16_t(r.dd >> 16));
+    k_scale_min_pair(r.head.y, r.head.z, r.head.w, t / 4, w.sc, w.m);
+    w.d = half_to_float(uint16_t(r.head.x));
+    w.dmin = half_to_float(uint16_t(r.head.x >> 16));
     return w;
   }
   __host__ __device__ static float dot(const Lane& w, const int8_t* x, const float* xs, int64_t u, int t, float acc) {
@@ -309,8 +304,7 @@ struct Q5_K {
   __host__ __device__ static Raw fetch(const uint8_t* row, int64_t u, int t, int64_t) {
     const uint8_t* b = row + u * kUnitBytes;
     const int g = t / 4, l0 = (t % 4) * 8;
-    return Raw{{load_u64(b + 48 + 32 * g + l0), {load_u32(b + 4), load_u32(b + 8), load_u32(b + 12)}, load_u32(b)},
-               load_u64(b + 16 + l0)};
+    return Raw{{load_u64(b + 48 + 32 * g + l0), load_u128(b)}, load_u64(b + 16 + l0)};
   }
   __host__ __device__ static Lane decode(const Raw& r, int t) {
     const int g = t / 4;
