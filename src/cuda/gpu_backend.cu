@@ -743,9 +743,9 @@ void GpuBackend::feed_forward_block(const GpuLayer& L) {
     const MatmulOutput gate_up[] = {{L.w_gate, hb_, F_}, {L.w_up, hb2_, F_}};
     matmul_shared(gate_up, xb_, E_, n, act_, s);
     if (hp_.arch == model::Arch::Gemma3) {
-      geglu(hb_, hb2_, int64_t(n) * F_, gelu_table_, s);
+      geglu(hb_, hb2_, n, F_, gelu_table_, act_, act_format(L.w_down.kind), s);
     } else {
-      swiglu(hb_, hb2_, int64_t(n) * F_, s);
+      swiglu(hb_, hb2_, n, F_, act_, act_format(L.w_down.kind), s);
     }
     matmul(L.w_down, hb_, F_, n, xb_, E_, act_, s);
   }
@@ -790,7 +790,7 @@ void GpuBackend::moe_block(const GpuLayer& L) {
     const MatmulOutput gate_up[] = {{L.gate_exps.rows(int64_t(e) * FE, FE), hb_, FE},
                                      {L.up_exps.rows(int64_t(e) * FE, FE), hb2_, FE}};
     matmul_shared(gate_up, moe_in_, E_, rows, act_, s);
-    swiglu(hb_, hb2_, int64_t(rows) * FE, s);
+    swiglu(hb_, hb2_, rows, FE, act_, act_format(L.down_exps.kind), s);
     matmul(L.down_exps.rows(int64_t(e) * E_, E_), hb_, FE, rows, moe_y_, E_, act_, s);
     scatter_rows(moe_y_, moe_index_ + n * K + at, rows, E_, moe_out_, s);
   }

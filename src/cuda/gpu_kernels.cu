@@ -248,17 +248,37 @@ __device__ float gelu_lookup(float x, const uint16_t* table) {
   return __half2float(__ushort_as_half(table[__half_as_ushort(__float2half_rn(x))]));
 }
 
-__global__ void swiglu_kernel(float* gate, const float* up, int64_t n) {
+// The gated activations of the feed-forward block: gate = act(gate) · up.
+struct SiluGate {
+  __device__ float operator()(float g, float u) const { return g / (1.0f + expf(-g)) * u; }
+};
+struct GeluGate {
+  const uint16_t* table;
+  __device__ float operator()(float g, float u) const { return gelu_lookup(g, table) * u; }
+};
+
+template <typename Gate>
+__global__ void gated_kernel(float* gate, const float* up, int64_t n, Gate act) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + expf(-g)) * up[i];
+    gate[i] = act(gate[i], up[i]);
   }
 }
 
-__global__ void geglu_kernel(float* gate, const float* up, int64_t n, const uint16_t* table) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    gate[i] = gelu_lookup(gate[i], table) * up[i];
-  }
+// The same, with each row also quantised for the down matmul (one launch instead of two): warp w of a
+// block takes 256-value chunk blockIdx.x · warps + w of row blockIdx.y; each lane quantises the eight
+// values it has just written.
+template <typename Gate>
+__global__ void gated_quantize_kernel(float* gate, const float* up, int width, Gate act, ActFormat f, int8_t* codes,
+                                      float* scales) {
+  const int64_t c = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (c * 256 >= width) return;  // whole warps only
+  const int r = blockIdx.y, lane = threadIdx.x % 32;
+  float* row = gate + int64_t(r) * width;
+  const float* up_row = up + int64_t(r) * width;
+  const int64_t k0 = c * 256 + 8 * lane;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) row[k0 + j] = act(row[k0 + j], up_row[k0 + j]);
+  quantize_chunk(f, row, width, c, lane, codes + int64_t(r) * width, scales + int64_t(r) * (width / 32));
 }
 
 __global__ void bias_gelu_kernel(float* x, const float* bias, int64_t n, int width, const uint16_t* table) {
@@ -371,14 +391,38 @@ void attention(const float* q, float* out, const PagedLayer& kv, const RowsView&
   check_launch("attention");
 }
 
-void swiglu(float* gate, const float* up, int64_t n, cudaStream_t s) {
-  swiglu_kernel<<<elt_blocks(n), kEltThreads, 0, s>>>(gate, up, n);
-  check_launch("swiglu");
+namespace {
+template <typename Gate>
+void gated(float* gate, const float* up, int rows, int width, Gate act, ActScratch& quantised, ActFormat format,
+           cudaStream_t s) {
+  if (rows <= 0) return;
+  if (format != ActFormat::None && (int64_t(rows) * width > quantised.capacity || width % 256 != 0)) {
+    format = ActFormat::None;
+  }
+  if (format == ActFormat::None) {
+    const int64_t n = int64_t(rows) * width;
+    gated_kernel<<<elt_blocks(n), kEltThreads, 0, s>>>(gate, up, n, act);
+  } else {
+    constexpr int kWarpsPerBlock = 4;
+    const dim3 grid(unsigned((width / 256 + kWarpsPerBlock - 1) / kWarpsPerBlock), unsigned(rows));
+    gated_quantize_kernel<<<grid, kWarpsPerBlock * 32, 0, s>>>(gate, up, width, act, format, quantised.codes,
+                                                               quantised.scales);
+  }
+  check_launch("gated activation");
+  quantised.quantised_x = format != ActFormat::None ? gate : nullptr;
+  quantised.quantised_format = format;
+  quantised.quantised_width = width;
+  quantised.quantised_rows = rows;
+}
+}  // namespace
+
+void swiglu(float* gate, const float* up, int rows, int width, ActScratch& act, ActFormat format, cudaStream_t s) {
+  gated(gate, up, rows, width, SiluGate{}, act, format, s);
 }
 
-void geglu(float* gate, const float* up, int64_t n, const uint16_t* table, cudaStream_t s) {
-  geglu_kernel<<<elt_blocks(n), kEltThreads, 0, s>>>(gate, up, n, table);
-  check_launch("geglu");
+void geglu(float* gate, const float* up, int rows, int width, const uint16_t* table, ActScratch& act, ActFormat format,
+           cudaStream_t s) {
+  gated(gate, up, rows, width, GeluGate{table}, act, format, s);
 }
 
 void bias_gelu(float* x, const float* bias, int rows, int width, const uint16_t* table, cudaStream_t s) {

@@ -101,9 +101,12 @@ void attention(const float* q, float* out, const PagedLayer& kv, const RowsView&
                int head_dim, float scale, int window, cudaStream_t s);
 
 // Element-wise steps over n floats.
-void swiglu(float* gate, const float* up, int64_t n, cudaStream_t s);  // gate = silu(gate) · up
-// gate = gelu(gate) · up through llama.cpp's f16 GELU table (kernels::gelu_table_entry, uploaded).
-void geglu(float* gate, const float* up, int64_t n, const uint16_t* gelu_table, cudaStream_t s);
+// gate = silu(gate) · up over rows of `width`; with a format, the rows are also quantised into `act`
+// for the down matmul that reads them (as add_rmsnorm does for its matmul).
+void swiglu(float* gate, const float* up, int rows, int width, ActScratch& act, ActFormat format, cudaStream_t s);
+// gate = gelu(gate) · up through llama.cpp's f16 GELU table (kernels::gelu_table_entry, uploaded); as swiglu.
+void geglu(float* gate, const float* up, int rows, int width, const uint16_t* gelu_table, ActScratch& act,
+           ActFormat format, cudaStream_t s);
 // x = gelu(x + bias) (bert's FFN; bias may be null).
 void bias_gelu(float* x, const float* bias, int rows, int width, const uint16_t* gelu_table, cudaStream_t s);
 void add_bias(float* y, const float* bias, int rows, int width, cudaStream_t s);
