@@ -714,11 +714,11 @@ void GpuBackend::attention_block(int l, const GpuLayer& L) {
   add_bias(q_, L.bq, n, Q_, s);
   add_bias(k_, L.bk, n, KV_, s);
   add_bias(v_, L.bv, n, KV_, s);
-  if (L.q_norm) head_norms(q_, n * hp_.n_head, L.q_norm, k_, n * hp_.n_kv_head, L.k_norm, HD_, eps, s);
+  const HeadNorms norms{L.q_norm, L.k_norm, eps};
   const bool local = hp_.is_local_layer(l);
   const PagedLayer kv = paged(l);
-  rope_store(q_, hp_.n_head, k_, v_, hp_.n_kv_head, HD_, local ? cos_swa_ : cos_, local ? sin_swa_ : sin_, half_,
-             hp_.rope_neox, !bert_, kv, rows_view_, s);
+  rope_store(q_, hp_.n_head, k_, v_, hp_.n_kv_head, HD_, norms, local ? cos_swa_ : cos_, local ? sin_swa_ : sin_,
+             half_, hp_.rope_neox, !bert_, kv, rows_view_, s);
   attention(q_, att_, kv, rows_view_, hp_.n_head, hp_.n_kv_head, HD_, hp_.attn_scale, local ? hp_.n_swa : 0, s);
   matmul(L.wo, att_, Q_, n, xb_, E_, act_, s);
   add_bias(xb_, L.bo, n, E_, s);

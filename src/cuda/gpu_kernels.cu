@@ -84,17 +84,23 @@ __global__ void rmsnorm_kernel(float* x, int64_t xs, const int* index, const flo
   }
 }
 
-// In place, the q heads (the first n_q blocks) with wq and the k heads with wk: one launch for both.
-__global__ void head_norm_kernel(float* q, int n_q, const float* wq, float* k, const float* wk, int head_dim, float eps) {
-  __shared__ double part[kNormThreads];
-  const bool is_q = int(blockIdx.x) < n_q;
-  float* xr = is_q ? q + int64_t(blockIdx.x) * head_dim : k + int64_t(int(blockIdx.x) - n_q) * head_dim;
-  const float* w = is_q ? wq : wk;
-  double s = 0;
-  for (int i = threadIdx.x; i < head_dim; i += kNormThreads) s += double(xr[i] * xr[i]);
-  const float mean = float(block_sum(s, part) / double(head_dim));
+// RMSNorm of one head in place (q/k norms) by a block of any size that divides kNormThreads: the sums
+// of squares fill block_sum's kNormThreads slots and are added in its tree order, whatever the size.
+__device__ void head_rmsnorm(float* xr, const float* w, int head_dim, float eps, double* part) {
+  for (int slot = threadIdx.x; slot < kNormThreads; slot += blockDim.x) {
+    double s = 0;
+    for (int i = slot; i < head_dim; i += kNormThreads) s += double(xr[i] * xr[i]);
+    part[slot] = s;
+  }
+  __syncthreads();
+  for (int st = kNormThreads / 2; st > 0; st /= 2) {
+    for (int slot = threadIdx.x; slot < st; slot += blockDim.x) part[slot] += part[slot + st];
+    __syncthreads();
+  }
+  const float mean = float(part[0] / double(head_dim));
   const float rs = 1.0f / sqrtf(mean + eps);
-  for (int i = threadIdx.x; i < head_dim; i += kNormThreads) xr[i] = xr[i] * rs * w[i];
+  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) xr[i] = xr[i] * rs * w[i];
+  __syncthreads();  // RoPE then reads other threads' elements
 }
 
 __global__ void layernorm_kernel(float* x, int width, const float* w, const float* b, float eps) {
@@ -127,12 +133,14 @@ __device__ int64_t kv_row(const PagedLayer& kv, const RowsView& rv, int r, int t
 // then goes to the KV cache at the row's position with its v head, both rounded to F16. `rotate`
 // false stores without RoPE (bert).
 __global__ void rope_store_kernel(float* q, int n_head, float* k, const float* v, int n_kv_head, int head_dim,
-                                  const float* cos, const float* sin, int half, bool neox, bool rotate, PagedLayer kv,
-                                  RowsView rv) {
+                                  HeadNorms norms, const float* cos, const float* sin, int half, bool neox, bool rotate,
+                                  PagedLayer kv, RowsView rv) {
+  __shared__ double part[kNormThreads];
   const int r = blockIdx.x, h = blockIdx.y;
   const bool is_k = h >= n_head;
-  if (!rotate && !is_k) return;
   float* head = is_k ? k + (int64_t(r) * n_kv_head + (h - n_head)) * head_dim : q + (int64_t(r) * n_head + h) * head_dim;
+  if (norms.q) head_rmsnorm(head, is_k ? norms.k : norms.q, head_dim, norms.eps, part);
+  if (!rotate && !is_k) return;
   const int64_t at = is_k ? kv_row(kv, rv, r, rv.pos[r]) + int64_t(h - n_head) * head_dim : 0;
   const int rotated = rotate ? 2 * half : 0;
   for (int i = threadIdx.x; i < rotated / 2; i += blockDim.x) {
@@ -357,25 +365,18 @@ void add_rmsnorm(float* x, const float* residual, const float* w, float* out, in
   act.quantised_rows = rows;
 }
 
-void head_norms(float* q, int q_heads, const float* wq, float* k, int k_heads, const float* wk, int head_dim, float eps,
-                cudaStream_t s) {
-  if (q_heads + k_heads <= 0) return;
-  head_norm_kernel<<<q_heads + k_heads, kNormThreads, 0, s>>>(q, q_heads, wq, k, wk, head_dim, eps);
-  check_launch("head_norms");
-}
-
 void layernorm(float* x, int rows, int width, const float* w, const float* b, float eps, cudaStream_t s) {
   if (rows <= 0) return;
   layernorm_kernel<<<rows, kNormThreads, 0, s>>>(x, width, w, b, eps);
   check_launch("layernorm");
 }
 
-void rope_store(float* q, int n_head, float* k, const float* v, int n_kv_head, int head_dim, const float* cos,
-                const float* sin, int half, bool neox, bool rotate, const PagedLayer& kv, const RowsView& rows,
-                cudaStream_t s) {
+void rope_store(float* q, int n_head, float* k, const float* v, int n_kv_head, int head_dim, const HeadNorms& norms,
+                const float* cos, const float* sin, int half, bool neox, bool rotate, const PagedLayer& kv,
+                const RowsView& rows, cudaStream_t s) {
   if (rows.rows <= 0) return;
   rope_store_kernel<<<dim3(unsigned(rows.rows), unsigned(n_head + n_kv_head)), 64, 0, s>>>(
-      q, n_head, k, v, n_kv_head, head_dim, cos, sin, half, neox, rotate && half > 0, kv, rows);
+      q, n_head, k, v, n_kv_head, head_dim, norms, cos, sin, half, neox, rotate && half > 0, kv, rows);
   check_launch("rope_store");
 }
 

@@ -66,9 +66,6 @@ void rmsnorm(const float* x, int64_t x_stride, const int* index, const float* w,
 // residual); with a format, out's rows are also quantised into `act` for the next matmul.
 void add_rmsnorm(float* x, const float* residual, const float* w, float* out, int rows, int width, float eps,
                  ActScratch& act, ActFormat format, cudaStream_t s);
-// In place, RMSNorm of each of q_heads heads at q with wq and of k_heads at k with wk (q/k norms).
-void head_norms(float* q, int q_heads, const float* wq, float* k, int k_heads, const float* wk, int head_dim, float eps,
-                cudaStream_t s);
 // In place: x row = (x − mean) / sqrt(var + eps) · w + b (bert), mean and variance in double.
 void layernorm(float* x, int rows, int width, const float* w, const float* b, float eps, cudaStream_t s);
 
@@ -89,12 +86,18 @@ struct RowsView {
   const int* page_tables;
   int rows;
 };
-// RoPE of every q head and k head of every row with each row's angles (half_rot cosines and sines;
-// none when `rotate` is false), then each row's k and v stored at its position (F32 → F16, round to
-// nearest even).
-void rope_store(float* q, int n_head, float* k, const float* v, int n_kv_head, int head_dim, const float* cos,
-                const float* sin, int half_rot, bool neox, bool rotate, const PagedLayer& kv, const RowsView& rows,
-                cudaStream_t s);
+// The q/k norms' weights (none when q is null): each q head is RMS-normalised with q, each k head with k.
+struct HeadNorms {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  float eps = 0;
+};
+// In place, every q head and k head of every row: its q/k norm (when `norms` has them; sums of squares
+// in double), then RoPE with the row's angles (half_rot cosines and sines; none when `rotate` is
+// false); then each row's k and v stored at its position (F32 → F16, round to nearest even).
+void rope_store(float* q, int n_head, float* k, const float* v, int n_kv_head, int head_dim, const HeadNorms& norms,
+                const float* cos, const float* sin, int half_rot, bool neox, bool rotate, const PagedLayer& kv,
+                const RowsView& rows, cudaStream_t s);
 // Attention of every (row, head): softmax(q·Kᵀ·scale)·V over the row's visible keys, one pass with a
 // running maximum. GQA: head h reads KV head h / (n_head / n_kv_head). head_dim ≤ 256.
 void attention(const float* q, float* out, const PagedLayer& kv, const RowsView& rows, int n_head, int n_kv_head,
