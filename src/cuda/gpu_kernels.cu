@@ -16,6 +16,18 @@ int blocks_for(int64_t n, int threads) { return int((n + threads - 1) / threads)
 
 void check_launch(const char* what) { check(cudaGetLastError(), what); }
 
+// A kernel that writes a matmul's input rows quantises them too when they fit the scratch in whole
+// 256-value chunks (else None: the matmul quantises them itself), and says which rows it quantised.
+ActFormat fused_format(const ActScratch& act, ActFormat f, int rows, int width) {
+  return f != ActFormat::None && int64_t(rows) * width <= act.capacity && width % 256 == 0 ? f : ActFormat::None;
+}
+void mark_quantised(ActScratch& act, const float* rows_at, ActFormat f, int rows, int width) {
+  act.quantised_x = f != ActFormat::None ? rows_at : nullptr;
+  act.quantised_format = f;
+  act.quantised_width = width;
+  act.quantised_rows = rows;
+}
+
 // A block's sum of one double per thread, in a fixed tree order; every thread gets the total.
 __device__ double block_sum(double v, double* part) {
   part[threadIdx.x] = v;
@@ -355,14 +367,11 @@ void rmsnorm(const float* x, int64_t xs, const int* index, const float* w, float
 void add_rmsnorm(float* x, const float* residual, const float* w, float* out, int rows, int width, float eps,
                  ActScratch& act, ActFormat format, cudaStream_t s) {
   if (rows <= 0) return;
-  if (format != ActFormat::None && (int64_t(rows) * width > act.capacity || width % 256 != 0)) format = ActFormat::None;
+  format = fused_format(act, format, rows, width);
   rmsnorm_kernel<<<rows, kNormThreads, 0, s>>>(x, width, nullptr, residual, w, out, width, width, eps, format, act.codes,
                                                act.scales);
   check_launch("add_rmsnorm");
-  act.quantised_x = format != ActFormat::None ? out : nullptr;
-  act.quantised_format = format;
-  act.quantised_width = width;
-  act.quantised_rows = rows;
+  mark_quantised(act, out, format, rows, width);
 }
 
 void layernorm(float* x, int rows, int width, const float* w, const float* b, float eps, cudaStream_t s) {
@@ -397,9 +406,7 @@ template <typename Gate>
 void gated(float* gate, const float* up, int rows, int width, Gate act, ActScratch& quantised, ActFormat format,
            cudaStream_t s) {
   if (rows <= 0) return;
-  if (format != ActFormat::None && (int64_t(rows) * width > quantised.capacity || width % 256 != 0)) {
-    format = ActFormat::None;
-  }
+  format = fused_format(quantised, format, rows, width);
   if (format == ActFormat::None) {
     const int64_t n = int64_t(rows) * width;
     gated_kernel<<<elt_blocks(n), kEltThreads, 0, s>>>(gate, up, n, act);
@@ -410,10 +417,7 @@ void gated(float* gate, const float* up, int rows, int width, Gate act, ActScrat
                                                                quantised.scales);
   }
   check_launch("gated activation");
-  quantised.quantised_x = format != ActFormat::None ? gate : nullptr;
-  quantised.quantised_format = format;
-  quantised.quantised_width = width;
-  quantised.quantised_rows = rows;
+  mark_quantised(quantised, gate, format, rows, width);
 }
 }  // namespace
 
