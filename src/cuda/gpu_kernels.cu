@@ -9,9 +9,6 @@ namespace infer::cuda {
 namespace {
 
 constexpr int kNormThreads = 256;  // a power of two (the reductions halve it)
-// A row's RMSNorm is one block: more threads, fewer rounds of loads and of quantisation in a decode
-// step's chain of dependent kernels (`infer bench --device cuda`, decode).
-constexpr int kRowNormThreads = 1024;
 constexpr int kAttThreads = 128;   // keys per tile; also dims per thread pass (head_dim ≤ 2·kAttThreads)
 constexpr int kMaxHeadDim = 2 * kAttThreads;
 
@@ -32,11 +29,10 @@ void mark_quantised(ActScratch& act, const float* rows_at, ActFormat f, int rows
 }
 
 // A block's sum of one double per thread, in a fixed tree order; every thread gets the total.
-template <int kThreads>
 __device__ double block_sum(double v, double* part) {
   part[threadIdx.x] = v;
   __syncthreads();
-  for (int st = kThreads / 2; st > 0; st /= 2) {
+  for (int st = kNormThreads / 2; st > 0; st /= 2) {
     if (threadIdx.x < st) part[threadIdx.x] += part[threadIdx.x + st];
     __syncthreads();
   }
@@ -50,44 +46,43 @@ __device__ double block_sum(double v, double* part) {
 constexpr int kNormBatch = 8;
 
 // Row r of x (row index[r] when index is set): with `residual`, x row += residual row first (stored
-// back), then out row = rmsnorm(x row) · w. Thread t takes elements t, t + kRowNormThreads, ... in order.
-__global__ void __launch_bounds__(kRowNormThreads)
-    rmsnorm_kernel(float* x, int64_t xs, const int* index, const float* residual, const float* w, float* out,
-                   int64_t os, int width, float eps, ActFormat f, int8_t* codes, float* scales) {
-  __shared__ double part[kRowNormThreads];
+// back), then out row = rmsnorm(x row) · w. Thread t takes elements t, t + kNormThreads, ... in order.
+__global__ void rmsnorm_kernel(float* x, int64_t xs, const int* index, const float* residual, const float* w, float* out,
+                               int64_t os, int width, float eps, ActFormat f, int8_t* codes, float* scales) {
+  __shared__ double part[kNormThreads];
   const int r = blockIdx.x;
   float* xr = x + int64_t(index ? index[r] : r) * xs;
   float* orow = out + int64_t(r) * os;
   double s = 0;
-  for (int i0 = threadIdx.x; i0 < width; i0 += kNormBatch * kRowNormThreads) {
+  for (int i0 = threadIdx.x; i0 < width; i0 += kNormBatch * kNormThreads) {
     float v[kNormBatch];
 #pragma unroll
     for (int j = 0; j < kNormBatch; ++j) {
-      const int i = i0 + j * kRowNormThreads;
+      const int i = i0 + j * kNormThreads;
       v[j] = i < width ? xr[i] : 0.f;
       if (residual && i < width) v[j] += residual[int64_t(r) * xs + i];
     }
 #pragma unroll
     for (int j = 0; j < kNormBatch; ++j) {
-      const int i = i0 + j * kRowNormThreads;
+      const int i = i0 + j * kNormThreads;
       if (i >= width) break;
       if (residual) xr[i] = v[j];  // each thread reads back only what it stored
       s += double(v[j] * v[j]);
     }
   }
-  const float mean = float(block_sum<kRowNormThreads>(s, part) / double(width));
+  const float mean = float(block_sum(s, part) / double(width));
   const float rs = 1.0f / sqrtf(mean + eps);
-  for (int i0 = threadIdx.x; i0 < width; i0 += kNormBatch * kRowNormThreads) {
+  for (int i0 = threadIdx.x; i0 < width; i0 += kNormBatch * kNormThreads) {
     float v[kNormBatch], wv[kNormBatch];
 #pragma unroll
     for (int j = 0; j < kNormBatch; ++j) {
-      const int i = i0 + j * kRowNormThreads;
+      const int i = i0 + j * kNormThreads;
       v[j] = i < width ? xr[i] : 0.f;
       wv[j] = i < width && w ? w[i] : 1.f;
     }
 #pragma unroll
     for (int j = 0; j < kNormBatch; ++j) {
-      const int i = i0 + j * kRowNormThreads;
+      const int i = i0 + j * kNormThreads;
       if (i >= width) break;
       const float y = v[j] * rs;
       orow[i] = w ? y * wv[j] : y;
@@ -96,7 +91,7 @@ __global__ void __launch_bounds__(kRowNormThreads)
   if (f == ActFormat::None) return;
   __syncthreads();  // the row is written: each warp quantises its chunks of it
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int64_t c = warp; c * 256 < width; c += kRowNormThreads / 32) {
+  for (int64_t c = warp; c * 256 < width; c += kNormThreads / 32) {
     quantize_chunk(f, orow, width, c, lane, codes + int64_t(r) * width, scales + int64_t(r) * (width / 32));
   }
 }
@@ -125,13 +120,13 @@ __global__ void layernorm_kernel(float* x, int width, const float* w, const floa
   float* xr = x + int64_t(blockIdx.x) * width;
   double s = 0;
   for (int i = threadIdx.x; i < width; i += kNormThreads) s += double(xr[i]);
-  const float mean = float(block_sum<kNormThreads>(s, part) / double(width));
+  const float mean = float(block_sum(s, part) / double(width));
   double s2 = 0;
   for (int i = threadIdx.x; i < width; i += kNormThreads) {
     const float d = xr[i] - mean;
     s2 += double(d * d);
   }
-  const float var = float(block_sum<kNormThreads>(s2, part) / double(width));
+  const float var = float(block_sum(s2, part) / double(width));
   const float rs = 1.0f / sqrtf(var + eps);
   for (int i = threadIdx.x; i < width; i += kNormThreads) {
     float v = (xr[i] - mean) * rs;
@@ -364,7 +359,7 @@ void rmsnorm(const float* x, int64_t xs, const int* index, const float* w, float
              float eps, cudaStream_t s) {
   if (rows <= 0) return;
   // x is only read without a residual
-  rmsnorm_kernel<<<rows, kRowNormThreads, 0, s>>>(const_cast<float*>(x), xs, index, nullptr, w, out, os, width, eps,
+  rmsnorm_kernel<<<rows, kNormThreads, 0, s>>>(const_cast<float*>(x), xs, index, nullptr, w, out, os, width, eps,
                                                ActFormat::None, nullptr, nullptr);
   check_launch("rmsnorm");
 }
@@ -373,7 +368,7 @@ void add_rmsnorm(float* x, const float* residual, const float* w, float* out, in
                  ActScratch& act, ActFormat format, cudaStream_t s) {
   if (rows <= 0) return;
   format = fused_format(act, format, rows, width);
-  rmsnorm_kernel<<<rows, kRowNormThreads, 0, s>>>(x, width, nullptr, residual, w, out, width, width, eps, format, act.codes,
+  rmsnorm_kernel<<<rows, kNormThreads, 0, s>>>(x, width, nullptr, residual, w, out, width, width, eps, format, act.codes,
                                                act.scales);
   check_launch("add_rmsnorm");
   mark_quantised(act, out, format, rows, width);
