@@ -141,9 +141,9 @@ __device__ int64_t kv_row(const PagedLayer& kv, const RowsView& rv, int r, int t
   return int64_t(page) * kv.page_stride + int64_t(t % kv.page_tokens) * kv.kv_dim;
 }
 
-// One block per (row, head): RoPE of the q or k head (pairs a, b of the first 2·half dims); a k head
-// then goes to the KV cache at the row's position with its v head, both rounded to F16. `rotate`
-// false stores without RoPE (bert).
+// One block per (row, head): the head's q/k norm (when the model has them), RoPE of the q or k head
+// (pairs a, b of the first 2·half dims); a k head then goes to the KV cache at the row's position with
+// its v head, both rounded to F16. `rotate` false stores without RoPE (bert).
 __global__ void rope_store_kernel(float* q, int n_head, float* k, const float* v, int n_kv_head, int head_dim,
                                   HeadNorms norms, const float* cos, const float* sin, int half, bool neox, bool rotate,
                                   PagedLayer kv, RowsView rv) {
