@@ -10,7 +10,9 @@
 # Environment: INFER_MODELS_DIR, INFER_REFERENCE_DIR, INFER_VECTORS_DIR as for the tests (default
 # ../shared/...); GPU_CHECK_OUT (default BUILD_DIR/gpu_check) for the logs, the synthetic models and
 # gpu_check.json; GPU_CHECK_FILTER (gtest filter of the suites, default *Cuda*); GPU_CHECK_SHAPES and
-# GPU_CHECK_TYPES (default "qwen3-0.6b llama-3.2-1b qwen3-4b", "q4_k_m q8_0"; empty skips the table).
+# GPU_CHECK_TYPES (default "qwen3-0.6b llama-3.2-1b qwen3-4b", "q4_k_m q8_0"; empty skips the table);
+# LLAMA_BENCH: llama.cpp's llama-bench built with CUDA beside the project, run on the same files right
+# after ours (its pp512/tg64 go in the table's last columns).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
@@ -58,10 +60,19 @@ for shape in ${GPU_CHECK_SHAPES-qwen3-0.6b llama-3.2-1b qwen3-4b}; do
     [ -s "$f" ] || "$infer" synth --like "$shape" --type "$type" --vocab "$INFER_VECTORS_DIR/$vocab" -t "$(nproc)" -o "$f" \
       > "$out/synth-$shape-$type.log" 2>&1 || { echo "synth $shape $type failed"; status[bench]=1; continue; }
     if "$infer" bench -m "$f" --device cuda -p 512 -n 64 -r 3 --json > "$out/bench-$shape-$type.json" 2> "$out/bench-$shape-$type.log"; then
-      rows+=("$(python3 - "$out/bench-$shape-$type.json" "$shape" "$type" <<'PY'
+      llama="- | -"
+      if [ -n "${LLAMA_BENCH:-}" ]; then
+        llama=$("$LLAMA_BENCH" -m "$f" -ngl 99 -p 512 -n 64 -r 3 -o json 2> "$out/llama-$shape-$type.log" | python3 -c '
+import json, sys
+runs = json.load(sys.stdin)
+pp = [r["avg_ts"] for r in runs if r["n_prompt"] > 0]
+tg = [r["avg_ts"] for r in runs if r["n_gen"] > 0]
+print(f"{pp[0]:.1f} | {tg[0]:.1f}")') || llama="failed | failed"
+      fi
+      rows+=("$(python3 - "$out/bench-$shape-$type.json" "$shape" "$type" "$llama" <<'PY'
 import json, sys
 j = json.loads(open(sys.argv[1]).read())
-print(f"| {sys.argv[2]} | {sys.argv[3]} | resident | {j['pp_tps']:.1f} | {j['tg_tps']:.1f} | {j['weight_bytes_per_token']/2**20:.0f} MiB | {j['tg_bandwidth_share']:.2f} | {j['hbm_bandwidth_gbs']:.0f} |")
+print(f"| {sys.argv[2]} | {sys.argv[3]} | resident | {j['pp_tps']:.1f} | {j['tg_tps']:.1f} | {j['weight_bytes_per_token']/2**20:.0f} MiB | {j['tg_bandwidth_share']:.2f} | {j['hbm_bandwidth_gbs']:.0f} | {sys.argv[4]} |")
 PY
 )")
     else
@@ -93,7 +104,7 @@ import json, sys
 j = json.loads(open(sys.argv[1]).read())
 s = j["streamed_bytes"]
 share = j["tg_tps"] * s / (j["h2d_bandwidth_gbs"] * 1e9) if s else 0
-print(f"| qwen3-4b | q4_k_m | streaming 27/36 ({s/2**20:.0f} MiB a token) | {j['pp_tps']:.1f} | {j['tg_tps']:.1f} | {j['weight_bytes_per_token']/2**20:.0f} MiB | {share:.2f} of H2D {j['h2d_bandwidth_gbs']:.1f} GB/s | {j['hbm_bandwidth_gbs']:.0f} |")
+print(f"| qwen3-4b | q4_k_m | streaming 27/36 ({s/2**20:.0f} MiB a token) | {j['pp_tps']:.1f} | {j['tg_tps']:.1f} | {j['weight_bytes_per_token']/2**20:.0f} MiB | {share:.2f} of H2D {j['h2d_bandwidth_gbs']:.1f} GB/s | {j['hbm_bandwidth_gbs']:.0f} | - | - |")
 PY
 )")
   else
@@ -111,8 +122,8 @@ echo
 echo "== summary ($gpu)"
 for line in "${summary[@]}"; do echo "$line"; done
 if [ ${#rows[@]} -gt 0 ]; then
-  echo "| model | type | mode | pp512 tok/s | tg64 tok/s | weights read/token | tg share of HBM | HBM copy GB/s |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| model | type | mode | pp512 tok/s | tg64 tok/s | weights read/token | tg share of HBM | HBM copy GB/s | llama.cpp pp512 | llama.cpp tg64 |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   for r in "${rows[@]}"; do echo "$r"; done
 fi
 [ -s "$out/serve-bench.json" ] && python3 - "$out/serve-bench.json" <<'PY'
