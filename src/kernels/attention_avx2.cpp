@@ -197,12 +197,15 @@ void values_rest(int rest, float* const* out, const float* const* p, int chunk0,
   }
 }
 
-// Tiles of QB vectors × kChunks chunks (accumulators, broadcast probabilities and a value chunk in
-// the 16 registers) across all `chunks` of the head.
+// Chunks a register tile of qb query vectors holds (accumulators, broadcast probabilities and a
+// value chunk within the 16 registers).
+constexpr int register_chunks(int qb) { return qb == 1 ? 8 : qb == 2 ? 4 : 3; }
+
+// Tiles of QB vectors × register_chunks(QB) chunks across all `chunks` of the head.
 template <int QB>
 void values_chunks(float* const* out, const float* const* p, int chunks, int key_begin, int key_end,
                    const uint16_t* v_base, const PagedKv& kv) {
-  constexpr int kChunks = QB == 1 ? 8 : QB == 2 ? 4 : 3;
+  constexpr int kChunks = register_chunks(QB);
   const auto ahead = [&](int c0) { return c0 == 0 ? 8 * chunks : 8 * std::min(kChunks, chunks - c0); };
   int c0 = 0;
   for (; c0 + kChunks <= chunks; c0 += kChunks) {
@@ -233,7 +236,7 @@ void values_range(const Queries& qs, const int* vs, int n, int key_begin, int ke
                   const PagedKv& kv) {
   if (key_begin >= key_end) return;
   const int chunks = qs.head_dim / 8;
-  if (n <= 2 && chunks > (n == 1 ? 8 : 4)) {
+  if (n <= 2 && chunks > register_chunks(n)) {
     float* out[2];
     const float* p[2];
     for (int q = 0; q < n; ++q) out[q] = qs.out(vs[q]), p[q] = qs.probs(vs[q], key_begin);

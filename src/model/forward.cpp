@@ -31,8 +31,8 @@ namespace {
 // Rows of an attention block: enough that a block has at least 24 query vectors (rows × a KV head's
 // query heads) to share each key's and value's loads (BM_AttentionRowsPrefill).
 constexpr int kAttentionBlockVectors = 24;
-constexpr int kAttentionBlockRows = kAttentionBlockVectors;  // the most: attention_block_rows(1)
-int attention_block_rows(int n_gqa) { return std::max(1, (kAttentionBlockVectors + n_gqa - 1) / n_gqa); }
+constexpr int attention_block_rows(int n_gqa) { return std::max(1, (kAttentionBlockVectors + n_gqa - 1) / n_gqa); }
+constexpr int kAttentionBlockRows = attention_block_rows(1);  // the most
 
 // The attention of one layer for every row of a batch, in two phases. First each row's q/k norms, RoPE
 // and K/V store (`prepare_row`), rows claimed one at a time by whichever thread is free; every thread
