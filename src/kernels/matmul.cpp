@@ -1,7 +1,8 @@
 // y = x · Wᵀ: activations quantised once per call, then the threads take chunks of weight rows from a
 // shared counter until none is left (a thread the OS has descheduled never holds up the others).
-// A chunk of a prefill is an L2-sized tile of weight rows, each dotted with groups of kMaxRows
-// activation rows, so each weight byte comes from memory once; a decode (one row) streams its chunks.
+// A chunk of a prefill is an L2-sized tile of weight rows dotted with all the activation rows, so each
+// weight byte comes from memory once (the AVX2 register tiles: with at most kTileChunkRows of them, the
+// weights once per range of rows); a decode (one row) streams its chunks.
 // Who computes an output never changes its value (invariant 7): every (row, output) pair goes through
 // the same kernel arithmetic.
 #include "kernels/matmul.h"
@@ -31,6 +32,11 @@ constexpr int64_t kRowsByDecodeKernel = 2;  // up to this many rows, the decode 
 // rows, no tiles), more the AMX tiles, which win for prefill (bench_kernels BM_MatmulBatch, infer bench
 // pp512; docs/performance.md, "Constants").
 constexpr int64_t kRowsByVnniKernel = 16;
+// The AVX2 register tiles on large batches: a chunk also takes at most this many activation rows, so
+// that the threads' shares end together (a matrix of 5 chunks, or a thread that falls behind, left
+// the other waiting at the barrier; infer bench pp512 on F16/Q8_0 and --embed on bge-base F16;
+// docs/performance.md, "Prefill"). A multiple of every tile's row group (3 float rows, 8 Q5 rows).
+constexpr int64_t kTileChunkRows = 96;
 
 uint64_t stream_chunk_bytes(const WeightMatrix& w, int threads) {
   const uint64_t total = w.row_bytes * static_cast<uint64_t>(w.n_out);
@@ -41,6 +47,15 @@ uint64_t stream_chunk_bytes(const WeightMatrix& w, int threads) {
 // per thread, since each chunk starts its prefetch stream cold (infer serve-bench at 8 sequences;
 // docs/performance.md, "Constants").
 uint64_t batch_chunk_bytes(const WeightMatrix& w, int threads) { return 2 * stream_chunk_bytes(w, threads); }
+
+// The job's quantised rows, from a cache-line boundary: the float tiles' 32-byte activation loads then
+// never straddle two lines (bench_kernels BM_MatmulPrefill, F16 and F32).
+uint8_t* activation_rows(MatmulScratch& scratch, uint64_t bytes) {
+  constexpr uint64_t kLine = 64;
+  if (scratch.activations.size() < bytes + kLine) scratch.activations.resize(bytes + kLine);
+  const uint64_t misalign = reinterpret_cast<uintptr_t>(scratch.activations.data()) % kLine;
+  return scratch.activations.data() + (kLine - misalign) % kLine;
+}
 
 void check(const WeightMatrix& w) {
   if (!is_supported_weight_type(w.type)) {
@@ -68,11 +83,29 @@ struct MatmulPart {
   const uint8_t* act;
   uint64_t act_row_bytes;
   int64_t n_rows;
+  int64_t chunk_rows;  // activation rows per chunk: n_rows unless the batch is split too
 
-  int64_t n_chunks() const { return (w->n_out + chunk_outputs - 1) / chunk_outputs; }
+  int64_t row_chunks() const { return (n_rows + chunk_rows - 1) / chunk_rows; }
+  int64_t n_chunks() const { return (w->n_out + chunk_outputs - 1) / chunk_outputs * row_chunks(); }
+
+  // Chunk c of this matrix: a range of its weight rows times a range of the activation rows. The
+  // chunks of one range of weight rows are consecutive, so neighbouring claims read the same weights.
+  void multiply_chunk(int64_t c) const {
+    const int64_t o0 = c / row_chunks() * chunk_outputs, r0 = c % row_chunks() * chunk_rows;
+    with_rows(r0, std::min(n_rows, r0 + chunk_rows)).multiply_outputs(o0, std::min(w->n_out, o0 + chunk_outputs));
+  }
+
+  // The same part over activation rows [r0, r1) only.
+  MatmulPart with_rows(int64_t r0, int64_t r1) const {
+    MatmulPart p = *this;
+    p.act = act + r0 * act_row_bytes;
+    p.y = y + r0 * y_stride;
+    p.n_rows = r1 - r0;
+    return p;
+  }
 
   // Weight rows [o0, o1): whole interleaved groups by their kernels, the rest by the row layout's.
-  void multiply_chunk(int64_t o0, int64_t o1) const {
+  void multiply_outputs(int64_t o0, int64_t o1) const {
     const int64_t grouped_end = w->interleaved ? std::min(o1, w->n_out / kInterleaveRows * kInterleaveRows) : o0;
     if (grouped_end > o0) {
       multiply_interleaved(o0, grouped_end);
@@ -154,9 +187,7 @@ struct MatmulJob {
       if (c >= n_chunks) return;
       int i = 0;
       while (c >= parts[i].first_chunk + parts[i].n_chunks()) ++i;
-      const MatmulPart& p = parts[i];
-      const int64_t o0 = (c - p.first_chunk) * p.chunk_outputs;
-      p.multiply_chunk(o0, std::min(p.w->n_out, o0 + p.chunk_outputs));
+      parts[i].multiply_chunk(c - parts[i].first_chunk);
     }
   }
 };
@@ -192,13 +223,12 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
   job.n_rows = n_rows;
   job.x_stride = x_stride;
   job.act_row_bytes = first.act_row_bytes(n_in);
-  const uint64_t need = job.act_row_bytes * static_cast<uint64_t>(n_rows);
-  if (scratch.activations.size() < need) scratch.activations.resize(need);
-  job.act = scratch.activations.data();
+  job.act = activation_rows(scratch, job.act_row_bytes * static_cast<uint64_t>(n_rows));
   for (const MatmulOutput& o : outputs) {
     const WeightMatrix& w = *o.w;
     MatmulPart& p = job.parts[job.n_parts++];
-    p = MatmulPart{&w, row_kernels(w.type), o.y, o.y_stride, 0, job.n_chunks, job.act, job.act_row_bytes, n_rows};
+    p = MatmulPart{&w, row_kernels(w.type), o.y, o.y_stride, 0, job.n_chunks, job.act, job.act_row_bytes,
+                   n_rows, n_rows};
     // The tile kernels and the interleaved layout's kernels unpack each group of weight rows once per
     // call for all the rows, whatever the chunk: they take the decode chunks too, which split small
     // matrices evenly between the threads (192 KiB tiles gave a 576 KiB matrix 2 chunks to one thread
@@ -213,6 +243,7 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
       chunk_bytes = batch_chunk_bytes(w, pool.size());
     } else if (whole_batch || n_rows <= kMaxRows) {
       chunk_bytes = stream_chunk_bytes(w, pool.size());
+      if (whole_batch) p.chunk_rows = std::min(n_rows, kTileChunkRows);  // the AVX2 tiles
     }
     p.chunk_outputs = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / w.row_bytes));
     if (w.interleaved) p.chunk_outputs = (p.chunk_outputs + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;

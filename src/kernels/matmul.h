@@ -27,7 +27,7 @@ struct WeightMatrix {
 
 // Scratch owned by the caller, sized once per batch shape (no allocation in the hot path after warm-up).
 struct MatmulScratch {
-  std::vector<uint8_t> activations;  // quantised activation rows
+  std::vector<uint8_t> activations;  // quantised activation rows, from its first 64-byte boundary
 };
 
 // Writes rows [begin, end) of a matmul's input x just before they are quantised, on the thread that
