@@ -1,8 +1,8 @@
 // y = x · Wᵀ: activations quantised once per call, then the threads take chunks of weight rows from a
 // shared counter until none is left (a thread the OS has descheduled never holds up the others).
-// A chunk of a prefill is an L2-sized tile of weight rows dotted with all the activation rows, so each
-// weight byte comes from memory once (the AVX2 register tiles: with at most kTileChunkRows of them, the
-// weights once per range of rows); a decode (one row) streams its chunks.
+// A chunk of a prefill is an L2-sized tile of weight rows dotted with at most kChunkRows activation
+// rows (the interleaved layout's and AMX kernels: all of them, so each weight byte comes from memory
+// once); a decode (one row) streams its chunks.
 // Who computes an output never changes its value (invariant 7): every (row, output) pair goes through
 // the same kernel arithmetic.
 #include "kernels/matmul.h"
@@ -32,11 +32,11 @@ constexpr int64_t kRowsByDecodeKernel = 2;  // up to this many rows, the decode 
 // rows, no tiles), more the AMX tiles, which win for prefill (bench_kernels BM_MatmulBatch, infer bench
 // pp512; docs/performance.md, "Constants").
 constexpr int64_t kRowsByVnniKernel = 16;
-// The AVX2 register tiles on large batches: a chunk also takes at most this many activation rows, so
-// that the threads' shares end together (a matrix of 5 chunks, or a thread that falls behind, left
-// the other waiting at the barrier; infer bench pp512 on F16/Q8_0 and --embed on bge-base F16;
-// docs/performance.md, "Prefill"). A multiple of every tile's row group (3 float rows, 8 Q5 rows).
-constexpr int64_t kTileChunkRows = 96;
+// Large batches in the row layout: a chunk also takes at most this many activation rows, so that the
+// threads' shares end together (a matrix of 5 chunks, or a thread that falls behind, left the other
+// waiting at the barrier; infer bench pp512 on F16, Q8_0 and Q4_K_M, --embed on bge-base F16;
+// docs/performance.md, "Prefill"). A multiple of every AVX2 tile's row group (3 float rows, 8 Q5 rows).
+constexpr int64_t kChunkRows = 96;
 
 uint64_t stream_chunk_bytes(const WeightMatrix& w, int threads) {
   const uint64_t total = w.row_bytes * static_cast<uint64_t>(w.n_out);
@@ -240,10 +240,10 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
     const bool amx_tile = p.k.dot_tile && use_amx() && p.k.dot_tile == amx_dot_tile(w.type);
     uint64_t chunk_bytes = kTileBytes;
     if (whole_batch && n_rows > kMaxRows && (w.interleaved || amx_tile)) {
-      chunk_bytes = batch_chunk_bytes(w, pool.size());
-    } else if (whole_batch || n_rows <= kMaxRows) {
-      chunk_bytes = stream_chunk_bytes(w, pool.size());
-      if (whole_batch) p.chunk_rows = std::min(n_rows, kTileChunkRows);  // the AVX2 tiles
+      chunk_bytes = batch_chunk_bytes(w, pool.size());  // each chunk unpacks its groups once for all rows
+    } else {
+      p.chunk_rows = std::min(n_rows, kChunkRows);
+      if (whole_batch || n_rows <= kMaxRows) chunk_bytes = stream_chunk_bytes(w, pool.size());
     }
     p.chunk_outputs = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / w.row_bytes));
     if (w.interleaved) p.chunk_outputs = (p.chunk_outputs + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;

@@ -57,7 +57,7 @@ TEST(Matmul, MatchesReferenceForEveryType) {
 }
 
 TEST(Matmul, OutputIsBitwiseIndependentOfBatchPositionAndThreads) {
-  // 67 outputs: uneven thread shares and tiles; 250 rows: the AVX2 tiles' chunks split them in three
+  // 67 outputs: uneven thread shares and tiles; 250 rows: the batch chunks split them in three
   const int64_t n_in = 512, n_out = 67, rows = 250;
   const std::vector<float> x = random_floats(rows * n_in, 5);
   for (TensorType t : kWeightTypes) {
