@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <random>
 #include <string>
 #include <vector>
@@ -210,6 +211,12 @@ void prefill_args(benchmark::internal::Benchmark* b) {
                        TensorType::Q5_0, TensorType::Q5_1, TensorType::F16, TensorType::BF16, TensorType::F32}) {
     for (int64_t rows : {64, 512}) {
       for (int threads : {1, 2}) b->Args({static_cast<int64_t>(t), 1024, 3072, rows, threads, 0});
+    }
+  }
+  // bge-small's shapes (384 wide, FFN 1536), 4 sequences of 128 rows as the engine batches them
+  for (TensorType t : {TensorType::F16, TensorType::Q8_0}) {
+    for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{384, 384}, {384, 1536}, {1536, 384}}) {
+      b->Args({static_cast<int64_t>(t), n_in, n_out, 512, 1, 0});
     }
   }
 }
