@@ -10,9 +10,9 @@
 
 #include <cstring>
 #include <memory>
-#include <utility>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/bandwidth.h"
