@@ -230,9 +230,9 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
     p = MatmulPart{&w, row_kernels(w.type), o.y, o.y_stride, 0, job.n_chunks, job.act, job.act_row_bytes,
                    n_rows, n_rows};
     // The tile kernels and the interleaved layout's kernels unpack each group of weight rows once per
-    // call for all of the call's rows, whatever the chunk: they take the decode chunks too, which split small
-    // matrices evenly between the threads (192 KiB tiles gave a 576 KiB matrix 2 chunks to one thread
-    // and 1 to the other).
+    // call for all of the call's rows, whatever the chunk: they take the decode chunks too, which split
+    // small matrices evenly between the threads (192 KiB tiles gave a 576 KiB matrix 2 chunks to one
+    // thread and 1 to the other).
     const bool whole_batch = (p.k.dot_tile || w.interleaved) && n_rows > kRowsByDecodeKernel;
     // The AVX2 register tiles block for the caches inside a chunk and start no prefetch streams: they
     // keep the decode chunks, so that a thread the OS deschedules holds less of the batch (bench_kernels
