@@ -47,7 +47,8 @@ KernelFamilies kernel_families(TensorType weight, bool interleaved) {
   }
   const char* decode = k.dot_outputs ? "avx2-streams" : "avx2-rows";
   if (!k.dot_tile) return {decode, "avx2-rows"};
-  return {decode, k.dot_tile == avx2_row_kernels(weight).dot_tile ? "avx2-tiles" : "amx-tiles"};
+  if (k.dot_tile == avx2_row_kernels(weight).dot_tile) return {decode, "avx2-tiles"};
+  return {decode, use_avx512() && k.dot_tile == avx512_dot_tile(weight) ? "avx512-vnni-tiles" : "amx-tiles"};
 }
 
 }  // namespace infer::kernels

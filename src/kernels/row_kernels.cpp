@@ -51,6 +51,7 @@ RowKernels choose(TensorType weight) {
     k.dot_tile = fast.dot_tile;  // reads the same activation blocks as fast.dot_rows
     if (use_avx512() && fast.dot_rows && fast.quantize_act) {
       if (use_amx() && amx_dot_tile(weight)) k.dot_tile = amx_dot_tile(weight);
+      else if (DotTileFn vnni = avx512_dot_tile(weight)) k.dot_tile = vnni;
       const InterleavedKernels il = avx512_interleaved_kernels(weight, use_amx());
       k.dot_outputs_interleaved = il.dot_outputs;
       k.dot_tile_interleaved = il.dot_tile;

@@ -18,8 +18,8 @@ TEST(KernelReport, CpuModelNamesTheFamily) {
   EXPECT_NE(m.find("(family "), std::string::npos) << m;
 }
 
-// The float rows and the Q8_0 activation formats have AVX2 batch tiles on every AVX2 CPU (no AMX tiles
-// for them); the names follow the kernels row_kernels chose.
+// The float rows and the Q8_0 activation formats have AVX2 batch tiles on every AVX2 CPU (Q8_0 and Q4_0
+// AVX-512 VNNI ones where the CPU has it); the names follow the kernels row_kernels chose.
 TEST(KernelReport, FamiliesFollowTheRunTimeChoice) {
   for (TensorType t : test::kWeightTypes) {
     const KernelFamilies f = kernel_families(t, false);
@@ -30,12 +30,18 @@ TEST(KernelReport, FamiliesFollowTheRunTimeChoice) {
     }
     EXPECT_STREQ(f.decode, k.dot_outputs ? "avx2-streams" : "avx2-rows") << test::type_label(t);
     const bool amx = use_amx() && amx_dot_tile(t);
-    EXPECT_STREQ(f.batch, amx ? "amx-tiles" : k.dot_tile ? "avx2-tiles" : "avx2-rows") << test::type_label(t);
+    const bool vnni = !amx && use_avx512() && avx512_dot_tile(t);
+    EXPECT_STREQ(f.batch, amx ? "amx-tiles" : vnni ? "avx512-vnni-tiles" : k.dot_tile ? "avx2-tiles" : "avx2-rows")
+        << test::type_label(t);
   }
   if (use_avx2()) {
-    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
-                         TensorType::Q5_0, TensorType::Q5_1}) {
+    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q5_0, TensorType::Q5_1}) {
       EXPECT_STREQ(kernel_families(t, false).batch, "avx2-tiles") << test::type_label(t);
+    }
+    // Q8_0 and Q4_0 batches take AVX-512 VNNI where the CPU has it
+    for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0}) {
+      EXPECT_STREQ(kernel_families(t, false).batch, use_avx512() ? "avx512-vnni-tiles" : "avx2-tiles")
+          << test::type_label(t);
     }
   }
 }

@@ -240,13 +240,14 @@ TEST(CpuStreamDevice, ACopyIntoASlotBeingReadIsCounted) {
 // ---------------- the layer layout ----------------
 
 // phi3's q/k/v and gate/up are row ranges of one tensor each: each is copied as its own range, and a
-// rebased matrix keeps every field but its pointer (the interleaved flag set here by hand: this CPU
-// may have no interleaved kernels).
+// rebased matrix keeps every field but its pointer (the interleaved flags set here by hand: this CPU
+// may or may not have interleaved kernels).
 TEST(LayerLayout, FusedViewsAreTheirOwnPiecesAndRebaseKeepsEveryOtherField) {
   INFER_REQUIRE_DIR(reference_dir());
   const auto m = model::Model::load(reference_model_path("tiny-phi3-q4_k_m"));
   const model::HParams& hp = m->hparams();
   model::LayerWeights L = m->layers()[1];
+  L.wq.interleaved = false;
   L.wk.interleaved = true;
   const model::LayerLayout layout = model::layer_layout(hp, L);
   // wq, wk, wv, wo, gate, up, down; attn_norm, ffn_norm

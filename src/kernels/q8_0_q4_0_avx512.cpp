@@ -1,0 +1,210 @@
+// Q8_0 and Q4_0 weights × Q8_0 activations (read as BlockQ8_0F) on AVX-512 VNNI: the batch kernel
+// (dot_tile) of the row layout, for CPUs with AVX-512 VNNI with or without AMX.
+//
+// The AVX2 tile's scheme (q8_0_q4_0_avx2.cpp) at twice the width: weight rows 16 at a time, one per
+// 32-bit lane, each block's codes transposed once per tile of activation rows into 8 vectors (vector
+// k holds codes 4k..4k+3 of the 16 rows), so that one VPDPBUSD with 4 activation codes broadcast from
+// memory serves 16 rows. VPDPBUSD multiplies unsigned by signed bytes, so the weights are taken
+// unsigned, u = w + 128 (Q8_0, an XOR with 0x80) or the nibble u = code + 8 (Q4_0), and each sum
+// starts from −128·Σy (−8·Σy): the block's exact integer sum S. The float step per block is the
+// scalar reference's, acc = acc + float(S)·(dw·dy) in block order, so every output is bitwise what
+// ref::dot_q8_0 / dot_q4_0 and the AVX2 kernels give (invariant 7).
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/amx_kernels.h"
+#include "kernels/avx512_common.h"
+#include "kernels/blocks.h"
+
+namespace infer::kernels::amx {
+
+// Internal linkage, as avx512_common.h explains.
+namespace {
+using avx512::Buffer;
+using avx512::kGroupRows;
+using avx512::min_of;
+
+// Activation rows per tile, about this many bytes of them: they stay in L2 while every group of the
+// chunk passes (the AVX2 tile's figure).
+constexpr uint64_t kActTileBytes = 160 * 1024;
+// Activation rows per pass over a group's transposed blocks: 8 independent VPDPBUSD chains.
+constexpr int kPassRows = 8;
+
+// One block of a group of 16 weight rows: codes[k] holds unsigned codes 4k..4k+3 of rows 0..15, dw
+// the rows' scales.
+struct alignas(64) GroupBlock {
+  __m512i codes[8];
+  __m512 dw;
+};
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Q8_0: the signed codes biased to unsigned, w + 128.
+struct CodesQ8_0 {
+  using Block = BlockQ8_0;
+  static constexpr int32_t kOffset = 128;
+  static __m256i row(const Block& b) { return _mm256_xor_si256(load256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80))); }
+};
+
+// Q4_0: the nibbles u = code + 8 in element order (low nibbles: elements 0-15, high: 16-31).
+struct CodesQ4_0 {
+  using Block = BlockQ4_0;
+  static constexpr int32_t kOffset = 8;
+  static __m256i row(const Block& b) {
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
+    return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
+  }
+};
+
+// 8 rows' 8 code words each into t[k] = word k of rows 0..7: an 8×8 transpose of 32-bit words.
+inline void transpose8(const __m256i (&r)[8], __m256i (&out)[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int k = 0; k < 4; ++k) {
+    out[k] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x20);
+    out[k + 4] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x31);
+  }
+}
+
+// Σ of 32 signed bytes, exact (psadbw of the codes biased to unsigned, less the bias).
+inline int32_t sum_i8(const int8_t* p) {
+  const __m256i v = _mm256_sad_epu8(_mm256_xor_si256(load256(p), _mm256_set1_epi8(static_cast<char>(0x80))),
+                                    _mm256_setzero_si256());
+  __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
+  return _mm_cvtsi128_si32(s) - 32 * 128;
+}
+
+template <class Codes>
+struct Groups {
+  using Block = typename Codes::Block;
+
+  // Block b of rows x[0..15] into g.
+  static void transpose(const Block* const (&x)[kGroupRows], int64_t b, GroupBlock& g) {
+    __m256i r[8], lo[8], hi[8];
+    for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i][b]);
+    transpose8(r, lo);
+    for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i + 8][b]);
+    transpose8(r, hi);
+    for (int k = 0; k < 8; ++k) g.codes[k] = _mm512_inserti64x4(_mm512_castsi256_si512(lo[k]), hi[k], 1);
+    const auto four = [&](int i) {
+      return static_cast<long long>(uint64_t{x[i][b].d} | uint64_t{x[i + 1][b].d} << 16 |
+                                    uint64_t{x[i + 2][b].d} << 32 | uint64_t{x[i + 3][b].d} << 48);
+    };
+    g.dw = _mm512_cvtph_ps(_mm256_set_epi64x(four(12), four(8), four(4), four(0)));
+  }
+
+  // Activation rows y0[0..NR) against the group's blocks g[0..nb): acc = acc + float(S)·(dw·dy) per
+  // block, S started from −offset (off: the rows' offsets, nb apart).
+  template <int NR>
+  static void rows(const GroupBlock* g, int64_t nb, const BlockQ8_0F* const (&y0)[NR], const int32_t* off,
+                   int64_t count, float* out, int64_t out_stride) {
+    __m512 acc[NR];
+    for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i s[NR];
+      for (int r = 0; r < NR; ++r) s[r] = _mm512_set1_epi32(-off[r * nb + b]);
+      for (int k = 0; k < 8; ++k) {
+        const __m512i w = g[b].codes[k];
+        for (int r = 0; r < NR; ++r) s[r] = _mm512_dpbusd_epi32(s[r], w, avx512::broadcast_word(y0[r][b].qs + 4 * k));
+      }
+      for (int r = 0; r < NR; ++r) {
+        const __m512 d = _mm512_mul_ps(g[b].dw, _mm512_set1_ps(y0[r][b].d));
+        acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(_mm512_cvtepi32_ps(s[r]), d));
+      }
+    }
+    const __mmask16 keep = static_cast<__mmask16>((1u << count) - 1);
+    for (int r = 0; r < NR; ++r) _mm512_mask_storeu_ps(out + r * out_stride, keep, acc[r]);
+  }
+
+  template <int NR>
+  static void pass(const GroupBlock* g, int64_t nb, const uint8_t* a, uint64_t act_stride, const int32_t* off,
+                   int64_t count, float* out, int64_t out_stride) {
+    const BlockQ8_0F* y[NR];
+    for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const BlockQ8_0F*>(a + r * act_stride);
+    rows<NR>(g, nb, y, off, count, out, out_stride);
+  }
+
+  // Per tile of activation rows (kept in L2), each group of 16 weight rows is transposed once into a
+  // scratch row of GroupBlocks and then read by the tile's rows, kPassRows at a time.
+  static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                       uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const int64_t nb = n / kQK0;
+    thread_local Buffer<GroupBlock> scratch;
+    thread_local Buffer<int32_t> offsets;
+    scratch.resize(static_cast<size_t>(nb));
+    int64_t tile = static_cast<int64_t>(kActTileBytes / act_stride) / kPassRows * kPassRows;
+    tile = tile < kPassRows ? kPassRows : (tile > 512 ? 512 : tile);
+    offsets.resize(static_cast<size_t>(tile * nb));
+    for (int64_t r0 = 0; r0 < n_rows; r0 += tile) {
+      const int64_t tr = min_of(tile, n_rows - r0);
+      const uint8_t* a = act + r0 * act_stride;
+      for (int64_t r = 0; r < tr; ++r) {
+        const auto* y = reinterpret_cast<const BlockQ8_0F*>(a + r * act_stride);
+        for (int64_t b = 0; b < nb; ++b) offsets[r * nb + b] = Codes::kOffset * sum_i8(y[b].qs);
+      }
+      for (int64_t o = 0; o < n_w; o += kGroupRows) {
+        const Block* x[kGroupRows];  // rows past n_w repeat row n_w − 1 (their lanes are dropped)
+        for (int i = 0; i < kGroupRows; ++i) {
+          x[i] = reinterpret_cast<const Block*>(wb + min_of(o + i, n_w - 1) * row_bytes);
+        }
+        // First pass over the chunk: the next group's rows (contiguous) are fetched at the pace this
+        // one is read, as in the AVX2 tile (16 short rows side by side give the hardware prefetcher
+        // no stream to follow).
+        const char* next = reinterpret_cast<const char*>(wb + (o + kGroupRows) * row_bytes);
+        constexpr int kStep = kGroupRows * static_cast<int>(sizeof(Block));
+        for (int64_t b = 0; b < nb; ++b) {
+          if (r0 == 0 && o + kGroupRows < n_w) {
+            for (int j = 0; j < kStep; j += 64) _mm_prefetch(next + b * kStep + j, _MM_HINT_T0);
+          }
+          transpose(x, b, scratch[b]);
+        }
+        const int64_t count = min_of(kGroupRows, n_w - o);
+        float* out_o = out + r0 * out_stride + o;
+        const GroupBlock* g = scratch.data();
+        int64_t r = 0;
+        for (; r + kPassRows <= tr; r += kPassRows) {
+          pass<kPassRows>(g, nb, a + r * act_stride, act_stride, &offsets[r * nb], count, out_o + r * out_stride,
+                          out_stride);
+        }
+        const uint8_t* ar = a + r * act_stride;
+        const int32_t* off = &offsets[r * nb];
+        float* o_r = out_o + r * out_stride;
+        switch (tr - r) {
+          case 1: pass<1>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+          case 2: pass<2>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+          case 3: pass<3>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+          case 4: pass<4>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+          case 5: pass<5>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+          case 6: pass<6>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+          case 7: pass<7>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+          default: break;
+        }
+      }
+    }
+  }
+};
+}  // namespace
+
+void dot_tile_vnni_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  Groups<CodesQ8_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_vnni_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  Groups<CodesQ4_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+}  // namespace infer::kernels::amx
