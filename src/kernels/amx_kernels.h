@@ -21,10 +21,4 @@ void dot_tile_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int
 void dot_rows_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
-// Q8_0 / Q4_0 weights × BlockQ8_0F activations, row layout: AVX-512 VNNI only (q8_0_q4_0_avx512.cpp).
-void dot_tile_vnni_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
-void dot_tile_vnni_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
-
 }  // namespace infer::kernels::amx

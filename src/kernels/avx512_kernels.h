@@ -1,7 +1,7 @@
-// Entry points of the AVX-512 VNNI kernels of the interleaved layout (files *_avx512.cpp; no tiles,
-// so also for AVX-512 CPUs without AMX), gathered by row_kernels_avx512.cpp. Call only when
-// use_avx512(). Internal to src/kernels.
-// Contracts as DotOutputsFn and DotTileFn (row_kernels.h).
+// Entry points of the AVX-512 kernels (files *_avx512.cpp, *_avx512bf16.cpp; no tiles, so also for
+// AVX-512 CPUs without AMX), gathered by row_kernels_avx512.cpp. Call only when use_avx512() (the
+// BF16 ones only when use_avx512_bf16()). Internal to src/kernels.
+// Contracts as DotRowsFn, DotOutputsFn, DotTileFn and QuantizeActFn (row_kernels.h).
 #pragma once
 #include <cstdint>
 
@@ -16,5 +16,19 @@ void dot_rows_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 void dot_rows_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+
+// Q8_0 / Q4_0 weights × BlockQ8_0F activations, the row layout's batch tile (q8_0_q4_0_avx512.cpp).
+void dot_tile_vnni_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_vnni_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+
+// BF16 weights × BF16 activations by VDPBF16PS (float_rows_avx512bf16.cpp): a whole kernel set.
+void dot_rows_bf16(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
+                   int64_t out_stride);
+void dot_outputs_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out);
+void dot_tile_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,
+                   int n_rows, float* out, int64_t out_stride);
+void quantize_act_bf16(const float* src, void* dst, int64_t n);
 
 }  // namespace infer::kernels::avx512

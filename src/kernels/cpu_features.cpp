@@ -36,6 +36,12 @@ CpuFeatures detect() {
   // AVX-512 F (b16), BW (b30), VL (b31), VNNI (c11); the OS saves opmask and ZMM state (XCR0 bits 5-7).
   f.avx512 = (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)) && (c & (1u << 11)) &&
              (xcr0_lo & 0xE0) == 0xE0;
+  // AVX-512 BF16: leaf 7 sub-leaf 1, a5.
+  if (f.avx512 && a >= 1) {
+    unsigned a1, b1, c1, d1;
+    __cpuid_count(7, 1, a1, b1, c1, d1);
+    f.avx512_bf16 = a1 & (1u << 5);
+  }
   // AMX-TILE (d24) and AMX-INT8 (d25); XTILECFG and XTILEDATA enabled in XCR0 (bits 17, 18).
   f.amx_int8 = (d & (1u << 24)) && (d & (1u << 25)) && (xcr0_lo & 0x60000) == 0x60000;
   return f;
@@ -81,6 +87,11 @@ bool use_avx2() {
 
 bool use_avx512() {
   static const bool use = use_avx2() && cpu_features().avx512 && !env_is_1("INFER_NO_AVX512");
+  return use;
+}
+
+bool use_avx512_bf16() {
+  static const bool use = use_avx512() && cpu_features().avx512_bf16;
   return use;
 }
 

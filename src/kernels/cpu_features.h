@@ -7,6 +7,7 @@ namespace infer::kernels {
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512 = false;    // AVX-512 F, BW, VL and VNNI, with the OS saving the ZMM state
+  bool avx512_bf16 = false;  // AVX-512 BF16 (VDPBF16PS)
   bool amx_int8 = false;  // AMX-TILE and AMX-INT8, with the OS supporting the tile state (XCR0)
 };
 const CpuFeatures& cpu_features();
@@ -15,6 +16,9 @@ bool use_avx2();
 // The AVX-512 kernels (attention, and the interleaved weight layout's VNNI kernels): use_avx2() and
 // AVX-512 F/BW/VL/VNNI present, INFER_NO_AVX512 not set to 1.
 bool use_avx512();
+// The AVX-512 BF16 kernels of BF16 weights: use_avx512() and AVX-512 BF16 present (AMD Zen 4/5, Intel
+// Sapphire Rapids and later).
+bool use_avx512_bf16();
 // The AMX tile kernels for batches of rows: use_avx2(), AVX-512 and AMX-INT8 present, INFER_NO_AMX not
 // set to 1, and Linux granted the process the tile state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
 // here). Never asked under a seccomp filter: a filter may kill the process on arch_prctl.

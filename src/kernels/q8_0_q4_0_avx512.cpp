@@ -13,18 +13,14 @@
 
 #include <cstdint>
 
-#include "kernels/amx_kernels.h"
 #include "kernels/avx512_common.h"
+#include "kernels/avx512_kernels.h"
 #include "kernels/blocks.h"
 
-namespace infer::kernels::amx {
+namespace infer::kernels::avx512 {
 
 // Internal linkage, as avx512_common.h explains.
 namespace {
-using avx512::Buffer;
-using avx512::kGroupRows;
-using avx512::min_of;
-
 // Activation rows per tile, about this many bytes of them: they stay in L2 while every group of the
 // chunk passes (the AVX2 tile's figure).
 constexpr uint64_t kActTileBytes = 160 * 1024;
@@ -116,7 +112,7 @@ struct Groups {
       for (int r = 0; r < NR; ++r) s[r] = _mm512_set1_epi32(-off[r * nb + b]);
       for (int k = 0; k < 8; ++k) {
         const __m512i w = g[b].codes[k];
-        for (int r = 0; r < NR; ++r) s[r] = _mm512_dpbusd_epi32(s[r], w, avx512::broadcast_word(y0[r][b].qs + 4 * k));
+        for (int r = 0; r < NR; ++r) s[r] = _mm512_dpbusd_epi32(s[r], w, broadcast_word(y0[r][b].qs + 4 * k));
       }
       for (int r = 0; r < NR; ++r) {
         const __m512 d = _mm512_mul_ps(g[b].dw, _mm512_set1_ps(y0[r][b].d));
@@ -207,4 +203,4 @@ void dot_tile_vnni_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_
   Groups<CodesQ4_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
-}  // namespace infer::kernels::amx
+}  // namespace infer::kernels::avx512

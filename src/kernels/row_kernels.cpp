@@ -63,6 +63,9 @@ RowKernels choose(TensorType weight) {
       k.act_block_bytes = fast.act_block_bytes;
     }
   }
+  if (use_avx512_bf16()) {
+    if (const RowKernels bf16 = avx512_bf16_row_kernels(weight); bf16.dot_rows) return bf16;
+  }
   return k;
 }
 

@@ -60,6 +60,9 @@ DotTileFn amx_dot_tile(TensorType weight);
 // The AVX-512 VNNI batch kernel of a type's row layout, for types without an AMX one (Q8_0, Q4_0: the
 // AVX2 activation blocks; null for others). Call only when use_avx512().
 DotTileFn avx512_dot_tile(TensorType weight);
+// The AVX-512 BF16 kernel set of BF16 weights, activations as bf16 (null dot_rows for other types).
+// Call only when use_avx512_bf16().
+RowKernels avx512_bf16_row_kernels(TensorType weight);
 // The interleaved layout's kernels of a type (null members where there are none). Call only when
 // use_avx512(), and with `tiles` only when use_amx(): without it, no tile kernel and no planes.
 struct InterleavedKernels {

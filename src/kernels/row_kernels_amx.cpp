@@ -12,12 +12,4 @@ DotTileFn amx_dot_tile(TensorType weight) {
   }
 }
 
-DotTileFn avx512_dot_tile(TensorType weight) {
-  switch (weight) {
-    case TensorType::Q8_0: return amx::dot_tile_vnni_q8_0;
-    case TensorType::Q4_0: return amx::dot_tile_vnni_q4_0;
-    default: return nullptr;
-  }
-}
-
 }  // namespace infer::kernels

@@ -1,5 +1,6 @@
-// The interleaved layout's kernels per weight type: AVX-512 VNNI (also for AVX-512 CPUs without AMX,
-// such as AMD's Zen 4/5), with the AMX tile kernels for batches when `tiles`.
+// The AVX-512 kernels per weight type (also for AVX-512 CPUs without AMX, such as AMD's Zen 4/5): the
+// interleaved layout's VNNI kernels, with the AMX tile kernels for batches when `tiles`; the row
+// layout's VNNI tile for Q8_0/Q4_0; the AVX-512 BF16 set of BF16 weights.
 #include "kernels/amx_kernels.h"
 #include "kernels/avx512_kernels.h"
 #include "kernels/row_kernels.h"
@@ -16,6 +17,22 @@ InterleavedKernels avx512_interleaved_kernels(TensorType weight, bool tiles) {
               avx512::dot_rows_interleaved_q6_k};
     default: return {};
   }
+}
+
+DotTileFn avx512_dot_tile(TensorType weight) {
+  switch (weight) {
+    case TensorType::Q8_0: return avx512::dot_tile_vnni_q8_0;
+    case TensorType::Q4_0: return avx512::dot_tile_vnni_q4_0;
+    default: return nullptr;
+  }
+}
+
+RowKernels avx512_bf16_row_kernels(TensorType weight) {
+  if (weight != TensorType::BF16) return {nullptr, nullptr, 1, 1};
+  RowKernels k{avx512::dot_rows_bf16, avx512::quantize_act_bf16, 1, 2};
+  k.dot_outputs = avx512::dot_outputs_bf16;
+  k.dot_tile = avx512::dot_tile_bf16;
+  return k;
 }
 
 }  // namespace infer::kernels

@@ -1,0 +1,205 @@
+// BF16 weight rows × BF16 activations on AVX-512 BF16 (VDPBF16PS: 32 products a vector, twice the
+// multiply-adds of F32 FMA), for every kernel shape of the set: decode, dot_rows and the batch tile.
+// The activations are the reference's own bf16 bytes (ref::quantize_bf16, which these quantisers
+// match bit for bit). Every (weight row, activation row) pair has one arithmetic whichever kernel
+// computes it (invariant 7): one 16-lane accumulator over the 32-element steps in order, a masked step
+// for the tail (zeros past n), then the lanes summed by one fixed tree. Products of two bf16 are exact
+// in f32, so this differs from the reference's double sum by f32 rounding, like the AVX2 kernels.
+// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/avx512_kernels.h"
+#include "kernels/quant.h"
+
+namespace infer::kernels::avx512 {
+
+// Everything here has internal linkage and no standard-library template is used (avx512_common.h).
+namespace {
+inline int64_t min_of(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Batch tile: kTileWeights weight rows × kTileRows activation rows per pass (24 accumulators, the
+// activation vectors and one weight vector: 31 of the 32 registers). k-blocks of kBlockElements keep
+// the pass's activation slices in L1; sub-tiles of at most kSubTileBytes (kSubTileRows rows) keep the
+// weight rows that every row group reads again in L2.
+constexpr int kTileWeights = 4;
+constexpr int kTileRows = 6;
+constexpr int64_t kBlockElements = 1024;  // a multiple of 32
+constexpr uint64_t kSubTileBytes = 128 * 1024;
+constexpr int64_t kSubTileRows = 64;
+constexpr int kDecodeRows = 8;  // weight rows a decode pass dots at once: 8 independent chains
+
+inline __m512bh load32(const uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
+inline __m512bh load_tail(const uint16_t* p, __mmask32 m) { return (__m512bh)_mm512_maskz_loadu_epi16(m, p); }
+
+// The fixed lane tree every kernel shape ends with.
+inline float reduce(__m512 acc) {
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(acc), hi);
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// acc[o][r] += x[o] · y[r] over the elements [k0, k1) (k1 − k0 a multiple of 32, or the row's end
+// with a masked last step).
+template <int NW, int NR>
+inline void steps(const uint16_t* const (&x)[NW], const uint16_t* const (&y)[NR], int64_t k0, int64_t k1,
+                  __m512 (&acc)[NW][NR]) {
+  int64_t i = k0;
+  for (; i + 32 <= k1; i += 32) {
+    __m512bh yv[NR];
+    for (int r = 0; r < NR; ++r) yv[r] = load32(y[r] + i);
+    for (int o = 0; o < NW; ++o) {
+      const __m512bh wv = load32(x[o] + i);
+      for (int r = 0; r < NR; ++r) acc[o][r] = _mm512_dpbf16_ps(acc[o][r], wv, yv[r]);
+    }
+  }
+  if (i < k1) {
+    const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (k1 - i)) - 1);
+    __m512bh yv[NR];
+    for (int r = 0; r < NR; ++r) yv[r] = load_tail(y[r] + i, m);
+    for (int o = 0; o < NW; ++o) {
+      const __m512bh wv = load_tail(x[o] + i, m);
+      for (int r = 0; r < NR; ++r) acc[o][r] = _mm512_dpbf16_ps(acc[o][r], wv, yv[r]);
+    }
+  }
+}
+
+// NW weight rows × NR activation rows over the whole row; out[o][r * out_stride].
+template <int NW, int NR>
+void pass(int64_t n, const uint16_t* const (&x)[NW], const uint16_t* const (&y)[NR], float* const (&out)[NW],
+          int64_t out_stride) {
+  __m512 acc[NW][NR];
+  for (auto& row : acc) {
+    for (auto& a : row) a = _mm512_setzero_ps();
+  }
+  steps<NW, NR>(x, y, 0, n, acc);
+  for (int o = 0; o < NW; ++o) {
+    for (int r = 0; r < NR; ++r) out[o][r * out_stride] = reduce(acc[o][r]);
+  }
+}
+
+template <int NW>
+void outputs(int64_t n, const uint8_t* w, uint64_t row_bytes, const uint8_t* act, float* out) {
+  const uint16_t* x[NW];
+  float* o[NW];
+  for (int k = 0; k < NW; ++k) {
+    x[k] = reinterpret_cast<const uint16_t*>(w + k * row_bytes);
+    o[k] = out + k;
+  }
+  const uint16_t* const y[1] = {reinterpret_cast<const uint16_t*>(act)};
+  pass<NW, 1>(n, x, y, o, 0);
+}
+
+// Weight rows [o, o + NW) of a sub-tile over the k-block [k0, k1), the pairs' accumulators kept in
+// `state` between blocks (storing and reloading a register is exact).
+template <int NW, int NR>
+void block(const uint8_t* w, uint64_t row_bytes, int64_t o, const uint16_t* const (&y)[NR], int64_t k0, int64_t k1,
+           __m512 (*state)[kTileRows]) {
+  const uint16_t* x[NW];
+  __m512 acc[NW][NR];
+  for (int j = 0; j < NW; ++j) {
+    x[j] = reinterpret_cast<const uint16_t*>(w + (o + j) * row_bytes);
+    for (int r = 0; r < NR; ++r) acc[j][r] = state[o + j][r];
+  }
+  steps<NW, NR>(x, y, k0, k1, acc);
+  for (int j = 0; j < NW; ++j) {
+    for (int r = 0; r < NR; ++r) state[o + j][r] = acc[j][r];
+  }
+}
+
+// Weight rows [0, n_w) of a sub-tile (n_w ≤ kSubTileRows) against activation rows [0, NR).
+template <int NR>
+void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,
+               float* out, int64_t out_stride) {
+  __m512 state[kSubTileRows][kTileRows];
+  for (int64_t o = 0; o < n_w; ++o) {
+    for (int r = 0; r < NR; ++r) state[o][r] = _mm512_setzero_ps();
+  }
+  const uint16_t* rows[NR];
+  for (int r = 0; r < NR; ++r) rows[r] = reinterpret_cast<const uint16_t*>(act + r * act_stride);
+  for (int64_t k0 = 0; k0 < n; k0 += kBlockElements) {
+    const int64_t k1 = min_of(n, k0 + kBlockElements);
+    int64_t o = 0;
+    for (; o + kTileWeights <= n_w; o += kTileWeights) block<kTileWeights, NR>(w, row_bytes, o, rows, k0, k1, state);
+    switch (n_w - o) {
+      case 1: block<1, NR>(w, row_bytes, o, rows, k0, k1, state); break;
+      case 2: block<2, NR>(w, row_bytes, o, rows, k0, k1, state); break;
+      case 3: block<3, NR>(w, row_bytes, o, rows, k0, k1, state); break;
+      default: break;
+    }
+  }
+  for (int64_t o = 0; o < n_w; ++o) {
+    for (int r = 0; r < NR; ++r) out[r * out_stride + o] = reduce(state[o][r]);
+  }
+}
+}  // namespace
+
+void dot_rows_bf16(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
+                   int64_t out_stride) {
+  const uint16_t* const x[1] = {static_cast<const uint16_t*>(w)};
+  float* const o[1] = {out};
+  const auto y = [&](int r) { return reinterpret_cast<const uint16_t*>(act + r * act_stride); };
+  switch (n_rows) {
+    case 1: { const uint16_t* const ys[1] = {y(0)}; return pass<1, 1>(n, x, ys, o, out_stride); }
+    case 2: { const uint16_t* const ys[2] = {y(0), y(1)}; return pass<1, 2>(n, x, ys, o, out_stride); }
+    case 3: { const uint16_t* const ys[3] = {y(0), y(1), y(2)}; return pass<1, 3>(n, x, ys, o, out_stride); }
+    default: { const uint16_t* const ys[4] = {y(0), y(1), y(2), y(3)}; return pass<1, 4>(n, x, ys, o, out_stride); }
+  }
+}
+
+void dot_outputs_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  int64_t o = 0;
+  for (; o + kDecodeRows <= n_w; o += kDecodeRows) outputs<kDecodeRows>(n, wb + o * row_bytes, row_bytes, act, out + o);
+  for (; o + 2 <= n_w; o += 2) outputs<2>(n, wb + o * row_bytes, row_bytes, act, out + o);
+  if (o < n_w) outputs<1>(n, wb + o * row_bytes, row_bytes, act, out + o);
+}
+
+void dot_tile_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,
+                   int n_rows, float* out, int64_t out_stride) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  int64_t sub = static_cast<int64_t>(kSubTileBytes / row_bytes);
+  sub = sub < kTileWeights ? kTileWeights : (sub > kSubTileRows ? kSubTileRows : sub);
+  for (int64_t w0 = 0; w0 < n_w; w0 += sub) {
+    const int64_t nw = min_of(sub, n_w - w0);
+    const uint8_t* ws = wb + w0 * row_bytes;
+    int r = 0;
+    for (; r + kTileRows <= n_rows; r += kTileRows) {
+      tile_rows<kTileRows>(n, ws, row_bytes, nw, act + r * act_stride, act_stride, out + r * out_stride + w0, out_stride);
+    }
+    const uint8_t* a = act + r * act_stride;
+    float* o = out + r * out_stride + w0;
+    switch (n_rows - r) {
+      case 1: tile_rows<1>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+      case 2: tile_rows<2>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+      case 3: tile_rows<3>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+      case 4: tile_rows<4>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+      case 5: tile_rows<5>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+      default: break;
+    }
+  }
+}
+
+// f32_to_bf16 (half.cpp) on 16 lanes: round to nearest even; a NaN keeps its top bits, made quiet.
+void quantize_act_bf16(const float* src, void* dst, int64_t n) {
+  auto* h = static_cast<uint16_t*>(dst);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i u = _mm512_loadu_si512(src + i);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
+                                                  _mm512_set1_epi32(0x7F800000));
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), odd), 16);
+    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x0040));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + i), _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet)));
+  }
+  for (; i < n; ++i) h[i] = f32_to_bf16(src[i]);
+}
+
+}  // namespace infer::kernels::avx512
