@@ -241,7 +241,8 @@ void BM_MatmulBatchHot(benchmark::State& state) {
 }
 
 void batch_args(benchmark::internal::Benchmark* b) {
-  for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0, TensorType::F16}) {
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0,
+                       TensorType::F16}) {
     for (int64_t rows : {1, 2, 4, 6, 8, 12, 16}) {
       for (int interleaved : {0, 1}) b->Args({static_cast<int64_t>(t), rows, 2, interleaved});
       b->Args({static_cast<int64_t>(t), rows, 1, 1});

@@ -1,6 +1,6 @@
 // Q4_K weights × Q8_K activations on AMX tiles (amx_common.h): the tile kernel for batches of rows,
 // over either layout, and for small batches over the interleaved layout the planes kernel (12-16
-// rows; below that, the VNNI kernel of q4_k_avx512.cpp).
+// rows; below that, the VNNI kernel of q4_k_q5_k_avx512.cpp).
 //
 // Tiles: per group of 16 weight rows, every super-block's codes are laid out once as B tiles (one per
 // 32-code sub-block: the low nibbles of a qs word are codes of sub-block 2c, the high nibbles of

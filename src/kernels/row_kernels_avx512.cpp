@@ -12,6 +12,8 @@ InterleavedKernels avx512_interleaved_kernels(TensorType weight, bool tiles) {
     case TensorType::Q4_K:
       return {avx512::dot_outputs_interleaved_q4_k, tiles ? amx::dot_tile_interleaved_q4_k : nullptr,
               tiles ? amx::dot_rows_interleaved_q4_k : avx512::dot_rows_interleaved_q4_k};
+    case TensorType::Q5_K:  // no AMX tiles: VNNI for every batch
+      return {avx512::dot_outputs_interleaved_q5_k, nullptr, avx512::dot_rows_interleaved_q5_k};
     case TensorType::Q6_K:
       return {avx512::dot_outputs_interleaved_q6_k, tiles ? amx::dot_tile_interleaved_q6_k : nullptr,
               avx512::dot_rows_interleaved_q6_k};

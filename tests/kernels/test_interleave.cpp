@@ -23,7 +23,7 @@ namespace {
 using test::random_floats;
 using test::type_label;
 
-constexpr TensorType kInterleavedTypes[] = {TensorType::Q4_K, TensorType::Q6_K};
+constexpr TensorType kInterleavedTypes[] = {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
 
 struct Pair {  // one matrix in both layouts
   std::vector<uint8_t> rows, interleaved;
@@ -147,14 +147,20 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAtTheIntegerExtremes) {
     const uint64_t rb = quant_row_bytes(t, n_in);
     std::vector<uint8_t> w(rb * n_out);
     for (int64_t b = 0; b < n_out * n_in / 256; ++b) {
-      if (t == TensorType::Q4_K) {
-        BlockQ4_K& q = reinterpret_cast<BlockQ4_K*>(w.data())[b];
+      const auto k_quant = [](auto& q) {
         q.d = 0x3C00;  // 1.0
         q.dmin = 0;
         for (int j = 0; j < 4; ++j) q.scales[j] = 0xFF;      // sc 0..3 = 63, top bits of sc 4..7
         for (int j = 4; j < 8; ++j) q.scales[j] = 0x00;      // mins 0
         for (int j = 8; j < 12; ++j) q.scales[j] = 0x0F;     // sc 4..7 = 63
         std::memset(q.qs, 0xFF, sizeof(q.qs));               // codes 15
+      };
+      if (t == TensorType::Q4_K) {
+        k_quant(reinterpret_cast<BlockQ4_K*>(w.data())[b]);
+      } else if (t == TensorType::Q5_K) {
+        BlockQ5_K& q = reinterpret_cast<BlockQ5_K*>(w.data())[b];
+        k_quant(q);
+        std::memset(q.qh, 0xFF, sizeof(q.qh));               // codes 31
       } else {
         BlockQ6_K& q = reinterpret_cast<BlockQ6_K*>(w.data())[b];
         std::memset(q.ql, 0xFF, sizeof(q.ql));               // codes 63
@@ -177,10 +183,12 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAtTheIntegerExtremes) {
 TEST(Interleave, MatmulIsBitwiseTheRowLayoutsOnLlamaCppBlocks) {
   INFER_REQUIRE_DIR(infer::test::reference_dir() + "/models");
   int checked = 0;
-  for (const char* model : {"q4_k_m", "q6_k"}) {
+  for (const char* model : {"q4_k_m", "q5_k_m", "q6_k"}) {
     const auto file = gguf::File::open(infer::test::reference_dir() + "/models/tiny-llama-" + model + ".gguf");
     for (const auto& t : file->tensors()) {
-      if (t.n_dims != 2 || (t.type != TensorType::Q4_K && t.type != TensorType::Q6_K)) continue;
+      if (t.n_dims != 2 || (t.type != TensorType::Q4_K && t.type != TensorType::Q5_K && t.type != TensorType::Q6_K)) {
+        continue;
+      }
       if (!interleaved_kernels_available(t.type)) GTEST_SKIP() << "no interleaved kernels on this CPU (AVX-512 VNNI)";
       const Pair p = make_pair(t.type, t.ne[0], t.ne[1], std::vector<uint8_t>(t.data, t.data + t.n_bytes));
       const std::vector<float> x = random_floats(9 * t.ne[0], 29);

@@ -112,8 +112,8 @@ TEST(KernelFamilies, EveryFamilyThisCpuHasGivesTheSameOutputsOnTheSameInputs) {
   RecordProperty("families_skipped", k.skipped);
   // 2 super-blocks, 2 groups of 16 weight rows; 1 row (decode), VNNI passes of 8 and a tail, Q4_K's
   // planes (12-16 rows), a full A tile and one more row.
-  for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K}) {
-    const Inputs in(t, 512, 32, 17, t == TensorType::Q4_K ? 41 : 43);
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+    const Inputs in(t, 512, 32, 17, 41 + static_cast<uint32_t>(t));
     for (int64_t n_rows : {1, 5, 12, 16, 17}) {
       const std::string label = std::string(type_label(t)) + " rows=" + std::to_string(n_rows);
       const Outputs scalar = by_dot_rows(in, n_rows, scalar_row_kernels(t).dot_rows);
@@ -138,7 +138,7 @@ TEST(KernelFamilies, EveryFamilyThisCpuHasGivesTheSameOutputsOnTheSameInputs) {
         expect_bitwise(expected, by_dot_outputs(in, n_rows, wi, vnni.dot_outputs), label + " vnni outputs");
         expect_bitwise(expected, by_dot_tile(in, n_rows, wi, vnni.dot_rows), label + " vnni rows");
       }
-      if (k.amx) {
+      if (k.amx && amx_dot_tile(t)) {  // Q5_K has no tiles
         const InterleavedKernels tiles = avx512_interleaved_kernels(t, true);
         const uint8_t* wi = in.interleaved.data();
         expect_bitwise(expected, by_dot_tile(in, n_rows, in.w.data(), amx_dot_tile(t)), label + " amx tiles, rows");
