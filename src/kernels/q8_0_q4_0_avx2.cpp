@@ -14,6 +14,7 @@
 #include "kernels/avx2_common.h"
 #include "kernels/avx2_kernels.h"
 #include "kernels/blocks.h"
+#include "kernels/word_transpose.h"
 
 namespace infer::kernels::avx2 {
 
@@ -67,22 +68,9 @@ struct Groups {
 
   // Block b of rows x[0..7] into g: an 8×8 transpose of 32-bit words.
   static void transpose(const Block* const (&x)[kGroupRows], int64_t b, GroupBlock& g) {
-    __m256i r[8], t[8], u[8];
+    __m256i r[8];
     for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i][b]);
-    for (int i = 0; i < 8; i += 2) {
-      t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
-      t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-      u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
-      u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
-      u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
-      u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    for (int k = 0; k < 4; ++k) {
-      g.codes[k] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x20);
-      g.codes[k + 4] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x31);
-    }
+    transpose_words8(r, g.codes);
     g.dw = scales(x, b);
   }
 

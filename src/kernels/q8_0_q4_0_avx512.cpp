@@ -16,6 +16,7 @@
 #include "kernels/avx512_common.h"
 #include "kernels/avx512_kernels.h"
 #include "kernels/blocks.h"
+#include "kernels/word_transpose.h"
 
 namespace infer::kernels::avx512 {
 
@@ -53,25 +54,6 @@ struct CodesQ4_0 {
   }
 };
 
-// 8 rows' 8 code words each into t[k] = word k of rows 0..7: an 8×8 transpose of 32-bit words.
-inline void transpose8(const __m256i (&r)[8], __m256i (&out)[8]) {
-  __m256i t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
-    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
-    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
-    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int k = 0; k < 4; ++k) {
-    out[k] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x20);
-    out[k + 4] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x31);
-  }
-}
-
 // Σ of 32 signed bytes, exact (psadbw of the codes biased to unsigned, less the bias).
 inline int32_t sum_i8(const int8_t* p) {
   const __m256i v = _mm256_sad_epu8(_mm256_xor_si256(load256(p), _mm256_set1_epi8(static_cast<char>(0x80))),
@@ -89,9 +71,9 @@ struct Groups {
   static void transpose(const Block* const (&x)[kGroupRows], int64_t b, GroupBlock& g) {
     __m256i r[8], lo[8], hi[8];
     for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i][b]);
-    transpose8(r, lo);
+    transpose_words8(r, lo);
     for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i + 8][b]);
-    transpose8(r, hi);
+    transpose_words8(r, hi);
     for (int k = 0; k < 8; ++k) g.codes[k] = _mm512_inserti64x4(_mm512_castsi256_si512(lo[k]), hi[k], 1);
     const auto four = [&](int i) {
       return static_cast<long long>(uint64_t{x[i][b].d} | uint64_t{x[i + 1][b].d} << 16 |
