@@ -25,7 +25,8 @@ namespace {
 // Activation rows per tile, about this many bytes of them: they stay in L2 while every group of the
 // chunk passes (the AVX2 tile's figure).
 constexpr uint64_t kActTileBytes = 160 * 1024;
-// Activation rows per pass over a group's transposed blocks: 8 independent VPDPBUSD chains.
+// Activation rows per pass over a group's transposed blocks: 8 independent VPDPBUSD chains (4 measured
+// the same: bench_kernels BM_MatmulPrefill, BM_MatmulBatch; docs/performance.md, Constants).
 constexpr int kPassRows = 8;
 
 // One block of a group of 16 weight rows: codes[k] holds unsigned codes 4k..4k+3 of rows 0..15, dw
