@@ -17,7 +17,8 @@ constexpr int64_t kQs = offsetof(BlockQ4_K, qs);
 // sc4..7), w1 = m0..3 (top 2: m4..7), w2 = low nibbles sc4..7, high nibbles m4..7. Always inlined, as
 // Q6_K's (avx512_q6_k.h): out of line, Q5_K's decode spent 5% of its time in the call (perf, infer bench).
 template <class Source>
-__attribute__((always_inline)) inline void decode_scales(const Source& src, int64_t i, __m512i* sc, __m512i* min_pairs) {
+__attribute__((always_inline)) inline void decode_scales(const Source& src, int64_t i, __m512i* sc,
+                                                         __m512i* min_pairs) {
   const __m512i low4 = _mm512_set1_epi32(0x0F), m6 = _mm512_set1_epi32(0x3F), m2 = _mm512_set1_epi32(0x03);
   const __m512i w0 = src.word(i, 4), w1 = src.word(i, 8), w2 = src.word(i, 12);
   __m512i m[kSubs];

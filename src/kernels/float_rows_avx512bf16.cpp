@@ -175,7 +175,8 @@ void dot_tile_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, co
     const uint8_t* ws = wb + w0 * row_bytes;
     int r = 0;
     for (; r + kTileRows <= n_rows; r += kTileRows) {
-      tile_rows<kTileRows>(n, ws, row_bytes, nw, act + r * act_stride, act_stride, out + r * out_stride + w0, out_stride);
+      tile_rows<kTileRows>(n, ws, row_bytes, nw, act + r * act_stride, act_stride, out + r * out_stride + w0,
+                           out_stride);
     }
     const uint8_t* a = act + r * act_stride;
     float* o = out + r * out_stride + w0;
@@ -199,9 +200,11 @@ void quantize_act_bf16(const float* src, void* dst, int64_t n) {
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
                                                   _mm512_set1_epi32(0x7F800000));
     const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), odd), 16);
+    const __m512i biased = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), odd);
+    const __m512i rounded = _mm512_srli_epi32(biased, 16);
     const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x0040));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + i), _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet)));
+    const __m512i bits = _mm512_mask_blend_epi32(nan, rounded, quiet);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + i), _mm512_cvtepi32_epi16(bits));
   }
   for (; i < n; ++i) h[i] = f32_to_bf16(src[i]);
 }

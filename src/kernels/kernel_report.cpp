@@ -45,7 +45,9 @@ KernelFamilies kernel_families(TensorType weight, bool interleaved) {
     // More rows than the VNNI kernel takes go to the AMX tiles where there are some (matmul.cpp).
     return {"avx512-vnni-interleaved", k.dot_tile_interleaved ? "amx-tiles" : "avx512-vnni-interleaved"};
   }
-  if (use_avx512_bf16() && avx512_bf16_row_kernels(weight).dot_rows) return {"avx512-bf16-rows", "avx512-bf16-tiles"};
+  if (use_avx512_bf16() && avx512_bf16_row_kernels(weight).dot_rows) {
+    return {"avx512-bf16-rows", "avx512-bf16-tiles"};
+  }
   const char* decode = k.dot_outputs ? "avx2-streams" : "avx2-rows";
   if (!k.dot_tile) return {decode, "avx2-rows"};
   if (k.dot_tile == avx2_row_kernels(weight).dot_tile) return {decode, "avx2-tiles"};

@@ -42,7 +42,9 @@ inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<co
 struct CodesQ8_0 {
   using Block = BlockQ8_0;
   static constexpr int32_t kOffset = 128;
-  static __m256i row(const Block& b) { return _mm256_xor_si256(load256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80))); }
+  static __m256i row(const Block& b) {
+    return _mm256_xor_si256(load256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
 };
 
 // Q4_0: the nibbles u = code + 8 in element order (low nibbles: elements 0-15, high: 16-31).

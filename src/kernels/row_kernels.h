@@ -35,7 +35,7 @@ struct RowKernels {
   QuantizeActFn quantize_act;
   int64_t act_block_elements;  // geometry of quantize_act's blocks
   uint64_t act_block_bytes;
-  DotOutputsFn dot_outputs = nullptr;  // optional (AVX2 only); null: call dot_rows per weight row
+  DotOutputsFn dot_outputs = nullptr;  // optional (AVX2, AVX-512 BF16); null: call dot_rows per weight row
   // optional: AMX tiles (Q4_K, Q6_K), AVX-512 VNNI tiles (Q8_0, Q4_0) or AVX2 register tiles (float
   // rows, Q8_0, Q4_0); null: call dot_rows per weight row
   DotTileFn dot_tile = nullptr;
