@@ -1,25 +1,18 @@
 // BF16 weight rows × BF16 activations on AVX-512 BF16 (VDPBF16PS: 32 products a vector, twice the
 // multiply-adds of F32 FMA), for every kernel shape of the set: decode, dot_rows and the batch tile.
-// The activations are the reference's own bf16 bytes (ref::quantize_bf16, which these quantisers
-// match bit for bit). Every (weight row, activation row) pair has one arithmetic whichever kernel
+// The activations are the reference's own bf16 bytes (ref::quantize_bf16, which quantize_act_bf16 below
+// matches bit for bit). Every (weight row, activation row) pair has one arithmetic whichever kernel
 // computes it (invariant 7): one 16-lane accumulator over the 32-element steps in order, a masked step
 // for the tail (zeros past n), then the lanes summed by one fixed tree. Products of two bf16 are exact
 // in f32, so this differs from the reference's double sum by f32 rounding, like the AVX2 kernels.
-// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-
-#include <cstdint>
-
+#include "kernels/avx512_common.h"
 #include "kernels/avx512_kernels.h"
 #include "kernels/quant.h"
 
 namespace infer::kernels::avx512 {
 
-// Everything here has internal linkage and no standard-library template is used (avx512_common.h).
+// Internal linkage, as avx512_common.h explains.
 namespace {
-inline int64_t min_of(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // Batch tile: kTileWeights weight rows × kTileRows activation rows per pass (24 accumulators, the
 // activation vectors and one weight vector: 31 of the 32 registers). k-blocks of kBlockElements keep
@@ -32,7 +25,7 @@ constexpr uint64_t kSubTileBytes = 128 * 1024;
 constexpr int64_t kSubTileRows = 64;
 // Decode: weight rows dotted at once, each a long sequential stream (one per equal part of the
 // chunk), as in the AVX2 set: 8 adjacent rows a pass read slower (infer bench tg64, BF16, Zen 4).
-constexpr int kDecodeStreams = 4;
+constexpr int kRowStreams = 4;
 
 inline __m512bh load32(const uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
 inline __m512bh load_tail(const uint16_t* p, __mmask32 m) { return (__m512bh)_mm512_maskz_loadu_epi16(m, p); }
@@ -158,11 +151,11 @@ void dot_rows_bf16(int64_t n, const void* w, const uint8_t* act, uint64_t act_st
 
 void dot_outputs_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
   const auto* wb = static_cast<const uint8_t*>(w);
-  const int64_t part = n_w / kDecodeStreams;
+  const int64_t part = n_w / kRowStreams;
   for (int64_t o = 0; o < part; ++o) {
-    outputs<kDecodeStreams>(n, wb + o * row_bytes, part * row_bytes, act, out + o, part);
+    outputs<kRowStreams>(n, wb + o * row_bytes, part * row_bytes, act, out + o, part);
   }
-  for (int64_t o = kDecodeStreams * part; o < n_w; ++o) outputs<1>(n, wb + o * row_bytes, 0, act, out + o, 0);
+  for (int64_t o = kRowStreams * part; o < n_w; ++o) outputs<1>(n, wb + o * row_bytes, 0, act, out + o, 0);
 }
 
 void dot_tile_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,

@@ -12,8 +12,6 @@
 namespace infer::kernels::avx512 {
 
 namespace {
-// Decode and small batches over the interleaved layout: super-block i of the 16 rows against NR
-// activation rows y[a] (rows row0 + a of `sums`), VPDPBUSD with each activation word broadcast.
 template <bool kFiveBit>
 struct KBlock {
   using type = BlockQ4_K;
@@ -23,6 +21,8 @@ struct KBlock<true> {
   using type = BlockQ5_K;
 };
 
+// Decode and small batches over the interleaved layout: super-block i of the 16 rows against NR
+// activation rows y[a] (rows row0 + a of `sums`), VPDPBUSD with each activation word broadcast.
 template <bool kFiveBit>
 struct KDecode {
   using Block = typename KBlock<kFiveBit>::type;
