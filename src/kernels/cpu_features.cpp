@@ -1,4 +1,4 @@
-// CPUID/XGETBV detection of AVX2, FMA, F16C, AVX-512 and AMX; the INFER_FORCE_SCALAR and INFER_NO_AMX
+// CPUID/XGETBV detection of AVX2, FMA, F16C, AVX-512 and AMX (INT8, BF16); the INFER_FORCE_SCALAR and INFER_NO_AMX
 // overrides; the one-time request for the AMX tile state.
 #include "kernels/cpu_features.h"
 
@@ -44,6 +44,7 @@ CpuFeatures detect() {
   }
   // AMX-TILE (d24) and AMX-INT8 (d25); XTILECFG and XTILEDATA enabled in XCR0 (bits 17, 18).
   f.amx_int8 = (d & (1u << 24)) && (d & (1u << 25)) && (xcr0_lo & 0x60000) == 0x60000;
+  f.amx_bf16 = f.amx_int8 && (d & (1u << 22));  // AMX-BF16: d22
   return f;
 }
 
@@ -101,6 +102,11 @@ bool use_amx() {
     if (!use_avx2() || !f.avx512 || !f.amx_int8 || env_is_1("INFER_NO_AMX")) return false;
     return !under_seccomp_filter() && request_amx_state();
   }();
+  return use;
+}
+
+bool use_amx_bf16() {
+  static const bool use = use_amx() && use_avx512_bf16() && cpu_features().amx_bf16;
   return use;
 }
 

@@ -9,6 +9,7 @@ struct CpuFeatures {
   bool avx512 = false;    // AVX-512 F, BW, VL and VNNI, with the OS saving the ZMM state
   bool avx512_bf16 = false;  // AVX-512 BF16 (VDPBF16PS)
   bool amx_int8 = false;  // AMX-TILE and AMX-INT8, with the OS supporting the tile state (XCR0)
+  bool amx_bf16 = false;  // AMX-BF16 (TDPBF16PS), with amx_int8
 };
 const CpuFeatures& cpu_features();
 // AVX2 + FMA + F16C present and not disabled by INFER_FORCE_SCALAR.
@@ -23,5 +24,8 @@ bool use_avx512_bf16();
 // set to 1, and Linux granted the process the tile state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
 // here). Never asked under a seccomp filter: a filter may kill the process on arch_prctl.
 bool use_amx();
+// The AMX-BF16 kernels of BF16 and F16 weights: use_amx(), use_avx512_bf16() and AMX-BF16 present
+// (Intel Sapphire Rapids and later).
+bool use_amx_bf16();
 
 }  // namespace infer::kernels

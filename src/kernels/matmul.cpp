@@ -246,7 +246,10 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
       if (whole_batch || n_rows <= kMaxRows) chunk_bytes = stream_chunk_bytes(w, pool.size());
     }
     p.chunk_outputs = std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / w.row_bytes));
-    if (w.interleaved) p.chunk_outputs = (p.chunk_outputs + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
+    // The AMX kernels work on groups of 16 weight rows too (a short group costs a whole tile product).
+    if (w.interleaved || amx_tile) {
+      p.chunk_outputs = (p.chunk_outputs + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
+    }
     job.n_chunks += p.n_chunks();
   }
 

@@ -1,5 +1,6 @@
 // The AMX tile kernel per weight type, for the row layout.
 #include "kernels/amx_kernels.h"
+#include "kernels/cpu_features.h"
 #include "kernels/row_kernels.h"
 
 namespace infer::kernels {
@@ -8,6 +9,8 @@ DotTileFn amx_dot_tile(TensorType weight) {
   switch (weight) {
     case TensorType::Q4_K: return amx::dot_tile_q4_k;
     case TensorType::Q6_K: return amx::dot_tile_q6_k;
+    case TensorType::BF16:
+    case TensorType::F16: return use_amx_bf16() ? amx_float_row_kernels(weight).dot_tile : nullptr;
     default: return nullptr;
   }
 }
