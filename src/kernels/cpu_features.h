@@ -24,7 +24,7 @@ bool use_avx512_bf16();
 // set to 1, and Linux granted the process the tile state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
 // here). Never asked under a seccomp filter: a filter may kill the process on arch_prctl.
 bool use_amx();
-// The AMX-BF16 kernels of BF16 and F16 weights: use_amx(), use_avx512_bf16() and AMX-BF16 present
+// The AMX-BF16 kernels of BF16 weights: use_amx(), use_avx512_bf16() and AMX-BF16 present
 // (Intel Sapphire Rapids and later).
 bool use_amx_bf16();
 

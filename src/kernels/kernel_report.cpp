@@ -45,7 +45,7 @@ KernelFamilies kernel_families(TensorType weight, bool interleaved) {
     // More rows than the VNNI kernel takes go to the AMX tiles where there are some (matmul.cpp).
     return {"avx512-vnni-interleaved", k.dot_tile_interleaved ? "amx-tiles" : "avx512-vnni-interleaved"};
   }
-  if (use_amx_bf16() && amx_float_row_kernels(weight).dot_rows) return {"amx-bf16-rows", "amx-bf16-tiles"};
+  if (use_amx_bf16() && amx_bf16_row_kernels(weight).dot_rows) return {"amx-bf16-rows", "amx-bf16-tiles"};
   if (use_avx512_bf16() && avx512_bf16_row_kernels(weight).dot_rows) {
     return {"avx512-bf16-rows", "avx512-bf16-tiles"};
   }

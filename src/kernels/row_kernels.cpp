@@ -42,7 +42,7 @@ RowKernels scalar_row_kernels(TensorType weight) {
 namespace {
 RowKernels choose(TensorType weight) {
   if (use_amx_bf16()) {
-    if (const RowKernels tiles = amx_float_row_kernels(weight); tiles.dot_rows) return tiles;
+    if (const RowKernels tiles = amx_bf16_row_kernels(weight); tiles.dot_rows) return tiles;
   }
   RowKernels k = scalar_row_kernels(weight);
   if (use_avx2()) {

@@ -14,8 +14,7 @@ using DotRowsFn = void (*)(int64_t n, const void* w_row, const uint8_t* act, uin
 // Converts n floats into the kernel set's activation blocks: activation_type(weight), bit-identical to
 // quantize_activation_row, except that the AVX2 Q8_0/Q4_0/Q5_0 set writes BlockQ8_0F (same codes, the
 // same scale value held as f32), the AVX2 Q5_1 set BlockQ8_1F (the same plus the codes' sum) and the
-// AVX2 F16/BF16 sets each rounded value as an f32 and the AMX F16 set each rounded value as two bf16
-// parts (the row's high parts, then its low parts).
+// AVX2 F16/BF16 sets each rounded value as an f32.
 using QuantizeActFn = void (*)(const float* src, void* dst, int64_t n);
 // Dots `n_w` consecutive weight rows (row_bytes apart) with one activation row: out[o] = w[o] · act.
 // Decode only: keeps several weight streams in flight. Each out[o] is bitwise what dot_rows gives.
@@ -37,7 +36,7 @@ struct RowKernels {
   int64_t act_block_elements;  // geometry of quantize_act's blocks
   uint64_t act_block_bytes;
   DotOutputsFn dot_outputs = nullptr;  // optional (AVX2, AVX-512 BF16); null: call dot_rows per weight row
-  // optional: AMX tiles (Q4_K, Q6_K, BF16, F16), AVX-512 VNNI tiles (Q8_0, Q4_0) or AVX2 register tiles (float
+  // optional: AMX tiles (Q4_K, Q6_K, BF16), AVX-512 VNNI tiles (Q8_0, Q4_0) or AVX2 register tiles (float
   // rows, Q8_0, Q4_0); null: call dot_rows per weight row
   DotTileFn dot_tile = nullptr;
   // The interleaved layout (interleave.h; AVX-512 VNNI machines): the same contracts over whole groups
@@ -64,12 +63,12 @@ DotTileFn avx512_dot_tile(TensorType weight);
 // The AVX-512 BF16 kernel set of BF16 weights, activations as bf16 (null dot_rows for other types).
 // Call only when use_avx512_bf16().
 RowKernels avx512_bf16_row_kernels(TensorType weight);
-// The AMX-BF16 kernel set of BF16 and F16 weights (null dot_rows for other types): BF16 activations as
-// bf16, F16 ones rounded to f16 and split into bf16 high and low parts. Call only when use_amx_bf16().
-RowKernels amx_float_row_kernels(TensorType weight);
+// The AMX-BF16 kernel set of BF16 weights, activations as bf16 (null dot_rows for other types). Call
+// only when use_amx_bf16().
+RowKernels amx_bf16_row_kernels(TensorType weight);
 // The same kernels on a software model of the tile instructions (tests on CPUs without AMX). Call
 // only when use_avx512_bf16().
-RowKernels amx_float_row_kernels_model(TensorType weight);
+RowKernels amx_bf16_row_kernels_model(TensorType weight);
 // The interleaved layout's kernels of a type (null members where there are none). Call only when
 // use_avx512(), and with `tiles` only when use_amx(): without it, no tile kernel and no planes.
 struct InterleavedKernels {

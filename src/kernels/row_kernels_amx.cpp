@@ -9,8 +9,7 @@ DotTileFn amx_dot_tile(TensorType weight) {
   switch (weight) {
     case TensorType::Q4_K: return amx::dot_tile_q4_k;
     case TensorType::Q6_K: return amx::dot_tile_q6_k;
-    case TensorType::BF16:
-    case TensorType::F16: return use_amx_bf16() ? amx_float_row_kernels(weight).dot_tile : nullptr;
+    case TensorType::BF16: return use_amx_bf16() ? amx_bf16_row_kernels(weight).dot_tile : nullptr;
     default: return nullptr;
   }
 }

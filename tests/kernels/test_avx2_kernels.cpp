@@ -53,30 +53,12 @@ std::vector<uint8_t> narrowed_from_f32(TensorType t, const std::vector<uint8_t>&
   return out;
 }
 
-// F16 activations the AMX-BF16 set writes as two bf16 planes (high parts, then low parts): each sum
-// must be exactly the F16 value.
-std::vector<uint8_t> joined_from_parts(const std::vector<uint8_t>& act, int64_t n) {
-  std::vector<uint16_t> parts(2 * n), out(n);
-  std::memcpy(parts.data(), act.data(), 4 * n);
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = bf16_to_f32(parts[i]) + bf16_to_f32(parts[n + i]);
-    out[i] = f32_to_f16(v);
-    EXPECT_EQ(f16_to_f32(out[i]), v) << "element " << i << ": the parts must sum to an F16 value";
-  }
-  std::vector<uint8_t> bytes(2 * n);
-  std::memcpy(bytes.data(), out.data(), 2 * n);
-  return bytes;
-}
-
 // The kernel set's activation blocks in the reference format (BlockQ8_0F and BlockQ8_1F → Q8_0;
-// F16/BF16 values held as f32 → F16/BF16; F16 as bf16 parts → F16; others as they are).
+// F16/BF16 values held as f32 → F16/BF16; others as they are).
 std::vector<uint8_t> as_reference_format(TensorType t, const RowKernels& k, const std::vector<uint8_t>& act,
                                          int64_t n) {
   if (k.act_block_bytes == sizeof(BlockQ8_0F)) return widened_to_q8_0<BlockQ8_0F>(act, n);
   if (k.act_block_bytes == sizeof(BlockQ8_1F)) return widened_to_q8_0<BlockQ8_1F>(act, n);
-  if (use_amx_bf16() && t == TensorType::F16 && k.quantize_act == amx_float_row_kernels(t).quantize_act) {
-    return joined_from_parts(act, n);
-  }
   if (activation_type(t) != TensorType::F32 && k.act_block_elements == 1 && k.act_block_bytes == sizeof(float)) {
     return narrowed_from_f32(t, act, n);
   }
@@ -219,12 +201,10 @@ float float_rows_arithmetic(const float* w, const float* y, int64_t n) {
 
 // 1005 and 2061 elements leave scalar tails, 2816 more than one of the tile's k-blocks; 13 weight
 // rows leave partial groups of the decode streams and of the tile, 40 rows a partial row group. BF16
-// takes the AVX-512 BF16 set where the CPU has it (test_bf16_avx512.cpp), BF16 and F16 the AMX-BF16 set
-// where the CPU has that.
+// takes the AVX-512 BF16 set where the CPU has it (test_bf16_avx512.cpp).
 TEST_F(Avx2Kernels, FloatRowsAreBitwiseTheirScalarArithmeticInEveryKernelShape) {
   for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
     if (t == TensorType::BF16 && use_avx512_bf16()) continue;
-    if (use_amx_bf16() && amx_float_row_kernels(t).dot_rows) continue;  // test_amx_float_tiles.cpp
     const RowKernels k = row_kernels(t);
     ASSERT_TRUE(k.dot_outputs && k.dot_tile) << type_label(t);
     for (int64_t n : {5, 8, 1005, 2061, 2816}) {

@@ -45,7 +45,7 @@ float vdpbf16_arithmetic(const std::vector<float>& w, const std::vector<float>& 
 
 TEST(Avx512Bf16, QuantiserWritesTheReferenceBytes) {
   INFER_REQUIRE_AVX512_BF16();
-  const RowKernels k = avx512_bf16_row_kernels(TensorType::BF16);  // AMX-BF16 CPUs choose amx_float_row_kernels
+  const RowKernels k = avx512_bf16_row_kernels(TensorType::BF16);  // AMX-BF16 CPUs choose amx_bf16_row_kernels
   std::vector<float> x = random_floats(1003, 9);
   x[0] = std::nanf("");
   x[1] = -std::numeric_limits<float>::infinity();

@@ -29,7 +29,7 @@ TEST(KernelReport, FamiliesFollowTheRunTimeChoice) {
       continue;
     }
     if (use_avx512_bf16() && avx512_bf16_row_kernels(t).dot_rows) continue;  // below
-    if (use_amx_bf16() && amx_float_row_kernels(t).dot_rows) continue;        // below
+    if (use_amx_bf16() && amx_bf16_row_kernels(t).dot_rows) continue;        // below
     EXPECT_STREQ(f.decode, k.dot_outputs ? "avx2-streams" : "avx2-rows") << test::type_label(t);
     const bool amx = use_amx() && amx_dot_tile(t);
     const bool vnni = !amx && use_avx512() && avx512_dot_tile(t);
@@ -37,17 +37,14 @@ TEST(KernelReport, FamiliesFollowTheRunTimeChoice) {
         << test::type_label(t);
   }
   if (use_avx2()) {
-    for (TensorType t : {TensorType::F32, TensorType::Q5_0, TensorType::Q5_1}) {
+    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q5_0, TensorType::Q5_1}) {
       EXPECT_STREQ(kernel_families(t, false).batch, "avx2-tiles") << test::type_label(t);
     }
-    const KernelFamilies bf16 = kernel_families(TensorType::BF16, false), f16 = kernel_families(TensorType::F16, false);
-    if (use_amx_bf16()) {  // BF16 and F16: the AMX-BF16 set for every shape
-      for (const KernelFamilies& f : {bf16, f16}) {
-        EXPECT_STREQ(f.batch, "amx-bf16-tiles");
-        EXPECT_STREQ(f.decode, "amx-bf16-rows");
-      }
+    const KernelFamilies bf16 = kernel_families(TensorType::BF16, false);
+    if (use_amx_bf16()) {  // the AMX-BF16 set for every shape
+      EXPECT_STREQ(bf16.batch, "amx-bf16-tiles");
+      EXPECT_STREQ(bf16.decode, "amx-bf16-rows");
     } else {
-      EXPECT_STREQ(f16.batch, "avx2-tiles");
       EXPECT_STREQ(bf16.batch, use_avx512_bf16() ? "avx512-bf16-tiles" : "avx2-tiles");
       EXPECT_STREQ(bf16.decode, use_avx512_bf16() ? "avx512-bf16-rows" : "avx2-streams");
     }

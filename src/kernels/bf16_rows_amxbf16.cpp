@@ -1,22 +1,17 @@
-// BF16 and F16 weight rows on AMX-BF16 tiles (TDPBF16PS: a 16×16 tile of f32 sums over 32 bf16
-// products per row pair), for every kernel shape of the set: decode, dot_rows and batches. One code
-// path computes every (weight row, activation row) value, so it is the same whichever shape asks
-// (invariant 7): C[a][w] accumulates the 32-element chunks of the row in order, one TDPBF16PS each.
+// BF16 weight rows on AMX-BF16 tiles (TDPBF16PS: a 16×16 tile of f32 sums over 32 bf16 products per
+// row pair), for every kernel shape of the set: decode, dot_rows and batches. One code path computes
+// every (weight row, activation row) value, so it is the same whichever shape asks (invariant 7):
+// C[a][w] accumulates the 32-element chunks of the row in order, one TDPBF16PS each.
 //
-// A tiles are activation rows read in place; B tiles are a group of 16 weight rows, each chunk's
-// bf16 pairs transposed into the dword columns TDPBF16PS wants, built once per group for all the
-// activation rows. BF16 activations are the reference's bf16 bytes. F16 weights and activations (the
-// latter rounded to f16 as the reference rounds them) are each split exactly into two bf16 parts,
-// x = hi + lo (f16 has 11 significant bits, bf16 8), and a chunk takes three products, hi·hi, lo·hi
-// and hi·lo; the dropped lo·lo is below 2^-16 of each product. Tails past n are zeros on both sides.
+// A tiles are activation rows read in place (the reference's bf16 bytes); B tiles are a group of 16
+// weight rows, each chunk's bf16 pairs transposed into the dword columns TDPBF16PS wants, built once
+// per group for all the activation rows. Tails past n are zeros on both sides.
 //
 // The same kernel also runs on a software model of the tile instructions (ModelTiles, the Intel SDM's
 // operation order written out), so that its layout logic is tested on every AVX-512 BF16 CPU; the
 // hardware itself only on a CPU with AMX-BF16.
-#include <cmath>
 #include <cstring>
 
-#include "kernels/amx_kernels.h"
 #include "kernels/avx512_common.h"
 #include "kernels/avx512_kernels.h"
 #include "kernels/quant.h"
@@ -40,7 +35,7 @@ template <int B>
 struct Block {
   static constexpr int value = B;
 };
-// Tiles: C 0..3; B 4 and 5 (BF16: alternately; F16: high and low parts); A 6 and 7 (the same).
+// Tiles: C 0..3; B 4 and 5, A 6 and 7 (each pair loaded alternately).
 
 // The 64-byte LDTILECFG record for m activation rows: C and A tiles m rows, B tiles 16; 64 bytes a row.
 void tile_config(int m, uint8_t (&cfg)[64]) {
@@ -61,12 +56,12 @@ template <int t>
 void hw_store(void* p, long stride);
 template <int c, int a, int b>
 void hw_dp();
-#define INFER_TILE(t)                                                                 \
-  template <>                                                                         \
-  inline void hw_zero<t>() { _tile_zero(t); }                                                \
-  template <>                                                                         \
-  inline void hw_load<t>(const void* p, long stride) { _tile_loadd(t, p, stride); }          \
-  template <>                                                                         \
+#define INFER_TILE(t)                                                                \
+  template <>                                                                        \
+  inline void hw_zero<t>() { _tile_zero(t); }                                        \
+  template <>                                                                        \
+  inline void hw_load<t>(const void* p, long stride) { _tile_loadd(t, p, stride); }  \
+  template <>                                                                        \
   inline void hw_store<t>(void* p, long stride) { _tile_stored(t, p, stride); }
 INFER_TILE(0)
 INFER_TILE(1)
@@ -80,8 +75,7 @@ INFER_TILE(7)
 #define INFER_TILE_DP(c, a, b) \
   template <>                  \
   inline void hw_dp<c, a, b>() { _tile_dpbf16ps(c, a, b); }
-#define INFER_TILE_DPS(c) \
-  INFER_TILE_DP(c, 6, 4) INFER_TILE_DP(c, 7, 4) INFER_TILE_DP(c, 6, 5) INFER_TILE_DP(c, 7, 5)
+#define INFER_TILE_DPS(c) INFER_TILE_DP(c, 6, 4) INFER_TILE_DP(c, 7, 4) INFER_TILE_DP(c, 6, 5)
 INFER_TILE_DPS(0)
 INFER_TILE_DPS(1)
 INFER_TILE_DPS(2)
@@ -132,7 +126,8 @@ struct ModelTiles {
   template <int t>
   static void load(const void* p, long stride) {
     Tile& d = tiles()[t];
-    for (int r = 0; r < d.rows; ++r) std::memcpy(d.bytes[r], static_cast<const uint8_t*>(p) + r * stride, kTileRowBytes);
+    const auto* src = static_cast<const uint8_t*>(p);
+    for (int r = 0; r < d.rows; ++r) std::memcpy(d.bytes[r], src + r * stride, kTileRowBytes);
   }
   template <int t>
   static void store(void* p, long stride) {
@@ -167,40 +162,8 @@ inline __mmask32 first_elements(int64_t len) {
   return len >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint32_t{1} << len) - 1);
 }
 
-// f = hi + lo exactly, for f32 values of f16 numbers (and of bf16 ones: lo = 0): hi = f rounded to
-// bf16, lo = the rest (at most 4 significant bits). Infinities and NaN keep lo = 0.
-inline void split(__m512 f, __m256i& hi, __m256i& lo) {
-  hi = (__m256i)_mm512_cvtneps_pbh(f);
-  const __m512 back = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
-  const __mmask16 finite = _mm512_cmp_ps_mask(_mm512_abs_ps(f), _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
-  lo = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_sub_ps(finite, f, back));
-}
-
-inline __m512i join(__m256i low, __m256i high) { return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1); }
-
-// The weight and activation formats: kParts bf16 parts per element; parts(row, len, out) reads the
-// first len ≤ 32 elements of a weight row chunk as kParts vectors of 32 bf16 (zeros past len); an
-// activation row holds part p of its n elements at byte p · part_bytes(n).
-struct Bf16Format {
-  static constexpr int kParts = 1;
-  static void parts(const uint8_t* row, int64_t len, __m512i* out) {
-    out[0] = _mm512_maskz_loadu_epi16(first_elements(len), row);
-  }
-  static uint64_t part_bytes(int64_t) { return 0; }
-};
-
-struct F16Format {
-  static constexpr int kParts = 2;
-  static void parts(const uint8_t* row, int64_t len, __m512i* out) {
-    const __m512i h = _mm512_maskz_loadu_epi16(first_elements(len), row);
-    __m256i hi0, lo0, hi1, lo1;
-    split(_mm512_cvtph_ps(_mm512_castsi512_si256(h)), hi0, lo0);
-    split(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1)), hi1, lo1);
-    out[0] = join(hi0, hi1);
-    out[1] = join(lo0, lo1);
-  }
-  static uint64_t part_bytes(int64_t n) { return static_cast<uint64_t>(n) * 2; }
-};
+// The first len ≤ 32 elements of a weight row chunk as 32 bf16 (zeros past len).
+inline __m512i chunk_of(const uint8_t* row, int64_t len) { return _mm512_maskz_loadu_epi16(first_elements(len), row); }
 
 // in[j] = the 16 dwords of row j; out[r] = dword r of every row (a 16×16 dword transpose).
 inline void transpose16(const __m512i (&in)[16], __m512i (&out)[16]) {
@@ -226,76 +189,36 @@ inline void transpose16(const __m512i (&in)[16], __m512i (&out)[16]) {
   }
 }
 
-// One call's state: the group's B tiles ([chunk][part]) and the padded tail chunk of the activation
-// rows of a pass ([part][row][32 elements]).
-template <class Fmt>
+// One call's state: the B tiles of up to kPassGroups groups ([group][chunk]), the padded last chunk of
+// a pass's activation rows and one C tile's sums.
 struct Scratch {
   Buffer<uint8_t> b_tiles;
-  alignas(64) uint16_t a_tail[Fmt::kParts][kPassBlocks * kBlockRows][kChunk];
+  alignas(64) uint16_t a_tail[kPassBlocks * kBlockRows][kChunk];
   alignas(64) float c[kBlockRows][kGroup];
 };
 
-template <class Fmt>
+// The B tiles of `rows` (≤ 16) weight rows, one per chunk.
 void build_b_tiles(int64_t n, const uint8_t* w, uint64_t row_bytes, int rows, uint8_t* b_tiles) {
   const int64_t n_chunks = (n + kChunk - 1) / kChunk;
   for (int64_t ch = 0; ch < n_chunks; ++ch) {
-    __m512i in[Fmt::kParts][16], out[16];
+    __m512i in[16], out[16];
     const int64_t len = min_of(kChunk, n - ch * kChunk);
     for (int j = 0; j < kGroup; ++j) {
-      if (j < rows) {
-        __m512i p[Fmt::kParts];
-        Fmt::parts(w + j * row_bytes + ch * kChunk * 2, len, p);
-        for (int q = 0; q < Fmt::kParts; ++q) in[q][j] = p[q];
-      } else {
-        for (int q = 0; q < Fmt::kParts; ++q) in[q][j] = _mm512_setzero_si512();
-      }
+      in[j] = j < rows ? chunk_of(w + j * row_bytes + ch * kChunk * 2, len) : _mm512_setzero_si512();
     }
-    for (int q = 0; q < Fmt::kParts; ++q) {
-      transpose16(in[q], out);
-      uint8_t* tile = b_tiles + (ch * Fmt::kParts + q) * kTileBytes;
-      for (int r = 0; r < 16; ++r) _mm512_store_si512(tile + r * kTileRowBytes, out[r]);
-    }
+    transpose16(in, out);
+    uint8_t* tile = b_tiles + ch * kTileBytes;
+    for (int r = 0; r < 16; ++r) _mm512_store_si512(tile + r * kTileRowBytes, out[r]);
   }
 }
 
 // The zero-padded last chunk of `count` activation rows (zeros past n: garbage there times a zero
 // weight could be a NaN), into s.a_tail.
-template <class Fmt>
-void pad_tail(int64_t n, const uint8_t* act, uint64_t act_stride, int count, Scratch<Fmt>& s) {
+void pad_tail(int64_t n, const uint8_t* act, uint64_t act_stride, int count, Scratch& s) {
   const int64_t full = n / kChunk, len = n - full * kChunk;
-  for (int q = 0; q < Fmt::kParts; ++q) {
-    for (int a = 0; a < count; ++a) {
-      std::memset(s.a_tail[q][a], 0, sizeof(s.a_tail[q][a]));
-      std::memcpy(s.a_tail[q][a], act + a * act_stride + q * Fmt::part_bytes(n) + full * kChunk * 2, len * 2);
-    }
-  }
-}
-
-// C tile C += activation rows (A: tmm6, F16 low parts tmm7) × a weight chunk's B tile(s) (tmm4,
-// F16 low parts tmm5): BF16 one product, F16 hi·hi, lo·hi and hi·lo in that order. Blocks passes load
-// B once per chunk and A here (LoadA), groups passes A once per chunk and B here (from `bt`); BF16
-// then alternates the loaded tile by C, so that consecutive products do not wait on one register.
-template <class Fmt, class T, int C, bool LoadA>
-void multiply(const uint8_t* a, long stride, uint64_t part_bytes, const uint8_t* bt) {
-  if constexpr (Fmt::kParts == 1) {
-    constexpr int kA = LoadA ? 6 + (C & 1) : 6, kB = LoadA ? 4 : 4 + (C & 1);
-    if constexpr (LoadA) {
-      T::template load<kA>(a, stride);
-    } else {
-      T::template load<kB>(bt, kTileRowBytes);
-    }
-    T::template dp<C, kA, kB>();
-  } else {
-    if constexpr (LoadA) {
-      T::template load<6>(a, stride);
-      T::template load<7>(a + part_bytes, stride);
-    } else {
-      T::template load<4>(bt, kTileRowBytes);
-      T::template load<5>(bt + kTileBytes, kTileRowBytes);
-    }
-    T::template dp<C, 6, 4>();
-    T::template dp<C, 7, 4>();
-    T::template dp<C, 6, 5>();
+  for (int a = 0; a < count; ++a) {
+    std::memset(s.a_tail[a], 0, sizeof(s.a_tail[a]));
+    std::memcpy(s.a_tail[a], act + a * act_stride + full * kChunk * 2, len * 2);
   }
 }
 
@@ -317,27 +240,25 @@ void zero_c(int count) {
 
 // Blocks pass: NB (≤ 4) full blocks of activation rows from `act` on, against one group of `rows`
 // weight rows whose B tiles are at `b_tiles`; out[a * out_stride + j] from the pass's first row on.
-template <class Fmt, class T, int NB>
-void pass_blocks(int64_t n, const uint8_t* act, uint64_t act_stride, const uint8_t* b_tiles, int rows,
-                 Scratch<Fmt>& s, float* out, int64_t out_stride) {
+// The chunk's B tile is loaded once (tmm4), each block's activations alternately into tmm6 and tmm7.
+template <class T, int NB>
+void pass_blocks(int64_t n, const uint8_t* act, uint64_t act_stride, const uint8_t* b_tiles, int rows, Scratch& s,
+                 float* out, int64_t out_stride) {
   const int64_t full = n / kChunk, n_chunks = (n + kChunk - 1) / kChunk;
-  const uint64_t part_bytes = Fmt::part_bytes(n);
   zero_c<T>(NB);
   for (int64_t ch = 0; ch < n_chunks; ++ch) {
-    const uint8_t* bt = b_tiles + ch * Fmt::kParts * kTileBytes;
-    T::template load<4>(bt, kTileRowBytes);
-    if constexpr (Fmt::kParts == 2) T::template load<5>(bt + kTileBytes, kTileRowBytes);
+    T::template load<4>(b_tiles + ch * kTileBytes, kTileRowBytes);
     const bool tail = ch == full;
     if (tail) pad_tail(n, act, act_stride, NB * kBlockRows, s);
     auto block = [&](auto b) {
       constexpr int B = decltype(b)::value;
       if (tail) {
-        multiply<Fmt, T, B, true>(reinterpret_cast<const uint8_t*>(s.a_tail[0][B * kBlockRows]), kChunk * 2,
-                                  sizeof(s.a_tail[0]), nullptr);
+        T::template load<6 + (B & 1)>(s.a_tail[B * kBlockRows], kChunk * 2);
       } else {
-        multiply<Fmt, T, B, true>(act + B * kBlockRows * act_stride + ch * kChunk * 2, static_cast<long>(act_stride),
-                                  part_bytes, nullptr);
+        T::template load<6 + (B & 1)>(act + B * kBlockRows * act_stride + ch * kChunk * 2,
+                                      static_cast<long>(act_stride));
       }
+      T::template dp<B, 6 + (B & 1), 4>();
     };
     if constexpr (NB > 0) block(Block<0>{});
     if constexpr (NB > 1) block(Block<1>{});
@@ -352,35 +273,31 @@ void pass_blocks(int64_t n, const uint8_t* act, uint64_t act_stride, const uint8
 
 // Groups pass: one block of m (< 16) activation rows against NG (≤ 4) groups of weight rows, whose B
 // tiles are s.b_tiles' slots 0..NG-1 (the last group `last_rows` rows): NG independent sums per tile
-// product instead of one chain, for decode and small batches. The activation tile is loaded once per
-// chunk; each group's C tile sees the same products in the same order as in a blocks pass.
-template <class Fmt, class T, int NG>
-void pass_groups(int64_t n, const uint8_t* act, uint64_t act_stride, int m, Scratch<Fmt>& s, int64_t slot_bytes,
+// product instead of one chain, for decode and small batches. The activation tile (tmm6) is loaded
+// once per chunk, the groups' B tiles alternately into tmm4 and tmm5; each group's C tile sees the
+// same products in the same order as in a blocks pass.
+template <class T, int NG>
+void pass_groups(int64_t n, const uint8_t* act, uint64_t act_stride, int m, Scratch& s, int64_t slot_bytes,
                  int last_rows, float* out, int64_t out_stride) {
   const int64_t full = n / kChunk, n_chunks = (n + kChunk - 1) / kChunk;
-  const uint64_t part_bytes = Fmt::part_bytes(n);
   zero_c<T>(NG);
   for (int64_t ch = 0; ch < n_chunks; ++ch) {
-    const uint8_t* a = act + ch * kChunk * 2;
-    auto stride = static_cast<long>(act_stride);
-    uint64_t parts = part_bytes;
     if (ch == full) {
       pad_tail(n, act, act_stride, m, s);
-      a = reinterpret_cast<const uint8_t*>(s.a_tail[0][0]);
-      stride = kChunk * 2;
-      parts = sizeof(s.a_tail[0]);
-    }
-    if constexpr (Fmt::kParts == 1) {
-      T::template load<6>(a, stride);
+      T::template load<6>(s.a_tail[0], kChunk * 2);
     } else {
-      T::template load<6>(a, stride);
-      T::template load<7>(a + parts, stride);
+      T::template load<6>(act + ch * kChunk * 2, static_cast<long>(act_stride));
     }
-    const uint8_t* bt = s.b_tiles.data() + ch * Fmt::kParts * kTileBytes;
-    if constexpr (NG > 0) multiply<Fmt, T, 0, false>(nullptr, 0, 0, bt);
-    if constexpr (NG > 1) multiply<Fmt, T, 1, false>(nullptr, 0, 0, bt + slot_bytes);
-    if constexpr (NG > 2) multiply<Fmt, T, 2, false>(nullptr, 0, 0, bt + 2 * slot_bytes);
-    if constexpr (NG > 3) multiply<Fmt, T, 3, false>(nullptr, 0, 0, bt + 3 * slot_bytes);
+    const uint8_t* bt = s.b_tiles.data() + ch * kTileBytes;
+    auto group = [&](auto g) {
+      constexpr int G = decltype(g)::value;
+      T::template load<4 + (G & 1)>(bt + G * slot_bytes, kTileRowBytes);
+      T::template dp<G, 6, 4 + (G & 1)>();
+    };
+    if constexpr (NG > 0) group(Block<0>{});
+    if constexpr (NG > 1) group(Block<1>{});
+    if constexpr (NG > 2) group(Block<2>{});
+    if constexpr (NG > 3) group(Block<3>{});
   }
   auto rows_of = [&](int g) { return g == NG - 1 ? last_rows : kGroup; };
   if constexpr (NG > 0) store_c<T, 0>(s.c, m, rows_of(0), out, out_stride);
@@ -392,41 +309,36 @@ void pass_groups(int64_t n, const uint8_t* act, uint64_t act_stride, int m, Scra
 // The kernel for every shape (contract as DotTileFn). Full blocks of 16 activation rows: per group of
 // 16 weight rows, its B tiles built once, then blocks passes. A last short block (every decode):
 // groups passes over 4 groups at a time.
-template <class Fmt, class T>
+template <class T>
 void dot(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,
          int n_rows, float* out, int64_t out_stride) {
-  static thread_local Scratch<Fmt> s;
-  const int64_t n_chunks = (n + kChunk - 1) / kChunk, slot_bytes = n_chunks * Fmt::kParts * kTileBytes;
+  static thread_local Scratch s;
+  const int64_t n_chunks = (n + kChunk - 1) / kChunk, slot_bytes = n_chunks * kTileBytes;
   s.b_tiles.resize(static_cast<size_t>(kPassGroups * slot_bytes));
   const auto* wb = static_cast<const uint8_t*>(w);
   const int full_blocks = n_rows / kBlockRows, short_rows = n_rows % kBlockRows;
-  int configured = 0;
-  auto configure = [&](int m) {
-    if (m != configured) T::configure(m);
-    configured = m;
-  };
   if (full_blocks > 0) {
-    configure(kBlockRows);
+    T::configure(kBlockRows);
     for (int64_t g0 = 0; g0 < n_w; g0 += kGroup) {
       const int rows = static_cast<int>(min_of(kGroup, n_w - g0));
-      build_b_tiles<Fmt>(n, wb + g0 * row_bytes, row_bytes, rows, s.b_tiles.data());
+      build_b_tiles(n, wb + g0 * row_bytes, row_bytes, rows, s.b_tiles.data());
       int b0 = 0;
       for (; b0 + kPassBlocks <= full_blocks; b0 += kPassBlocks) {
-        pass_blocks<Fmt, T, 4>(n, act + b0 * kBlockRows * act_stride, act_stride, s.b_tiles.data(), rows, s,
-                               out + b0 * kBlockRows * out_stride + g0, out_stride);
+        pass_blocks<T, 4>(n, act + b0 * kBlockRows * act_stride, act_stride, s.b_tiles.data(), rows, s,
+                          out + b0 * kBlockRows * out_stride + g0, out_stride);
       }
       const uint8_t* a = act + b0 * kBlockRows * act_stride;
       float* o = out + b0 * kBlockRows * out_stride + g0;
       switch (full_blocks - b0) {
-        case 1: pass_blocks<Fmt, T, 1>(n, a, act_stride, s.b_tiles.data(), rows, s, o, out_stride); break;
-        case 2: pass_blocks<Fmt, T, 2>(n, a, act_stride, s.b_tiles.data(), rows, s, o, out_stride); break;
-        case 3: pass_blocks<Fmt, T, 3>(n, a, act_stride, s.b_tiles.data(), rows, s, o, out_stride); break;
+        case 1: pass_blocks<T, 1>(n, a, act_stride, s.b_tiles.data(), rows, s, o, out_stride); break;
+        case 2: pass_blocks<T, 2>(n, a, act_stride, s.b_tiles.data(), rows, s, o, out_stride); break;
+        case 3: pass_blocks<T, 3>(n, a, act_stride, s.b_tiles.data(), rows, s, o, out_stride); break;
         default: break;
       }
     }
   }
   if (short_rows > 0) {
-    configure(short_rows);
+    T::configure(short_rows);
     const uint8_t* a = act + full_blocks * kBlockRows * act_stride;
     float* o = out + full_blocks * kBlockRows * out_stride;
     for (int64_t g0 = 0; g0 < n_w; g0 += kPassGroups * kGroup) {
@@ -434,63 +346,38 @@ void dot(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_
       const int ng = static_cast<int>(min_of(kPassGroups, (left + kGroup - 1) / kGroup));
       for (int q = 0; q < ng; ++q) {
         const int rows = static_cast<int>(min_of(kGroup, left - q * kGroup));
-        build_b_tiles<Fmt>(n, wb + (g0 + q * kGroup) * row_bytes, row_bytes, rows, s.b_tiles.data() + q * slot_bytes);
+        build_b_tiles(n, wb + (g0 + q * kGroup) * row_bytes, row_bytes, rows, s.b_tiles.data() + q * slot_bytes);
       }
-      const int last_rows = static_cast<int>(left - (ng - 1) * kGroup < kGroup ? left - (ng - 1) * kGroup : kGroup);
+      const int last_rows = static_cast<int>(min_of(kGroup, left - (ng - 1) * kGroup));
       switch (ng) {
-        case 1: pass_groups<Fmt, T, 1>(n, a, act_stride, short_rows, s, slot_bytes, last_rows, o + g0, out_stride); break;
-        case 2: pass_groups<Fmt, T, 2>(n, a, act_stride, short_rows, s, slot_bytes, last_rows, o + g0, out_stride); break;
-        case 3: pass_groups<Fmt, T, 3>(n, a, act_stride, short_rows, s, slot_bytes, last_rows, o + g0, out_stride); break;
-        default: pass_groups<Fmt, T, 4>(n, a, act_stride, short_rows, s, slot_bytes, last_rows, o + g0, out_stride); break;
+        case 1: pass_groups<T, 1>(n, a, act_stride, short_rows, s, slot_bytes, last_rows, o + g0, out_stride); break;
+        case 2: pass_groups<T, 2>(n, a, act_stride, short_rows, s, slot_bytes, last_rows, o + g0, out_stride); break;
+        case 3: pass_groups<T, 3>(n, a, act_stride, short_rows, s, slot_bytes, last_rows, o + g0, out_stride); break;
+        default: pass_groups<T, 4>(n, a, act_stride, short_rows, s, slot_bytes, last_rows, o + g0, out_stride); break;
       }
     }
   }
   T::release();
 }
 
-template <class Fmt, class T>
+template <class T>
 void dot_rows(int64_t n, const void* w_row, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
               int64_t out_stride) {
-  dot<Fmt, T>(n, w_row, 0, 1, act, act_stride, n_rows, out, out_stride);
+  dot<T>(n, w_row, 0, 1, act, act_stride, n_rows, out, out_stride);
 }
 
-template <class Fmt, class T>
+template <class T>
 void dot_outputs(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
-  dot<Fmt, T>(n, w, row_bytes, n_w, act, 0, 1, out, 0);
-}
-
-// F16 activations: each value rounded to f16 (as ref::quantize_f16), then split into bf16 parts: the
-// row's n high parts, then its n low parts.
-void quantize_act_f16_parts(const float* src, void* dst, int64_t n) {
-  auto* hi = static_cast<uint16_t*>(dst);
-  uint16_t* lo = hi + n;
-  for (int64_t i = 0; i < n; i += 16) {
-    const auto m = static_cast<__mmask16>(i + 16 <= n ? 0xFFFF : (1u << (n - i)) - 1);
-    const __m512 x = _mm512_maskz_loadu_ps(m, src + i);
-    __m256i h, l;
-    split(_mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), h, l);
-    _mm256_mask_storeu_epi16(hi + i, m, h);
-    _mm256_mask_storeu_epi16(lo + i, m, l);
-  }
+  dot<T>(n, w, row_bytes, n_w, act, 0, 1, out, 0);
 }
 
 template <class T>
 RowKernels kernel_set(TensorType weight) {
-  switch (weight) {
-    case TensorType::BF16: {
-      RowKernels k{dot_rows<Bf16Format, T>, avx512::quantize_act_bf16, 1, 2};
-      k.dot_outputs = dot_outputs<Bf16Format, T>;
-      k.dot_tile = dot<Bf16Format, T>;
-      return k;
-    }
-    case TensorType::F16: {
-      RowKernels k{dot_rows<F16Format, T>, quantize_act_f16_parts, 1, 4};
-      k.dot_outputs = dot_outputs<F16Format, T>;
-      k.dot_tile = dot<F16Format, T>;
-      return k;
-    }
-    default: return {nullptr, nullptr, 1, 1};
-  }
+  if (weight != TensorType::BF16) return {nullptr, nullptr, 1, 1};
+  RowKernels k{dot_rows<T>, avx512::quantize_act_bf16, 1, 2};
+  k.dot_outputs = dot_outputs<T>;
+  k.dot_tile = dot<T>;
+  return k;
 }
 }  // namespace
 
@@ -498,8 +385,8 @@ RowKernels kernel_set(TensorType weight) {
 
 namespace infer::kernels {
 
-RowKernels amx_float_row_kernels(TensorType weight) { return amx::kernel_set<amx::HardwareTiles>(weight); }
+RowKernels amx_bf16_row_kernels(TensorType weight) { return amx::kernel_set<amx::HardwareTiles>(weight); }
 
-RowKernels amx_float_row_kernels_model(TensorType weight) { return amx::kernel_set<amx::ModelTiles>(weight); }
+RowKernels amx_bf16_row_kernels_model(TensorType weight) { return amx::kernel_set<amx::ModelTiles>(weight); }
 
 }  // namespace infer::kernels
