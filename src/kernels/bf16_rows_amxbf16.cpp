@@ -9,7 +9,8 @@
 //
 // The same kernel also runs on a software model of the tile instructions (ModelTiles, the Intel SDM's
 // operation order written out), so that its layout logic is tested on every AVX-512 BF16 CPU; the
-// hardware itself only on a CPU with AMX-BF16.
+// hardware itself only on a CPU with AMX-BF16, whose sums differ from that order bit for bit
+// (test_bf16_amx.cpp).
 #include <cstring>
 
 #include "kernels/avx512_common.h"
