@@ -21,11 +21,19 @@ using namespace avx512;
 inline constexpr int kTileActRows = 16;  // activation rows per A tile
 inline constexpr int kRowBytes = 64;     // B and C tile row stride in the staging buffers
 
+// Loads a 64-byte LDTILECFG record: byte 0 palette (1), bytes 16 + 2t the row bytes of tile t, byte
+// 48 + t its rows. Our own asm: GCC 12's _tile_loadconfig tells the compiler it reads only 8 bytes, so
+// the stores of the rest were dropped as dead.
+inline void load_tile_config(const uint8_t (&cfg)[64]) {
+  struct Record {
+    uint8_t bytes[64];
+  };
+  __asm__ volatile("ldtilecfg %0" : : "m"(*reinterpret_cast<const Record*>(cfg)));
+}
+
 // Loads the tile configuration: tmm0..3 C accumulators (n_act × 64 bytes); tmm4, tmm6 A (n_act ×
 // k_sub bytes); tmm5, tmm7 B (k_sub/4 × 64 bytes). Two A/B pairs let one sub-block load while the
-// previous multiplies. The 64-byte LDTILECFG record: byte 0 palette (1), bytes 16 + 2t the row bytes of
-// tile t, byte 48 + t its rows. Loaded with our own asm: GCC 12's _tile_loadconfig tells the compiler
-// it reads only 8 bytes, so the stores of the rest were dropped as dead.
+// previous multiplies.
 inline void configure_tiles(int k_sub, int n_act) {
   alignas(64) uint8_t cfg[64] = {};
   cfg[0] = 1;
@@ -37,10 +45,7 @@ inline void configure_tiles(int k_sub, int n_act) {
   for (int t = 0; t < 4; ++t) set(t, n_act, kRowBytes);
   for (int t = 4; t <= 6; t += 2) set(t, n_act, k_sub);          // A tiles
   for (int t = 5; t <= 7; t += 2) set(t, k_sub / 4, kRowBytes);  // B tiles
-  struct Record {
-    uint8_t bytes[64];
-  };
-  __asm__ volatile("ldtilecfg %0" : : "m"(*reinterpret_cast<const Record*>(cfg)));
+  load_tile_config(cfg);
 }
 
 inline constexpr int kPrefetchGroups = 1;

@@ -13,7 +13,7 @@
 // (test_bf16_amx.cpp).
 #include <cstring>
 
-#include "kernels/avx512_common.h"
+#include "kernels/amx_common.h"
 #include "kernels/avx512_kernels.h"
 #include "kernels/quant.h"
 #include "kernels/row_kernels.h"
@@ -22,16 +22,10 @@ namespace infer::kernels::amx {
 
 // Internal linkage, as avx512_common.h explains.
 namespace {
-using avx512::Buffer;
-using avx512::min_of;
-
-constexpr int kChunk = 32;        // elements per A/B tile row pair set: one TDPBF16PS's K
-constexpr int kTileRowBytes = 64;
-constexpr int kTileBytes = 16 * kTileRowBytes;
-constexpr int kGroup = 16;        // weight rows per B tile (its dword columns)
-constexpr int kBlockRows = 16;    // activation rows per A and C tile
-constexpr int kPassBlocks = 4;    // C tiles: activation blocks per blocks pass over a group's chunks
-constexpr int kPassGroups = 4;    // C tiles: weight groups per groups pass (a short activation block)
+constexpr int kChunk = 32;  // bf16 elements per A tile row (64 bytes): one TDPBF16PS's K
+constexpr int kTileBytes = 16 * kRowBytes;
+constexpr int kPassBlocks = 4;  // C tiles: activation blocks per blocks pass over a group's chunks
+constexpr int kPassGroups = 4;  // C tiles: weight groups per groups pass (a short activation block)
 template <int B>
 struct Block {
   static constexpr int value = B;
@@ -43,7 +37,7 @@ void tile_config(int m, uint8_t (&cfg)[64]) {
   std::memset(cfg, 0, sizeof(cfg));
   cfg[0] = 1;
   for (int t = 0; t < 8; ++t) {
-    cfg[16 + 2 * t] = kTileRowBytes;
+    cfg[16 + 2 * t] = kRowBytes;
     cfg[48 + t] = static_cast<uint8_t>(t == 4 || t == 5 ? kChunk / 2 : m);
   }
 }
@@ -88,11 +82,7 @@ struct HardwareTiles {
   static void configure(int m) {
     alignas(64) uint8_t cfg[64];
     tile_config(m, cfg);
-    struct Record {
-      uint8_t bytes[64];
-    };
-    // Our own asm, as amx_common.h's configure_tiles explains.
-    __asm__ volatile("ldtilecfg %0" : : "m"(*reinterpret_cast<const Record*>(cfg)));
+    load_tile_config(cfg);
   }
   template <int t>
   static void zero() { hw_zero<t>(); }
@@ -110,7 +100,7 @@ struct HardwareTiles {
 // are exact). Denormal flushing is not modelled: the tests' values have none.
 struct ModelTiles {
   struct Tile {
-    alignas(64) uint8_t bytes[16][kTileRowBytes];
+    alignas(64) uint8_t bytes[16][kRowBytes];
     int rows = 0;
   };
   static Tile* tiles() {
@@ -128,12 +118,12 @@ struct ModelTiles {
   static void load(const void* p, long stride) {
     Tile& d = tiles()[t];
     const auto* src = static_cast<const uint8_t*>(p);
-    for (int r = 0; r < d.rows; ++r) std::memcpy(d.bytes[r], src + r * stride, kTileRowBytes);
+    for (int r = 0; r < d.rows; ++r) std::memcpy(d.bytes[r], src + r * stride, kRowBytes);
   }
   template <int t>
   static void store(void* p, long stride) {
     const Tile& s = tiles()[t];
-    for (int r = 0; r < s.rows; ++r) std::memcpy(static_cast<uint8_t*>(p) + r * stride, s.bytes[r], kTileRowBytes);
+    for (int r = 0; r < s.rows; ++r) std::memcpy(static_cast<uint8_t*>(p) + r * stride, s.bytes[r], kRowBytes);
   }
   static float element(const Tile& t, int r, int i) {
     uint16_t h;
@@ -194,8 +184,8 @@ inline void transpose16(const __m512i (&in)[16], __m512i (&out)[16]) {
 // a pass's activation rows and one C tile's sums.
 struct Scratch {
   Buffer<uint8_t> b_tiles;
-  alignas(64) uint16_t a_tail[kPassBlocks * kBlockRows][kChunk];
-  alignas(64) float c[kBlockRows][kGroup];
+  alignas(64) uint16_t a_tail[kPassBlocks * kTileActRows][kChunk];
+  alignas(64) float c[kTileActRows][kGroupRows];
 };
 
 // The B tiles of `rows` (≤ 16) weight rows, one per chunk.
@@ -204,12 +194,12 @@ void build_b_tiles(int64_t n, const uint8_t* w, uint64_t row_bytes, int rows, ui
   for (int64_t ch = 0; ch < n_chunks; ++ch) {
     __m512i in[16], out[16];
     const int64_t len = min_of(kChunk, n - ch * kChunk);
-    for (int j = 0; j < kGroup; ++j) {
+    for (int j = 0; j < kGroupRows; ++j) {
       in[j] = j < rows ? chunk_of(w + j * row_bytes + ch * kChunk * 2, len) : _mm512_setzero_si512();
     }
     transpose16(in, out);
     uint8_t* tile = b_tiles + ch * kTileBytes;
-    for (int r = 0; r < 16; ++r) _mm512_store_si512(tile + r * kTileRowBytes, out[r]);
+    for (int r = 0; r < 16; ++r) _mm512_store_si512(tile + r * kRowBytes, out[r]);
   }
 }
 
@@ -225,8 +215,8 @@ void pad_tail(int64_t n, const uint8_t* act, uint64_t act_stride, int count, Scr
 
 // Stores C tile `c` (m activation rows × 16 weight rows, of which `rows` are real) to out[a * out_stride + j].
 template <class T, int C>
-void store_c(float (&c)[kBlockRows][kGroup], int m, int rows, float* out, int64_t out_stride) {
-  T::template store<C>(c, kGroup * sizeof(float));
+void store_c(float (&c)[kTileActRows][kGroupRows], int m, int rows, float* out, int64_t out_stride) {
+  T::template store<C>(c, kGroupRows * sizeof(float));
   const auto mask = static_cast<__mmask16>((1u << rows) - 1);
   for (int a = 0; a < m; ++a) _mm512_mask_storeu_ps(out + a * out_stride, mask, _mm512_load_ps(c[a]));
 }
@@ -248,15 +238,15 @@ void pass_blocks(int64_t n, const uint8_t* act, uint64_t act_stride, const uint8
   const int64_t full = n / kChunk, n_chunks = (n + kChunk - 1) / kChunk;
   zero_c<T>(NB);
   for (int64_t ch = 0; ch < n_chunks; ++ch) {
-    T::template load<4>(b_tiles + ch * kTileBytes, kTileRowBytes);
+    T::template load<4>(b_tiles + ch * kTileBytes, kRowBytes);
     const bool tail = ch == full;
-    if (tail) pad_tail(n, act, act_stride, NB * kBlockRows, s);
+    if (tail) pad_tail(n, act, act_stride, NB * kTileActRows, s);
     auto block = [&](auto b) {
       constexpr int B = decltype(b)::value;
       if (tail) {
-        T::template load<6 + (B & 1)>(s.a_tail[B * kBlockRows], kChunk * 2);
+        T::template load<6 + (B & 1)>(s.a_tail[B * kTileActRows], kChunk * 2);
       } else {
-        T::template load<6 + (B & 1)>(act + B * kBlockRows * act_stride + ch * kChunk * 2,
+        T::template load<6 + (B & 1)>(act + B * kTileActRows * act_stride + ch * kChunk * 2,
                                       static_cast<long>(act_stride));
       }
       T::template dp<B, 6 + (B & 1), 4>();
@@ -266,10 +256,10 @@ void pass_blocks(int64_t n, const uint8_t* act, uint64_t act_stride, const uint8
     if constexpr (NB > 2) block(Block<2>{});
     if constexpr (NB > 3) block(Block<3>{});
   }
-  if constexpr (NB > 0) store_c<T, 0>(s.c, kBlockRows, rows, out, out_stride);
-  if constexpr (NB > 1) store_c<T, 1>(s.c, kBlockRows, rows, out + 1 * kBlockRows * out_stride, out_stride);
-  if constexpr (NB > 2) store_c<T, 2>(s.c, kBlockRows, rows, out + 2 * kBlockRows * out_stride, out_stride);
-  if constexpr (NB > 3) store_c<T, 3>(s.c, kBlockRows, rows, out + 3 * kBlockRows * out_stride, out_stride);
+  if constexpr (NB > 0) store_c<T, 0>(s.c, kTileActRows, rows, out, out_stride);
+  if constexpr (NB > 1) store_c<T, 1>(s.c, kTileActRows, rows, out + 1 * kTileActRows * out_stride, out_stride);
+  if constexpr (NB > 2) store_c<T, 2>(s.c, kTileActRows, rows, out + 2 * kTileActRows * out_stride, out_stride);
+  if constexpr (NB > 3) store_c<T, 3>(s.c, kTileActRows, rows, out + 3 * kTileActRows * out_stride, out_stride);
 }
 
 // Groups pass: one block of m (< 16) activation rows against NG (≤ 4) groups of weight rows, whose B
@@ -292,7 +282,7 @@ void pass_groups(int64_t n, const uint8_t* act, uint64_t act_stride, int m, Scra
     const uint8_t* bt = s.b_tiles.data() + ch * kTileBytes;
     auto group = [&](auto g) {
       constexpr int G = decltype(g)::value;
-      T::template load<4 + (G & 1)>(bt + G * slot_bytes, kTileRowBytes);
+      T::template load<4 + (G & 1)>(bt + G * slot_bytes, kRowBytes);
       T::template dp<G, 6, 4 + (G & 1)>();
     };
     if constexpr (NG > 0) group(Block<0>{});
@@ -300,11 +290,11 @@ void pass_groups(int64_t n, const uint8_t* act, uint64_t act_stride, int m, Scra
     if constexpr (NG > 2) group(Block<2>{});
     if constexpr (NG > 3) group(Block<3>{});
   }
-  auto rows_of = [&](int g) { return g == NG - 1 ? last_rows : kGroup; };
+  auto rows_of = [&](int g) { return g == NG - 1 ? last_rows : kGroupRows; };
   if constexpr (NG > 0) store_c<T, 0>(s.c, m, rows_of(0), out, out_stride);
-  if constexpr (NG > 1) store_c<T, 1>(s.c, m, rows_of(1), out + kGroup, out_stride);
-  if constexpr (NG > 2) store_c<T, 2>(s.c, m, rows_of(2), out + 2 * kGroup, out_stride);
-  if constexpr (NG > 3) store_c<T, 3>(s.c, m, rows_of(3), out + 3 * kGroup, out_stride);
+  if constexpr (NG > 1) store_c<T, 1>(s.c, m, rows_of(1), out + kGroupRows, out_stride);
+  if constexpr (NG > 2) store_c<T, 2>(s.c, m, rows_of(2), out + 2 * kGroupRows, out_stride);
+  if constexpr (NG > 3) store_c<T, 3>(s.c, m, rows_of(3), out + 3 * kGroupRows, out_stride);
 }
 
 // The kernel for every shape (contract as DotTileFn). Full blocks of 16 activation rows: per group of
@@ -317,19 +307,19 @@ void dot(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_
   const int64_t n_chunks = (n + kChunk - 1) / kChunk, slot_bytes = n_chunks * kTileBytes;
   s.b_tiles.resize(static_cast<size_t>(kPassGroups * slot_bytes));
   const auto* wb = static_cast<const uint8_t*>(w);
-  const int full_blocks = n_rows / kBlockRows, short_rows = n_rows % kBlockRows;
+  const int full_blocks = n_rows / kTileActRows, short_rows = n_rows % kTileActRows;
   if (full_blocks > 0) {
-    T::configure(kBlockRows);
-    for (int64_t g0 = 0; g0 < n_w; g0 += kGroup) {
-      const int rows = static_cast<int>(min_of(kGroup, n_w - g0));
+    T::configure(kTileActRows);
+    for (int64_t g0 = 0; g0 < n_w; g0 += kGroupRows) {
+      const int rows = static_cast<int>(min_of(kGroupRows, n_w - g0));
       build_b_tiles(n, wb + g0 * row_bytes, row_bytes, rows, s.b_tiles.data());
       int b0 = 0;
       for (; b0 + kPassBlocks <= full_blocks; b0 += kPassBlocks) {
-        pass_blocks<T, 4>(n, act + b0 * kBlockRows * act_stride, act_stride, s.b_tiles.data(), rows, s,
-                          out + b0 * kBlockRows * out_stride + g0, out_stride);
+        pass_blocks<T, 4>(n, act + b0 * kTileActRows * act_stride, act_stride, s.b_tiles.data(), rows, s,
+                          out + b0 * kTileActRows * out_stride + g0, out_stride);
       }
-      const uint8_t* a = act + b0 * kBlockRows * act_stride;
-      float* o = out + b0 * kBlockRows * out_stride + g0;
+      const uint8_t* a = act + b0 * kTileActRows * act_stride;
+      float* o = out + b0 * kTileActRows * out_stride + g0;
       switch (full_blocks - b0) {
         case 1: pass_blocks<T, 1>(n, a, act_stride, s.b_tiles.data(), rows, s, o, out_stride); break;
         case 2: pass_blocks<T, 2>(n, a, act_stride, s.b_tiles.data(), rows, s, o, out_stride); break;
@@ -340,16 +330,16 @@ void dot(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_
   }
   if (short_rows > 0) {
     T::configure(short_rows);
-    const uint8_t* a = act + full_blocks * kBlockRows * act_stride;
-    float* o = out + full_blocks * kBlockRows * out_stride;
-    for (int64_t g0 = 0; g0 < n_w; g0 += kPassGroups * kGroup) {
+    const uint8_t* a = act + full_blocks * kTileActRows * act_stride;
+    float* o = out + full_blocks * kTileActRows * out_stride;
+    for (int64_t g0 = 0; g0 < n_w; g0 += kPassGroups * kGroupRows) {
       const int64_t left = n_w - g0;
-      const int ng = static_cast<int>(min_of(kPassGroups, (left + kGroup - 1) / kGroup));
+      const int ng = static_cast<int>(min_of(kPassGroups, (left + kGroupRows - 1) / kGroupRows));
       for (int q = 0; q < ng; ++q) {
-        const int rows = static_cast<int>(min_of(kGroup, left - q * kGroup));
-        build_b_tiles(n, wb + (g0 + q * kGroup) * row_bytes, row_bytes, rows, s.b_tiles.data() + q * slot_bytes);
+        const int rows = static_cast<int>(min_of(kGroupRows, left - q * kGroupRows));
+        build_b_tiles(n, wb + (g0 + q * kGroupRows) * row_bytes, row_bytes, rows, s.b_tiles.data() + q * slot_bytes);
       }
-      const int last_rows = static_cast<int>(min_of(kGroup, left - (ng - 1) * kGroup));
+      const int last_rows = static_cast<int>(min_of(kGroupRows, left - (ng - 1) * kGroupRows));
       switch (ng) {
         case 1: pass_groups<T, 1>(n, a, act_stride, short_rows, s, slot_bytes, last_rows, o + g0, out_stride); break;
         case 2: pass_groups<T, 2>(n, a, act_stride, short_rows, s, slot_bytes, last_rows, o + g0, out_stride); break;
