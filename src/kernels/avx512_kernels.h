@@ -35,4 +35,18 @@ void dot_tile_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, co
                    int n_rows, float* out, int64_t out_stride);
 void quantize_act_bf16(const float* src, void* dst, int64_t n);
 
+// F32, F16, BF16 weights × the AVX2 set's f32 activation rows, on 512-bit FMAs (float_rows_avx512.cpp):
+// the batch tile only, bitwise the AVX2 set's values. Pays only where use_avx512_fma_tiles().
+void dot_tile_fma_f32(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                      uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_fma_f16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                      uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_fma_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                       uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+
+// Time of a run of 512-bit FMAs over the same number of 256-bit ones, all independent (fma_rate_avx512.cpp):
+// about 1 where the CPU runs 512-bit FMAs at full width, about 2 where it splits them. Takes about a
+// millisecond.
+double fma512_time_ratio();
+
 }  // namespace infer::kernels::avx512

@@ -1,5 +1,5 @@
 // CPUID/XGETBV detection of AVX2, FMA, F16C, AVX-512 and AMX (INT8, BF16); the INFER_FORCE_SCALAR and INFER_NO_AMX
-// overrides; the one-time request for the AMX tile state.
+// overrides; the one-time request for the AMX tile state and the one-time 512-bit FMA probe.
 #include "kernels/cpu_features.h"
 
 #include <cpuid.h>
@@ -11,6 +11,8 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+
+#include "kernels/avx512_kernels.h"
 
 namespace infer::kernels {
 
@@ -93,6 +95,11 @@ bool use_avx512() {
 
 bool use_avx512_bf16() {
   static const bool use = use_avx512() && cpu_features().avx512_bf16;
+  return use;
+}
+
+bool use_avx512_fma_tiles() {
+  static const bool use = use_avx512() && avx512::fma512_time_ratio() < kFullWidthFmaRatio;
   return use;
 }
 

@@ -20,6 +20,11 @@ bool use_avx512();
 // The AVX-512 BF16 kernels of BF16 weights: use_avx512() and AVX-512 BF16 present (AMD Zen 4/5, Intel
 // Sapphire Rapids and later).
 bool use_avx512_bf16();
+// The 512-bit FMA tile of F32/F16/BF16 weights (avx512::dot_tile_fma_*): use_avx512() and a probe,
+// run once, finds 512-bit FMAs as fast as 256-bit ones (below kFullWidthFmaRatio of their time).
+// The tile gives the AVX2 tile's values bit for bit, so the probe changes speed, never an output.
+bool use_avx512_fma_tiles();
+inline constexpr double kFullWidthFmaRatio = 1.5;
 // The AMX tile kernels for batches of rows: use_avx2(), AVX-512 and AMX-INT8 present, INFER_NO_AMX not
 // set to 1, and Linux granted the process the tile state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once
 // here). Never asked under a seccomp filter: a filter may kill the process on arch_prctl.

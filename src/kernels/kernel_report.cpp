@@ -52,7 +52,9 @@ KernelFamilies kernel_families(TensorType weight, bool interleaved) {
   const char* decode = k.dot_outputs ? "avx2-streams" : "avx2-rows";
   if (!k.dot_tile) return {decode, "avx2-rows"};
   if (k.dot_tile == avx2_row_kernels(weight).dot_tile) return {decode, "avx2-tiles"};
-  return {decode, use_avx512() && k.dot_tile == avx512_dot_tile(weight) ? "avx512-vnni-tiles" : "amx-tiles"};
+  if (!use_avx512() || k.dot_tile != avx512_dot_tile(weight)) return {decode, "amx-tiles"};
+  const bool float_rows = weight == TensorType::F32 || weight == TensorType::F16 || weight == TensorType::BF16;
+  return {decode, float_rows ? "avx512-fma-tiles" : "avx512-vnni-tiles"};
 }
 
 }  // namespace infer::kernels

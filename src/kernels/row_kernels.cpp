@@ -52,9 +52,11 @@ RowKernels choose(TensorType weight) {
     // the set has none (F32, BF16: the same bytes)
     if (fast.dot_rows) k.dot_outputs = fast.dot_outputs;
     k.dot_tile = fast.dot_tile;  // reads the same activation blocks as fast.dot_rows
-    if (use_avx512() && fast.dot_rows && fast.quantize_act) {
+    if (use_avx512() && fast.dot_rows) {  // the tiles read what fast.dot_rows reads
       if (use_amx() && amx_dot_tile(weight)) k.dot_tile = amx_dot_tile(weight);
-      else if (DotTileFn vnni = avx512_dot_tile(weight)) k.dot_tile = vnni;
+      else if (DotTileFn wide = avx512_dot_tile(weight)) k.dot_tile = wide;
+    }
+    if (use_avx512() && fast.dot_rows && fast.quantize_act) {
       const InterleavedKernels il = avx512_interleaved_kernels(weight, use_amx());
       k.dot_outputs_interleaved = il.dot_outputs;
       k.dot_tile_interleaved = il.dot_tile;

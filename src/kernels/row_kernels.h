@@ -36,8 +36,8 @@ struct RowKernels {
   int64_t act_block_elements;  // geometry of quantize_act's blocks
   uint64_t act_block_bytes;
   DotOutputsFn dot_outputs = nullptr;  // optional (AVX2, AVX-512 BF16); null: call dot_rows per weight row
-  // optional: AMX tiles (Q4_K, Q6_K, BF16), AVX-512 VNNI tiles (Q8_0, Q4_0) or AVX2 register tiles (float
-  // rows, Q8_0, Q4_0); null: call dot_rows per weight row
+  // optional: AMX tiles (Q4_K, Q6_K, BF16), AVX-512 VNNI tiles (Q8_0, Q4_0), AVX-512 FMA tiles or AVX2
+  // register tiles (float rows, Q8_0, Q4_0); null: call dot_rows per weight row
   DotTileFn dot_tile = nullptr;
   // The interleaved layout (interleave.h; AVX-512 VNNI machines): the same contracts over whole groups
   // of 16 weight rows (w at a group's start, n_w a multiple of 16), each value bitwise what the row
@@ -57,8 +57,9 @@ RowKernels scalar_row_kernels(TensorType weight);
 RowKernels avx2_row_kernels(TensorType weight);
 // The AMX tile kernel of a type (null where there is none). Call only when use_amx().
 DotTileFn amx_dot_tile(TensorType weight);
-// The AVX-512 VNNI batch kernel of a type's row layout, for types without an AMX one (Q8_0, Q4_0: the
-// AVX2 activation blocks; null for others). Call only when use_avx512().
+// The AVX-512 batch kernel of a type's row layout, for types without an AMX one, over the AVX2 set's
+// activation blocks: VNNI for Q8_0, Q4_0; 512-bit FMAs for F32, F16, BF16 where use_avx512_fma_tiles();
+// null for others. Call only when use_avx512().
 DotTileFn avx512_dot_tile(TensorType weight);
 // The AVX-512 BF16 kernel set of BF16 weights, activations as bf16 (null dot_rows for other types).
 // Call only when use_avx512_bf16().

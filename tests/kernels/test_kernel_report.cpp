@@ -19,7 +19,8 @@ TEST(KernelReport, CpuModelNamesTheFamily) {
 }
 
 // The float rows and the Q8_0 activation formats have AVX2 batch tiles on every AVX2 CPU (Q8_0 and Q4_0
-// AVX-512 VNNI ones where the CPU has it); the names follow the kernels row_kernels chose.
+// AVX-512 VNNI ones where the CPU has it, float rows 512-bit FMA ones where the probe finds them at full
+// width); the names follow the kernels row_kernels chose.
 TEST(KernelReport, FamiliesFollowTheRunTimeChoice) {
   for (TensorType t : test::kWeightTypes) {
     const KernelFamilies f = kernel_families(t, false);
@@ -32,12 +33,19 @@ TEST(KernelReport, FamiliesFollowTheRunTimeChoice) {
     if (use_amx_bf16() && amx_bf16_row_kernels(t).dot_rows) continue;        // below
     EXPECT_STREQ(f.decode, k.dot_outputs ? "avx2-streams" : "avx2-rows") << test::type_label(t);
     const bool amx = use_amx() && amx_dot_tile(t);
-    const bool vnni = !amx && use_avx512() && avx512_dot_tile(t);
-    EXPECT_STREQ(f.batch, amx ? "amx-tiles" : vnni ? "avx512-vnni-tiles" : k.dot_tile ? "avx2-tiles" : "avx2-rows")
+    const bool wide = !amx && use_avx512() && avx512_dot_tile(t);
+    const bool float_rows = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+    const char* wide_family = float_rows ? "avx512-fma-tiles" : "avx512-vnni-tiles";
+    EXPECT_STREQ(f.batch, amx ? "amx-tiles" : wide ? wide_family : k.dot_tile ? "avx2-tiles" : "avx2-rows")
         << test::type_label(t);
   }
   if (use_avx2()) {
-    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q5_0, TensorType::Q5_1}) {
+    // float rows take the 512-bit FMA tile where the probe found full-width FMAs
+    const char* float_tiles = use_avx512_fma_tiles() ? "avx512-fma-tiles" : "avx2-tiles";
+    for (TensorType t : {TensorType::F32, TensorType::F16}) {
+      EXPECT_STREQ(kernel_families(t, false).batch, float_tiles) << test::type_label(t);
+    }
+    for (TensorType t : {TensorType::Q5_0, TensorType::Q5_1}) {
       EXPECT_STREQ(kernel_families(t, false).batch, "avx2-tiles") << test::type_label(t);
     }
     const KernelFamilies bf16 = kernel_families(TensorType::BF16, false);
@@ -45,7 +53,7 @@ TEST(KernelReport, FamiliesFollowTheRunTimeChoice) {
       EXPECT_STREQ(bf16.batch, "amx-bf16-tiles");
       EXPECT_STREQ(bf16.decode, "amx-bf16-rows");
     } else {
-      EXPECT_STREQ(bf16.batch, use_avx512_bf16() ? "avx512-bf16-tiles" : "avx2-tiles");
+      EXPECT_STREQ(bf16.batch, use_avx512_bf16() ? "avx512-bf16-tiles" : float_tiles);
       EXPECT_STREQ(bf16.decode, use_avx512_bf16() ? "avx512-bf16-rows" : "avx2-streams");
     }
     // Q8_0 and Q4_0 batches take AVX-512 VNNI where the CPU has it

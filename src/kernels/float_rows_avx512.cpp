@@ -1,0 +1,175 @@
+// The batch tile of F32, F16 and BF16 weight rows on 512-bit FMAs, for CPUs that run them at the rate of
+// 256-bit ones (use_avx512_fma_tiles: twice the multiply-adds a cycle). Bitwise the AVX2 set's
+// arithmetic (float_rows_avx2.cpp): each vector holds two weight rows' 8-lane chains side by side (one
+// row a 256-bit half) against one activation row's 8 elements in both halves, so every (weight row,
+// activation row) pair still sums acc = fma(w, y, acc) over the 8-element steps in order, then hsum and
+// the scalar tail. Decode and dot_rows stay on the AVX2 set: they give the same values.
+#include "kernels/avx512_common.h"
+#include "kernels/avx512_kernels.h"
+#include "kernels/quant.h"
+
+namespace infer::kernels::avx512 {
+
+// Internal linkage, as avx512_common.h explains.
+namespace {
+
+// Batch tile: kTilePairs pairs of weight rows × kTileRows activation rows per pass (24 accumulators, the
+// pairs' weight vectors and one activation vector). k-blocks of kBlockElements keep the pass's
+// activation slices in L1; sub-tiles of at most kSubTileBytes (kSubTileRows rows) keep the weight rows
+// that every row group reads again in L2.
+constexpr int kTilePairs = 3;
+constexpr int kTileRows = 8;
+constexpr int64_t kBlockElements = 512;  // a multiple of 8
+constexpr uint64_t kSubTileBytes = 128 * 1024;
+constexpr int64_t kSubTileRows = 64;  // even
+
+// Two rows' 8 elements as f32: `lo` in the low half, `hi` in the high half.
+struct LoadF32 {
+  using T = float;
+  static __m512 load(const T* lo, const T* hi) {
+    const __m512d l = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(lo)));
+    return _mm512_castpd_ps(_mm512_insertf64x4(l, _mm256_castps_pd(_mm256_loadu_ps(hi)), 1));
+  }
+  static float one(T v) { return v; }
+};
+inline __m256i load_pair(const uint16_t* lo, const uint16_t* hi) {
+  const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo));
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(l), _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)), 1);
+}
+struct LoadF16 {
+  using T = uint16_t;
+  static __m512 load(const T* lo, const T* hi) { return _mm512_cvtph_ps(load_pair(lo, hi)); }
+  static float one(T v) { return _cvtsh_ss(v); }
+};
+struct LoadBF16 {
+  using T = uint16_t;
+  static __m512 load(const T* lo, const T* hi) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load_pair(lo, hi)), 16));
+  }
+  static float one(T v) { return bf16_to_f32(v); }
+};
+
+// avx2::hsum's order: (hi128 + lo128), then pairs, then the last two.
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline __m256 high_half(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+
+template <class L>
+struct Tile {
+  using T = typename L::T;
+
+  // The AVX2 set's end of a pair: hsum(acc) plus the scalar tail from `from`.
+  static float finish(__m256 acc, const T* x, const float* y, int64_t from, int64_t n) {
+    float tail = 0;
+    for (int64_t j = from; j < n; ++j) tail += L::one(x[j]) * y[j];
+    return hsum(acc) + tail;
+  }
+
+  // Pairs [p, p + NP) of a sub-tile over the 8-element steps of [k0, k1): pair q holds weight rows
+  // (lo[q], hi[q]); y[r] holds element k0 at y[r][0].
+  template <int NP, int NR>
+  static void block(const T* const* lo, const T* const* hi, int64_t p, const float* const (&y)[NR], int64_t k0,
+                    int64_t k1, __m512 (*state)[kTileRows]) {
+    __m512 acc[NP][NR];
+    for (int q = 0; q < NP; ++q) {
+      for (int r = 0; r < NR; ++r) acc[q][r] = state[p + q][r];
+    }
+    for (int64_t i = k0; i + 8 <= k1; i += 8) {
+      __m512 wv[NP];
+      for (int q = 0; q < NP; ++q) wv[q] = L::load(lo[p + q] + i, hi[p + q] + i);
+      for (int r = 0; r < NR; ++r) {
+        const __m512 yv = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(y[r] + (i - k0)))));
+        for (int q = 0; q < NP; ++q) acc[q][r] = _mm512_fmadd_ps(wv[q], yv, acc[q][r]);
+      }
+    }
+    for (int q = 0; q < NP; ++q) {
+      for (int r = 0; r < NR; ++r) state[p + q][r] = acc[q][r];
+    }
+  }
+
+  // Weight rows [0, n_w) of a sub-tile (n_w ≤ kSubTileRows) against activation rows [0, NR). An odd
+  // last row is paired with itself and its high half dropped.
+  template <int NR>
+  static void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                        uint64_t act_stride, float* out, int64_t out_stride) {
+    const int64_t n_pairs = (n_w + 1) / 2;
+    const T* lo[kSubTileRows / 2];
+    const T* hi[kSubTileRows / 2];
+    __m512 state[kSubTileRows / 2][kTileRows];
+    for (int64_t p = 0; p < n_pairs; ++p) {
+      lo[p] = reinterpret_cast<const T*>(w + 2 * p * row_bytes);
+      hi[p] = 2 * p + 1 < n_w ? reinterpret_cast<const T*>(w + (2 * p + 1) * row_bytes) : lo[p];
+      for (int r = 0; r < NR; ++r) state[p][r] = _mm512_setzero_ps();
+    }
+    const float* rows[NR];
+    for (int r = 0; r < NR; ++r) rows[r] = reinterpret_cast<const float*>(act + r * act_stride);
+    const int64_t steps_end = n / 8 * 8;  // the 8-element steps end here; the scalar tail follows
+    for (int64_t k0 = 0; k0 < steps_end; k0 += kBlockElements) {
+      const int64_t k1 = min_of(steps_end, k0 + kBlockElements);
+      const float* y[NR];
+      for (int r = 0; r < NR; ++r) y[r] = rows[r] + k0;
+      int64_t p = 0;
+      for (; p + kTilePairs <= n_pairs; p += kTilePairs) block<kTilePairs, NR>(lo, hi, p, y, k0, k1, state);
+      switch (n_pairs - p) {
+        case 1: block<1, NR>(lo, hi, p, y, k0, k1, state); break;
+        case 2: block<2, NR>(lo, hi, p, y, k0, k1, state); break;
+        default: break;
+      }
+    }
+    for (int64_t p = 0; p < n_pairs; ++p) {
+      for (int r = 0; r < NR; ++r) {
+        float* o = out + r * out_stride + 2 * p;
+        o[0] = finish(_mm512_castps512_ps256(state[p][r]), lo[p], rows[r], steps_end, n);
+        if (2 * p + 1 < n_w) o[1] = finish(high_half(state[p][r]), hi[p], rows[r], steps_end, n);
+      }
+    }
+  }
+
+  static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                       uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+    const auto* wb = static_cast<const uint8_t*>(w);
+    int64_t sub = static_cast<int64_t>(kSubTileBytes / row_bytes) / 2 * 2;
+    sub = sub < 2 * kTilePairs ? 2 * kTilePairs : (sub > kSubTileRows ? kSubTileRows : sub);
+    for (int64_t w0 = 0; w0 < n_w; w0 += sub) {
+      const int64_t nw = min_of(sub, n_w - w0);
+      const uint8_t* ws = wb + w0 * row_bytes;
+      int r = 0;
+      for (; r + kTileRows <= n_rows; r += kTileRows) {
+        tile_rows<kTileRows>(n, ws, row_bytes, nw, act + r * act_stride, act_stride, out + r * out_stride + w0,
+                             out_stride);
+      }
+      const uint8_t* a = act + r * act_stride;
+      float* o = out + r * out_stride + w0;
+      switch (n_rows - r) {
+        case 1: tile_rows<1>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+        case 2: tile_rows<2>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+        case 3: tile_rows<3>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+        case 4: tile_rows<4>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+        case 5: tile_rows<5>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+        case 6: tile_rows<6>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+        case 7: tile_rows<7>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
+        default: break;
+      }
+    }
+  }
+};
+}  // namespace
+
+void dot_tile_fma_f32(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                      uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  Tile<LoadF32>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+void dot_tile_fma_f16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                      uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  Tile<LoadF16>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+void dot_tile_fma_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                       uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  Tile<LoadBF16>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+}  // namespace infer::kernels::avx512
