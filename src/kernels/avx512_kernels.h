@@ -21,11 +21,27 @@ void dot_rows_interleaved_q5_k(int64_t n, const void* w, uint64_t row_bytes, int
 void dot_rows_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
+// Q8_0 / Q4_0 weights × BlockQ8_0F activations in the interleaved layout (q8_0_q4_0_interleaved_avx512.cpp).
+void dot_outputs_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                  float* out);
+void dot_outputs_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                  float* out);
+void dot_rows_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                               uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_rows_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                               uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+
 // Q8_0 / Q4_0 weights × BlockQ8_0F activations, the row layout's batch tile (q8_0_q4_0_avx512.cpp).
 void dot_tile_vnni_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 void dot_tile_vnni_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+// The same tile over the interleaved layout (n_w a multiple of 16), for more rows than one pass of the
+// interleaved rows kernel.
+void dot_tile_vnni_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_vnni_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
 // BF16 weights × BF16 activations by VDPBF16PS (float_rows_avx512bf16.cpp): a whole kernel set.
 void dot_rows_bf16(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,

@@ -17,7 +17,8 @@ namespace infer::kernels {
 
 inline constexpr int64_t kInterleaveRows = 16;
 
-// Whether this CPU has kernels for the interleaved layout of `type` (Q4_K, Q5_K and Q6_K with AVX-512 VNNI).
+// Whether this CPU has kernels for the interleaved layout of `type` (Q8_0, Q4_0, Q4_K, Q5_K and Q6_K with
+// AVX-512 VNNI).
 bool interleaved_kernels_available(TensorType type);
 
 // Rewrites the whole groups of an n_out × n_in matrix of `type` (row layout) in place into the

@@ -1,10 +1,12 @@
 // Q8_0 and Q4_0 weights × Q8_0 activations (read as BlockQ8_0F) on AVX-512 VNNI: the batch kernel
-// (dot_tile) of the row layout, for CPUs with AVX-512 VNNI with or without AMX.
+// (dot_tile) of the row layout and, for more than one pass of rows, of the interleaved layout, for CPUs
+// with AVX-512 VNNI with or without AMX.
 //
 // The AVX2 tile's scheme (q8_0_q4_0_avx2.cpp) at twice the width: weight rows 16 at a time, one per
 // 32-bit lane, each block's codes transposed once per tile of activation rows into 8 vectors (vector
 // k holds codes 4k..4k+3 of the 16 rows), so that one VPDPBUSD with 4 activation codes broadcast from
-// memory serves 16 rows. VPDPBUSD multiplies unsigned by signed bytes, so the weights are taken
+// memory serves 16 rows (the interleaved layout's units already hold the rows' words side by side, 2
+// bytes off the codes: each is realigned by two shifts). VPDPBUSD multiplies unsigned by signed bytes, so the weights are taken
 // unsigned, u = w + 128 (Q8_0, an XOR with 0x80) or the nibble u = code + 8 (Q4_0), and each sum
 // starts from −128·Σy (−8·Σy): the block's exact integer sum S. The float step per block is the
 // scalar reference's, acc = acc + float(S)·(dw·dy) in block order, so every output is bitwise what
@@ -38,6 +40,12 @@ struct alignas(64) GroupBlock {
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+// An interleaved unit's bytes 4k + 2 .. 4k + 5 of each row (the block's bytes past its 2-byte scale):
+// the top half of word k and the bottom half of word k + 1.
+inline __m512i realign(__m512i word, __m512i next) {
+  return _mm512_or_si512(_mm512_srli_epi32(word, 16), _mm512_slli_epi32(next, 16));
+}
+
 // Q8_0: the signed codes biased to unsigned, w + 128.
 struct CodesQ8_0 {
   using Block = BlockQ8_0;
@@ -45,6 +53,11 @@ struct CodesQ8_0 {
   static __m256i row(const Block& b) {
     return _mm256_xor_si256(load256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80)));
   }
+  // codes[k] from the 16 rows' words 0..7 and the 2-byte tails of an interleaved unit.
+  static void from_words(const __m512i (&w)[9], __m512i (&codes)[8]) {
+    for (int k = 0; k < 8; ++k) codes[k] = _mm512_xor_si512(realign(w[k], w[k + 1]), _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  static constexpr int kWords = 8;
 };
 
 // Q4_0: the nibbles u = code + 8 in element order (low nibbles: elements 0-15, high: 16-31).
@@ -55,6 +68,15 @@ struct CodesQ4_0 {
     const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
     return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
   }
+  static void from_words(const __m512i (&w)[9], __m512i (&codes)[8]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i q = realign(w[k], w[k + 1]);  // qs[4k..4k+3]: low nibbles codes 4k.., high 16 + 4k..
+      codes[k] = _mm512_and_si512(q, m4);
+      codes[k + 4] = _mm512_and_si512(_mm512_srli_epi32(q, 4), m4);
+    }
+  }
+  static constexpr int kWords = 4;
 };
 
 // Σ of 32 signed bytes, exact (psadbw of the codes biased to unsigned, less the bias).
@@ -83,6 +105,16 @@ struct Groups {
                                     uint64_t{x[i + 2][b].d} << 32 | uint64_t{x[i + 3][b].d} << 48);
     };
     g.dw = _mm512_cvtph_ps(_mm256_set_epi64x(four(12), four(8), four(4), four(0)));
+  }
+
+  // Block b of an interleaved group (its unit b) into g.
+  static void from_interleaved(const uint8_t* group, int64_t b, GroupBlock& g) {
+    const uint8_t* unit = group + b * kGroupRows * static_cast<int64_t>(sizeof(Block));
+    __m512i w[9];
+    for (int k = 0; k < Codes::kWords; ++k) w[k] = _mm512_loadu_si512(unit + 64 * k);
+    w[Codes::kWords] = _mm512_cvtepu16_epi32(load256(unit + 64 * Codes::kWords));  // the tails
+    Codes::from_words(w, g.codes);
+    g.dw = low_halves_f32(w[0]);
   }
 
   // Activation rows y0[0..NR) against the group's blocks g[0..nb): acc = acc + float(S)·(dw·dy) per
@@ -116,8 +148,27 @@ struct Groups {
     rows<NR>(g, nb, y, off, count, out, out_stride);
   }
 
-  // Per tile of activation rows (kept in L2), each group of 16 weight rows is transposed once into a
-  // scratch row of GroupBlocks and then read by the tile's rows, kPassRows at a time.
+  // The group of row-layout weight rows from o into g[0..nb). First pass over the chunk (`first`): the
+  // next group's rows (contiguous) are fetched at the pace this one is read, as in the AVX2 tile (16
+  // short rows side by side give the hardware prefetcher no stream to follow).
+  static void fill_from_rows(const uint8_t* wb, uint64_t row_bytes, int64_t n_w, int64_t o, int64_t nb, bool first,
+                             GroupBlock* g) {
+    const Block* x[kGroupRows];  // rows past n_w repeat row n_w − 1 (their lanes are dropped)
+    for (int i = 0; i < kGroupRows; ++i) x[i] = reinterpret_cast<const Block*>(wb + min_of(o + i, n_w - 1) * row_bytes);
+    const char* next = reinterpret_cast<const char*>(wb + (o + kGroupRows) * row_bytes);
+    constexpr int kStep = kGroupRows * static_cast<int>(sizeof(Block));
+    for (int64_t b = 0; b < nb; ++b) {
+      if (first && o + kGroupRows < n_w) {
+        for (int j = 0; j < kStep; j += 64) _mm_prefetch(next + b * kStep + j, _MM_HINT_T0);
+      }
+      transpose(x, b, g[b]);
+    }
+  }
+
+  // Per tile of activation rows (kept in L2), each group of 16 weight rows is transposed (Interleaved:
+  // realigned from its units, one sequential stream for the hardware prefetcher) once into a scratch
+  // row of GroupBlocks and then read by the tile's rows, kPassRows at a time.
+  template <bool Interleaved>
   static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
     const auto* wb = static_cast<const uint8_t*>(w);
@@ -136,20 +187,10 @@ struct Groups {
         for (int64_t b = 0; b < nb; ++b) offsets[r * nb + b] = Codes::kOffset * sum_i8(y[b].qs);
       }
       for (int64_t o = 0; o < n_w; o += kGroupRows) {
-        const Block* x[kGroupRows];  // rows past n_w repeat row n_w − 1 (their lanes are dropped)
-        for (int i = 0; i < kGroupRows; ++i) {
-          x[i] = reinterpret_cast<const Block*>(wb + min_of(o + i, n_w - 1) * row_bytes);
-        }
-        // First pass over the chunk: the next group's rows (contiguous) are fetched at the pace this
-        // one is read, as in the AVX2 tile (16 short rows side by side give the hardware prefetcher
-        // no stream to follow).
-        const char* next = reinterpret_cast<const char*>(wb + (o + kGroupRows) * row_bytes);
-        constexpr int kStep = kGroupRows * static_cast<int>(sizeof(Block));
-        for (int64_t b = 0; b < nb; ++b) {
-          if (r0 == 0 && o + kGroupRows < n_w) {
-            for (int j = 0; j < kStep; j += 64) _mm_prefetch(next + b * kStep + j, _MM_HINT_T0);
-          }
-          transpose(x, b, scratch[b]);
+        if constexpr (Interleaved) {
+          for (int64_t b = 0; b < nb; ++b) from_interleaved(wb + o * row_bytes, b, scratch[b]);
+        } else {
+          fill_from_rows(wb, row_bytes, n_w, o, nb, r0 == 0, scratch.data());
         }
         const int64_t count = min_of(kGroupRows, n_w - o);
         float* out_o = out + r0 * out_stride + o;
@@ -180,12 +221,22 @@ struct Groups {
 
 void dot_tile_vnni_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Groups<CodesQ8_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  Groups<CodesQ8_0>::dot_tile<false>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_vnni_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  Groups<CodesQ8_0>::dot_tile<true>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 void dot_tile_vnni_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Groups<CodesQ4_0>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  Groups<CodesQ4_0>::dot_tile<false>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_vnni_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  Groups<CodesQ4_0>::dot_tile<true>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::avx512

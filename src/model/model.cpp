@@ -1,6 +1,6 @@
 // Model loading: hyper-parameters, then every tensor bound by name with an exact shape check
 // (spec/architectures.md §2, architectures-more.md). Matrices stay views into the file's memory (DESIGN invariant 1): the
-// mapping, or the huge-page copy, whose Q4_K/Q5_K/Q6_K matrices are rewritten in place into the interleaved
+// mapping, or the huge-page copy, whose Q8_0/Q4_0/Q4_K/Q5_K/Q6_K matrices are rewritten in place into the interleaved
 // layout where the CPU has kernels for it (kernels/interleave.h).
 #include "model/model.h"
 

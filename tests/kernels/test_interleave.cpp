@@ -23,7 +23,8 @@ namespace {
 using test::random_floats;
 using test::type_label;
 
-constexpr TensorType kInterleavedTypes[] = {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+constexpr TensorType kInterleavedTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q5_K,
+                                            TensorType::Q6_K};
 
 struct Pair {  // one matrix in both layouts
   std::vector<uint8_t> rows, interleaved;
@@ -49,10 +50,11 @@ std::vector<float> run(const WeightMatrix& w, const std::vector<float>& x, int64
   return y;
 }
 
-// Every type with blocks of 4 bytes or more, including ones with a 2-byte tail (Q8_0, Q6_K).
+// Every type with blocks of 4 bytes or more, including ones with a 2-byte tail (Q8_0, Q4_0, Q6_K).
 TEST(Interleave, RoundTripsEveryRowAndLeavesTheTailRows) {
   const int64_t n_in = 512, n_out = 16 * 3 + 5;
-  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::F32}) {
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K,
+                       TensorType::F32}) {
     const std::vector<uint8_t> rows = test::random_weights(t, n_out, n_in, 11);
     std::vector<uint8_t> il = rows;
     interleave_rows(t, il.data(), n_in, n_out);
@@ -79,8 +81,8 @@ TEST(Interleave, RejectsBlocksShorterThanAWord) {
 
 TEST(Interleave, MatmulRefusesALayoutWithoutKernels) {
   const int64_t n_in = 64, n_out = 16;
-  std::vector<uint8_t> w = test::random_weights(TensorType::Q8_0, n_out, n_in, 3);
-  const WeightMatrix m{TensorType::Q8_0, w.data(), n_in, n_out, quant_row_bytes(TensorType::Q8_0, n_in), true};
+  std::vector<uint8_t> w = test::random_weights(TensorType::Q5_0, n_out, n_in, 3);
+  const WeightMatrix m{TensorType::Q5_0, w.data(), n_in, n_out, quant_row_bytes(TensorType::Q5_0, n_in), true};
   std::vector<float> x(n_in), y(n_out);
   ThreadPool pool(1);
   MatmulScratch scratch;
@@ -138,15 +140,15 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAcrossChunks) {
 // lost exactness would round differently from the row layout's.
 TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAtTheIntegerExtremes) {
   const int64_t n_in = 512, n_out = 32, rows = 9;
-  // Q8_K: every code −128 but one −127 per 32, so that the sums are odd: a float sum that passed 2^24
-  // would round.
+  // Q8_K (Q8_0 for Q8_0, Q4_0): every code −128 (−127) but one less per 32, so that the sums are odd: a
+  // float sum that passed 2^24 would round.
   std::vector<float> x(rows * n_in, -1.0f);
   for (size_t k = 5; k < x.size(); k += 32) x[k] = -0.99f;
   for (TensorType t : kInterleavedTypes) {
     if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AVX-512 VNNI)";
     const uint64_t rb = quant_row_bytes(t, n_in);
     std::vector<uint8_t> w(rb * n_out);
-    for (int64_t b = 0; b < n_out * n_in / 256; ++b) {
+    for (int64_t b = 0; b < n_out * n_in / block_elements(t); ++b) {
       const auto k_quant = [](auto& q) {
         q.d = 0x3C00;  // 1.0
         q.dmin = 0;
@@ -155,7 +157,15 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAtTheIntegerExtremes) {
         for (int j = 8; j < 12; ++j) q.scales[j] = 0x0F;     // sc 4..7 = 63
         std::memset(q.qs, 0xFF, sizeof(q.qs));               // codes 15
       };
-      if (t == TensorType::Q4_K) {
+      if (t == TensorType::Q8_0) {
+        BlockQ8_0& q = reinterpret_cast<BlockQ8_0*>(w.data())[b];
+        q.d = 0x3C00;
+        std::memset(q.qs, 0x80, sizeof(q.qs));               // codes −128
+      } else if (t == TensorType::Q4_0) {
+        BlockQ4_0& q = reinterpret_cast<BlockQ4_0*>(w.data())[b];
+        q.d = 0x3C00;
+        std::memset(q.qs, 0x00, sizeof(q.qs));               // codes −8
+      } else if (t == TensorType::Q4_K) {
         k_quant(reinterpret_cast<BlockQ4_K*>(w.data())[b]);
       } else if (t == TensorType::Q5_K) {
         BlockQ5_K& q = reinterpret_cast<BlockQ5_K*>(w.data())[b];
@@ -183,12 +193,12 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAtTheIntegerExtremes) {
 TEST(Interleave, MatmulIsBitwiseTheRowLayoutsOnLlamaCppBlocks) {
   INFER_REQUIRE_DIR(infer::test::reference_dir() + "/models");
   int checked = 0;
-  for (const char* model : {"q4_k_m", "q5_k_m", "q6_k"}) {
+  for (const char* model : {"q8_0", "q4_0", "q4_k_m", "q5_k_m", "q6_k"}) {
     const auto file = gguf::File::open(infer::test::reference_dir() + "/models/tiny-llama-" + model + ".gguf");
     for (const auto& t : file->tensors()) {
-      if (t.n_dims != 2 || (t.type != TensorType::Q4_K && t.type != TensorType::Q5_K && t.type != TensorType::Q6_K)) {
-        continue;
-      }
+      const bool interleavable = t.type == TensorType::Q8_0 || t.type == TensorType::Q4_0 ||
+                                 t.type == TensorType::Q4_K || t.type == TensorType::Q5_K || t.type == TensorType::Q6_K;
+      if (t.n_dims != 2 || !interleavable) continue;
       if (!interleaved_kernels_available(t.type)) GTEST_SKIP() << "no interleaved kernels on this CPU (AVX-512 VNNI)";
       const Pair p = make_pair(t.type, t.ne[0], t.ne[1], std::vector<uint8_t>(t.data, t.data + t.n_bytes));
       const std::vector<float> x = random_floats(9 * t.ne[0], 29);
