@@ -262,6 +262,7 @@ void run_bench(const BenchArgs& a) {
     j["device"] = model::device_name(device.kind);
     j["backend"] = gen.backend().description();
     j["interleaved_matrices"] = model->interleaved_matrices();
+    j["interleaved_decode_streams"] = kernels::interleaved_decode_streams();
     j["cpu"] = kernels::cpu_model();
     j["kernels"] = nlohmann::json::array();
     for (const auto& [type, interleaved] : matrix_kinds(*model)) {
@@ -281,8 +282,9 @@ void run_bench(const BenchArgs& a) {
   if (a.n > 0)
     std::printf("| %s | %.1f MiB | %d | tg%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.n, tgs.mean, tgs.stddev);
   std::printf("backend: %s\n", gen.backend().description().c_str());
-  std::printf("weights: %s, %d matrices in the interleaved layout\n",
-              a.mmap ? "mapped file (--mmap)" : "copied into huge pages", model->interleaved_matrices());
+  std::printf("weights: %s, %d matrices in the interleaved layout (decode streams: %d)\n",
+              a.mmap ? "mapped file (--mmap)" : "copied into huge pages", model->interleaved_matrices(),
+              kernels::interleaved_decode_streams());
   std::printf("cpu: %s; kernels (decode / batch):", kernels::cpu_model().c_str());
   for (const auto& [type, interleaved] : matrix_kinds(*model)) {
     const kernels::KernelFamilies f = kernels::kernel_families(type, interleaved);

@@ -18,6 +18,7 @@
 #include <new>
 
 #include "kernels/blocks.h"
+#include "kernels/decode_streams.h"
 
 namespace infer::kernels::avx512 {
 // Everything here has internal linkage, and the *_avx512.cpp and *_amx.cpp files use no
@@ -176,10 +177,8 @@ __m512i pair_dot(const Pair* weight_pairs, const ActivationSums& sums, int row, 
 // The decode kernel over the interleaved layout (contract as DotOutputsFn, n_w a multiple of 16) for a
 // format's Decode: kSumGroupLen, kBlockBytes and block<NR>(source, i, y, sums, row0, acc): acc[a] plus
 // super-block i's terms for the 16 rows and activation row y[a]. One float per row and super-block, in
-// super-block order. The groups are read as kDecodeStreams streams side by side (one per equal part
-// of the chunk), for more reads in flight and more independent work between them.
-inline constexpr int kDecodeStreams = 2;
-
+// super-block order. The groups are read as one stream or as two side by side (one per half of the
+// chunk), as decode_streams.h chooses.
 template <class Decode>
 void dot_outputs_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                              float* out) {
@@ -187,24 +186,26 @@ void dot_outputs_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64
   sums.build(act, 0, 1, n, Decode::kSumGroupLen);
   const BlockQ8_K* const y[1] = {reinterpret_cast<const BlockQ8_K*>(act)};
   const auto* wb = static_cast<const uint8_t*>(w);
-  const int64_t n_groups = n_w / kGroupRows, part = n_groups / kDecodeStreams;
+  const DecodeStreamsCall call = decode_streams_begin();
+  const int64_t n_groups = n_w / kGroupRows, part = call.streams == 2 ? n_groups / 2 : 0;
   auto source = [&](int64_t g) {
     return InterleavedRows(wb + g * kGroupRows * row_bytes, row_bytes, kGroupRows, Decode::kBlockBytes);
   };
   for (int64_t g = 0; g < part; ++g) {
-    InterleavedRows src[kDecodeStreams] = {source(g), source(g + part)};
-    __m512 acc[kDecodeStreams] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    InterleavedRows src[2] = {source(g), source(g + part)};
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int64_t i = 0; i < sums.n_blocks; ++i) {
-      for (int s = 0; s < kDecodeStreams; ++s) Decode::template block<1>(src[s], i, y, sums, 0, &acc[s]);
+      for (int s = 0; s < 2; ++s) Decode::template block<1>(src[s], i, y, sums, 0, &acc[s]);
     }
-    for (int s = 0; s < kDecodeStreams; ++s) _mm512_storeu_ps(out + (g + s * part) * kGroupRows, acc[s]);
+    for (int s = 0; s < 2; ++s) _mm512_storeu_ps(out + (g + s * part) * kGroupRows, acc[s]);
   }
-  for (int64_t g = kDecodeStreams * part; g < n_groups; ++g) {
+  for (int64_t g = 2 * part; g < n_groups; ++g) {
     const InterleavedRows src = source(g);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < sums.n_blocks; ++i) Decode::template block<1>(src, i, y, sums, 0, &acc);
     _mm512_storeu_ps(out + g * kGroupRows, acc);
   }
+  decode_streams_end(call, static_cast<uint64_t>(n_w) * row_bytes);
 }
 
 // Small batches over the interleaved layout (contract as DotTileFn, n_w a multiple of 16): each group

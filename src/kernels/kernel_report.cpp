@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/cpu_features.h"
+#include "kernels/decode_streams.h"
 #include "kernels/row_kernels.h"
 
 namespace infer::kernels {
@@ -56,5 +57,7 @@ KernelFamilies kernel_families(TensorType weight, bool interleaved) {
   const bool float_rows = weight == TensorType::F32 || weight == TensorType::F16 || weight == TensorType::BF16;
   return {decode, float_rows ? "avx512-fma-tiles" : "avx512-vnni-tiles"};
 }
+
+int interleaved_decode_streams() { return decode_streams_chosen(); }
 
 }  // namespace infer::kernels

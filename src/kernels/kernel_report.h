@@ -25,4 +25,8 @@ struct KernelFamilies {
 };
 KernelFamilies kernel_families(TensorType weight, bool interleaved);
 
+// How many streams the interleaved layout's decode reads side by side (decode_streams.h): 1 or 2, or 0
+// while it is still timing both.
+int interleaved_decode_streams();
+
 }  // namespace infer::kernels

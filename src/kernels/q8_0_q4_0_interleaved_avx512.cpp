@@ -143,9 +143,36 @@ struct Kernels {
     for (int a = 0; a < NR; ++a) _mm512_storeu_ps(out + (row0 + a) * out_stride, acc[a]);
   }
 
-  // Each group against kRowsPerPass activation rows at a time (the group stays in L2 between passes).
-  // Decode is the one-row case: one stream of groups, which read faster than 2 or 4 groups side by side
-  // (infer bench tg64, Q8_0; docs/performance.md, Constants).
+  // Decode: the groups as one stream or two side by side (one per half of the chunk), as
+  // decode_streams.h chooses.
+  static void dot_outputs(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                          float* out) {
+    thread_local Offsets off;
+    off.build(Sums::kOffset, act, 0, 1, n);
+    const BlockQ8_0F* const y[1] = {reinterpret_cast<const BlockQ8_0F*>(act)};
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const DecodeStreamsCall call = decode_streams_begin();
+    const int64_t n_groups = n_w / kGroupRows, part = call.streams == 2 ? n_groups / 2 : 0;
+    for (int64_t g = 0; g < part; ++g) {
+      __m512 acc0[1] = {_mm512_setzero_ps()}, acc1[1] = {_mm512_setzero_ps()};
+      const InterleavedRows src0 = rows(wb, row_bytes, g), src1 = rows(wb, row_bytes, g + part);
+      for (int64_t b = 0; b < off.n_blocks; ++b) {
+        block<1>(src0, y, off, 0, b, acc0);
+        block<1>(src1, y, off, 0, b, acc1);
+      }
+      _mm512_storeu_ps(out + g * kGroupRows, acc0[0]);
+      _mm512_storeu_ps(out + (g + part) * kGroupRows, acc1[0]);
+    }
+    for (int64_t g = 2 * part; g < n_groups; ++g) {
+      __m512 acc[1] = {_mm512_setzero_ps()};
+      const InterleavedRows src = rows(wb, row_bytes, g);
+      for (int64_t b = 0; b < off.n_blocks; ++b) block<1>(src, y, off, 0, b, acc);
+      _mm512_storeu_ps(out + g * kGroupRows, acc[0]);
+    }
+    decode_streams_end(call, static_cast<uint64_t>(n_w) * row_bytes);
+  }
+
+  // Batches of one pass: each group against the rows at once.
   static void dot_rows(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
     thread_local Offsets off;
@@ -173,7 +200,7 @@ struct Kernels {
 
 void dot_outputs_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                   float* out) {
-  Kernels<Q8_0Sums>::dot_rows(n, w, row_bytes, n_w, act, 0, 1, out, 0);
+  Kernels<Q8_0Sums>::dot_outputs(n, w, row_bytes, n_w, act, out);
 }
 void dot_rows_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
@@ -182,7 +209,7 @@ void dot_rows_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int
 }
 void dot_outputs_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                   float* out) {
-  Kernels<Q4_0Sums>::dot_rows(n, w, row_bytes, n_w, act, 0, 1, out, 0);
+  Kernels<Q4_0Sums>::dot_outputs(n, w, row_bytes, n_w, act, out);
 }
 void dot_rows_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {

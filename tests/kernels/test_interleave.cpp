@@ -11,6 +11,7 @@
 
 #include "gguf/file.h"
 #include "kernels/blocks.h"
+#include "kernels/decode_streams.h"
 #include "kernels/interleave.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
@@ -121,6 +122,43 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsOnRandomWeights) {
       expect_same(p, x, 0, rows, threads, label);
     }
   }
+}
+
+// Decode reads the groups as one stream or two (decode_streams.h): bitwise the same outputs either way,
+// an even and an odd number of groups per chunk included.
+TEST(Interleave, DecodeIsBitwiseTheSameInOneOrTwoStreams) {
+  const std::vector<float> x = random_floats(1024, 25);
+  for (TensorType t : kInterleavedTypes) {
+    if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AVX-512 VNNI)";
+    for (int64_t n_out : {16, 16 * 7, 16 * 300 + 5}) {
+      const Pair p = make_pair(t, 1024, n_out, test::random_weights(t, n_out, 1024, 27));
+      const std::string label = std::string(type_label(t)) + " " + std::to_string(n_out) + " rows";
+      set_decode_streams(1);
+      const std::vector<float> one = run(p.interleaved_matrix, x, 0, 1, 1);
+      set_decode_streams(2);
+      const std::vector<float> two = run(p.interleaved_matrix, x, 0, 1, 2);
+      set_decode_streams(0);
+      const std::vector<float> rows = run(p.row_matrix, x, 0, 1, 1);
+      ASSERT_EQ(std::memcmp(one.data(), rows.data(), one.size() * sizeof(float)), 0) << label << ": one stream";
+      ASSERT_EQ(std::memcmp(two.data(), rows.data(), two.size() * sizeof(float)), 0) << label << ": two streams";
+    }
+  }
+}
+
+// The choice is open until the timed calls end, then fixed at 1 or 2; set_decode_streams fixes it.
+TEST(Interleave, DecodeStreamsAreChosenFromTheCallsTimes) {
+  if (!interleaved_kernels_available(TensorType::Q8_0)) GTEST_SKIP() << "no interleaved kernels on this CPU";
+  const int64_t n_in = 512, n_out = 16 * 8;
+  const Pair p = make_pair(TensorType::Q8_0, n_in, n_out, test::random_weights(TensorType::Q8_0, n_out, n_in, 31));
+  const std::vector<float> x = random_floats(n_in, 33);
+  set_decode_streams(0);
+  EXPECT_EQ(decode_streams_chosen(), 0);
+  for (int call = 0; call < 4096 && decode_streams_chosen() == 0; ++call) run(p.interleaved_matrix, x, 0, 1, 1);
+  const int chosen = decode_streams_chosen();
+  EXPECT_TRUE(chosen == 1 || chosen == 2) << chosen;
+  set_decode_streams(2);
+  EXPECT_EQ(decode_streams_chosen(), 2);
+  set_decode_streams(0);
 }
 
 // A matrix large enough that decode and prefill split it into several chunks per thread.
