@@ -149,6 +149,31 @@ struct InterleavedRows {
   }
 };
 
+// One group of `rows` (1..NR) activation rows: Tile::tile_rows<rows>(args...).
+template <int NR, class Tile, class... Args>
+void tile_group(int rows, Args... args) {
+  if constexpr (NR > 1) {
+    if (rows < NR) return tile_group<NR - 1, Tile>(rows, args...);
+  }
+  Tile::template tile_rows<NR>(args...);
+}
+
+// Batch driver of the float tiles: weight rows in sub-tiles of `sub` rows, which stay in L2 while every
+// group of up to TileRows activation rows passes over them; Tile::tile_rows<NR>(n, w, row_bytes, n_w,
+// act, act_stride, out, out_stride) does one group.
+template <int TileRows, class Tile>
+void dot_sub_tiles(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, int64_t sub, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  for (int64_t w0 = 0; w0 < n_w; w0 += sub) {
+    const int64_t nw = min_of(sub, n_w - w0);
+    for (int r = 0; r < n_rows; r += TileRows) {
+      const int rows = n_rows - r < TileRows ? n_rows - r : TileRows;
+      tile_group<TileRows, Tile>(rows, n, w + w0 * row_bytes, row_bytes, nw, act + r * act_stride, act_stride,
+                                 out + r * out_stride + w0, out_stride);
+    }
+  }
+}
+
 // The 4 activation codes at p in every lane (the signed operand of VPDPBUSD).
 inline __m512i broadcast_word(const int8_t* p) {
   int32_t v;

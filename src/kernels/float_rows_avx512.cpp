@@ -131,30 +131,10 @@ struct Tile {
 
   static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-    const auto* wb = static_cast<const uint8_t*>(w);
     int64_t sub = static_cast<int64_t>(kSubTileBytes / row_bytes) / 2 * 2;
     sub = sub < 2 * kTilePairs ? 2 * kTilePairs : (sub > kSubTileRows ? kSubTileRows : sub);
-    for (int64_t w0 = 0; w0 < n_w; w0 += sub) {
-      const int64_t nw = min_of(sub, n_w - w0);
-      const uint8_t* ws = wb + w0 * row_bytes;
-      int r = 0;
-      for (; r + kTileRows <= n_rows; r += kTileRows) {
-        tile_rows<kTileRows>(n, ws, row_bytes, nw, act + r * act_stride, act_stride, out + r * out_stride + w0,
-                             out_stride);
-      }
-      const uint8_t* a = act + r * act_stride;
-      float* o = out + r * out_stride + w0;
-      switch (n_rows - r) {
-        case 1: tile_rows<1>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-        case 2: tile_rows<2>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-        case 3: tile_rows<3>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-        case 4: tile_rows<4>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-        case 5: tile_rows<5>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-        case 6: tile_rows<6>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-        case 7: tile_rows<7>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-        default: break;
-      }
-    }
+    dot_sub_tiles<kTileRows, Tile>(n, static_cast<const uint8_t*>(w), row_bytes, n_w, sub, act, act_stride, n_rows,
+                                   out, out_stride);
   }
 };
 }  // namespace

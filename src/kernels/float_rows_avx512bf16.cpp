@@ -111,7 +111,7 @@ void block(const uint8_t* w, uint64_t row_bytes, int64_t o, const uint16_t* cons
 
 // Weight rows [0, n_w) of a sub-tile (n_w ≤ kSubTileRows) against activation rows [0, NR).
 template <int NR>
-void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,
+void sub_tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,
                float* out, int64_t out_stride) {
   __m512 state[kSubTileRows][kTileRows];
   for (int64_t o = 0; o < n_w; ++o) {
@@ -134,6 +134,14 @@ void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, con
     for (int r = 0; r < NR; ++r) out[r * out_stride + o] = reduce(state[o][r]);
   }
 }
+
+struct Tile {  // for dot_sub_tiles
+  template <int NR>
+  static void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                        uint64_t act_stride, float* out, int64_t out_stride) {
+    sub_tile_rows<NR>(n, w, row_bytes, n_w, act, act_stride, out, out_stride);
+  }
+};
 }  // namespace
 
 void dot_rows_bf16(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
@@ -160,28 +168,10 @@ void dot_outputs_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w,
 
 void dot_tile_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,
                    int n_rows, float* out, int64_t out_stride) {
-  const auto* wb = static_cast<const uint8_t*>(w);
   int64_t sub = static_cast<int64_t>(kSubTileBytes / row_bytes);
   sub = sub < kTileWeights ? kTileWeights : (sub > kSubTileRows ? kSubTileRows : sub);
-  for (int64_t w0 = 0; w0 < n_w; w0 += sub) {
-    const int64_t nw = min_of(sub, n_w - w0);
-    const uint8_t* ws = wb + w0 * row_bytes;
-    int r = 0;
-    for (; r + kTileRows <= n_rows; r += kTileRows) {
-      tile_rows<kTileRows>(n, ws, row_bytes, nw, act + r * act_stride, act_stride, out + r * out_stride + w0,
-                           out_stride);
-    }
-    const uint8_t* a = act + r * act_stride;
-    float* o = out + r * out_stride + w0;
-    switch (n_rows - r) {
-      case 1: tile_rows<1>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-      case 2: tile_rows<2>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-      case 3: tile_rows<3>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-      case 4: tile_rows<4>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-      case 5: tile_rows<5>(n, ws, row_bytes, nw, a, act_stride, o, out_stride); break;
-      default: break;
-    }
-  }
+  dot_sub_tiles<kTileRows, Tile>(n, static_cast<const uint8_t*>(w), row_bytes, n_w, sub, act, act_stride, n_rows, out,
+                                 out_stride);
 }
 
 // f32_to_bf16 (half.cpp) on 16 lanes: round to nearest even; a NaN keeps its top bits, made quiet.
