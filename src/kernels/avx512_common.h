@@ -174,6 +174,17 @@ void dot_sub_tiles(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w,
   }
 }
 
+// Σ of 32 signed bytes, exact (psadbw of the codes biased to unsigned, less the bias): a Q8_0
+// activation block's offset term.
+inline int32_t sum_i8(const int8_t* p) {
+  const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i v = _mm256_sad_epu8(_mm256_xor_si256(codes, _mm256_set1_epi8(static_cast<char>(0x80))),
+                                    _mm256_setzero_si256());
+  __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
+  return _mm_cvtsi128_si32(s) - 32 * 128;
+}
+
 // The 4 activation codes at p in every lane (the signed operand of VPDPBUSD).
 inline __m512i broadcast_word(const int8_t* p) {
   int32_t v;

@@ -79,15 +79,6 @@ struct CodesQ4_0 {
   static constexpr int kWords = 4;
 };
 
-// Σ of 32 signed bytes, exact (psadbw of the codes biased to unsigned, less the bias).
-inline int32_t sum_i8(const int8_t* p) {
-  const __m256i v = _mm256_sad_epu8(_mm256_xor_si256(load256(p), _mm256_set1_epi8(static_cast<char>(0x80))),
-                                    _mm256_setzero_si256());
-  __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
-  return _mm_cvtsi128_si32(s) - 32 * 128;
-}
-
 template <class Codes>
 struct Groups {
   using Block = typename Codes::Block;

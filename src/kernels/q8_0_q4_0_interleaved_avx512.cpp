@@ -35,33 +35,23 @@ inline __m512i codes_at(const BlockQ8_0F& y, int at) {
   return broadcast_word(reinterpret_cast<const int8_t*>(&y) + offsetof(BlockQ8_0F, qs) + at);
 }
 
-// Σ of 32 signed bytes, exact (psadbw of the codes biased to unsigned, less the bias).
-inline int32_t sum_i8(const int8_t* p) {
-  const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  const __m256i v = _mm256_sad_epu8(_mm256_xor_si256(codes, _mm256_set1_epi8(static_cast<char>(0x80))),
-                                    _mm256_setzero_si256());
-  __m128i s = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
-  return _mm_cvtsi128_si32(s) - 32 * 128;
-}
-
 // Q8_0: 8 words and the tail, the codes biased to unsigned (an XOR with 0x80 of the code bytes).
 struct Q8_0Sums {
   static constexpr int64_t kBlockBytes = sizeof(BlockQ8_0);
   static constexpr int32_t kOffset = 128;
   template <int NR>
-  static void add(const InterleavedRows& src, int64_t i, const BlockQ8_0F* const (&y)[NR], int64_t b,
-                  __m512i (&s)[NR], __m512i (&t)[NR]) {
+  static void add(const InterleavedRows& src, int64_t b, const BlockQ8_0F* const (&y)[NR], __m512i (&s)[NR],
+                  __m512i (&t)[NR]) {
     const __m512i bias = words(static_cast<int32_t>(0x80808080u));
-    const __m512i first = without_scale(_mm512_xor_si512(src.word(i, 0), bias));
+    const __m512i first = without_scale(_mm512_xor_si512(src.word(b, 0), bias));
     for (int a = 0; a < NR; ++a) s[a] = _mm512_dpbusd_epi32(s[a], first, codes_at(y[a][b], -2));
 #pragma GCC unroll 7
     for (int k = 1; k < 8; ++k) {
-      const __m512i q = _mm512_xor_si512(src.word(i, 4 * k), bias);
+      const __m512i q = _mm512_xor_si512(src.word(b, 4 * k), bias);
       __m512i(&sum)[NR] = k % 2 ? t : s;
       for (int a = 0; a < NR; ++a) sum[a] = _mm512_dpbusd_epi32(sum[a], q, codes_at(y[a][b], 4 * k - 2));
     }
-    const __m512i last = _mm512_xor_si512(tail_high(src.last_half(i)), words(static_cast<int32_t>(0x80800000u)));
+    const __m512i last = _mm512_xor_si512(tail_high(src.last_half(b)), words(static_cast<int32_t>(0x80800000u)));
     for (int a = 0; a < NR; ++a) t[a] = _mm512_dpbusd_epi32(t[a], last, codes_at(y[a][b], 28));
   }
 };
@@ -81,11 +71,11 @@ struct Q4_0Sums {
     }
   }
   template <int NR>
-  static void add(const InterleavedRows& src, int64_t i, const BlockQ8_0F* const (&y)[NR], int64_t b,
-                  __m512i (&s)[NR], __m512i (&t)[NR]) {
-    nibbles(without_scale(src.word(i, 0)), y, b, -2, s, t);
-    for (int k = 1; k < 4; ++k) nibbles(src.word(i, 4 * k), y, b, 4 * k - 2, s, t);
-    nibbles(tail_high(src.last_half(i)), y, b, 12, s, t);
+  static void add(const InterleavedRows& src, int64_t b, const BlockQ8_0F* const (&y)[NR], __m512i (&s)[NR],
+                  __m512i (&t)[NR]) {
+    nibbles(without_scale(src.word(b, 0)), y, b, -2, s, t);
+    for (int k = 1; k < 4; ++k) nibbles(src.word(b, 4 * k), y, b, 4 * k - 2, s, t);
+    nibbles(tail_high(src.last_half(b)), y, b, 12, s, t);
   }
 };
 
@@ -117,7 +107,7 @@ struct Kernels {
       s[a] = words(-off.at(row0 + a, b));
       second[a] = _mm512_setzero_si512();
     }
-    Sums::template add<NR>(src, b, y, b, s, t);
+    Sums::template add<NR>(src, b, y, s, t);
     if constexpr (NR == 1) s[0] = _mm512_add_epi32(s[0], second[0]);
     const __m512 dw = low_halves_f32(src.word_again(b, 0));
     for (int a = 0; a < NR; ++a) {
