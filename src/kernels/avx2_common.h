@@ -8,6 +8,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/row_kernels.h"
+#include "kernels/tile_group.h"
 
 namespace infer::kernels::avx2 {
 
@@ -100,15 +101,6 @@ void dot_rows_dispatch(int64_t n, const void* w, const uint8_t* act, uint64_t ac
     case 3: return Kernel<3>::run(n, w, act, act_stride, out, out_stride);
     default: return Kernel<4>::run(n, w, act, act_stride, out, out_stride);
   }
-}
-
-// One group of `rows` (1..NR) activation rows: Tile::tile_rows<rows>(args...).
-template <int NR, class Tile, class... Args>
-void tile_group(int rows, Args... args) {
-  if constexpr (NR > 1) {
-    if (rows < NR) return tile_group<NR - 1, Tile>(rows, args...);
-  }
-  Tile::template tile_rows<NR>(args...);
 }
 
 // Batch driver of the tile kernels: weight rows in sub-tiles of at most sub_tile_bytes (and

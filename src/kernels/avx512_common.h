@@ -19,6 +19,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/decode_streams.h"
+#include "kernels/tile_group.h"
 
 namespace infer::kernels::avx512 {
 // Everything here has internal linkage, and the *_avx512.cpp and *_amx.cpp files use no
@@ -148,15 +149,6 @@ struct InterleavedRows {
     for (int64_t l = 0; l < 16 * BlockBytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
   }
 };
-
-// One group of `rows` (1..NR) activation rows: Tile::tile_rows<rows>(args...).
-template <int NR, class Tile, class... Args>
-void tile_group(int rows, Args... args) {
-  if constexpr (NR > 1) {
-    if (rows < NR) return tile_group<NR - 1, Tile>(rows, args...);
-  }
-  Tile::template tile_rows<NR>(args...);
-}
 
 // Batch driver of the float tiles: weight rows in sub-tiles of `sub` rows, which stay in L2 while every
 // group of up to TileRows activation rows passes over them; Tile::tile_rows<NR>(n, w, row_bytes, n_w,
