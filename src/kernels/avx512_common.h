@@ -202,38 +202,48 @@ __m512i pair_dot(const Pair* weight_pairs, const ActivationSums& sums, int row, 
   return s;
 }
 
-// The decode kernel over the interleaved layout (contract as DotOutputsFn, n_w a multiple of 16) for a
-// format's Decode: kSumGroupLen, kBlockBytes and block<NR>(source, i, y, sums, row0, acc): acc[a] plus
-// super-block i's terms for the 16 rows and activation row y[a]. One float per row and super-block, in
-// super-block order. The groups are read as one stream or as two side by side (one per half of the
-// chunk), as decode_streams.h chooses.
-template <class Decode>
-void dot_outputs_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                             float* out) {
-  thread_local ActivationSums sums;
-  sums.build(act, 0, 1, n, Decode::kSumGroupLen);
-  const BlockQ8_K* const y[1] = {reinterpret_cast<const BlockQ8_K*>(act)};
-  const auto* wb = static_cast<const uint8_t*>(w);
+// Decode's walk over a chunk of interleaved groups (n_w a multiple of 16): one stream, or two side by
+// side (one per half of the chunk), as decode_streams.h chooses. add_block(source, i, acc) adds block
+// i's terms of one group to acc (its 16 rows); each group's 16 sums go to out in row order.
+template <class AddBlock>
+void decode_groups(const uint8_t* w, uint64_t row_bytes, int64_t n_w, int64_t block_bytes, int64_t n_blocks,
+                   float* out, AddBlock add_block) {
+  auto source = [&](int64_t g) {
+    return InterleavedRows(w + g * kGroupRows * row_bytes, row_bytes, kGroupRows, block_bytes);
+  };
   const DecodeStreamsCall call = decode_streams_begin();
   const int64_t n_groups = n_w / kGroupRows, part = call.streams == 2 ? n_groups / 2 : 0;
-  auto source = [&](int64_t g) {
-    return InterleavedRows(wb + g * kGroupRows * row_bytes, row_bytes, kGroupRows, Decode::kBlockBytes);
-  };
   for (int64_t g = 0; g < part; ++g) {
-    InterleavedRows src[2] = {source(g), source(g + part)};
+    const InterleavedRows src[2] = {source(g), source(g + part)};
     __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (int64_t i = 0; i < sums.n_blocks; ++i) {
-      for (int s = 0; s < 2; ++s) Decode::template block<1>(src[s], i, y, sums, 0, &acc[s]);
+    for (int64_t i = 0; i < n_blocks; ++i) {
+      for (int s = 0; s < 2; ++s) add_block(src[s], i, acc[s]);
     }
     for (int s = 0; s < 2; ++s) _mm512_storeu_ps(out + (g + s * part) * kGroupRows, acc[s]);
   }
   for (int64_t g = 2 * part; g < n_groups; ++g) {
     const InterleavedRows src = source(g);
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < sums.n_blocks; ++i) Decode::template block<1>(src, i, y, sums, 0, &acc);
+    for (int64_t i = 0; i < n_blocks; ++i) add_block(src, i, acc);
     _mm512_storeu_ps(out + g * kGroupRows, acc);
   }
   decode_streams_end(call, static_cast<uint64_t>(n_w) * row_bytes);
+}
+
+// The decode kernel over the interleaved layout (contract as DotOutputsFn, n_w a multiple of 16) for a
+// format's Decode: kSumGroupLen, kBlockBytes and block<NR>(source, i, y, sums, row0, acc): acc[a] plus
+// super-block i's terms for the 16 rows and activation row y[a]. One float per row and super-block, in
+// super-block order.
+template <class Decode>
+void dot_outputs_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                             float* out) {
+  thread_local ActivationSums sums;
+  sums.build(act, 0, 1, n, Decode::kSumGroupLen);
+  const BlockQ8_K* const y[1] = {reinterpret_cast<const BlockQ8_K*>(act)};
+  decode_groups(static_cast<const uint8_t*>(w), row_bytes, n_w, Decode::kBlockBytes, sums.n_blocks, out,
+                [&](const InterleavedRows& src, int64_t i, __m512& acc) {
+                  Decode::template block<1>(src, i, y, sums, 0, &acc);
+                });
 }
 
 // Small batches over the interleaved layout (contract as DotTileFn, n_w a multiple of 16): each group

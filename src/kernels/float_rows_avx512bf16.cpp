@@ -111,8 +111,8 @@ void block(const uint8_t* w, uint64_t row_bytes, int64_t o, const uint16_t* cons
 
 // Weight rows [0, n_w) of a sub-tile (n_w ≤ kSubTileRows) against activation rows [0, NR).
 template <int NR>
-void sub_tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,
-               float* out, int64_t out_stride) {
+void sub_tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, float* out, int64_t out_stride) {
   __m512 state[kSubTileRows][kTileRows];
   for (int64_t o = 0; o < n_w; ++o) {
     for (int r = 0; r < NR; ++r) state[o][r] = _mm512_setzero_ps();

@@ -6,8 +6,9 @@
 // 32-bit lane, each block's codes transposed once per tile of activation rows into 8 vectors (vector
 // k holds codes 4k..4k+3 of the 16 rows), so that one VPDPBUSD with 4 activation codes broadcast from
 // memory serves 16 rows (the interleaved layout's units already hold the rows' words side by side, 2
-// bytes off the codes: each is realigned by two shifts). VPDPBUSD multiplies unsigned by signed bytes, so the weights are taken
-// unsigned, u = w + 128 (Q8_0, an XOR with 0x80) or the nibble u = code + 8 (Q4_0), and each sum
+// bytes off the codes: each is realigned by two shifts). VPDPBUSD multiplies unsigned by signed
+// bytes, so the weights are taken unsigned, u = w + 128 (Q8_0, an XOR with 0x80) or the nibble
+// u = code + 8 (Q4_0), and each sum
 // starts from −128·Σy (−8·Σy): the block's exact integer sum S. The float step per block is the
 // scalar reference's, acc = acc + float(S)·(dw·dy) in block order, so every output is bitwise what
 // ref::dot_q8_0 / dot_q4_0 and the AVX2 kernels give (invariant 7).
@@ -55,7 +56,8 @@ struct CodesQ8_0 {
   }
   // codes[k] from the 16 rows' words 0..7 and the 2-byte tails of an interleaved unit.
   static void from_words(const __m512i (&w)[9], __m512i (&codes)[8]) {
-    for (int k = 0; k < 8; ++k) codes[k] = _mm512_xor_si512(realign(w[k], w[k + 1]), _mm512_set1_epi8(static_cast<char>(0x80)));
+    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int k = 0; k < 8; ++k) codes[k] = _mm512_xor_si512(realign(w[k], w[k + 1]), bias);
   }
   static constexpr int kWords = 8;
 };
@@ -145,7 +147,9 @@ struct Groups {
   static void fill_from_rows(const uint8_t* wb, uint64_t row_bytes, int64_t n_w, int64_t o, int64_t nb, bool first,
                              GroupBlock* g) {
     const Block* x[kGroupRows];  // rows past n_w repeat row n_w − 1 (their lanes are dropped)
-    for (int i = 0; i < kGroupRows; ++i) x[i] = reinterpret_cast<const Block*>(wb + min_of(o + i, n_w - 1) * row_bytes);
+    for (int i = 0; i < kGroupRows; ++i) {
+      x[i] = reinterpret_cast<const Block*>(wb + min_of(o + i, n_w - 1) * row_bytes);
+    }
     const char* next = reinterpret_cast<const char*>(wb + (o + kGroupRows) * row_bytes);
     constexpr int kStep = kGroupRows * static_cast<int>(sizeof(Block));
     for (int64_t b = 0; b < nb; ++b) {

@@ -116,10 +116,6 @@ struct Kernels {
     }
   }
 
-  static InterleavedRows rows(const uint8_t* w, uint64_t row_bytes, int64_t group) {
-    return InterleavedRows(w + group * kGroupRows * row_bytes, row_bytes, kGroupRows, Sums::kBlockBytes);
-  }
-
   template <int NR>
   static void pass(const InterleavedRows& src, const Offsets& off, const uint8_t* act, uint64_t act_stride, int row0,
                    float* out, int64_t out_stride) {
@@ -133,33 +129,18 @@ struct Kernels {
     for (int a = 0; a < NR; ++a) _mm512_storeu_ps(out + (row0 + a) * out_stride, acc[a]);
   }
 
-  // Decode: the groups as one stream or two side by side (one per half of the chunk), as
-  // decode_streams.h chooses.
+  // Decode: decode_groups' walk, block<1> a block.
   static void dot_outputs(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                           float* out) {
     thread_local Offsets off;
     off.build(Sums::kOffset, act, 0, 1, n);
     const BlockQ8_0F* const y[1] = {reinterpret_cast<const BlockQ8_0F*>(act)};
-    const auto* wb = static_cast<const uint8_t*>(w);
-    const DecodeStreamsCall call = decode_streams_begin();
-    const int64_t n_groups = n_w / kGroupRows, part = call.streams == 2 ? n_groups / 2 : 0;
-    for (int64_t g = 0; g < part; ++g) {
-      __m512 acc0[1] = {_mm512_setzero_ps()}, acc1[1] = {_mm512_setzero_ps()};
-      const InterleavedRows src0 = rows(wb, row_bytes, g), src1 = rows(wb, row_bytes, g + part);
-      for (int64_t b = 0; b < off.n_blocks; ++b) {
-        block<1>(src0, y, off, 0, b, acc0);
-        block<1>(src1, y, off, 0, b, acc1);
-      }
-      _mm512_storeu_ps(out + g * kGroupRows, acc0[0]);
-      _mm512_storeu_ps(out + (g + part) * kGroupRows, acc1[0]);
-    }
-    for (int64_t g = 2 * part; g < n_groups; ++g) {
-      __m512 acc[1] = {_mm512_setzero_ps()};
-      const InterleavedRows src = rows(wb, row_bytes, g);
-      for (int64_t b = 0; b < off.n_blocks; ++b) block<1>(src, y, off, 0, b, acc);
-      _mm512_storeu_ps(out + g * kGroupRows, acc[0]);
-    }
-    decode_streams_end(call, static_cast<uint64_t>(n_w) * row_bytes);
+    decode_groups(static_cast<const uint8_t*>(w), row_bytes, n_w, Sums::kBlockBytes, off.n_blocks, out,
+                  [&](const InterleavedRows& src, int64_t b, __m512& acc) {
+                    __m512 one[1] = {acc};
+                    block<1>(src, y, off, 0, b, one);
+                    acc = one[0];
+                  });
   }
 
   // Batches of one pass: each group against the rows at once.
@@ -169,7 +150,7 @@ struct Kernels {
     off.build(Sums::kOffset, act, act_stride, n_rows, n);
     const auto* wb = static_cast<const uint8_t*>(w);
     for (int64_t g = 0; g < n_w / kGroupRows; ++g) {
-      const InterleavedRows src = rows(wb, row_bytes, g);
+      const InterleavedRows src(wb + g * kGroupRows * row_bytes, row_bytes, kGroupRows, Sums::kBlockBytes);
       float* o = out + g * kGroupRows;
       for (int a0 = 0; a0 < n_rows; a0 += kRowsPerPass) {
         switch (static_cast<int>(min_of(kRowsPerPass, n_rows - a0))) {
@@ -194,7 +175,9 @@ void dot_outputs_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, 
 }
 void dot_rows_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  if (n_rows > kRowsPerPass) return dot_tile_vnni_interleaved_q8_0(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  if (n_rows > kRowsPerPass) {  // the VNNI tile, each group realigned once for every pass
+    return dot_tile_vnni_interleaved_q8_0(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  }
   Kernels<Q8_0Sums>::dot_rows(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 void dot_outputs_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
@@ -203,7 +186,9 @@ void dot_outputs_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, 
 }
 void dot_rows_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  if (n_rows > kRowsPerPass) return dot_tile_vnni_interleaved_q4_0(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  if (n_rows > kRowsPerPass) {  // the VNNI tile, each group realigned once for every pass
+    return dot_tile_vnni_interleaved_q4_0(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  }
   Kernels<Q4_0Sums>::dot_rows(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
