@@ -138,8 +138,8 @@ void BM_AttentionStepQwen3Shape(benchmark::State& state) {
 
 // A prefill's attention for one KV head over range(0) prompt rows taken range(1) rows at a time
 // (kernels::attention_rows), at range(2) query heads per KV head and head_dim range(3) (Qwen3-0.6B is
-// 2 × 128, bge-small 1 × 32, bge-base 1 × 64), causal if range(4), else whole-sequence (bert). Blocks of
-// one row are the per-row kernel.
+// 2 × 128, llama-3.2-1b 4 × 64, bge-small 1 × 32, bge-base 1 × 64), causal if range(4), else
+// whole-sequence (bert). Blocks of one row are the per-row kernel.
 void BM_AttentionRowsPrefill(benchmark::State& state) {
   const int n_rows = int(state.range(0)), block = int(state.range(1)), n_gqa = int(state.range(2));
   const int hd = int(state.range(3)), kv_dim = 8 * hd, T = 16;
@@ -173,6 +173,7 @@ void BM_AttentionRowsPrefill(benchmark::State& state) {
 
 BENCHMARK(BM_AttentionRowsPrefill)
     ->Args({512, 1, 2, 128, 1})->Args({512, 6, 2, 128, 1})->Args({512, 12, 2, 128, 1})->Args({512, 24, 2, 128, 1})
+    ->Args({2048, 1, 4, 64, 1})->Args({2048, 6, 4, 64, 1})  // llama-3.2-1b: 4 × 64
     ->Args({128, 1, 1, 32, 0})->Args({128, 12, 1, 32, 0})->Args({128, 24, 1, 32, 0})->Args({128, 24, 1, 64, 0});
 BENCHMARK(BM_AttentionRowQwen3Shape)->Arg(256)->Arg(2048);
 BENCHMARK(BM_AttentionStepQwen3Shape)->Args({96, 1})->Args({96, 8})->Unit(benchmark::kMillisecond);

@@ -54,7 +54,11 @@ int64_t attention_rows_scratch(int n_rows, int n_gqa, int key_span) {
 
 void attention_rows(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
                     float* scratch) {
-  if (use_avx2() && !(use_avx512() && attention_avx512_supports(head_dim))) {
+  if (use_avx512() && attention_avx512_supports(head_dim)) {
+    attention_rows_avx512(rows, kv, n_gqa, head_dim, scale, scratch);
+    return;
+  }
+  if (use_avx2()) {
     attention_rows_avx2(rows, kv, n_gqa, head_dim, scale, scratch);
     return;
   }

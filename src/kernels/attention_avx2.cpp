@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "kernels/attention_queries.h"
 #include "kernels/key_rows.h"
 #include "kernels/ops_avx2.h"
 #include "kernels/quant.h"
@@ -112,23 +113,6 @@ inline __m256 dot8(const float* q, const Keys& k, int n) {
   // lane i of s0123 holds key i's elements 0..3 (low half) and 4..7 (high half); likewise keys 4..7.
   return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
 }
-
-// The query vectors of a block of rows for one KV head: vector v is row v / n_gqa's head v % n_gqa.
-// Its scores (then probabilities) are row v of `scores`, indexed by key - span_begin.
-struct Queries {
-  const AttentionRows& rows;
-  int n_gqa, head_dim;
-  int span_begin;
-  float* scores;
-  int64_t score_stride;
-
-  int count() const { return rows.n_rows * n_gqa; }
-  const float* q(int v) const { return rows.q + (v / n_gqa) * rows.q_stride + int64_t(v % n_gqa) * head_dim; }
-  float* out(int v) const { return rows.out + (v / n_gqa) * rows.out_stride + int64_t(v % n_gqa) * head_dim; }
-  int begin(int v) const { return rows.key_begin[v / n_gqa]; }
-  int end(int v) const { return rows.key_end[v / n_gqa]; }
-  float* probs(int v, int key) const { return scores + v * score_stride + (key - span_begin); }
-};
 
 // Every query vector's scores (q_v · k_j) · scale over its keys, 8 keys at a time from span_begin
 // (a block's lanes past a vector's keys are computed and never read; past the span they repeat its
@@ -291,12 +275,10 @@ void attention_rows_avx2(const AttentionRows& rows, const PagedKv& kv, int n_gqa
     }
     return;
   }
-  const int span_begin = *std::min_element(rows.key_begin, rows.key_begin + rows.n_rows);
-  const int span_end = *std::max_element(rows.key_end, rows.key_end + rows.n_rows);
-  const int common_begin = *std::max_element(rows.key_begin, rows.key_begin + rows.n_rows);
-  const int common_end = *std::min_element(rows.key_end, rows.key_end + rows.n_rows);
-  const Queries qs{rows, n_gqa, head_dim, span_begin, scratch, (int64_t(span_end - span_begin) + 7) / 8 * 8};
-  scores_by_8(qs, kv.k_base, kv, span_end, scale);
+  const KeySpan span = key_span(rows);
+  const int common_begin = span.common_begin, common_end = span.common_end;
+  const Queries qs(rows, n_gqa, head_dim, span, scratch);
+  scores_by_8(qs, kv.k_base, kv, span.end, scale);
 
   constexpr int kMaxVectors = 64;
   int all[kMaxVectors];

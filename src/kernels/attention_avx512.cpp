@@ -1,7 +1,8 @@
 // AVX-512 attention of one query row, for head_dim 64, 128 or 256: the AVX2 version's steps and key
 // order, 16 lanes wide, with each head's output held in registers while the values stream past (the
 // AVX2 version reloads and stores it for every key). attention_row() takes it for every row on
-// AVX-512 machines (use_avx512()), so a row's arithmetic never depends on its batch (invariant 7).
+// AVX-512 machines (use_avx512()), and attention_rows() a block kernel that gives each row the same
+// bits, so a row's arithmetic never depends on its batch (invariant 7).
 // Like the *_avx512.cpp and *_amx.cpp kernel files, this file defines no weak symbols (no
 // standard-library templates): see avx512_common.h.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
@@ -11,6 +12,7 @@
 
 #include <cstdint>
 
+#include "kernels/attention_queries.h"
 #include "kernels/key_rows.h"
 #include "kernels/ops_avx2.h"
 #include "kernels/ops_avx512.h"
@@ -160,6 +162,165 @@ void attention_nc(const float* q, const PagedKv& kv, int n_keys, int n_head, int
     for (; h0 < n_gqa; ++h0) values_pass<NC, 1>(scratch, n_keys, kv.v_base + head_off, kv, h0, og);
   }
 }
+
+// ---- Blocks of rows (attention_rows_avx512): a prefill's or a bert sequence's consecutive rows ----
+// Every (vector, key) score and every output element takes the steps of the one-row kernel above; the
+// block only shares loads and conversions: each key is widened to f32 once for all the block's vectors,
+// each value chunk converted once for a tile of vectors (BM_AttentionRowsPrefill).
+
+// Scores of a tile of kTileVectors vectors × kTileKeys keys: 16 FMA chains, one sum16.
+constexpr int kTileVectors = 4, kTileKeys = 16 / kTileVectors;
+// The values pass over this many keys at a time, whose V slices stay in L1 while every tile of vectors
+// and chunks reads them (BM_AttentionRowsPrefill).
+constexpr int kBlockValueKeys = 128;
+
+// Scores of vectors vs[0..n) (n ≤ kTileVectors, the rest of vs repeating the last) with the 16 keys
+// j0.. widened in `keys` (row i: key j0 + i, kHd floats), stored for the keys below span_end.
+template <int NC>
+void scores_tile(const Queries& qs, const int (&vs)[kTileVectors], int n, const float* keys, int j0, int span_end,
+                 __m512 sv) {
+  const float* q[kTileVectors];
+  for (int v = 0; v < kTileVectors; ++v) q[v] = qs.q(vs[v]);
+  for (int t = 0; t < 16 && j0 + t < span_end; t += kTileKeys) {
+    __m512 a[16];
+    for (auto& x : a) x = _mm512_setzero_ps();
+    for (int c = 0; c < NC; ++c) {
+      __m512 qv[kTileVectors];
+#pragma GCC unroll 4
+      for (int v = 0; v < kTileVectors; ++v) qv[v] = _mm512_loadu_ps(q[v] + 16 * c);
+#pragma GCC unroll 4
+      for (int i = 0; i < kTileKeys; ++i) {
+        const __m512 k = _mm512_load_ps(keys + (t + i) * 16 * NC + 16 * c);
+#pragma GCC unroll 4
+        for (int v = 0; v < kTileVectors; ++v) a[kTileKeys * v + i] = _mm512_fmadd_ps(qv[v], k, a[kTileKeys * v + i]);
+      }
+    }
+    const __m512 s = _mm512_mul_ps(sum16(a), sv);
+    // vector v's scores are lanes 4v..4v+3: shifted down to lanes 0..3, stored for the keys in the span
+    const auto mask = static_cast<__mmask16>((1u << min_int(kTileKeys, span_end - (j0 + t))) - 1);
+    for (int v = 0; v < n; ++v) {
+      const __m512i lanes = _mm512_alignr_epi32(_mm512_castps_si512(s), _mm512_castps_si512(s), kTileKeys * v);
+      _mm512_mask_storeu_ps(qs.probs(vs[v], j0 + t), mask, _mm512_castsi512_ps(lanes));
+    }
+  }
+}
+
+// Every vector's scores over the span, 16 keys at a time (lanes outside a vector's own keys are
+// computed and never read).
+template <int NC>
+void scores_block(const Queries& qs, const uint16_t* k_base, PagedKv kv, const KeySpan& span, float scale) {
+  const __m512 sv = _mm512_set1_ps(scale);
+  alignas(64) float keys[16 * 16 * NC];
+  kv.first_key = 0;  // key_row takes absolute key numbers
+  for (int j = span.begin; j < min_int(span.begin + kKeysAhead, span.end); ++j) {
+    prefetch_row(key_row(k_base, kv, j), 16 * NC);
+  }
+  for (int j0 = span.begin; j0 < span.end; j0 += 16) {
+    const uint16_t* rows[16];
+    key_block<16>(k_base, kv, span.end, j0, 16 * NC, rows);
+    for (int i = 0; i < 16; ++i) {
+      for (int c = 0; c < NC; ++c) _mm512_store_ps(keys + i * 16 * NC + 16 * c, load_f16x16(rows[i] + 16 * c));
+    }
+    int vs[kTileVectors], n = 0;
+    for (int v = 0; v < qs.count(); ++v) {
+      if (qs.begin(v) >= j0 + 16 || qs.end(v) <= j0) continue;  // none of its keys in this block
+      vs[n++] = v;
+      if (n == kTileVectors) {
+        scores_tile<NC>(qs, vs, n, keys, j0, span.end, sv);
+        n = 0;
+      }
+    }
+    if (n > 0) {
+      for (int v = n; v < kTileVectors; ++v) vs[v] = vs[n - 1];
+      scores_tile<NC>(qs, vs, n, keys, j0, span.end, sv);
+    }
+  }
+}
+
+// out[v] chunks c0..c0+CB−1 += Σ p_v[j] · v_j over keys [k0, k1) in order, for VB vectors vs held in
+// registers across the keys.
+template <int VB, int CB>
+void values_tile(const Queries& qs, const int* vs, int c0, int k0, int k1, const uint16_t* v_base, const PagedKv& kv,
+                 bool prefetch) {
+  __m512 acc[VB][CB];
+  float* out[VB];
+  const float* p[VB];
+  for (int v = 0; v < VB; ++v) {
+    out[v] = qs.out(vs[v]) + 16 * c0;
+    p[v] = qs.probs(vs[v], k0);
+    for (int c = 0; c < CB; ++c) acc[v][c] = _mm512_loadu_ps(out[v] + 16 * c);
+  }
+  for (int j = k0; j < k1; ++j) {
+    if (prefetch && j + kValuesAhead < k1) prefetch_row(key_row(v_base, kv, j + kValuesAhead), qs.head_dim);
+    const uint16_t* row = key_row(v_base, kv, j) + 16 * c0;
+    __m512 pb[VB];
+    for (int v = 0; v < VB; ++v) pb[v] = _mm512_set1_ps(p[v][j - k0]);
+    for (int c = 0; c < CB; ++c) {
+      const __m512 vv = load_f16x16(row + 16 * c);
+      for (int v = 0; v < VB; ++v) acc[v][c] = _mm512_fmadd_ps(pb[v], vv, acc[v][c]);
+    }
+  }
+  for (int v = 0; v < VB; ++v) {
+    for (int c = 0; c < CB; ++c) _mm512_storeu_ps(out[v] + 16 * c, acc[v][c]);
+  }
+}
+
+// The last n (< VB) vectors of a values range.
+template <int VB, int CB>
+void values_rest(int n, const Queries& qs, const int* vs, int c0, int k0, int k1, const uint16_t* v_base,
+                 const PagedKv& kv, bool prefetch) {
+  if constexpr (VB > 1) {
+    if (n < VB) return values_rest<VB - 1, CB>(n, qs, vs, c0, k0, k1, v_base, kv, prefetch);
+  }
+  values_tile<VB, CB>(qs, vs, c0, k0, k1, v_base, kv, prefetch);
+}
+
+// The values over keys [key_begin, key_end) for vectors vs[0..n), all of which read them: tiles of up
+// to 24 accumulators (kValueVectors × kValueChunks), kBlockValueKeys keys at a time.
+template <int NC>
+void values_range(const Queries& qs, const int* vs, int n, int key_begin, int key_end, const uint16_t* v_base,
+                  const PagedKv& kv) {
+  constexpr int kValueChunks = NC < 8 ? NC : 8, kValueVectors = 24 / kValueChunks;
+  for (int k0 = key_begin; k0 < key_end; k0 += kBlockValueKeys) {
+    const int k1 = min_int(key_end, k0 + kBlockValueKeys);
+    for (int i = 0; i < n; i += kValueVectors) {
+      for (int c0 = 0; c0 < NC; c0 += kValueChunks) {
+        const bool first = i == 0 && c0 == 0;  // the first pass over the keys fetches their rows
+        if (n - i >= kValueVectors) {
+          values_tile<kValueVectors, kValueChunks>(qs, vs + i, c0, k0, k1, v_base, kv, first);
+        } else {
+          values_rest<kValueVectors - 1, kValueChunks>(n - i, qs, vs + i, c0, k0, k1, v_base, kv, first);
+        }
+      }
+    }
+  }
+}
+
+template <int NC>
+void attention_block(const AttentionRows& rows, PagedKv kv, int n_gqa, float scale, float* scratch) {
+  const KeySpan span = key_span(rows);
+  const Queries qs(rows, n_gqa, 16 * NC, span, scratch);
+  scores_block<NC>(qs, kv.k_base, kv, span, scale);
+  kv.first_key = 0;
+  const int n_vec = qs.count();
+  for (int v = 0; v < n_vec; ++v) {
+    softmax_avx2(qs.probs(v, qs.begin(v)), qs.end(v) - qs.begin(v));
+    float* o = qs.out(v);
+    for (int d = 0; d < 16 * NC; ++d) o[d] = 0.f;
+  }
+  // Each vector adds its keys in order: those before the rows' common keys alone, the common keys
+  // with the other vectors, then those after alone.
+  constexpr int kMaxShared = 64;
+  if (span.common_begin < span.common_end && n_vec <= kMaxShared) {
+    int all[kMaxShared];
+    for (int v = 0; v < n_vec; ++v) all[v] = v;
+    for (int v = 0; v < n_vec; ++v) values_range<NC>(qs, &v, 1, qs.begin(v), span.common_begin, kv.v_base, kv);
+    values_range<NC>(qs, all, n_vec, span.common_begin, span.common_end, kv.v_base, kv);
+    for (int v = 0; v < n_vec; ++v) values_range<NC>(qs, &v, 1, span.common_end, qs.end(v), kv.v_base, kv);
+  } else {
+    for (int v = 0; v < n_vec; ++v) values_range<NC>(qs, &v, 1, qs.begin(v), qs.end(v), kv.v_base, kv);
+  }
+}
 }  // namespace
 
 bool attention_avx512_supports(int head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
@@ -170,6 +331,22 @@ void attention_row_avx512(const float* q, const PagedKv& kv, int n_keys, int n_h
     case 64: return attention_nc<4>(q, kv, n_keys, n_head, n_kv_head, scale, out, scratch);
     case 128: return attention_nc<8>(q, kv, n_keys, n_head, n_kv_head, scale, out, scratch);
     default: return attention_nc<16>(q, kv, n_keys, n_head, n_kv_head, scale, out, scratch);
+  }
+}
+
+void attention_rows_avx512(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
+                           float* scratch) {
+  if (rows.n_rows == 1) {  // a decode row: its own kernel, which converts keys on the fly
+    PagedKv row = kv;
+    row.first_key = rows.key_begin[0];
+    attention_row_avx512(rows.q, row, rows.key_end[0] - rows.key_begin[0], n_gqa, 1, head_dim, scale, rows.out,
+                         scratch);
+    return;
+  }
+  switch (head_dim) {
+    case 64: return attention_block<4>(rows, kv, n_gqa, scale, scratch);
+    case 128: return attention_block<8>(rows, kv, n_gqa, scale, scratch);
+    default: return attention_block<16>(rows, kv, n_gqa, scale, scratch);
   }
 }
 

@@ -10,5 +10,7 @@ namespace infer::kernels {
 bool attention_avx512_supports(int head_dim);
 void attention_row_avx512(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                           float scale, float* out, float* scratch);
+void attention_rows_avx512(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
+                           float* scratch);
 
 }  // namespace infer::kernels

@@ -427,7 +427,8 @@ TEST(Attention, HeadGroupsComputedSeparatelyEqualTheWholeRowBitwise) {
 // A block of rows (kernels::attention_rows, as a prefill or a bert sequence batches them) gives each
 // row the bits of that row's attention alone: causal rows, a sliding window, whole-sequence rows, rows
 // whose keys do not overlap, head widths of the register tiles' every remainder and not a multiple of 8,
-// one or two vectors too wide for one register pass (their outputs summed in memory).
+// one or two vectors too wide for one register pass (their outputs summed in memory); on AVX-512, the
+// three head widths of its block kernel with vectors and chunks left over by its tiles.
 TEST(Attention, RowsOfABlockEqualEachRowAloneBitwise) {
   struct Shape { int n_gqa, hd; };
   struct Ranges { const char* name; int first_key[7], end[7]; int n_rows; };
@@ -439,7 +440,8 @@ TEST(Attention, RowsOfABlockEqualEachRowAloneBitwise) {
       {"one key", {0, 0, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0, 0}, 2},
       {"long causal", {0, 0, 0, 0, 0, 0, 0}, {290, 291, 292, 293, 0, 0, 0}, 4},  // several blocks of values' keys
   };
-  for (const Shape sh : {Shape{1, 32}, Shape{2, 128}, Shape{1, 64}, Shape{4, 24}, Shape{3, 40}, Shape{2, 12}, Shape{1, 8}}) {
+  const Shape shapes[] = {{1, 32}, {2, 128}, {1, 64}, {4, 24}, {3, 40}, {2, 12}, {1, 8}, {4, 64}, {5, 128}, {3, 256}, {7, 64}};
+  for (const Shape sh : shapes) {
     for (const Ranges& rg : cases) {
       for (int page_tokens : kTestPageSizes) {
         const int n_keys = 300, kv_dim = 2 * sh.hd;  // the second KV head's slices sit beside the first's
