@@ -14,7 +14,6 @@
 
 #include "kernels/attention_queries.h"
 #include "kernels/key_rows.h"
-#include "kernels/ops_avx2.h"
 #include "kernels/ops_avx512.h"
 
 namespace infer::kernels {
@@ -154,7 +153,7 @@ void attention_nc(const float* q, const PagedKv& kv, int n_keys, int n_head, int
     for (; paired + 2 <= n_gqa; paired += 2) scores_pair_by_8<NC>(qg, kv.k_base + head_off, kv, n_keys, paired, scale, scratch);
     if (paired < n_gqa) scores_by_16<NC>(qg, kv.k_base + head_off, kv, n_keys, paired, n_gqa, scale, scratch);
     for (int j = 0; j < min_int(kValuesAhead, n_keys); ++j) prefetch_row(key_row(kv.v_base + head_off, kv, j), kHeadDim);
-    for (int h = 0; h < n_gqa; ++h) softmax_avx2(scratch + static_cast<int64_t>(h) * n_keys, n_keys);
+    for (int h = 0; h < n_gqa; ++h) softmax_avx512(scratch + static_cast<int64_t>(h) * n_keys, n_keys);
     int h0 = 0;
     for (; h0 + kHeadsPerPass <= n_gqa; h0 += kHeadsPerPass) {
       values_pass<NC, kHeadsPerPass>(scratch, n_keys, kv.v_base + head_off, kv, h0, og);
@@ -304,7 +303,7 @@ void attention_block(const AttentionRows& rows, PagedKv kv, int n_gqa, float sca
   kv.first_key = 0;
   const int n_vec = qs.count();
   for (int v = 0; v < n_vec; ++v) {
-    softmax_avx2(qs.probs(v, qs.begin(v)), qs.end(v) - qs.begin(v));
+    softmax_avx512(qs.probs(v, qs.begin(v)), qs.end(v) - qs.begin(v));
     float* o = qs.out(v);
     for (int d = 0; d < 16 * NC; ++d) o[d] = 0.f;
   }

@@ -6,6 +6,9 @@
 
 namespace infer::kernels {
 
+// Bitwise softmax_avx2 (ops_avx2.h), 16 lanes wide.
+void softmax_avx512(float* x, int64_t n);
+
 // head_dim must satisfy attention_avx512_supports (64, 128 or 256).
 bool attention_avx512_supports(int head_dim);
 void attention_row_avx512(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,

@@ -5,6 +5,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "kernels/ops_avx2.h"
+#include "kernels/ops_avx512.h"
 
 namespace infer::kernels {
 
@@ -22,7 +23,9 @@ void softmax_ref(float* x, int64_t n) {
 }
 
 void softmax(float* x, int64_t n) {
-  if (use_avx2()) {
+  if (use_avx512()) {
+    softmax_avx512(x, n);
+  } else if (use_avx2()) {
     softmax_avx2(x, n);
   } else {
     softmax_ref(x, n);

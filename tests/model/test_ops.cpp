@@ -250,6 +250,20 @@ TEST(Softmax, Avx2MatchesReference) {
   }
 }
 
+// The AVX-512 softmax is the AVX2 one, bit for bit (attention takes either, as the CPU has it), over
+// every remainder of its 16- and 8-element steps and inputs whose exps underflow.
+TEST(Softmax, Avx512IsAvx2Bitwise) {
+  if (!use_avx512()) GTEST_SKIP() << "no AVX-512 here (or INFER_NO_AVX512=1)";
+  for (int64_t n = 1; n <= 2100; n += n < 40 ? 1 : 97) {
+    for (float range : {8.f, 200.f}) {
+      auto a = random_vec(size_t(n), uint32_t(n * 3 + 1), range), b = a;
+      softmax_avx2(a.data(), n);
+      softmax_avx512(b.data(), n);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), size_t(n) * sizeof(float))) << n << ", range " << range;
+    }
+  }
+}
+
 // ---------------- kv_store, attention ----------------
 
 // A small paged pool: n_pages pages of page_tokens rows, one layer; page table scrambled.
