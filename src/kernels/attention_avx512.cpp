@@ -179,7 +179,11 @@ template <int NC>
 void scores_tile(const Queries& qs, const int (&vs)[kTileVectors], int n, const float* keys, int j0, int span_end,
                  __m512 sv) {
   const float* q[kTileVectors];
-  for (int v = 0; v < kTileVectors; ++v) q[v] = qs.q(vs[v]);
+  float* out[kTileVectors];  // where vector v's lanes (4v..4v+3) go: its scores of keys j0.. less 4v
+  for (int v = 0; v < kTileVectors; ++v) {
+    q[v] = qs.q(vs[v]);
+    out[v] = qs.probs(vs[v], j0) - kTileKeys * v;
+  }
   for (int t = 0; t < 16 && j0 + t < span_end; t += kTileKeys) {
     __m512 a[16];
     for (auto& x : a) x = _mm512_setzero_ps();
@@ -195,11 +199,10 @@ void scores_tile(const Queries& qs, const int (&vs)[kTileVectors], int n, const 
       }
     }
     const __m512 s = _mm512_mul_ps(sum16(a), sv);
-    // vector v's scores are lanes 4v..4v+3: shifted down to lanes 0..3, stored for the keys in the span
-    const auto mask = static_cast<__mmask16>((1u << min_int(kTileKeys, span_end - (j0 + t))) - 1);
+    // the keys in the span, as lanes 0..3; stored to lanes 4v.. for vector v (the others are not written)
+    const auto keys_in_span = static_cast<unsigned>((1u << min_int(kTileKeys, span_end - (j0 + t))) - 1);
     for (int v = 0; v < n; ++v) {
-      const __m512i lanes = _mm512_alignr_epi32(_mm512_castps_si512(s), _mm512_castps_si512(s), kTileKeys * v);
-      _mm512_mask_storeu_ps(qs.probs(vs[v], j0 + t), mask, _mm512_castsi512_ps(lanes));
+      _mm512_mask_storeu_ps(out[v] + t, static_cast<__mmask16>(keys_in_span << (kTileKeys * v)), s);
     }
   }
 }
