@@ -35,6 +35,7 @@ struct BenchArgs {
   std::string model;
   int p = 512;
   int n = 128;
+  int depth = 0;  // tokens already in the context when pp and tg start
   int threads = 1;
   int reps = 3;
   bool json = false;
@@ -168,20 +169,21 @@ void run_bench(const BenchArgs& a) {
   if (a.embed > 0) return run_embed_bench(a);
   if (a.p < 0 || a.n < 0 || (a.p == 0 && a.n == 0)) throw std::invalid_argument("-p and -n must be >= 0, and not both 0");
   if (a.reps < 1) throw std::invalid_argument("-r must be >= 1");
+  if (a.depth < 0) throw std::invalid_argument("-d must be >= 0");
   const model::DeviceOptions device = device_options(a.device);
   model::LoadOptions lo;
   lo.prefetch = true;
   lo.mmap = a.mmap;
-  lo.context = std::max(a.p, a.n) + 1;  // the generator's context below
+  lo.context = a.depth + std::max(a.p, a.n) + 1;  // the generator's context below
   auto model = model::Model::load(a.model, lo);
   const auto& hp = model->hparams();
   engine::GeneratorOptions go;
   go.threads = a.threads;
   go.context = lo.context;
-  go.prefill_chunk = std::max(1, std::min(a.p, 512));
+  go.prefill_chunk = std::max(1, std::min(std::max(a.p, a.depth), 512));
   go.device = device;
   if (hp.n_ctx_train > 0 && go.context > hp.n_ctx_train)
-    throw std::invalid_argument("-p/-n exceed the model's context of " + std::to_string(hp.n_ctx_train));
+    throw std::invalid_argument("-d/-p/-n exceed the model's context of " + std::to_string(hp.n_ctx_train));
   engine::Generator gen(*model, nullptr, go);
 
   std::mt19937 rng(1234);
@@ -195,12 +197,20 @@ void run_bench(const BenchArgs& a) {
   gen.forward(prompt.data(), std::min<int>(int(prompt.size()), 16), 0);
   // The prompt holds at least one token (p may be 0), so the decode warm-up cycles through it.
   for (int i = 0; i < std::min(a.n, 4); ++i) gen.forward(&prompt[size_t(i) % prompt.size()], 1, i);
+  // The context pp and tg start from: prefilled once, untimed; each repetition then writes its
+  // positions depth.. again.
+  if (a.depth > 0) {
+    std::fprintf(stderr, "bench: prefilling a context of %d tokens\n", a.depth);
+    std::vector<int32_t> context(static_cast<size_t>(a.depth));
+    for (auto& t : context) t = any_token(rng);
+    gen.forward(context.data(), a.depth, 0);
+  }
 
   std::vector<double> pp, tg;
   for (int r = 0; r < a.reps; ++r) {
     if (a.p > 0) {
       auto t0 = std::chrono::steady_clock::now();
-      gen.forward(prompt.data(), a.p, 0);
+      gen.forward(prompt.data(), a.p, a.depth);
       pp.push_back(a.p / seconds_since(t0));
       std::fprintf(stderr, "bench: pp%d rep %d/%d: %.2f tok/s\n", a.p, r + 1, a.reps, pp.back());
     }
@@ -208,7 +218,7 @@ void run_bench(const BenchArgs& a) {
       int32_t tok = prompt[0];
       auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < a.n; ++i) {
-        const float* logits = gen.forward(&tok, 1, i);
+        const float* logits = gen.forward(&tok, 1, a.depth + i);
         tok = int32_t(std::max_element(logits, logits + hp.n_vocab) - logits);  // greedy, as decode does
       }
       tg.push_back(a.n / seconds_since(t0));
@@ -243,6 +253,7 @@ void run_bench(const BenchArgs& a) {
     j["threads"] = a.threads;
     j["n_prompt"] = a.p;
     j["n_gen"] = a.n;
+    j["depth"] = a.depth;
     j["repetitions"] = a.reps;
     j["pp_tps"] = pps.mean;
     j["pp_tps_stddev"] = pps.stddev;
@@ -277,10 +288,13 @@ void run_bench(const BenchArgs& a) {
   }
   std::printf("| model | size | threads | test | t/s |\n|---|---|---|---|---|\n");
   const double mib = double(model_bytes) / (1 << 20);
+  const std::string at = a.depth > 0 ? " @ d" + std::to_string(a.depth) : "";  // llama-bench's notation
   if (a.p > 0)
-    std::printf("| %s | %.1f MiB | %d | pp%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.p, pps.mean, pps.stddev);
+    std::printf("| %s | %.1f MiB | %d | pp%d%s | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.p, at.c_str(),
+                pps.mean, pps.stddev);
   if (a.n > 0)
-    std::printf("| %s | %.1f MiB | %d | tg%d | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.n, tgs.mean, tgs.stddev);
+    std::printf("| %s | %.1f MiB | %d | tg%d%s | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.n, at.c_str(),
+                tgs.mean, tgs.stddev);
   std::printf("backend: %s\n", gen.backend().description().c_str());
   std::printf("weights: %s, %d matrices in the interleaved layout (decode streams: %d)\n",
               a.mmap ? "mapped file (--mmap)" : "copied into huge pages", model->interleaved_matrices(),
@@ -303,6 +317,8 @@ void setup_bench(CLI::App& app) {
   cmd->add_option("-m,--model", args->model, "GGUF model file")->required()->check(CLI::ExistingFile);
   cmd->add_option("-p,--n-prompt", args->p, "prompt tokens prefilled in one batch (0: skip)");
   cmd->add_option("-n,--n-gen", args->n, "tokens decoded one at a time (0: skip)");
+  cmd->add_option("-d,--depth", args->depth, "tokens already in the context when pp and tg start (prefilled, untimed)")
+      ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("-t,--threads", args->threads, "compute threads")->check(CLI::Range(1, 1024));
   cmd->add_option("-r,--repetitions", args->reps, "repetitions (mean ± stddev)")->check(CLI::Range(1, 1000));
   cmd->add_option("--probe-mib", args->probe_mib, "bandwidth probe array size in MiB")->check(CLI::Range(1, 1 << 20));

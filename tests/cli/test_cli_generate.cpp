@@ -154,6 +154,7 @@ TEST_F(CliTest, BadArgumentsFailCleanlyWithAMessage) {
       {"synth --type q3_k -o " + (tmp_ / "x.gguf").string(), "q3_k"},
       {"synth --arch qwen2 --like qwen3-0.6b -o " + (tmp_ / "x.gguf").string(), "qwen2"},
       {"bench -m " + stories_ + " -p 0 -n 0", "-p"},
+      {"bench -m " + stories_ + " -d 2045 -p 8", "-d/-p/-n exceed the model's context of 2048"},
       // Counts say their range (CLI11's PositiveNumber printed the largest double).
       {"generate -m " + stories_ + " -p hi -t 0", "--threads: Value 0 not in range 1 to 1024"},
       {"bench -m " + stories_ + " -r 0", "--repetitions: Value 0 not in range 1 to 1000"},
@@ -227,6 +228,16 @@ TEST_F(CliTest, BenchJsonReportsSpeedsAndBandwidthShare) {
   EXPECT_EQ(j["kernels"][0]["type"], "F32");
   EXPECT_EQ(j["kernels"][0]["interleaved"], false);
   for (const char* k : {"decode", "batch"}) EXPECT_FALSE(j["kernels"][0][k].get<std::string>().empty()) << k;
+  EXPECT_EQ(j["depth"], 0);
+  // -d: pp and tg start after a context prefilled first, as llama-bench's -d; the table names it so.
+  auto deep = run("bench -m " + stories_ + " -p 8 -n 4 -d 1000 -r 1 -t 1 --probe-mib 8 --json");
+  ASSERT_EQ(deep.exit_code, 0) << deep.err;
+  EXPECT_EQ(nlohmann::json::parse(deep.out)["depth"], 1000);
+  EXPECT_NE(deep.err.find("prefilling a context of 1000 tokens"), std::string::npos) << deep.err;
+  auto table = run("bench -m " + stories_ + " -p 8 -n 4 -d 16 -r 1 -t 1 --probe-mib 8");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("| pp8 @ d16 |"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("| tg4 @ d16 |"), std::string::npos) << table.out;
 }
 
 TEST_F(CliTest, ServeBenchJsonHasOneRowPerConcurrency) {
