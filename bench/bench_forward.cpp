@@ -176,4 +176,4 @@ BENCHMARK(BM_AttentionRowsPrefill)
     ->Args({2048, 1, 4, 64, 1})->Args({2048, 6, 4, 64, 1})  // llama-3.2-1b: 4 × 64
     ->Args({128, 1, 1, 32, 0})->Args({128, 12, 1, 32, 0})->Args({128, 24, 1, 32, 0})->Args({128, 24, 1, 64, 0});
 BENCHMARK(BM_AttentionRowQwen3Shape)->Arg(256)->Arg(2048);
-BENCHMARK(BM_AttentionStepQwen3Shape)->Args({96, 1})->Args({96, 8})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionStepQwen3Shape)->Args({96, 1})->Args({96, 8})->Args({2048, 1})->Unit(benchmark::kMillisecond);

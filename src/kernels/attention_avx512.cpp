@@ -26,10 +26,16 @@ inline __m512 load_f16x16(const uint16_t* p) {
 }
 
 // How far ahead the passes prefetch (keys). A head's rows are a slice of rows kv_dim apart, which the
-// hardware prefetchers do not follow (BM_AttentionStepQwen3Shape; docs/performance.md, Constants).
-constexpr int kKeysAhead = 32, kValuesAhead = 16;
+// hardware prefetchers do not follow. Far ahead into L2, whose miss buffers keep many more lines in
+// flight than L1's, then the next few rows into L1 (BM_AttentionStepQwen3Shape; docs/performance.md,
+// Constants).
+constexpr int kKeysAhead = 64, kValuesAhead = 32, kValuesAheadL1 = 8;
 
 inline void prefetch_row(const uint16_t* row, int halves) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int b = 0; b < halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
+}
+inline void prefetch_row_l1(const uint16_t* row, int halves) {
   const char* p = reinterpret_cast<const char*>(row);
   for (int b = 0; b < halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
 }
@@ -51,12 +57,13 @@ inline __m512 sum16(const __m512 (&a)[16]) {
 }
 
 // The rows of keys j0..j0 + W − 1 (past the last key, the last key again), and prefetches of the W
-// keys kKeysAhead further on. Returns how many of the W are real keys.
+// keys kKeysAhead further on (to L2) and of the next W (to L1). Returns how many of the W are real keys.
 template <int W>
 int key_block(const uint16_t* k_base, const PagedKv& kv, int n_keys, int j0, int row_len, const uint16_t** rows) {
   const int m = min_int(W, n_keys - j0);
   for (int i = 0; i < W; ++i) rows[i] = key_row(k_base, kv, j0 + min_int(i, m - 1));
   for (int j = j0 + kKeysAhead; j < min_int(j0 + kKeysAhead + W, n_keys); ++j) prefetch_row(key_row(k_base, kv, j), row_len);
+  for (int j = j0 + W; j < min_int(j0 + 2 * W, n_keys); ++j) prefetch_row_l1(key_row(k_base, kv, j), row_len);
   return m;
 }
 
@@ -127,6 +134,7 @@ void values_pass(const float* scores, int n_keys, const uint16_t* v_base, const 
   }
   for (int j = 0; j < n_keys; ++j) {
     if (j + kValuesAhead < n_keys) prefetch_row(key_row(v_base, kv, j + kValuesAhead), 16 * NC);
+    if (j + kValuesAheadL1 < n_keys) prefetch_row_l1(key_row(v_base, kv, j + kValuesAheadL1), 16 * NC);
     const uint16_t* v = key_row(v_base, kv, j);
     __m512 p[HP];
     for (int hh = 0; hh < HP; ++hh) p[hh] = _mm512_set1_ps(scores[static_cast<int64_t>(h0 + hh) * n_keys + j]);
