@@ -22,13 +22,18 @@ constexpr int kMaxWidenedHeadDim = 256;
 // The values' register tiles pass over the keys once per group of chunks: they take kValueKeys keys at a
 // time, whose V slices stay in L1/L2 between the passes (BM_AttentionRowsPrefill, BM_AttentionRowQwen3Shape).
 constexpr int kValueKeys = 128;
-// Rows this many keys ahead of the one being read are prefetched: V rows are kv_dim apart, and pages
-// scattered.
-constexpr int kRowsAhead = 4;
+// Rows this many keys ahead of the one being read are prefetched into L1, and kRowsAheadL2 ahead into
+// L2, whose miss buffers keep more lines in flight: a head's rows are slices kv_dim apart, and pages
+// scattered, which the hardware prefetchers do not follow (BM_AttentionStepQwen3Shape).
+constexpr int kRowsAhead = 4, kRowsAheadL2 = 32;
 
 inline void prefetch_row(const uint16_t* row, int halves) {
   const char* p = reinterpret_cast<const char*>(row);
   for (int b = 0; b < halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+}
+inline void prefetch_row_l2(const uint16_t* row, int halves) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int b = 0; b < halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
 }
 
 inline __m256 load_f16x8(const uint16_t* p) {
@@ -53,9 +58,11 @@ float dot_f32_f16(const float* q, const uint16_t* k, int n) {
 // page, in order, `rows` pointing at the first one's `row_halves`-long slice of its kv_dim-wide row (the
 // others follow kv_dim apart). A run lets its caller keep sums in registers across its keys. The
 // next page's first rows are prefetched at each run's start: pages are scattered, which the hardware
-// prefetcher does not follow.
+// prefetcher does not follow; `into_l2` (rows read from memory, as a decode row's) also prefetches
+// the rows kRowsAheadL2 on into L2.
 template <typename Fn>
-inline void for_each_key_run(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, Fn&& fn) {
+inline void for_each_key_run(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, bool into_l2,
+                             Fn&& fn) {
   // run j's length: to the end of its page or of the keys
   const auto run_keys = [&](int j) { return std::min(kv.page_tokens - (kv.first_key + j) % kv.page_tokens, n_keys - j); };
   const auto prefetch_run = [&](int j) {
@@ -66,6 +73,9 @@ inline void for_each_key_run(const uint16_t* base, const PagedKv& kv, int n_keys
   for (int j = 0; j < n_keys;) {
     const int count = run_keys(j);
     if (j + count < n_keys) prefetch_run(j + count);
+    for (int i = j + kRowsAheadL2; into_l2 && i < std::min(j + kRowsAheadL2 + count, n_keys); ++i) {
+      prefetch_row_l2(key_row(base, kv, i), row_halves);
+    }
     fn(j, key_row(base, kv, j), count);
     j += count;
   }
@@ -75,7 +85,7 @@ inline void for_each_key_run(const uint16_t* base, const PagedKv& kv, int n_keys
 // run's rows kRowsAhead ahead).
 template <typename Fn>
 inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, Fn&& fn) {
-  for_each_key_run(base, kv, n_keys, row_halves, [&](int j, const uint16_t* rows, int count) {
+  for_each_key_run(base, kv, n_keys, row_halves, true, [&](int j, const uint16_t* rows, int count) {
     for (int i = 0; i < count; ++i) {
       const uint16_t* row = rows + int64_t(i) * kv.kv_dim;
       if (i + kRowsAhead < count) prefetch_row(row + int64_t(kRowsAhead) * kv.kv_dim, row_halves);
@@ -130,6 +140,9 @@ void scores_by_8(const Queries& qs, const uint16_t* k_base, PagedKv kv, int span
     F16Keys f16;
     for (int i = 0; i < 8; ++i) f16.rows[i] = key_row(k_base, kv, std::min(j0 + i, span_end - 1));
     for (int j = j0 + 8; j < std::min(j0 + 16, span_end); ++j) prefetch_row(key_row(k_base, kv, j), hd);  // the next block's
+    for (int j = j0 + kRowsAheadL2; !widen && j < std::min(j0 + kRowsAheadL2 + 8, span_end); ++j) {
+      prefetch_row_l2(key_row(k_base, kv, j), hd);
+    }
     if (widen) {
       for (int i = 0; i < 8; ++i) {
         for (int d = 0; d < hd; d += 8) _mm256_store_ps(widened + i * hd + d, f16.chunk(i, d));
@@ -151,7 +164,9 @@ template <int QB, int CB>
 void values_tile(float* const* out, const float* const* p, int chunk0, int key_begin, int key_end,
                  const uint16_t* v_base, PagedKv kv, int ahead_halves) {
   kv.first_key = key_begin;
-  for_each_key_run(v_base + 8 * chunk0, kv, key_end - key_begin, ahead_halves, [&](int j0, const uint16_t* v, int count) {
+  const bool into_l2 = QB <= 2;  // a decode row's vectors: the rows come from memory
+  for_each_key_run(v_base + 8 * chunk0, kv, key_end - key_begin, ahead_halves, into_l2,
+                   [&](int j0, const uint16_t* v, int count) {
     __m256 acc[QB][CB];  // in registers for the run, not across the lambda's calls
     for (int q = 0; q < QB; ++q) {
       for (int c = 0; c < CB; ++c) acc[q][c] = _mm256_loadu_ps(out[q] + 8 * (chunk0 + c));
