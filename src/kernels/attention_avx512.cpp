@@ -285,12 +285,13 @@ void values_rest(int n, const Queries& qs, const int* vs, int c0, int k0, int k1
   values_tile<VB, CB>(qs, vs, c0, k0, k1, v_base, kv, prefetch);
 }
 
-// The values over keys [key_begin, key_end) for vectors vs[0..n), all of which read them: tiles of up
-// to 24 accumulators (kValueVectors × kValueChunks), kBlockValueKeys keys at a time.
+// The values over keys [key_begin, key_end) for vectors vs[0..n), all of which read them: tiles of 6
+// vectors × 4 chunks (24 accumulators; one value chunk's conversion serves 6 FMAs, where 3 × 8 served 3:
+// BM_AttentionRowsPrefill at qwen3's 128 wide heads), kBlockValueKeys keys at a time.
 template <int NC>
 void values_range(const Queries& qs, const int* vs, int n, int key_begin, int key_end, const uint16_t* v_base,
                   const PagedKv& kv) {
-  constexpr int kValueChunks = NC < 8 ? NC : 8, kValueVectors = 24 / kValueChunks;
+  constexpr int kValueChunks = 4, kValueVectors = 6;
   for (int k0 = key_begin; k0 < key_end; k0 += kBlockValueKeys) {
     const int k1 = min_int(key_end, k0 + kBlockValueKeys);
     for (int i = 0; i < n; i += kValueVectors) {
