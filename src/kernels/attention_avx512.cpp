@@ -292,6 +292,7 @@ template <int NC>
 void values_range(const Queries& qs, const int* vs, int n, int key_begin, int key_end, const uint16_t* v_base,
                   const PagedKv& kv) {
   constexpr int kValueChunks = 4, kValueVectors = 6;
+  static_assert(NC % kValueChunks == 0, "the tiles cover the head's chunks exactly");
   for (int k0 = key_begin; k0 < key_end; k0 += kBlockValueKeys) {
     const int k1 = min_int(key_end, k0 + kBlockValueKeys);
     for (int i = 0; i < n; i += kValueVectors) {
