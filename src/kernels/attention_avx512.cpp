@@ -182,7 +182,7 @@ constexpr int kTileVectors = 4, kTileKeys = 16 / kTileVectors;
 constexpr int kBlockValueKeys = 128;
 
 // Scores of vectors vs[0..n) (n ≤ kTileVectors, the rest of vs repeating the last) with the 16 keys
-// j0.. widened in `keys` (row i: key j0 + i, kHd floats), stored for the keys below span_end.
+// j0.. widened in `keys` (row i: key j0 + i, 16 · NC floats), stored for the keys below span_end.
 template <int NC>
 void scores_tile(const Queries& qs, const int (&vs)[kTileVectors], int n, const float* keys, int j0, int span_end,
                  __m512 sv) {
