@@ -291,28 +291,11 @@ void attention_rows_avx2(const AttentionRows& rows, const PagedKv& kv, int n_gqa
     return;
   }
   const KeySpan span = key_span(rows);
-  const int common_begin = span.common_begin, common_end = span.common_end;
   const Queries qs(rows, n_gqa, head_dim, span, scratch);
   scores_by_8(qs, kv.k_base, kv, span.end, scale);
-
-  constexpr int kMaxVectors = 64;
-  int all[kMaxVectors];
-  const int n_vec = qs.count();
-  for (int v = 0; v < n_vec; ++v) {
-    softmax_avx2(qs.probs(v, qs.begin(v)), qs.end(v) - qs.begin(v));
-    float* o = qs.out(v);
-    for (int d = 0; d < head_dim; ++d) o[d] = 0.f;
-    if (v < kMaxVectors) all[v] = v;
-  }
-  // Each vector adds its keys in order: those before the rows' common keys alone, the common keys
-  // with the other vectors, then those after alone.
-  if (common_begin < common_end && n_vec <= kMaxVectors) {
-    for (int v = 0; v < n_vec; ++v) values_range(qs, &v, 1, qs.begin(v), common_begin, kv.v_base, kv);
-    values_range(qs, all, n_vec, common_begin, common_end, kv.v_base, kv);
-    for (int v = 0; v < n_vec; ++v) values_range(qs, &v, 1, common_end, qs.end(v), kv.v_base, kv);
-  } else {
-    for (int v = 0; v < n_vec; ++v) values_range(qs, &v, 1, qs.begin(v), qs.end(v), kv.v_base, kv);
-  }
+  softmax_then_values(qs, span, softmax_avx2, [&](const int* vs, int n, int key_begin, int key_end) {
+    values_range(qs, vs, n, key_begin, key_end, kv.v_base, kv);
+  });
 }
 
 // One row is a block of one row, KV head by KV head.

@@ -314,24 +314,9 @@ void attention_block(const AttentionRows& rows, PagedKv kv, int n_gqa, float sca
   const Queries qs(rows, n_gqa, 16 * NC, span, scratch);
   scores_block<NC>(qs, kv.k_base, kv, span, scale);
   kv.first_key = 0;
-  const int n_vec = qs.count();
-  for (int v = 0; v < n_vec; ++v) {
-    softmax_avx512(qs.probs(v, qs.begin(v)), qs.end(v) - qs.begin(v));
-    float* o = qs.out(v);
-    for (int d = 0; d < 16 * NC; ++d) o[d] = 0.f;
-  }
-  // Each vector adds its keys in order: those before the rows' common keys alone, the common keys
-  // with the other vectors, then those after alone.
-  constexpr int kMaxShared = 64;
-  if (span.common_begin < span.common_end && n_vec <= kMaxShared) {
-    int all[kMaxShared];
-    for (int v = 0; v < n_vec; ++v) all[v] = v;
-    for (int v = 0; v < n_vec; ++v) values_range<NC>(qs, &v, 1, qs.begin(v), span.common_begin, kv.v_base, kv);
-    values_range<NC>(qs, all, n_vec, span.common_begin, span.common_end, kv.v_base, kv);
-    for (int v = 0; v < n_vec; ++v) values_range<NC>(qs, &v, 1, span.common_end, qs.end(v), kv.v_base, kv);
-  } else {
-    for (int v = 0; v < n_vec; ++v) values_range<NC>(qs, &v, 1, qs.begin(v), qs.end(v), kv.v_base, kv);
-  }
+  softmax_then_values(qs, span, softmax_avx512, [&](const int* vs, int n, int key_begin, int key_end) {
+    values_range<NC>(qs, vs, n, key_begin, key_end, kv.v_base, kv);
+  });
 }
 }  // namespace
 

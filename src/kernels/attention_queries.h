@@ -48,5 +48,29 @@ struct Queries {
   float* probs(int v, int key) const { return scores + v * score_stride + (key - span_begin); }
 };
 
+// After the scores: each vector's softmax over its own keys and its output zeroed, then its values
+// added in key order: the keys before the rows' common ones alone, the common keys together with the
+// other vectors (their value rows loaded once for all), then those after alone. The kernel's
+// softmax(probs, n) and values_range(vectors, n, key_begin, key_end) do the work.
+template <class Softmax, class ValuesRange>
+void softmax_then_values(const Queries& qs, const KeySpan& span, Softmax&& softmax, ValuesRange&& values_range) {
+  constexpr int kMaxShared = 64;
+  int all[kMaxShared];
+  const int n_vec = qs.count();
+  for (int v = 0; v < n_vec; ++v) {
+    softmax(qs.probs(v, qs.begin(v)), qs.end(v) - qs.begin(v));
+    float* o = qs.out(v);
+    for (int d = 0; d < qs.head_dim; ++d) o[d] = 0.f;
+    if (v < kMaxShared) all[v] = v;
+  }
+  if (span.common_begin < span.common_end && n_vec <= kMaxShared) {
+    for (int v = 0; v < n_vec; ++v) values_range(&v, 1, qs.begin(v), span.common_begin);
+    values_range(all, n_vec, span.common_begin, span.common_end);
+    for (int v = 0; v < n_vec; ++v) values_range(&v, 1, span.common_end, qs.end(v));
+  } else {
+    for (int v = 0; v < n_vec; ++v) values_range(&v, 1, qs.begin(v), qs.end(v));
+  }
+}
+
 }  // namespace
 }  // namespace infer::kernels
