@@ -31,11 +31,11 @@ inline __m512 load_f16x16(const uint16_t* p) {
 // Constants).
 constexpr int kKeysAhead = 64, kValuesAhead = 32, kValuesAheadL1 = 8;
 
-inline void prefetch_row(const uint16_t* row, int halves) {
+inline void prefetch_row_l2(const uint16_t* row, int halves) {
   const char* p = reinterpret_cast<const char*>(row);
   for (int b = 0; b < halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
 }
-inline void prefetch_row_l1(const uint16_t* row, int halves) {
+inline void prefetch_row(const uint16_t* row, int halves) {
   const char* p = reinterpret_cast<const char*>(row);
   for (int b = 0; b < halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
 }
@@ -62,8 +62,8 @@ template <int W>
 int key_block(const uint16_t* k_base, const PagedKv& kv, int n_keys, int j0, int row_len, const uint16_t** rows) {
   const int m = min_int(W, n_keys - j0);
   for (int i = 0; i < W; ++i) rows[i] = key_row(k_base, kv, j0 + min_int(i, m - 1));
-  for (int j = j0 + kKeysAhead; j < min_int(j0 + kKeysAhead + W, n_keys); ++j) prefetch_row(key_row(k_base, kv, j), row_len);
-  for (int j = j0 + W; j < min_int(j0 + 2 * W, n_keys); ++j) prefetch_row_l1(key_row(k_base, kv, j), row_len);
+  for (int j = j0 + kKeysAhead; j < min_int(j0 + kKeysAhead + W, n_keys); ++j) prefetch_row_l2(key_row(k_base, kv, j), row_len);
+  for (int j = j0 + W; j < min_int(j0 + 2 * W, n_keys); ++j) prefetch_row(key_row(k_base, kv, j), row_len);
   return m;
 }
 
@@ -73,7 +73,7 @@ template <int NC>  // head_dim = 16 · NC
 void scores_by_16(const float* qg, const uint16_t* k_base, const PagedKv& kv, int n_keys, int h_begin, int n_gqa,
                   float scale, float* scores) {
   const __m512 sv = _mm512_set1_ps(scale);
-  for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row(key_row(k_base, kv, j), 16 * NC);
+  for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row_l2(key_row(k_base, kv, j), 16 * NC);
   for (int j0 = 0; j0 < n_keys; j0 += 16) {
     const uint16_t* rows[16];
     const int m = key_block<16>(k_base, kv, n_keys, j0, 16 * NC, rows);
@@ -103,7 +103,7 @@ void scores_pair_by_8(const float* qg, const uint16_t* k_base, const PagedKv& kv
   const float* q1 = q0 + 16 * NC;
   float* s0 = scores + static_cast<int64_t>(h0) * n_keys;
   float* s1 = s0 + n_keys;
-  for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row(key_row(k_base, kv, j), 16 * NC);
+  for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row_l2(key_row(k_base, kv, j), 16 * NC);
   for (int j0 = 0; j0 < n_keys; j0 += 8) {
     const uint16_t* rows[8];
     const int m = key_block<8>(k_base, kv, n_keys, j0, 16 * NC, rows);
@@ -133,8 +133,8 @@ void values_pass(const float* scores, int n_keys, const uint16_t* v_base, const 
     for (auto& x : head) x = _mm512_setzero_ps();
   }
   for (int j = 0; j < n_keys; ++j) {
-    if (j + kValuesAhead < n_keys) prefetch_row(key_row(v_base, kv, j + kValuesAhead), 16 * NC);
-    if (j + kValuesAheadL1 < n_keys) prefetch_row_l1(key_row(v_base, kv, j + kValuesAheadL1), 16 * NC);
+    if (j + kValuesAhead < n_keys) prefetch_row_l2(key_row(v_base, kv, j + kValuesAhead), 16 * NC);
+    if (j + kValuesAheadL1 < n_keys) prefetch_row(key_row(v_base, kv, j + kValuesAheadL1), 16 * NC);
     const uint16_t* v = key_row(v_base, kv, j);
     __m512 p[HP];
     for (int hh = 0; hh < HP; ++hh) p[hh] = _mm512_set1_ps(scores[static_cast<int64_t>(h0 + hh) * n_keys + j]);
@@ -160,7 +160,7 @@ void attention_nc(const float* q, const PagedKv& kv, int n_keys, int n_head, int
     int paired = 0;
     for (; paired + 2 <= n_gqa; paired += 2) scores_pair_by_8<NC>(qg, kv.k_base + head_off, kv, n_keys, paired, scale, scratch);
     if (paired < n_gqa) scores_by_16<NC>(qg, kv.k_base + head_off, kv, n_keys, paired, n_gqa, scale, scratch);
-    for (int j = 0; j < min_int(kValuesAhead, n_keys); ++j) prefetch_row(key_row(kv.v_base + head_off, kv, j), kHeadDim);
+    for (int j = 0; j < min_int(kValuesAhead, n_keys); ++j) prefetch_row_l2(key_row(kv.v_base + head_off, kv, j), kHeadDim);
     for (int h = 0; h < n_gqa; ++h) softmax_avx512(scratch + static_cast<int64_t>(h) * n_keys, n_keys);
     int h0 = 0;
     for (; h0 + kHeadsPerPass <= n_gqa; h0 += kHeadsPerPass) {
@@ -223,7 +223,7 @@ void scores_block(const Queries& qs, const uint16_t* k_base, PagedKv kv, const K
   alignas(64) float keys[16 * 16 * NC];
   kv.first_key = 0;  // key_row takes absolute key numbers
   for (int j = span.begin; j < min_int(span.begin + kKeysAhead, span.end); ++j) {
-    prefetch_row(key_row(k_base, kv, j), 16 * NC);
+    prefetch_row_l2(key_row(k_base, kv, j), 16 * NC);
   }
   for (int j0 = span.begin; j0 < span.end; j0 += 16) {
     const uint16_t* rows[16];
@@ -261,7 +261,7 @@ void values_tile(const Queries& qs, const int* vs, int c0, int k0, int k1, const
     for (int c = 0; c < CB; ++c) acc[v][c] = _mm512_loadu_ps(out[v] + 16 * c);
   }
   for (int j = k0; j < k1; ++j) {
-    if (prefetch && j + kValuesAhead < k1) prefetch_row(key_row(v_base, kv, j + kValuesAhead), qs.head_dim);
+    if (prefetch && j + kValuesAhead < k1) prefetch_row_l2(key_row(v_base, kv, j + kValuesAhead), qs.head_dim);
     const uint16_t* row = key_row(v_base, kv, j) + 16 * c0;
     __m512 pb[VB];
     for (int v = 0; v < VB; ++v) pb[v] = _mm512_set1_ps(p[v][j - k0]);
