@@ -62,7 +62,9 @@ template <int W>
 int key_block(const uint16_t* k_base, const PagedKv& kv, int n_keys, int j0, int row_len, const uint16_t** rows) {
   const int m = min_int(W, n_keys - j0);
   for (int i = 0; i < W; ++i) rows[i] = key_row(k_base, kv, j0 + min_int(i, m - 1));
-  for (int j = j0 + kKeysAhead; j < min_int(j0 + kKeysAhead + W, n_keys); ++j) prefetch_row_l2(key_row(k_base, kv, j), row_len);
+  for (int j = j0 + kKeysAhead; j < min_int(j0 + kKeysAhead + W, n_keys); ++j) {
+    prefetch_row_l2(key_row(k_base, kv, j), row_len);
+  }
   for (int j = j0 + W; j < min_int(j0 + 2 * W, n_keys); ++j) prefetch_row(key_row(k_base, kv, j), row_len);
   return m;
 }
@@ -160,7 +162,9 @@ void attention_nc(const float* q, const PagedKv& kv, int n_keys, int n_head, int
     int paired = 0;
     for (; paired + 2 <= n_gqa; paired += 2) scores_pair_by_8<NC>(qg, kv.k_base + head_off, kv, n_keys, paired, scale, scratch);
     if (paired < n_gqa) scores_by_16<NC>(qg, kv.k_base + head_off, kv, n_keys, paired, n_gqa, scale, scratch);
-    for (int j = 0; j < min_int(kValuesAhead, n_keys); ++j) prefetch_row_l2(key_row(kv.v_base + head_off, kv, j), kHeadDim);
+    for (int j = 0; j < min_int(kValuesAhead, n_keys); ++j) {
+      prefetch_row_l2(key_row(kv.v_base + head_off, kv, j), kHeadDim);
+    }
     for (int h = 0; h < n_gqa; ++h) softmax_avx512(scratch + static_cast<int64_t>(h) * n_keys, n_keys);
     int h0 = 0;
     for (; h0 + kHeadsPerPass <= n_gqa; h0 += kHeadsPerPass) {
