@@ -15,12 +15,12 @@ namespace infer::kernels::avx512 {
 namespace {
 
 // Batch tile: kTileWeights weight rows × kTileRows activation rows per pass (24 accumulators, the
-// activation vectors and one weight vector: 31 of the 32 registers). k-blocks of kBlockElements keep
-// the pass's activation slices in L1; sub-tiles of at most kSubTileBytes (kSubTileRows rows) keep the
-// weight rows that every row group reads again in L2.
+// activation vectors and one weight vector: 31 of the 32 registers), each pass over the whole row:
+// blocks of the row kept in L1 (the accumulators stored between them) ran slower on rows of 2,048 and
+// more (BM_MatmulPrefill BF16 2048/8192, 8192/2048). Sub-tiles of at most kSubTileBytes (kSubTileRows
+// rows) keep the weight rows that every row group reads again in L2.
 constexpr int kTileWeights = 4;
 constexpr int kTileRows = 6;
-constexpr int64_t kBlockElements = 1024;  // a multiple of 32
 constexpr uint64_t kSubTileBytes = 128 * 1024;
 constexpr int64_t kSubTileRows = 64;
 // Decode: weight rows dotted at once, each a long sequential stream (one per equal part of the
@@ -38,6 +38,53 @@ inline float reduce(__m512 acc) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// `reduce` of 16 accumulators at once, lane i of the result reduce(x[i]) bit for bit: each stage adds
+// the same lane pairs in the same order as reduce's, transposed so that one add serves 2-16 accumulators
+// (BM_MatmulPrefill BF16: the per-pair trees took a fifth of the tile's time).
+inline __m512 upper_plus_lower(__m512 a, __m512 b) {  // [a's 8 sums, b's 8 sums]
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+inline __m512 fours(__m512 ab, __m512 cd) {  // quarters: a's, b's, c's, d's 4 sums
+  return _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+inline __m512 reduce16(const __m512 (&x)[16]) {
+  __m512 w[4];
+  for (int j = 0; j < 4; ++j) {  // w[j] quarter q: x[4q + j]'s 4 sums
+    w[j] = fours(upper_plus_lower(x[j], x[4 + j]), upper_plus_lower(x[8 + j], x[12 + j]));
+  }
+  const __m512 u0 = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 u1 = _mm512_add_ps(_mm512_shuffle_ps(w[2], w[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_ps(w[2], w[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm512_add_ps(_mm512_shuffle_ps(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// The sums of NW ≤ 4 weight rows × NR activation rows: out[r * out_stride + j] = reduce(acc[j][r]),
+// four activation rows per reduce16.
+template <int NW, int NR>
+inline void reduce_out(const __m512 (&acc)[NW][NR], float* out, int64_t out_stride) {
+  for (int r0 = 0; r0 < NR; r0 += 4) {
+    __m512 x[16];
+    for (int i = 0; i < 16; ++i) {
+      const int r = r0 + i / 4, j = i % 4;
+      x[i] = r < NR && j < NW ? acc[j][r] : _mm512_setzero_ps();
+    }
+    alignas(64) float sums[16];
+    _mm512_store_ps(sums, reduce16(x));
+    for (int rr = 0; rr < 4 && r0 + rr < NR; ++rr) {
+      float* o = out + (r0 + rr) * out_stride;
+      if constexpr (NW == 4) {
+        _mm_storeu_ps(o, _mm_load_ps(sums + 4 * rr));
+      } else {
+        for (int j = 0; j < NW; ++j) o[j] = sums[4 * rr + j];
+      }
+    }
+  }
 }
 
 // acc[o][r] += x[o] · y[r] over the elements [k0, k1) (k1 − k0 a multiple of 32, or the row's end
@@ -92,46 +139,34 @@ void outputs(int64_t n, const uint8_t* w, uint64_t stream_bytes, const uint8_t* 
   pass<NW, 1>(n, x, y, o, 0);
 }
 
-// Weight rows [o, o + NW) of a sub-tile over the k-block [k0, k1), the pairs' accumulators kept in
-// `state` between blocks (storing and reloading a register is exact).
+// Weight rows [o, o + NW) of a sub-tile against activation rows [0, NR), the whole row in registers.
+// Inlined: called out of line it ran 10% slower (BM_MatmulPrefill BF16 1024/3072).
 template <int NW, int NR>
-void block(const uint8_t* w, uint64_t row_bytes, int64_t o, const uint16_t* const (&y)[NR], int64_t k0, int64_t k1,
-           __m512 (*state)[kTileRows]) {
+[[gnu::always_inline]] inline void block(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t o,
+                                         const uint16_t* const (&y)[NR], float* out, int64_t out_stride) {
   const uint16_t* x[NW];
   __m512 acc[NW][NR];
   for (int j = 0; j < NW; ++j) {
     x[j] = reinterpret_cast<const uint16_t*>(w + (o + j) * row_bytes);
-    for (int r = 0; r < NR; ++r) acc[j][r] = state[o + j][r];
+    for (int r = 0; r < NR; ++r) acc[j][r] = _mm512_setzero_ps();
   }
-  steps<NW, NR>(x, y, k0, k1, acc);
-  for (int j = 0; j < NW; ++j) {
-    for (int r = 0; r < NR; ++r) state[o + j][r] = acc[j][r];
-  }
+  steps<NW, NR>(x, y, 0, n, acc);
+  reduce_out<NW, NR>(acc, out + o, out_stride);
 }
 
 // Weight rows [0, n_w) of a sub-tile (n_w ≤ kSubTileRows) against activation rows [0, NR).
 template <int NR>
 void sub_tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                    uint64_t act_stride, float* out, int64_t out_stride) {
-  __m512 state[kSubTileRows][kTileRows];
-  for (int64_t o = 0; o < n_w; ++o) {
-    for (int r = 0; r < NR; ++r) state[o][r] = _mm512_setzero_ps();
-  }
   const uint16_t* rows[NR];
   for (int r = 0; r < NR; ++r) rows[r] = reinterpret_cast<const uint16_t*>(act + r * act_stride);
-  for (int64_t k0 = 0; k0 < n; k0 += kBlockElements) {
-    const int64_t k1 = min_of(n, k0 + kBlockElements);
-    int64_t o = 0;
-    for (; o + kTileWeights <= n_w; o += kTileWeights) block<kTileWeights, NR>(w, row_bytes, o, rows, k0, k1, state);
-    switch (n_w - o) {
-      case 1: block<1, NR>(w, row_bytes, o, rows, k0, k1, state); break;
-      case 2: block<2, NR>(w, row_bytes, o, rows, k0, k1, state); break;
-      case 3: block<3, NR>(w, row_bytes, o, rows, k0, k1, state); break;
-      default: break;
-    }
-  }
-  for (int64_t o = 0; o < n_w; ++o) {
-    for (int r = 0; r < NR; ++r) out[r * out_stride + o] = reduce(state[o][r]);
+  int64_t o = 0;
+  for (; o + kTileWeights <= n_w; o += kTileWeights) block<kTileWeights, NR>(n, w, row_bytes, o, rows, out, out_stride);
+  switch (n_w - o) {
+    case 1: block<1, NR>(n, w, row_bytes, o, rows, out, out_stride); break;
+    case 2: block<2, NR>(n, w, row_bytes, o, rows, out, out_stride); break;
+    case 3: block<3, NR>(n, w, row_bytes, o, rows, out, out_stride); break;
+    default: break;
   }
 }
 

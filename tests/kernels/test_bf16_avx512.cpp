@@ -61,7 +61,7 @@ TEST(Avx512Bf16, QuantiserWritesTheReferenceBytes) {
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 2), 0);
 }
 
-// 5 and 1005 elements leave masked tails, 2816 more than one of the tile's k-blocks; 13 weight rows
+// 5, 1005 and 2061 elements leave masked tails, 2061 and 2816 are long rows; 13 weight rows
 // leave partial groups of the decode passes and of the tile, 40 rows a partial row group.
 TEST(Avx512Bf16, EveryKernelShapeIsTheScalarArithmeticAndCloseToTheReference) {
   INFER_REQUIRE_AVX512_BF16();
