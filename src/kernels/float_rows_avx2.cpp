@@ -33,13 +33,12 @@ struct LoadBF16 {
   static float one(T v) { return bf16_to_f32(v); }
 };
 
-// Batch tiles: kTileWeights weight rows x kTileRows activation rows per pass (12 accumulators, the
-// activation vectors and one weight vector fill the 16 registers). k-blocks of kBlockElements keep
-// the activation rows' slices in L1, and a sub-tile of at most kSubTileBytes (and kSubTileRows rows) keeps
-// the weight rows re-read by every row group in L2.
+// Batch tiles: kTileWeights weight rows x kTileRows activation rows per pass over the whole row (12
+// accumulators, the activation vectors and one weight vector fill the 16 registers; blocks of the row
+// kept in L1, the accumulators stored between them, ran slower: BM_MatmulPrefill F16). A sub-tile of
+// at most kSubTileBytes (and kSubTileRows rows) keeps the weight rows re-read by every row group in L2.
 constexpr int kTileWeights = 4;
 constexpr int kTileRows = 3;
-constexpr int64_t kBlockElements = 1024;  // a multiple of 8
 constexpr uint64_t kSubTileBytes = 128 * 1024;
 constexpr int64_t kSubTileRows = 64;
 constexpr int kDecodeStreams = 4;  // weight rows a decode pass dots at once: 4 independent chains
@@ -69,7 +68,7 @@ struct FloatRows {
     }
   }
 
-  // NW weight rows x NR activation rows in one pass over the row.
+  // NW weight rows x NR activation rows in one pass over the row; out[o][r * out_stride].
   template <int NW, int NR>
   static void pass(int64_t n, const T* const (&x)[NW], const float* const (&y)[NR], float* const (&out)[NW],
                    int64_t out_stride) {
@@ -79,6 +78,16 @@ struct FloatRows {
     }
     const int64_t steps_end = n / 8 * 8;
     steps(x, y, 0, steps_end, acc);
+    if constexpr (NW == 4) {
+      if (steps_end == n) {  // no tails: four pairs' sums at once, each still hsum(acc) + 0.0f
+        for (int r = 0; r < NR; ++r) {
+          alignas(16) float s[4];
+          _mm_store_ps(s, _mm_add_ps(hsum4(acc[0][r], acc[1][r], acc[2][r], acc[3][r]), _mm_setzero_ps()));
+          for (int o = 0; o < NW; ++o) out[o][r * out_stride] = s[o];
+        }
+        return;
+      }
+    }
     for (int o = 0; o < NW; ++o) {
       for (int r = 0; r < NR; ++r) out[o][r * out_stride] = finish(acc[o][r], x[o], y[r], steps_end, n);
     }
@@ -99,65 +108,40 @@ struct FloatRows {
     }
   };
 
-  // Weight rows [0, n_w) of a sub-tile against activation rows [0, NR): k-block by k-block, the
-  // pairs' accumulators kept in `state` between blocks (storing and reloading a register is exact).
+  // Weight rows [0, n_w) of a sub-tile against activation rows [0, NR), kTileWeights rows a pass.
   template <int NR>
   static void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                         uint64_t act_stride, float* out, int64_t out_stride) {
-    __m256 state[kSubTileRows][NR];
-    for (int64_t o = 0; o < n_w; ++o) {
-      for (int r = 0; r < NR; ++r) state[o][r] = _mm256_setzero_ps();
-    }
-    const float* rows[NR];
-    for (int r = 0; r < NR; ++r) rows[r] = reinterpret_cast<const float*>(act + r * act_stride);
-    const int64_t steps_end = n / 8 * 8;  // the 8-element steps end here; the scalar tail follows
-    for (int64_t k0 = 0; k0 < steps_end; k0 += kBlockElements) {
-      const int64_t k1 = std::min(steps_end, k0 + kBlockElements);
-      const float* y[NR];
-      for (int r = 0; r < NR; ++r) y[r] = rows[r] + k0;
-      int64_t o = 0;
-      for (; o + kTileWeights <= n_w; o += kTileWeights) block<kTileWeights, NR>(w, row_bytes, o, y, k0, k1, state);
-      if (o < n_w) partial_block<kTileWeights - 1, NR>(static_cast<int>(n_w - o), w, row_bytes, o, y, k0, k1, state);
-    }
+    const float* y[NR];
+    for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const float*>(act + r * act_stride);
     int64_t o = 0;
-    if (steps_end == n) {  // no tails: four pairs' sums at once, each still hsum(acc) + 0.0f
-      for (; o + 4 <= n_w; o += 4) {
-        for (int r = 0; r < NR; ++r) {
-          const __m128 s = hsum4(state[o][r], state[o + 1][r], state[o + 2][r], state[o + 3][r]);
-          _mm_storeu_ps(out + r * out_stride + o, _mm_add_ps(s, _mm_setzero_ps()));
-        }
-      }
+    for (; o + kTileWeights <= n_w; o += kTileWeights) {
+      weights_pass<kTileWeights, NR>(n, w, row_bytes, o, y, out, out_stride);
     }
-    for (; o < n_w; ++o) {
-      const T* x = reinterpret_cast<const T*>(w + o * row_bytes);
-      for (int r = 0; r < NR; ++r) out[r * out_stride + o] = finish(state[o][r], x, rows[r], steps_end, n);
-    }
+    if (o < n_w) partial_pass<kTileWeights - 1, NR>(static_cast<int>(n_w - o), n, w, row_bytes, o, y, out, out_stride);
   }
 
-  // Weight rows [o, o + NW) of a sub-tile over the k-block [k0, k1).
+  // Weight rows [o, o + NW) of a sub-tile. Inlined: out of line the F16 tile ran slower (BM_MatmulPrefill).
   template <int NW, int NR>
-  static void block(const uint8_t* w, uint64_t row_bytes, int64_t o, const float* const (&y)[NR], int64_t k0,
-                    int64_t k1, __m256 (*state)[NR]) {
+  [[gnu::always_inline]] static void weights_pass(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t o,
+                                                  const float* const (&y)[NR], float* out, int64_t out_stride) {
     const T* x[NW];
-    __m256 acc[NW][NR];
+    float* dst[NW];
     for (int j = 0; j < NW; ++j) {
       x[j] = reinterpret_cast<const T*>(w + (o + j) * row_bytes);
-      for (int r = 0; r < NR; ++r) acc[j][r] = state[o + j][r];
+      dst[j] = out + o + j;
     }
-    steps(x, y, k0, k1, acc);
-    for (int j = 0; j < NW; ++j) {
-      for (int r = 0; r < NR; ++r) state[o + j][r] = acc[j][r];
-    }
+    pass<NW, NR>(n, x, y, dst, out_stride);
   }
 
   // The last 1..NW weight rows of a sub-tile (fewer than kTileWeights).
   template <int NW, int NR>
-  static void partial_block(int n_w, const uint8_t* w, uint64_t row_bytes, int64_t o, const float* const (&y)[NR],
-                            int64_t k0, int64_t k1, __m256 (*state)[NR]) {
+  static void partial_pass(int n_w, int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t o,
+                           const float* const (&y)[NR], float* out, int64_t out_stride) {
     if constexpr (NW > 1) {
-      if (n_w < NW) return partial_block<NW - 1, NR>(n_w, w, row_bytes, o, y, k0, k1, state);
+      if (n_w < NW) return partial_pass<NW - 1, NR>(n_w, n, w, row_bytes, o, y, out, out_stride);
     }
-    block<NW, NR>(w, row_bytes, o, y, k0, k1, state);
+    weights_pass<NW, NR>(n, w, row_bytes, o, y, out, out_stride);
   }
 
   static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
