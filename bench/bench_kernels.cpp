@@ -15,10 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/avx512_kernels.h"
 #include "kernels/bandwidth.h"
+#include "kernels/cpu_features.h"
 #include "kernels/interleave.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
+#include "kernels/row_kernels.h"
 #include "kernels/thread_pool.h"
 
 namespace {
@@ -227,6 +230,38 @@ void prefill_args(benchmark::internal::Benchmark* b) {
   }
 }
 
+// The float rows' two batch tiles called directly, whichever dispatch would choose on this CPU (the
+// 512-bit one only where use_avx512_fma_tiles()): F16 weights, 512 activation rows in matmul's
+// chunks, one thread.
+// Args: tile (0 = AVX2, 1 = AVX-512 FMA), n_in, n_out.
+void BM_FloatTile(benchmark::State& state) {
+  const bool fma512 = state.range(0) == 1;
+  if (!k::use_avx2() || (fma512 && !k::use_avx512())) {
+    state.SkipWithError("the tile is not built for this CPU");
+    return;
+  }
+  const TensorType t = TensorType::F16;
+  const int64_t n = state.range(1), n_out = state.range(2), rows = 512;
+  const k::RowKernels avx2 = k::avx2_row_kernels(t);
+  const k::DotTileFn tile = fma512 ? k::avx512::dot_tile_fma_f16 : avx2.dot_tile;
+  const std::vector<uint8_t> w = weights(t, n, n_out);
+  const std::vector<float> x = activations(n * rows);
+  const uint64_t act_bytes = avx2.act_row_bytes(n);
+  std::vector<uint8_t> act(act_bytes * rows);
+  for (int64_t r = 0; r < rows; ++r) avx2.quantize_act(x.data() + r * n, act.data() + r * act_bytes, n);
+  std::vector<float> y(n_out * rows);
+  constexpr int64_t kChunkRows = 96;  // as matmul's chunks of a large batch
+  for (auto _ : state) {
+    for (int64_t r = 0; r < rows; r += kChunkRows) {
+      tile(n, w.data(), k::quant_row_bytes(t, n), n_out, act.data() + r * act_bytes, act_bytes,
+           static_cast<int>(std::min(kChunkRows, rows - r)), y.data() + r * n_out, n_out);
+    }
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * n * n_out * rows * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(fma512 ? "avx512-fma-tiles" : "avx2-tiles");
+}
+
 // Batched decode: a few rows (one per running sequence) against the output matrix of Qwen3-0.6B's shape
 // (1024 × 151,936), far larger than L2, so the weights stream from memory as in a serving step.
 // Args: type, rows, threads, interleaved layout (1) or row layout (0).
@@ -264,4 +299,5 @@ BENCHMARK(BM_MatmulDecode)->Apply(decode_args)->Unit(benchmark::kMicrosecond)->U
 BENCHMARK(BM_MatmulDecodeHot)->Arg(8)->Arg(12)->Arg(14)->Arg(13)->Arg(2)->Arg(6)->Arg(7)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulBatchHot)->ArgsProduct({{12, 14}, {1, 4, 8, 16}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulBatch)->Apply(batch_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_FloatTile)->ArgsProduct({{0, 1}, {1024, 2048, 8192}, {2048}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatmulPrefill)->Apply(prefill_args)->Unit(benchmark::kMillisecond)->UseRealTime();

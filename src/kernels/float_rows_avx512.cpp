@@ -13,13 +13,12 @@ namespace infer::kernels::avx512 {
 // Internal linkage, as avx512_common.h explains.
 namespace {
 
-// Batch tile: kTilePairs pairs of weight rows × kTileRows activation rows per pass (24 accumulators, the
-// pairs' weight vectors and one activation vector). k-blocks of kBlockElements keep the pass's
-// activation slices in L1; sub-tiles of at most kSubTileBytes (kSubTileRows rows) keep the weight rows
-// that every row group reads again in L2.
+// Batch tile: kTilePairs pairs of weight rows × kTileRows activation rows per pass over the whole row
+// (24 accumulators, the pairs' weight vectors and one activation vector), as the AVX2 tile; sub-tiles
+// of at most kSubTileBytes (kSubTileRows rows) keep the weight rows that every row group reads again
+// in L2.
 constexpr int kTilePairs = 3;
 constexpr int kTileRows = 8;
-constexpr int64_t kBlockElements = 512;  // a multiple of 8
 constexpr uint64_t kSubTileBytes = 128 * 1024;
 constexpr int64_t kSubTileRows = 64;  // even
 
@@ -69,25 +68,32 @@ struct Tile {
     return hsum(acc) + tail;
   }
 
-  // Pairs [p, p + NP) of a sub-tile over the 8-element steps of [k0, k1): pair q holds weight rows
-  // (lo[q], hi[q]); y[r] holds element k0 at y[r][0].
+  // Pairs [p, p + NP) of a sub-tile against activation rows [0, NR), the whole row in registers: pair
+  // q holds weight rows (lo[q], hi[q]), and out gets row 2q + 1 only where it exists (< n_w).
+  // Inlined: out of line the F16 tile ran slower (BM_FloatTile512).
   template <int NP, int NR>
-  static void block(const T* const* lo, const T* const* hi, int64_t p, const float* const (&y)[NR], int64_t k0,
-                    int64_t k1, __m512 (*state)[kTileRows]) {
+  [[gnu::always_inline]] static void pairs_pass(int64_t n, const T* const* lo, const T* const* hi, int64_t p,
+                                                int64_t n_w, const float* const (&y)[NR], float* out,
+                                                int64_t out_stride) {
     __m512 acc[NP][NR];
-    for (int q = 0; q < NP; ++q) {
-      for (int r = 0; r < NR; ++r) acc[q][r] = state[p + q][r];
+    for (auto& row : acc) {
+      for (auto& a : row) a = _mm512_setzero_ps();
     }
-    for (int64_t i = k0; i + 8 <= k1; i += 8) {
+    const int64_t steps_end = n / 8 * 8;  // the 8-element steps end here; the scalar tail follows
+    for (int64_t i = 0; i < steps_end; i += 8) {
       __m512 wv[NP];
       for (int q = 0; q < NP; ++q) wv[q] = L::load(lo[p + q] + i, hi[p + q] + i);
       for (int r = 0; r < NR; ++r) {
-        const __m512 yv = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(y[r] + (i - k0)))));
+        const __m512 yv = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(y[r] + i))));
         for (int q = 0; q < NP; ++q) acc[q][r] = _mm512_fmadd_ps(wv[q], yv, acc[q][r]);
       }
     }
     for (int q = 0; q < NP; ++q) {
-      for (int r = 0; r < NR; ++r) state[p + q][r] = acc[q][r];
+      for (int r = 0; r < NR; ++r) {
+        float* o = out + r * out_stride + 2 * (p + q);
+        o[0] = finish(_mm512_castps512_ps256(acc[q][r]), lo[p + q], y[r], steps_end, n);
+        if (2 * (p + q) + 1 < n_w) o[1] = finish(high_half(acc[q][r]), hi[p + q], y[r], steps_end, n);
+      }
     }
   }
 
@@ -99,33 +105,20 @@ struct Tile {
     const int64_t n_pairs = (n_w + 1) / 2;
     const T* lo[kSubTileRows / 2];
     const T* hi[kSubTileRows / 2];
-    __m512 state[kSubTileRows / 2][kTileRows];
     for (int64_t p = 0; p < n_pairs; ++p) {
       lo[p] = reinterpret_cast<const T*>(w + 2 * p * row_bytes);
       hi[p] = 2 * p + 1 < n_w ? reinterpret_cast<const T*>(w + (2 * p + 1) * row_bytes) : lo[p];
-      for (int r = 0; r < NR; ++r) state[p][r] = _mm512_setzero_ps();
     }
-    const float* rows[NR];
-    for (int r = 0; r < NR; ++r) rows[r] = reinterpret_cast<const float*>(act + r * act_stride);
-    const int64_t steps_end = n / 8 * 8;  // the 8-element steps end here; the scalar tail follows
-    for (int64_t k0 = 0; k0 < steps_end; k0 += kBlockElements) {
-      const int64_t k1 = min_of(steps_end, k0 + kBlockElements);
-      const float* y[NR];
-      for (int r = 0; r < NR; ++r) y[r] = rows[r] + k0;
-      int64_t p = 0;
-      for (; p + kTilePairs <= n_pairs; p += kTilePairs) block<kTilePairs, NR>(lo, hi, p, y, k0, k1, state);
-      switch (n_pairs - p) {
-        case 1: block<1, NR>(lo, hi, p, y, k0, k1, state); break;
-        case 2: block<2, NR>(lo, hi, p, y, k0, k1, state); break;
-        default: break;
-      }
+    const float* y[NR];
+    for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const float*>(act + r * act_stride);
+    int64_t p = 0;
+    for (; p + kTilePairs <= n_pairs; p += kTilePairs) {
+      pairs_pass<kTilePairs, NR>(n, lo, hi, p, n_w, y, out, out_stride);
     }
-    for (int64_t p = 0; p < n_pairs; ++p) {
-      for (int r = 0; r < NR; ++r) {
-        float* o = out + r * out_stride + 2 * p;
-        o[0] = finish(_mm512_castps512_ps256(state[p][r]), lo[p], rows[r], steps_end, n);
-        if (2 * p + 1 < n_w) o[1] = finish(high_half(state[p][r]), hi[p], rows[r], steps_end, n);
-      }
+    switch (n_pairs - p) {
+      case 1: pairs_pass<1, NR>(n, lo, hi, p, n_w, y, out, out_stride); break;
+      case 2: pairs_pass<2, NR>(n, lo, hi, p, n_w, y, out, out_stride); break;
+      default: break;
     }
   }
 
