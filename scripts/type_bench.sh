@@ -65,6 +65,7 @@ for ((round = 1; round <= ROUNDS; ++round)); do
       read -r lpp ltg < <(llama_rates "$f") || true
       pp_cell="$pp / ${lpp:--} ($(ratio "$pp" "${lpp:-0}")×)" tg_cell="$tg / ${ltg:--}"
     fi
+    [ "$TG" -gt 0 ] || tg_cell="-"
     cell="$pp_cell|$(ratio "$pp" "$base")|$tg_cell"
     rows[$t]="${rows[$t]:+${rows[$t]};}$family|$cell"
     echo "type_bench: round $round $t: pp $pp tg $tg${LLAMA_BENCH:+, llama.cpp $lpp $ltg}" >&2
