@@ -230,20 +230,21 @@ void prefill_args(benchmark::internal::Benchmark* b) {
   }
 }
 
-// The float rows' two batch tiles called directly, whichever dispatch would choose on this CPU (the
-// 512-bit one only where use_avx512_fma_tiles()): F16 weights, 512 activation rows in matmul's
-// chunks, one thread.
-// Args: tile (0 = AVX2, 1 = AVX-512 FMA), n_in, n_out.
+// The float rows' batch tiles called directly, whichever dispatch would choose on this CPU (the
+// 512-bit one where use_avx512_fma_tiles(), else the 256-bit one over 32 registers): F16 weights, 512
+// activation rows in matmul's chunks, one thread.
+// Args: tile (0 = AVX2, 1 = AVX-512 512-bit FMAs, 2 = AVX-512 256-bit FMAs), n_in, n_out.
 void BM_FloatTile(benchmark::State& state) {
-  const bool fma512 = state.range(0) == 1;
-  if (!k::use_avx2() || (fma512 && !k::use_avx512())) {
+  const int which = static_cast<int>(state.range(0));
+  if (!k::use_avx2() || (which > 0 && !k::use_avx512())) {
     state.SkipWithError("the tile is not built for this CPU");
     return;
   }
   const TensorType t = TensorType::F16;
   const int64_t n = state.range(1), n_out = state.range(2), rows = 512;
   const k::RowKernels avx2 = k::avx2_row_kernels(t);
-  const k::DotTileFn tile = fma512 ? k::avx512::dot_tile_fma_f16 : avx2.dot_tile;
+  const k::DotTileFn tiles[] = {avx2.dot_tile, k::avx512::dot_tile_fma_f16, k::avx512::dot_tile_fma256_f16};
+  const k::DotTileFn tile = tiles[which];
   const std::vector<uint8_t> w = weights(t, n, n_out);
   const std::vector<float> x = activations(n * rows);
   const uint64_t act_bytes = avx2.act_row_bytes(n);
@@ -259,7 +260,8 @@ void BM_FloatTile(benchmark::State& state) {
   }
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * n * n_out * rows * state.iterations() / 1e9, benchmark::Counter::kIsRate);
-  state.SetLabel(fma512 ? "avx512-fma-tiles" : "avx2-tiles");
+  const char* labels[] = {"avx2-tiles", "avx512-fma-tiles", "avx512-fma256-tiles"};
+  state.SetLabel(labels[which]);
 }
 
 // Batched decode: a few rows (one per running sequence) against the output matrix of Qwen3-0.6B's shape
@@ -299,5 +301,5 @@ BENCHMARK(BM_MatmulDecode)->Apply(decode_args)->Unit(benchmark::kMicrosecond)->U
 BENCHMARK(BM_MatmulDecodeHot)->Arg(8)->Arg(12)->Arg(14)->Arg(13)->Arg(2)->Arg(6)->Arg(7)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulBatchHot)->ArgsProduct({{12, 14}, {1, 4, 8, 16}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulBatch)->Apply(batch_args)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_FloatTile)->ArgsProduct({{0, 1}, {1024, 2048, 8192}, {2048}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FloatTile)->ArgsProduct({{0, 1, 2}, {1024, 2048, 8192}, {2048}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatmulPrefill)->Apply(prefill_args)->Unit(benchmark::kMillisecond)->UseRealTime();

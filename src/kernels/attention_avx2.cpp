@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "kernels/attention_queries.h"
+#include "kernels/hsum256.h"
 #include "kernels/key_rows.h"
 #include "kernels/ops_avx2.h"
 #include "kernels/quant.h"
@@ -49,7 +50,7 @@ float dot_f32_f16(const float* q, const uint16_t* k, int n) {
     }
   }
   for (; d + 8 <= n; d += 8) acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load_f16x8(k + d), acc[0]);
-  float sum = hsum_avx2(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
   for (; d < n; ++d) sum += q[d] * f16_to_f32(k[d]);
   return sum;
 }

@@ -7,30 +7,13 @@
 #include <cstdint>
 
 #include "kernels/blocks.h"
+#include "kernels/hsum256.h"
 #include "kernels/row_kernels.h"
 #include "kernels/tile_group.h"
 
 namespace infer::kernels::avx2 {
 
-// Fixed-order horizontal sum: (hi128 + lo128), then pairs, then the last two. Every kernel ends a
-// row with this, so the order never depends on batching (invariant 7).
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// hsum of a, b, c and d (lanes 0..3 of the result), each by hsum's own order of adds:
-// ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)).
-inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
-  const __m256 ab = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
-  const __m256 cd = _mm256_add_ps(_mm256_permute2f128_ps(c, d, 0x20), _mm256_permute2f128_ps(c, d, 0x31));
-  // [x(s0+s2), x(s1+s3), y(s0+s2), y(s1+s3)] with (x, y) = (a, c) in the low half, (b, d) in the high
-  const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, 0x44), _mm256_shuffle_ps(ab, cd, 0xEE));
-  const __m256 h = _mm256_hadd_ps(t, t);  // lanes 0, 1: a, c; lanes 4, 5: b, d
-  return _mm_unpacklo_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));  // a, b, c, d
-}
+// hsum, hsum4: kernels/hsum256.h.
 
 // The four exact int32 sums of a, b, c, d (lanes 0..3 of the result).
 inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d) {

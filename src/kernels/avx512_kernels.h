@@ -60,6 +60,15 @@ void dot_tile_fma_f16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w,
 void dot_tile_fma_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
+// The same values on 256-bit FMAs with AVX-512VL's 32 registers (float_rows_avx512.cpp), for CPUs that
+// split 512-bit FMAs (!use_avx512_fma_tiles()).
+void dot_tile_fma256_f32(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_fma256_f16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_fma256_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                          uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+
 // Time of a run of 512-bit FMAs over the same number of 256-bit ones, all independent (fma_rate_avx512.cpp):
 // about 1 where the CPU runs 512-bit FMAs at full width, about 2 where it splits them. Takes about a
 // millisecond.

@@ -1,11 +1,16 @@
-// The batch tile of F32, F16 and BF16 weight rows on 512-bit FMAs, for CPUs that run them at the rate of
-// 256-bit ones (use_avx512_fma_tiles: twice the multiply-adds a cycle). Bitwise the AVX2 set's
-// arithmetic (float_rows_avx2.cpp): each vector holds two weight rows' 8-lane chains side by side (one
-// row a 256-bit half) against one activation row's 8 elements in both halves, so every (weight row,
-// activation row) pair still sums acc = fma(w, y, acc) over the 8-element steps in order, then hsum and
-// the scalar tail. Decode and dot_rows stay on the AVX2 set: they give the same values.
+// The batch tiles of F32, F16 and BF16 weight rows on AVX-512 CPUs, bitwise the AVX2 set's arithmetic
+// (float_rows_tile.h), so that dispatch may choose by speed alone; decode and dot_rows stay on the
+// AVX2 set, which gives the same values.
+// - On 512-bit FMAs, for CPUs that run them at the rate of 256-bit ones (use_avx512_fma_tiles: twice
+//   the multiply-adds a cycle): each vector holds two weight rows' 8-lane chains side by side (one row
+//   a 256-bit half) against one activation row's 8 elements in both halves, so every (weight row,
+//   activation row) pair still sums acc = fma(w, y, acc) over the 8-element steps in order, then hsum
+//   and the scalar tail.
+// - Elsewhere, on 256-bit FMAs with AVX-512VL's 32 registers: float_rows_tile.h's tile, 6 activation
+//   rows a pass where AVX2 holds 3.
 #include "kernels/avx512_common.h"
 #include "kernels/avx512_kernels.h"
+#include "kernels/float_rows_tile.h"
 #include "kernels/quant.h"
 
 namespace infer::kernels::avx512 {
@@ -22,55 +27,36 @@ constexpr int kTileRows = 8;
 constexpr uint64_t kSubTileBytes = 128 * 1024;
 constexpr int64_t kSubTileRows = 64;  // even
 
-// Two rows' 8 elements as f32: `lo` in the low half, `hi` in the high half.
-struct LoadF32 {
-  using T = float;
+// Two rows' 8 elements as f32: `lo` in the low half, `hi` in the high half; T and one() of the rows'
+// type (float_rows_tile.h).
+struct PairF32 : float_rows::LoadF32 {
   static __m512 load(const T* lo, const T* hi) {
     const __m512d l = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(lo)));
     return _mm512_castpd_ps(_mm512_insertf64x4(l, _mm256_castps_pd(_mm256_loadu_ps(hi)), 1));
   }
-  static float one(T v) { return v; }
 };
 inline __m256i load_pair(const uint16_t* lo, const uint16_t* hi) {
   const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo));
   return _mm256_inserti128_si256(_mm256_castsi128_si256(l), _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)), 1);
 }
-struct LoadF16 {
-  using T = uint16_t;
+struct PairF16 : float_rows::LoadF16 {
   static __m512 load(const T* lo, const T* hi) { return _mm512_cvtph_ps(load_pair(lo, hi)); }
-  static float one(T v) { return _cvtsh_ss(v); }
 };
-struct LoadBF16 {
-  using T = uint16_t;
+struct PairBF16 : float_rows::LoadBF16 {
   static __m512 load(const T* lo, const T* hi) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load_pair(lo, hi)), 16));
   }
-  static float one(T v) { return bf16_to_f32(v); }
 };
 
-// avx2::hsum's order: (hi128 + lo128), then pairs, then the last two.
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 inline __m256 high_half(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
 
 template <class L>
-struct Tile {
+struct PairTile {
   using T = typename L::T;
-
-  // The AVX2 set's end of a pair: hsum(acc) plus the scalar tail from `from`.
-  static float finish(__m256 acc, const T* x, const float* y, int64_t from, int64_t n) {
-    float tail = 0;
-    for (int64_t j = from; j < n; ++j) tail += L::one(x[j]) * y[j];
-    return hsum(acc) + tail;
-  }
 
   // Pairs [p, p + NP) of a sub-tile against activation rows [0, NR), the whole row in registers: pair
   // q holds weight rows (lo[q], hi[q]), and out gets row 2q + 1 only where it exists (< n_w).
-  // Inlined: out of line the F16 tile ran slower (BM_FloatTile512).
+  // Inlined: out of line the F16 tile ran slower (BM_FloatTile).
   template <int NP, int NR>
   [[gnu::always_inline]] static void pairs_pass(int64_t n, const T* const* lo, const T* const* hi, int64_t p,
                                                 int64_t n_w, const float* const (&y)[NR], float* out,
@@ -91,8 +77,8 @@ struct Tile {
     for (int q = 0; q < NP; ++q) {
       for (int r = 0; r < NR; ++r) {
         float* o = out + r * out_stride + 2 * (p + q);
-        o[0] = finish(_mm512_castps512_ps256(acc[q][r]), lo[p + q], y[r], steps_end, n);
-        if (2 * (p + q) + 1 < n_w) o[1] = finish(high_half(acc[q][r]), hi[p + q], y[r], steps_end, n);
+        o[0] = float_rows::finish<L>(_mm512_castps512_ps256(acc[q][r]), lo[p + q], y[r], steps_end, n);
+        if (2 * (p + q) + 1 < n_w) o[1] = float_rows::finish<L>(high_half(acc[q][r]), hi[p + q], y[r], steps_end, n);
       }
     }
   }
@@ -126,23 +112,47 @@ struct Tile {
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
     int64_t sub = static_cast<int64_t>(kSubTileBytes / row_bytes) / 2 * 2;
     sub = sub < 2 * kTilePairs ? 2 * kTilePairs : (sub > kSubTileRows ? kSubTileRows : sub);
-    dot_sub_tiles<kTileRows, Tile>(n, static_cast<const uint8_t*>(w), row_bytes, n_w, sub, act, act_stride, n_rows,
+    dot_sub_tiles<kTileRows, PairTile>(n, static_cast<const uint8_t*>(w), row_bytes, n_w, sub, act, act_stride, n_rows,
                                    out, out_stride);
   }
 };
+// float_rows_tile.h's tile over sub-tiles of the AVX2 set's size, 6 activation rows a pass.
+constexpr int kRows256 = 6;
+
+template <class L>
+void dot_tile_256(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, uint64_t act_stride,
+                  int n_rows, float* out, int64_t out_stride) {
+  int64_t sub = static_cast<int64_t>(kSubTileBytes / row_bytes);
+  sub = sub < 1 ? 1 : (sub > kSubTileRows ? kSubTileRows : sub);
+  dot_sub_tiles<kRows256, float_rows::Tile<L, kRows256>>(n, static_cast<const uint8_t*>(w), row_bytes, n_w, sub, act,
+                                                         act_stride, n_rows, out, out_stride);
+}
 }  // namespace
+
+void dot_tile_fma256_f32(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  dot_tile_256<float_rows::LoadF32>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+void dot_tile_fma256_f16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  dot_tile_256<float_rows::LoadF16>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+void dot_tile_fma256_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                          uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  dot_tile_256<float_rows::LoadBF16>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
 
 void dot_tile_fma_f32(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                       uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Tile<LoadF32>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  PairTile<PairF32>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 void dot_tile_fma_f16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                       uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Tile<LoadF16>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  PairTile<PairF16>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 void dot_tile_fma_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Tile<LoadBF16>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  PairTile<PairBF16>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::avx512

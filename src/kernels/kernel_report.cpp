@@ -55,7 +55,8 @@ KernelFamilies kernel_families(TensorType weight, bool interleaved) {
   if (k.dot_tile == avx2_row_kernels(weight).dot_tile) return {decode, "avx2-tiles"};
   if (!use_avx512() || k.dot_tile != avx512_dot_tile(weight)) return {decode, "amx-tiles"};
   const bool float_rows = weight == TensorType::F32 || weight == TensorType::F16 || weight == TensorType::BF16;
-  return {decode, float_rows ? "avx512-fma-tiles" : "avx512-vnni-tiles"};
+  if (!float_rows) return {decode, "avx512-vnni-tiles"};
+  return {decode, use_avx512_fma_tiles() ? "avx512-fma-tiles" : "avx512-fma256-tiles"};
 }
 
 int interleaved_decode_streams() { return decode_streams_chosen(); }

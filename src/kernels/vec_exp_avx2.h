@@ -34,12 +34,4 @@ inline __m256 exp_avx2(__m256 x) {
   return _mm256_mul_ps(_mm256_mul_ps(y, p1), p2);
 }
 
-// Sum of the 8 lanes, in a fixed order.
-inline float hsum_avx2(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 }  // namespace infer::kernels

@@ -35,13 +35,17 @@ TEST(KernelReport, FamiliesFollowTheRunTimeChoice) {
     const bool amx = use_amx() && amx_dot_tile(t);
     const bool wide = !amx && use_avx512() && avx512_dot_tile(t);
     const bool float_rows = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
-    const char* wide_family = float_rows ? "avx512-fma-tiles" : "avx512-vnni-tiles";
+    const char* fma_family = use_avx512_fma_tiles() ? "avx512-fma-tiles" : "avx512-fma256-tiles";
+    const char* wide_family = float_rows ? fma_family : "avx512-vnni-tiles";
     EXPECT_STREQ(f.batch, amx ? "amx-tiles" : wide ? wide_family : k.dot_tile ? "avx2-tiles" : "avx2-rows")
         << test::type_label(t);
   }
   if (use_avx2()) {
-    // float rows take the 512-bit FMA tile where the probe found full-width FMAs
-    const char* float_tiles = use_avx512_fma_tiles() ? "avx512-fma-tiles" : "avx2-tiles";
+    // float rows take the 512-bit FMA tile where the probe found full-width FMAs, else on AVX-512 the
+    // 256-bit one over 32 registers
+    const char* float_tiles = use_avx512_fma_tiles() ? "avx512-fma-tiles"
+                              : use_avx512()         ? "avx512-fma256-tiles"
+                                                     : "avx2-tiles";
     for (TensorType t : {TensorType::F32, TensorType::F16}) {
       EXPECT_STREQ(kernel_families(t, false).batch, float_tiles) << test::type_label(t);
     }
