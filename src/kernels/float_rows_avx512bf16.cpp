@@ -87,13 +87,15 @@ inline void reduce_out(const __m512 (&acc)[NW][NR], float* out, int64_t out_stri
   }
 }
 
-// acc[o][r] += x[o] · y[r] over the elements [k0, k1) (k1 − k0 a multiple of 32, or the row's end
-// with a masked last step).
+// acc[o][r] = x[o] · y[r] over the row's n elements, 32 a step and a masked last step for the tail.
 template <int NW, int NR>
-inline void steps(const uint16_t* const (&x)[NW], const uint16_t* const (&y)[NR], int64_t k0, int64_t k1,
-                  __m512 (&acc)[NW][NR]) {
-  int64_t i = k0;
-  for (; i + 32 <= k1; i += 32) {
+inline void dot_pairs(int64_t n, const uint16_t* const (&x)[NW], const uint16_t* const (&y)[NR],
+                      __m512 (&acc)[NW][NR]) {
+  for (auto& row : acc) {
+    for (auto& a : row) a = _mm512_setzero_ps();
+  }
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
     __m512bh yv[NR];
     for (int r = 0; r < NR; ++r) yv[r] = load32(y[r] + i);
     for (int o = 0; o < NW; ++o) {
@@ -101,8 +103,8 @@ inline void steps(const uint16_t* const (&x)[NW], const uint16_t* const (&y)[NR]
       for (int r = 0; r < NR; ++r) acc[o][r] = _mm512_dpbf16_ps(acc[o][r], wv, yv[r]);
     }
   }
-  if (i < k1) {
-    const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (k1 - i)) - 1);
+  if (i < n) {
+    const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (n - i)) - 1);
     __m512bh yv[NR];
     for (int r = 0; r < NR; ++r) yv[r] = load_tail(y[r] + i, m);
     for (int o = 0; o < NW; ++o) {
@@ -117,10 +119,7 @@ template <int NW, int NR>
 void pass(int64_t n, const uint16_t* const (&x)[NW], const uint16_t* const (&y)[NR], float* const (&out)[NW],
           int64_t out_stride) {
   __m512 acc[NW][NR];
-  for (auto& row : acc) {
-    for (auto& a : row) a = _mm512_setzero_ps();
-  }
-  steps<NW, NR>(x, y, 0, n, acc);
+  dot_pairs<NW, NR>(n, x, y, acc);
   for (int o = 0; o < NW; ++o) {
     for (int r = 0; r < NR; ++r) out[o][r * out_stride] = reduce(acc[o][r]);
   }
@@ -145,12 +144,9 @@ template <int NW, int NR>
 [[gnu::always_inline]] inline void block(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t o,
                                          const uint16_t* const (&y)[NR], float* out, int64_t out_stride) {
   const uint16_t* x[NW];
+  for (int j = 0; j < NW; ++j) x[j] = reinterpret_cast<const uint16_t*>(w + (o + j) * row_bytes);
   __m512 acc[NW][NR];
-  for (int j = 0; j < NW; ++j) {
-    x[j] = reinterpret_cast<const uint16_t*>(w + (o + j) * row_bytes);
-    for (int r = 0; r < NR; ++r) acc[j][r] = _mm512_setzero_ps();
-  }
-  steps<NW, NR>(x, y, 0, n, acc);
+  dot_pairs<NW, NR>(n, x, y, acc);
   reduce_out<NW, NR>(acc, out + o, out_stride);
 }
 
