@@ -40,6 +40,9 @@ INFER_AVX2_DOT_TILE(dot_tile_q8_0);
 INFER_AVX2_DOT_TILE(dot_tile_q4_0);
 INFER_AVX2_DOT_TILE(dot_tile_q5_0);
 INFER_AVX2_DOT_TILE(dot_tile_q5_1);
+INFER_AVX2_DOT_TILE(dot_tile_q4_k);
+INFER_AVX2_DOT_TILE(dot_tile_q5_k);
+INFER_AVX2_DOT_TILE(dot_tile_q6_k);
 #undef INFER_AVX2_DOT_TILE
 
 // Q8_0 codes and scales, written as BlockQ8_0F.

@@ -7,6 +7,7 @@
 #include "kernels/avx2_common.h"
 #include "kernels/avx2_kernels.h"
 #include "kernels/blocks.h"
+#include "kernels/k_tile_avx2.h"
 
 namespace infer::kernels::avx2 {
 
@@ -94,6 +95,34 @@ struct KQuant {
   };
 };
 
+// The batch tile's view of the format (k_tile_avx2.h): sub-blocks of 32 codes, the mins through the bsums.
+template <bool kFiveBit>
+struct KTileFormat {
+  using Block = typename KQuant<kFiveBit>::Block;
+  static constexpr int kScaleVecs = 8;
+  static constexpr bool kMins = true;
+  static void codes(const Block& b, __m256i (&v)[8]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i qh = _mm256_setzero_si256();
+    if constexpr (kFiveBit) qh = load(b.qh);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i q = load(b.qs + 32 * c);
+      v[2 * c] = _mm256_and_si256(q, m4);
+      v[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+      if constexpr (kFiveBit) {
+        v[2 * c] = _mm256_or_si256(v[2 * c], fifth_bit(qh, 2 * c));
+        v[2 * c + 1] = _mm256_or_si256(v[2 * c + 1], fifth_bit(qh, 2 * c + 1));
+      }
+    }
+  }
+  static void scales(const Block& b, int16_t (&sc)[8], int16_t (&off)[16]) {
+    uint8_t s[8], m[8];
+    unpack_k_scales(b.scales, s, m);
+    for (int j = 0; j < 8; ++j) sc[j] = s[j];
+    for (int g = 0; g < 16; ++g) off[g] = m[g / 2];
+  }
+};
+
 template <int NR> using Q4_KKernel = KQuant<false>::Kernel<NR>;
 template <int NR> using Q5_KKernel = KQuant<true>::Kernel<NR>;
 
@@ -164,6 +193,16 @@ void dot_outputs_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w,
 void dot_rows_q4_k(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
                    int64_t out_stride) {
   dot_rows_dispatch<Q4_KKernel>(n, w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  KTile<KTileFormat<false>>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_q5_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  KTile<KTileFormat<true>>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 void dot_rows_q5_k(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,

@@ -4,6 +4,7 @@
 #include "kernels/avx2_common.h"
 #include "kernels/avx2_kernels.h"
 #include "kernels/blocks.h"
+#include "kernels/k_tile_avx2.h"
 
 namespace infer::kernels::avx2 {
 
@@ -124,6 +125,23 @@ static void run(int64_t n, const uint8_t* w, uint64_t stream_bytes, const uint8_
   store_rows<NW>(acc, out, out_stride);
 }
 };
+// The batch tile's view of the format (k_tile_avx2.h): sub-blocks of 16 codes, the −32 offset through
+// the bsums.
+struct Q6KTileFormat {
+  using Block = BlockQ6_K;
+  static constexpr int kScaleVecs = 4;
+  static constexpr bool kMins = false;
+  static void codes(const Block& b, __m256i (&v)[8]) {
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = load(b.ql + 64 * h), ql1 = load(b.ql + 64 * h + 32);
+      const __m256i qh = load(b.qh + 32 * h);
+      for (int g = 0; g < 4; ++g) v[4 * h + g] = q6_codes(ql0, ql1, qh, g);
+    }
+  }
+  static void scales(const Block& b, int16_t (&sc)[16], int16_t (&off)[16]) {
+    for (int g = 0; g < 16; ++g) sc[g] = off[g] = b.scales[g];
+  }
+};
 }  // namespace
 
 void dot_outputs_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act, float* out) {
@@ -133,6 +151,11 @@ void dot_outputs_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w,
 void dot_rows_q6_k(int64_t n, const void* w, const uint8_t* act, uint64_t act_stride, int n_rows, float* out,
                    int64_t out_stride) {
   dot_rows_dispatch<Q6_KKernel>(n, w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  KTile<Q6KTileFormat>::dot_tile(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::avx2

@@ -24,10 +24,13 @@ RowKernels avx2_row_kernels(TensorType weight) {
     case TensorType::Q5_1:
       return {avx2::dot_rows_q5_1, avx2::quantize_act_q8_1f, kQK0, sizeof(BlockQ8_1F), nullptr, avx2::dot_tile_q5_1};
     case TensorType::Q4_K:
-      return {avx2::dot_rows_q4_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K), avx2::dot_outputs_q4_k};
-    case TensorType::Q5_K: return {avx2::dot_rows_q5_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K)};
+      return {avx2::dot_rows_q4_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K), avx2::dot_outputs_q4_k,
+              avx2::dot_tile_q4_k};
+    case TensorType::Q5_K:
+      return {avx2::dot_rows_q5_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K), nullptr, avx2::dot_tile_q5_k};
     case TensorType::Q6_K:
-      return {avx2::dot_rows_q6_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K), avx2::dot_outputs_q6_k};
+      return {avx2::dot_rows_q6_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K), avx2::dot_outputs_q6_k,
+              avx2::dot_tile_q6_k};
     default: return {nullptr, nullptr, 1, 0};
   }
 }
