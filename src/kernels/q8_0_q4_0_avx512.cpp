@@ -1,17 +1,8 @@
 // Q8_0 and Q4_0 weights × Q8_0 activations (read as BlockQ8_0F) on AVX-512 VNNI: the batch kernel
 // (dot_tile) of the row layout and, for more than one pass of rows, of the interleaved layout, for CPUs
-// with AVX-512 VNNI with or without AMX.
-//
-// The AVX2 tile's scheme (q8_0_q4_0_avx2.cpp) at twice the width: weight rows 16 at a time, one per
-// 32-bit lane, each block's codes transposed once per tile of activation rows into 8 vectors (vector
-// k holds codes 4k..4k+3 of the 16 rows), so that one VPDPBUSD with 4 activation codes broadcast from
-// memory serves 16 rows (the interleaved layout's units already hold the rows' words side by side, 2
-// bytes off the codes: each is realigned by two shifts). VPDPBUSD multiplies unsigned by signed
-// bytes, so the weights are taken unsigned, u = w + 128 (Q8_0, an XOR with 0x80) or the nibble
-// u = code + 8 (Q4_0), and each sum
-// starts from −128·Σy (−8·Σy): the block's exact integer sum S. The float step per block is the
-// scalar reference's, acc = acc + float(S)·(dw·dy) in block order, so every output is bitwise what
-// ref::dot_q8_0 / dot_q4_0 and the AVX2 kernels give (invariant 7).
+// with AVX-512 VNNI with or without AMX. The AVX2 tile's scheme (q8_0_q4_0_avx2.cpp) at twice the
+// width over q8_0_q4_0_groups_avx512.h's groups: one VPDPBUSD with 4 activation codes broadcast from
+// memory serves 16 weight rows.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -19,96 +10,19 @@
 #include "kernels/avx512_common.h"
 #include "kernels/avx512_kernels.h"
 #include "kernels/blocks.h"
-#include "kernels/word_transpose.h"
+#include "kernels/q8_0_q4_0_groups_avx512.h"
 
 namespace infer::kernels::avx512 {
 
 // Internal linkage, as avx512_common.h explains.
 namespace {
-// Activation rows per tile, about this many bytes of them: they stay in L2 while every group of the
-// chunk passes (the AVX2 tile's figure).
-constexpr uint64_t kActTileBytes = 160 * 1024;
 // Activation rows per pass over a group's transposed blocks: 8 independent VPDPBUSD chains (4 measured
 // the same: bench_kernels BM_MatmulPrefill, BM_MatmulBatch; docs/performance.md, Constants).
 constexpr int kPassRows = 8;
 
-// One block of a group of 16 weight rows: codes[k] holds unsigned codes 4k..4k+3 of rows 0..15, dw
-// the rows' scales.
-struct alignas(64) GroupBlock {
-  __m512i codes[8];
-  __m512 dw;
-};
-
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
-// An interleaved unit's bytes 4k + 2 .. 4k + 5 of each row (the block's bytes past its 2-byte scale):
-// the top half of word k and the bottom half of word k + 1.
-inline __m512i realign(__m512i word, __m512i next) {
-  return _mm512_or_si512(_mm512_srli_epi32(word, 16), _mm512_slli_epi32(next, 16));
-}
-
-// Q8_0: the signed codes biased to unsigned, w + 128.
-struct CodesQ8_0 {
-  using Block = BlockQ8_0;
-  static constexpr int32_t kOffset = 128;
-  static __m256i row(const Block& b) {
-    return _mm256_xor_si256(load256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80)));
-  }
-  // codes[k] from the 16 rows' words 0..7 and the 2-byte tails of an interleaved unit.
-  static void from_words(const __m512i (&w)[9], __m512i (&codes)[8]) {
-    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-    for (int k = 0; k < 8; ++k) codes[k] = _mm512_xor_si512(realign(w[k], w[k + 1]), bias);
-  }
-  static constexpr int kWords = 8;
-};
-
-// Q4_0: the nibbles u = code + 8 in element order (low nibbles: elements 0-15, high: 16-31).
-struct CodesQ4_0 {
-  using Block = BlockQ4_0;
-  static constexpr int32_t kOffset = 8;
-  static __m256i row(const Block& b) {
-    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
-    return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
-  }
-  static void from_words(const __m512i (&w)[9], __m512i (&codes)[8]) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    for (int k = 0; k < 4; ++k) {
-      const __m512i q = realign(w[k], w[k + 1]);  // qs[4k..4k+3]: low nibbles codes 4k.., high 16 + 4k..
-      codes[k] = _mm512_and_si512(q, m4);
-      codes[k + 4] = _mm512_and_si512(_mm512_srli_epi32(q, 4), m4);
-    }
-  }
-  static constexpr int kWords = 4;
-};
-
 template <class Codes>
-struct Groups {
-  using Block = typename Codes::Block;
-
-  // Block b of rows x[0..15] into g.
-  static void transpose(const Block* const (&x)[kGroupRows], int64_t b, GroupBlock& g) {
-    __m256i r[8], lo[8], hi[8];
-    for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i][b]);
-    transpose_words8(r, lo);
-    for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i + 8][b]);
-    transpose_words8(r, hi);
-    for (int k = 0; k < 8; ++k) g.codes[k] = _mm512_inserti64x4(_mm512_castsi256_si512(lo[k]), hi[k], 1);
-    const auto four = [&](int i) {
-      return static_cast<long long>(uint64_t{x[i][b].d} | uint64_t{x[i + 1][b].d} << 16 |
-                                    uint64_t{x[i + 2][b].d} << 32 | uint64_t{x[i + 3][b].d} << 48);
-    };
-    g.dw = _mm512_cvtph_ps(_mm256_set_epi64x(four(12), four(8), four(4), four(0)));
-  }
-
-  // Block b of an interleaved group (its unit b) into g.
-  static void from_interleaved(const uint8_t* group, int64_t b, GroupBlock& g) {
-    const uint8_t* unit = group + b * kGroupRows * static_cast<int64_t>(sizeof(Block));
-    __m512i w[9];
-    for (int k = 0; k < Codes::kWords; ++k) w[k] = _mm512_loadu_si512(unit + 64 * k);
-    w[Codes::kWords] = _mm512_cvtepu16_epi32(load256(unit + 64 * Codes::kWords));  // the tails
-    Codes::from_words(w, g.codes);
-    g.dw = low_halves_f32(w[0]);
-  }
+struct VnniPass {
+  static constexpr int kRowsUnit = kPassRows;
 
   // Activation rows y0[0..NR) against the group's blocks g[0..nb): acc = acc + float(S)·(dw·dy) per
   // block, S started from −offset (off: the rows' offsets, nb apart).
@@ -141,97 +55,50 @@ struct Groups {
     rows<NR>(g, nb, y, off, count, out, out_stride);
   }
 
-  // The group of row-layout weight rows from o into g[0..nb). First pass over the chunk (`first`): the
-  // next group's rows (contiguous) are fetched at the pace this one is read, as in the AVX2 tile (16
-  // short rows side by side give the hardware prefetcher no stream to follow).
-  static void fill_from_rows(const uint8_t* wb, uint64_t row_bytes, int64_t n_w, int64_t o, int64_t nb, bool first,
-                             GroupBlock* g) {
-    const Block* x[kGroupRows];  // rows past n_w repeat row n_w − 1 (their lanes are dropped)
-    for (int i = 0; i < kGroupRows; ++i) {
-      x[i] = reinterpret_cast<const Block*>(wb + min_of(o + i, n_w - 1) * row_bytes);
+  // Every row of a tile, kPassRows at a time.
+  static void tile_rows(const GroupBlock* g, int64_t nb, const uint8_t* a, uint64_t act_stride, const int32_t* offsets,
+                   int64_t tr, int64_t count, float* out, int64_t out_stride) {
+    int64_t r = 0;
+    for (; r + kPassRows <= tr; r += kPassRows) {
+      pass<kPassRows>(g, nb, a + r * act_stride, act_stride, &offsets[r * nb], count, out + r * out_stride,
+                      out_stride);
     }
-    const char* next = reinterpret_cast<const char*>(wb + (o + kGroupRows) * row_bytes);
-    constexpr int kStep = kGroupRows * static_cast<int>(sizeof(Block));
-    for (int64_t b = 0; b < nb; ++b) {
-      if (first && o + kGroupRows < n_w) {
-        for (int j = 0; j < kStep; j += 64) _mm_prefetch(next + b * kStep + j, _MM_HINT_T0);
-      }
-      transpose(x, b, g[b]);
-    }
-  }
-
-  // Per tile of activation rows (kept in L2), each group of 16 weight rows is transposed (Interleaved:
-  // realigned from its units, one sequential stream for the hardware prefetcher) once into a scratch
-  // row of GroupBlocks and then read by the tile's rows, kPassRows at a time.
-  template <bool Interleaved>
-  static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                       uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-    const auto* wb = static_cast<const uint8_t*>(w);
-    const int64_t nb = n / kQK0;
-    thread_local Buffer<GroupBlock> scratch;
-    thread_local Buffer<int32_t> offsets;
-    scratch.resize(static_cast<size_t>(nb));
-    int64_t tile = static_cast<int64_t>(kActTileBytes / act_stride) / kPassRows * kPassRows;
-    tile = tile < kPassRows ? kPassRows : (tile > 512 ? 512 : tile);
-    offsets.resize(static_cast<size_t>(tile * nb));
-    for (int64_t r0 = 0; r0 < n_rows; r0 += tile) {
-      const int64_t tr = min_of(tile, n_rows - r0);
-      const uint8_t* a = act + r0 * act_stride;
-      for (int64_t r = 0; r < tr; ++r) {
-        const auto* y = reinterpret_cast<const BlockQ8_0F*>(a + r * act_stride);
-        for (int64_t b = 0; b < nb; ++b) offsets[r * nb + b] = Codes::kOffset * sum_i8(y[b].qs);
-      }
-      for (int64_t o = 0; o < n_w; o += kGroupRows) {
-        if constexpr (Interleaved) {
-          for (int64_t b = 0; b < nb; ++b) from_interleaved(wb + o * row_bytes, b, scratch[b]);
-        } else {
-          fill_from_rows(wb, row_bytes, n_w, o, nb, r0 == 0, scratch.data());
-        }
-        const int64_t count = min_of(kGroupRows, n_w - o);
-        float* out_o = out + r0 * out_stride + o;
-        const GroupBlock* g = scratch.data();
-        int64_t r = 0;
-        for (; r + kPassRows <= tr; r += kPassRows) {
-          pass<kPassRows>(g, nb, a + r * act_stride, act_stride, &offsets[r * nb], count, out_o + r * out_stride,
-                          out_stride);
-        }
-        const uint8_t* ar = a + r * act_stride;
-        const int32_t* off = &offsets[r * nb];
-        float* o_r = out_o + r * out_stride;
-        switch (tr - r) {
-          case 1: pass<1>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-          case 2: pass<2>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-          case 3: pass<3>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-          case 4: pass<4>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-          case 5: pass<5>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-          case 6: pass<6>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-          case 7: pass<7>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-          default: break;
-        }
-      }
+    const uint8_t* ar = a + r * act_stride;
+    const int32_t* off = &offsets[r * nb];
+    float* o_r = out + r * out_stride;
+    switch (tr - r) {
+      case 1: pass<1>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+      case 2: pass<2>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+      case 3: pass<3>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+      case 4: pass<4>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+      case 5: pass<5>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+      case 6: pass<6>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+      case 7: pass<7>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+      default: break;
     }
   }
+  static void done() {}
 };
 }  // namespace
 
 void dot_tile_vnni_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Groups<CodesQ8_0>::dot_tile<false>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  Groups<CodesQ8_0>::dot_tile<false, VnniPass<CodesQ8_0>>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 void dot_tile_vnni_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                     uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Groups<CodesQ8_0>::dot_tile<true>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  Groups<CodesQ8_0>::dot_tile<true, VnniPass<CodesQ8_0>>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 void dot_tile_vnni_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Groups<CodesQ4_0>::dot_tile<false>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  Groups<CodesQ4_0>::dot_tile<false, VnniPass<CodesQ4_0>>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 void dot_tile_vnni_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                     uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  Groups<CodesQ4_0>::dot_tile<true>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  Groups<CodesQ4_0>::dot_tile<true, VnniPass<CodesQ4_0>>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::avx512

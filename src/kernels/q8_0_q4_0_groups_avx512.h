@@ -1,0 +1,162 @@
+// The groups of 16 Q8_0 or Q4_0 weight rows that the AVX-512 batch kernels read (the VNNI tile,
+// q8_0_q4_0_avx512.cpp, and the AMX-INT8 tiles, q8_0_q4_0_amx.cpp): each block's codes transposed
+// once per tile of activation rows into 8 vectors (vector k holds codes 4k..4k+3 of the 16 rows, which
+// is also an AMX B tile), from the row layout or realigned from the interleaved layout's units (2 bytes
+// off the codes). The weights are taken unsigned, u = w + 128 (Q8_0, an XOR with 0x80) or the nibble
+// u = code + 8 (Q4_0), and each block's sum starts from −128·Σy (−8·Σy): the block's exact integer
+// sum S. The float step per block is the scalar reference's, acc = acc + float(S)·(dw·dy) in block
+// order, so every output is bitwise what ref::dot_q8_0 / dot_q4_0 and the AVX2 kernels give
+// (invariant 7). Include only in *_avx512.cpp / *_amx.cpp files: internal linkage, as
+// avx512_common.h explains.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/avx512_common.h"
+#include "kernels/blocks.h"
+#include "kernels/word_transpose.h"
+
+namespace infer::kernels::avx512 {
+namespace {
+
+// Activation rows per tile, about this many bytes of them: they stay in L2 while every group of the
+// chunk passes (the AVX2 tile's figure).
+constexpr uint64_t kActTileBytes = 160 * 1024;
+
+// One block of a group of 16 weight rows: codes[k] holds unsigned codes 4k..4k+3 of rows 0..15, dw
+// the rows' scales.
+struct alignas(64) GroupBlock {
+  __m512i codes[8];
+  __m512 dw;
+};
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// An interleaved unit's bytes 4k + 2 .. 4k + 5 of each row (the block's bytes past its 2-byte scale):
+// the top half of word k and the bottom half of word k + 1.
+inline __m512i realign(__m512i word, __m512i next) {
+  return _mm512_or_si512(_mm512_srli_epi32(word, 16), _mm512_slli_epi32(next, 16));
+}
+
+// Q8_0: the signed codes biased to unsigned, w + 128.
+struct CodesQ8_0 {
+  using Block = BlockQ8_0;
+  static constexpr int32_t kOffset = 128;
+  static __m256i row(const Block& b) {
+    return _mm256_xor_si256(load256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+  // codes[k] from the 16 rows' words 0..7 and the 2-byte tails of an interleaved unit.
+  static void from_words(const __m512i (&w)[9], __m512i (&codes)[8]) {
+    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int k = 0; k < 8; ++k) codes[k] = _mm512_xor_si512(realign(w[k], w[k + 1]), bias);
+  }
+  static constexpr int kWords = 8;
+};
+
+// Q4_0: the nibbles u = code + 8 in element order (low nibbles: elements 0-15, high: 16-31).
+struct CodesQ4_0 {
+  using Block = BlockQ4_0;
+  static constexpr int32_t kOffset = 8;
+  static __m256i row(const Block& b) {
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
+    return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
+  }
+  static void from_words(const __m512i (&w)[9], __m512i (&codes)[8]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i q = realign(w[k], w[k + 1]);  // qs[4k..4k+3]: low nibbles codes 4k.., high 16 + 4k..
+      codes[k] = _mm512_and_si512(q, m4);
+      codes[k + 4] = _mm512_and_si512(_mm512_srli_epi32(q, 4), m4);
+    }
+  }
+  static constexpr int kWords = 4;
+};
+
+template <class Codes>
+struct Groups {
+  using Block = typename Codes::Block;
+
+  // Block b of rows x[0..15] into g.
+  static void transpose(const Block* const (&x)[kGroupRows], int64_t b, GroupBlock& g) {
+    __m256i r[8], lo[8], hi[8];
+    for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i][b]);
+    transpose_words8(r, lo);
+    for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i + 8][b]);
+    transpose_words8(r, hi);
+    for (int k = 0; k < 8; ++k) g.codes[k] = _mm512_inserti64x4(_mm512_castsi256_si512(lo[k]), hi[k], 1);
+    const auto four = [&](int i) {
+      return static_cast<long long>(uint64_t{x[i][b].d} | uint64_t{x[i + 1][b].d} << 16 |
+                                    uint64_t{x[i + 2][b].d} << 32 | uint64_t{x[i + 3][b].d} << 48);
+    };
+    g.dw = _mm512_cvtph_ps(_mm256_set_epi64x(four(12), four(8), four(4), four(0)));
+  }
+
+  // Block b of an interleaved group (its unit b) into g.
+  static void from_interleaved(const uint8_t* group, int64_t b, GroupBlock& g) {
+    const uint8_t* unit = group + b * kGroupRows * static_cast<int64_t>(sizeof(Block));
+    __m512i w[9];
+    for (int k = 0; k < Codes::kWords; ++k) w[k] = _mm512_loadu_si512(unit + 64 * k);
+    w[Codes::kWords] = _mm512_cvtepu16_epi32(load256(unit + 64 * Codes::kWords));  // the tails
+    Codes::from_words(w, g.codes);
+    g.dw = low_halves_f32(w[0]);
+  }
+
+  // The group of row-layout weight rows from o into g[0..nb). First pass over the chunk (`first`): the
+  // next group's rows (contiguous) are fetched at the pace this one is read, as in the AVX2 tile (16
+  // short rows side by side give the hardware prefetcher no stream to follow).
+  static void fill_from_rows(const uint8_t* wb, uint64_t row_bytes, int64_t n_w, int64_t o, int64_t nb, bool first,
+                             GroupBlock* g) {
+    const Block* x[kGroupRows];  // rows past n_w repeat row n_w − 1 (their lanes are dropped)
+    for (int i = 0; i < kGroupRows; ++i) {
+      x[i] = reinterpret_cast<const Block*>(wb + min_of(o + i, n_w - 1) * row_bytes);
+    }
+    const char* next = reinterpret_cast<const char*>(wb + (o + kGroupRows) * row_bytes);
+    constexpr int kStep = kGroupRows * static_cast<int>(sizeof(Block));
+    for (int64_t b = 0; b < nb; ++b) {
+      if (first && o + kGroupRows < n_w) {
+        for (int j = 0; j < kStep; j += 64) _mm_prefetch(next + b * kStep + j, _MM_HINT_T0);
+      }
+      transpose(x, b, g[b]);
+    }
+  }
+
+  // Per tile of activation rows (kept in L2), each group of 16 weight rows is transposed (Interleaved:
+  // realigned from its units, one sequential stream for the hardware prefetcher) once into a scratch
+  // row of GroupBlocks and then read by the tile's rows: Pass::tile_rows(g, nb, a, act_stride, off,
+  // n_rows, count, out, out_stride) takes them all (tiles of Pass::kRowsUnit rows), Pass::done() ends the call.
+  template <bool Interleaved, class Pass>
+  static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                       uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const int64_t nb = n / kQK0;
+    thread_local Buffer<GroupBlock> scratch;
+    thread_local Buffer<int32_t> offsets;
+    scratch.resize(static_cast<size_t>(nb));
+    int64_t tile = static_cast<int64_t>(kActTileBytes / act_stride) / Pass::kRowsUnit * Pass::kRowsUnit;
+    tile = tile < Pass::kRowsUnit ? Pass::kRowsUnit : (tile > 512 ? 512 : tile);
+    offsets.resize(static_cast<size_t>(tile * nb));
+    for (int64_t r0 = 0; r0 < n_rows; r0 += tile) {
+      const int64_t tr = min_of(tile, n_rows - r0);
+      const uint8_t* a = act + r0 * act_stride;
+      for (int64_t r = 0; r < tr; ++r) {
+        const auto* y = reinterpret_cast<const BlockQ8_0F*>(a + r * act_stride);
+        for (int64_t b = 0; b < nb; ++b) offsets[r * nb + b] = Codes::kOffset * sum_i8(y[b].qs);
+      }
+      for (int64_t o = 0; o < n_w; o += kGroupRows) {
+        if constexpr (Interleaved) {
+          for (int64_t b = 0; b < nb; ++b) from_interleaved(wb + o * row_bytes, b, scratch[b]);
+        } else {
+          fill_from_rows(wb, row_bytes, n_w, o, nb, r0 == 0, scratch.data());
+        }
+        Pass::tile_rows(static_cast<const GroupBlock*>(scratch.data()), nb, a, act_stride,
+                        static_cast<const int32_t*>(offsets.data()), tr, min_of(kGroupRows, n_w - o),
+                        out + r0 * out_stride + o, out_stride);
+      }
+    }
+    Pass::done();
+  }
+};
+
+}  // namespace
+}  // namespace infer::kernels::avx512
