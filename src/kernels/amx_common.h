@@ -11,6 +11,8 @@
 // scales, vectorised over the 16 weight rows. For small batches over the interleaved layout,
 // dot_rows_planes folds the scales into the B tiles.
 #pragma once
+#include <cstring>
+
 #include "kernels/avx512_common.h"
 
 namespace infer::kernels::amx {
@@ -31,11 +33,11 @@ inline void load_tile_config(const uint8_t (&cfg)[64]) {
   __asm__ volatile("ldtilecfg %0" : : "m"(*reinterpret_cast<const Record*>(cfg)));
 }
 
-// Loads the tile configuration: tmm0..3 C accumulators (n_act × 64 bytes); tmm4, tmm6 A (n_act ×
-// k_sub bytes); tmm5, tmm7 B (k_sub/4 × 64 bytes). Two A/B pairs let one sub-block load while the
-// previous multiplies.
-inline void configure_tiles(int k_sub, int n_act) {
-  alignas(64) uint8_t cfg[64] = {};
+// The tile configuration record of the integer kernels: tmm0..3 C accumulators (n_act × 64 bytes);
+// tmm4, tmm6 A (n_act × k_sub bytes); tmm5, tmm7 B (k_sub/4 × 64 bytes). Two A/B pairs let one
+// sub-block load while the previous multiplies.
+inline void int_tile_config(int k_sub, int n_act, uint8_t (&cfg)[64]) {
+  for (auto& byte : cfg) byte = 0;
   cfg[0] = 1;
   auto set = [&](int t, int rows, int colsb) {
     cfg[16 + 2 * t] = static_cast<uint8_t>(colsb & 0xFF);
@@ -45,8 +47,90 @@ inline void configure_tiles(int k_sub, int n_act) {
   for (int t = 0; t < 4; ++t) set(t, n_act, kRowBytes);
   for (int t = 4; t <= 6; t += 2) set(t, n_act, k_sub);          // A tiles
   for (int t = 5; t <= 7; t += 2) set(t, k_sub / 4, kRowBytes);  // B tiles
+}
+
+inline void configure_tiles(int k_sub, int n_act) {
+  alignas(64) uint8_t cfg[64];
+  int_tile_config(k_sub, n_act, cfg);
   load_tile_config(cfg);
 }
+
+// Tile instructions by tile number for kernels written over a tiles policy (hardware or software
+// model): GCC's intrinsics paste their tile numbers into the asm text, so each tile gets its own
+// function.
+template <int t>
+void hw_zero();
+template <int t>
+void hw_load(const void* p, long stride);
+template <int t>
+void hw_store(void* p, long stride);
+#define INFER_TILE(t)                                                                \
+  template <>                                                                        \
+  inline void hw_zero<t>() { _tile_zero(t); }                                        \
+  template <>                                                                        \
+  inline void hw_load<t>(const void* p, long stride) { _tile_loadd(t, p, stride); }  \
+  template <>                                                                        \
+  inline void hw_store<t>(void* p, long stride) { _tile_stored(t, p, stride); }
+INFER_TILE(0)
+INFER_TILE(1)
+INFER_TILE(2)
+INFER_TILE(3)
+INFER_TILE(4)
+INFER_TILE(5)
+INFER_TILE(6)
+INFER_TILE(7)
+#undef INFER_TILE
+
+// The tile registers of the hardware, as a tiles policy's base (a kernel's policy adds configure(m)
+// and its dp<c, a, b>()).
+struct HardwareTileRegisters {
+  template <int t>
+  static void zero() { hw_zero<t>(); }
+  template <int t>
+  static void load(const void* p, long stride) { hw_load<t>(p, stride); }
+  template <int t>
+  static void store(void* p, long stride) { hw_store<t>(p, stride); }
+  static void release() { _tile_release(); }
+};
+
+// The tile registers in software, for models of the tile instructions that test a kernel's layout
+// logic on CPUs without AMX: each tile holds the configured rows × colsb bytes, the rest reads 0.
+struct ModelTileRegisters {
+  struct Tile {
+    alignas(64) uint8_t bytes[16][kRowBytes];
+    int rows = 0;
+    int colsb = 0;
+  };
+  static Tile* tiles() {
+    static thread_local Tile t[8];
+    return t;
+  }
+  static void configure(const uint8_t (&cfg)[64]) {
+    for (int t = 0; t < 8; ++t) {
+      tiles()[t].rows = cfg[48 + t];
+      tiles()[t].colsb = cfg[16 + 2 * t] | cfg[17 + 2 * t] << 8;
+    }
+  }
+  template <int t>
+  static void zero() {
+    std::memset(tiles()[t].bytes, 0, sizeof(Tile::bytes));
+  }
+  template <int t>
+  static void load(const void* p, long stride) {
+    Tile& d = tiles()[t];
+    std::memset(d.bytes, 0, sizeof(Tile::bytes));
+    const auto* src = static_cast<const uint8_t*>(p);
+    for (int r = 0; r < d.rows; ++r) std::memcpy(d.bytes[r], src + r * stride, static_cast<size_t>(d.colsb));
+  }
+  template <int t>
+  static void store(void* p, long stride) {
+    const Tile& s = tiles()[t];
+    for (int r = 0; r < s.rows; ++r) {
+      std::memcpy(static_cast<uint8_t*>(p) + r * stride, s.bytes[r], static_cast<size_t>(s.colsb));
+    }
+  }
+  static void release() {}
+};
 
 inline constexpr int kPrefetchGroups = 1;
 

@@ -11,6 +11,15 @@ void dot_tile_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, co
 void dot_tile_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
+void dot_tile_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                   uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+
+void dot_tile_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                               uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                               uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 void dot_tile_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 void dot_tile_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,

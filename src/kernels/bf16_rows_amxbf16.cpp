@@ -42,31 +42,8 @@ void tile_config(int m, uint8_t (&cfg)[64]) {
   }
 }
 
-// GCC's tile intrinsics paste their tile numbers into the asm text: each tile gets its own function.
-template <int t>
-void hw_zero();
-template <int t>
-void hw_load(const void* p, long stride);
-template <int t>
-void hw_store(void* p, long stride);
 template <int c, int a, int b>
 void hw_dp();
-#define INFER_TILE(t)                                                                \
-  template <>                                                                        \
-  inline void hw_zero<t>() { _tile_zero(t); }                                        \
-  template <>                                                                        \
-  inline void hw_load<t>(const void* p, long stride) { _tile_loadd(t, p, stride); }  \
-  template <>                                                                        \
-  inline void hw_store<t>(void* p, long stride) { _tile_stored(t, p, stride); }
-INFER_TILE(0)
-INFER_TILE(1)
-INFER_TILE(2)
-INFER_TILE(3)
-INFER_TILE(4)
-INFER_TILE(5)
-INFER_TILE(6)
-INFER_TILE(7)
-#undef INFER_TILE
 #define INFER_TILE_DP(c, a, b) \
   template <>                  \
   inline void hw_dp<c, a, b>() { _tile_dpbf16ps(c, a, b); }
@@ -78,52 +55,24 @@ INFER_TILE_DPS(3)
 #undef INFER_TILE_DPS
 #undef INFER_TILE_DP
 
-struct HardwareTiles {
+struct HardwareTiles : HardwareTileRegisters {
   static void configure(int m) {
     alignas(64) uint8_t cfg[64];
     tile_config(m, cfg);
     load_tile_config(cfg);
   }
-  template <int t>
-  static void zero() { hw_zero<t>(); }
-  template <int t>
-  static void load(const void* p, long stride) { hw_load<t>(p, stride); }
-  template <int t>
-  static void store(void* p, long stride) { hw_store<t>(p, stride); }
   template <int c, int a, int b>
   static void dp() { hw_dp<c, a, b>(); }
-  static void release() { _tile_release(); }
 };
 
 // The tile instructions in scalar code, after the Intel SDM's pseudocode of TDPBF16PS: per C element
 // and pair k, the even product added, then the odd one, each sum rounded to f32 (products of two bf16
 // are exact). Denormal flushing is not modelled: the tests' values have none.
-struct ModelTiles {
-  struct Tile {
-    alignas(64) uint8_t bytes[16][kRowBytes];
-    int rows = 0;
-  };
-  static Tile* tiles() {
-    static thread_local Tile t[8];
-    return t;
-  }
+struct ModelTiles : ModelTileRegisters {
   static void configure(int m) {
     uint8_t cfg[64];
     tile_config(m, cfg);
-    for (int t = 0; t < 8; ++t) tiles()[t].rows = cfg[48 + t];
-  }
-  template <int t>
-  static void zero() { std::memset(tiles()[t].bytes, 0, sizeof(Tile::bytes)); }
-  template <int t>
-  static void load(const void* p, long stride) {
-    Tile& d = tiles()[t];
-    const auto* src = static_cast<const uint8_t*>(p);
-    for (int r = 0; r < d.rows; ++r) std::memcpy(d.bytes[r], src + r * stride, kRowBytes);
-  }
-  template <int t>
-  static void store(void* p, long stride) {
-    const Tile& s = tiles()[t];
-    for (int r = 0; r < s.rows; ++r) std::memcpy(static_cast<uint8_t*>(p) + r * stride, s.bytes[r], kRowBytes);
+    ModelTileRegisters::configure(cfg);
   }
   static float element(const Tile& t, int r, int i) {
     uint16_t h;
@@ -146,7 +95,6 @@ struct ModelTiles {
       std::memcpy(dst.bytes[m], acc, sizeof(acc));
     }
   }
-  static void release() {}
 };
 
 inline __mmask32 first_elements(int64_t len) {

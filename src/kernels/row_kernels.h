@@ -70,6 +70,9 @@ RowKernels amx_bf16_row_kernels(TensorType weight);
 // The same kernels on a software model of the tile instructions (tests on CPUs without AMX). Call
 // only when use_avx512_bf16().
 RowKernels amx_bf16_row_kernels_model(TensorType weight);
+// The AMX-INT8 batch kernel of Q8_0 or Q4_0 (row or interleaved layout) on a software model of the
+// tile instructions (tests on CPUs without AMX); null for other types. Call only when use_avx512().
+DotTileFn amx_int8_tile_model(TensorType weight, bool interleaved);
 // The interleaved layout's kernels of a type (null members where there are none). Call only when
 // use_avx512(), and with `tiles` only when use_amx(): without it, no tile kernel and no planes.
 struct InterleavedKernels {

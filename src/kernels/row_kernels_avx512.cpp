@@ -14,10 +14,12 @@ InterleavedKernels avx512_interleaved_kernels(TensorType weight, bool tiles) {
     case TensorType::Q4_K:
       return {avx512::dot_outputs_interleaved_q4_k, tiles ? amx::dot_tile_interleaved_q4_k : nullptr,
               tiles ? amx::dot_rows_interleaved_q4_k : avx512::dot_rows_interleaved_q4_k};
-    case TensorType::Q8_0:  // no AMX tiles: VNNI for every batch
-      return {avx512::dot_outputs_interleaved_q8_0, nullptr, avx512::dot_rows_interleaved_q8_0};
+    case TensorType::Q8_0:
+      return {avx512::dot_outputs_interleaved_q8_0, tiles ? amx::dot_tile_interleaved_q8_0 : nullptr,
+              avx512::dot_rows_interleaved_q8_0};
     case TensorType::Q4_0:
-      return {avx512::dot_outputs_interleaved_q4_0, nullptr, avx512::dot_rows_interleaved_q4_0};
+      return {avx512::dot_outputs_interleaved_q4_0, tiles ? amx::dot_tile_interleaved_q4_0 : nullptr,
+              avx512::dot_rows_interleaved_q4_0};
     case TensorType::Q5_K:  // no AMX tiles: VNNI for every batch
       return {avx512::dot_outputs_interleaved_q5_k, nullptr, avx512::dot_rows_interleaved_q5_k};
     case TensorType::Q6_K:

@@ -44,21 +44,24 @@ TEST(CpuFeatures, AmxTileKernelsAreUsedWhereAvailable) {
   EXPECT_TRUE(use_avx2() && f.avx512 && f.amx_int8);
   EXPECT_NE(row_kernels(TensorType::Q4_K).dot_tile, nullptr);
   EXPECT_NE(row_kernels(TensorType::Q6_K).dot_tile, nullptr);
-  EXPECT_EQ(amx_dot_tile(TensorType::Q8_0), nullptr);  // no AMX tile kernel for Q8_0 yet (AVX2 tiles instead)
+  EXPECT_EQ(row_kernels(TensorType::Q8_0).dot_tile, amx_dot_tile(TensorType::Q8_0));
+  EXPECT_EQ(row_kernels(TensorType::Q4_0).dot_tile, amx_dot_tile(TensorType::Q4_0));
 }
 
 // AVX-512 VNNI alone (AMD Zen 4/5, or INFER_NO_AMX=1) is enough for the interleaved layout: its decode
 // and batch kernels use no tiles. The tile kernels are there exactly when AMX is in use.
 TEST(CpuFeatures, InterleavedKernelsNeedAvx512VnniOnly) {
   if (!use_avx512()) GTEST_SKIP() << "no AVX-512 VNNI here (or INFER_NO_AVX512 / INFER_FORCE_SCALAR)";
-  for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K}) {
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0}) {
     const RowKernels k = row_kernels(t);
     EXPECT_NE(k.dot_outputs_interleaved, nullptr);
     EXPECT_NE(k.dot_rows_interleaved, nullptr);
     EXPECT_EQ(k.dot_tile_interleaved != nullptr, use_amx());
-    // The row layout's batches: the AMX tiles where AMX is in use, the AVX2 tiles otherwise.
+    // The row layout's batches: the AMX tiles where AMX is in use, AVX2 or AVX-512 VNNI tiles otherwise.
     EXPECT_NE(k.dot_tile, nullptr);
-    if (use_amx()) EXPECT_EQ(k.dot_tile, amx_dot_tile(t));
+    if (use_amx()) {
+      EXPECT_EQ(k.dot_tile, amx_dot_tile(t));
+    }
   }
 }
 

@@ -1,7 +1,9 @@
-// The AVX-512 VNNI batch kernel of Q8_0 and Q4_0 weights (row layout, q8_0_q4_0_avx512.cpp): every
-// output bitwise what the AVX2 kernel (dot_rows) gives for the same weight row and activation row
-// (invariant 7), on random data of odd sizes and on the tiny reference models' tensors. Skipped on
-// CPUs without AVX-512 VNNI, where the kernel is never chosen.
+// The AVX-512 batch kernels of Q8_0 and Q4_0 weights: the VNNI tile (row layout,
+// q8_0_q4_0_avx512.cpp) and the AMX-INT8 tiles (row and interleaved layouts, q8_0_q4_0_amx.cpp, on the
+// hardware and on the software model of the tile instructions): every output bitwise what the AVX2
+// kernel (dot_rows) gives for the same weight row and activation row (invariant 7), on random data of
+// odd sizes and on the tiny reference models' tensors. Skipped on CPUs without AVX-512 VNNI (the AMX
+// hardware test: without AMX), where the kernels are never chosen.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,6 +15,7 @@
 
 #include "gguf/file.h"
 #include "kernels/cpu_features.h"
+#include "kernels/interleave.h"
 #include "kernels/quant.h"
 #include "kernels/row_kernels.h"
 #include "kernel_test_data.h"
@@ -27,14 +30,13 @@ using test::type_label;
 #define INFER_REQUIRE_VNNI()                                                                     \
   if (!use_avx512()) GTEST_SKIP() << "no AVX-512 F/BW/VL/VNNI on this CPU: the kernel is never chosen"
 
-// Weight rows [0, n_w) of w (row layout) against n_rows rows of x: the tile kernel, called once for
-// the whole batch, against dot_rows per weight row and group of kMaxRows activation rows.
-void expect_tile_matches_rows(TensorType t, const uint8_t* w, int64_t n, int64_t n_w, const float* x, int n_rows,
-                              const std::string& what) {
-  const RowKernels k = row_kernels(t);
-  const DotTileFn tile = avx512_dot_tile(t);
+// `tile` over weight rows [0, n_w) of w (in the layout the kernel reads) against n_rows rows of x, called
+// once for the whole batch, against dot_rows over the same rows in row layout (`rows_w`), per weight row
+// and group of kMaxRows activation rows.
+void expect_kernel_matches_rows(DotTileFn tile, TensorType t, const uint8_t* w, const uint8_t* rows_w, int64_t n,
+                                int64_t n_w, const float* x, int n_rows, const std::string& what) {
   ASSERT_NE(tile, nullptr) << type_label(t);
-  ASSERT_EQ(k.dot_tile, tile) << type_label(t) << ": not the kernel chosen for batches";
+  const RowKernels k = row_kernels(t);
   const uint64_t rb = quant_row_bytes(t, n), ab = k.act_row_bytes(n);
   std::vector<uint8_t> act(ab * n_rows);
   for (int r = 0; r < n_rows; ++r) k.quantize_act(x + r * n, act.data() + r * ab, n);
@@ -44,7 +46,7 @@ void expect_tile_matches_rows(TensorType t, const uint8_t* w, int64_t n, int64_t
   for (int64_t o = 0; o < n_w; ++o) {
     for (int r0 = 0; r0 < n_rows; r0 += kMaxRows) {
       const int nr = std::min(kMaxRows, n_rows - r0);
-      k.dot_rows(n, w + o * rb, act.data() + r0 * ab, ab, nr, want.data() + r0 * out_stride + o, out_stride);
+      k.dot_rows(n, rows_w + o * rb, act.data() + r0 * ab, ab, nr, want.data() + r0 * out_stride + o, out_stride);
     }
   }
   for (int r = 0; r < n_rows; ++r) {
@@ -55,6 +57,16 @@ void expect_tile_matches_rows(TensorType t, const uint8_t* w, int64_t n, int64_t
                                                   << ": " << a << " vs " << b;
     }
   }
+}
+
+// The VNNI tile (row layout), which batches take on AVX-512 CPUs without AMX.
+void expect_tile_matches_rows(TensorType t, const uint8_t* w, int64_t n, int64_t n_w, const float* x, int n_rows,
+                              const std::string& what) {
+  const DotTileFn tile = avx512_dot_tile(t);
+  if (!use_amx()) {
+    ASSERT_EQ(row_kernels(t).dot_tile, tile) << type_label(t) << ": not the kernel chosen for batches";
+  }
+  expect_kernel_matches_rows(tile, t, w, w, n, n_w, x, n_rows, what);
 }
 
 TEST(VnniQ8_0Q4_0, TileIsBitwiseTheAvx2KernelOnRandomData) {
@@ -124,6 +136,50 @@ TEST(VnniQ8_0Q4_0, TileIsBitwiseTheAvx2KernelOnRealTensors) {
     }
     EXPECT_GT(checked, 10) << name;
   }
+}
+
+// An AMX-INT8 tile kernel, given by the layout it reads, on weight-row counts in and off the 16-row
+// groups (the interleaved layout: whole groups), block counts in and off its passes of 4 blocks, and
+// activation row counts in and off its blocks of 16, across two activation tiles.
+void expect_amx_kernel_matches_rows(DotTileFn (*kernel)(TensorType, bool), const char* what) {
+  struct Shape {
+    int64_t n, n_w;
+  };
+  const Shape shapes[] = {{32, 16}, {96, 13}, {160, 32}, {544, 37}, {2080, 48}};
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0}) {
+    for (const Shape& s : shapes) {
+      const std::vector<uint8_t> w = test::random_weights(t, s.n_w, s.n, 17 + static_cast<uint32_t>(s.n));
+      const int64_t grouped = s.n_w / 16 * 16;
+      std::vector<uint8_t> interleaved(w);
+      if (grouped > 0) interleave_rows(t, interleaved.data(), s.n, s.n_w);
+      for (int rows : {1, 5, 16, 17, 33, 150}) {
+        const std::vector<float> x = random_floats(rows * s.n, 23 + static_cast<uint32_t>(rows));
+        expect_kernel_matches_rows(kernel(t, false), t, w.data(), w.data(), s.n, s.n_w, x.data(), rows,
+                                   std::string(what) + " rows layout");
+        if (grouped > 0) {
+          expect_kernel_matches_rows(kernel(t, true), t, interleaved.data(), w.data(), s.n, grouped, x.data(), rows,
+                                     std::string(what) + " interleaved layout");
+        }
+      }
+    }
+  }
+}
+
+TEST(AmxInt8Q8_0Q4_0, ModelIsBitwiseTheAvx2KernelInBothLayouts) {
+  INFER_REQUIRE_VNNI();
+  expect_amx_kernel_matches_rows(amx_int8_tile_model, "model");
+}
+
+DotTileFn hardware_kernel(TensorType t, bool interleaved) {
+  return interleaved ? row_kernels(t).dot_tile_interleaved : row_kernels(t).dot_tile;
+}
+
+TEST(AmxInt8Q8_0Q4_0, HardwareIsBitwiseTheAvx2KernelInBothLayouts) {
+  if (!use_amx()) GTEST_SKIP() << "AMX not in use here (no AMX-INT8, INFER_NO_AMX=1, or the OS refused the tile state)";
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0}) {
+    ASSERT_EQ(row_kernels(t).dot_tile, amx_dot_tile(t)) << type_label(t) << ": not the kernel chosen for batches";
+  }
+  expect_amx_kernel_matches_rows(hardware_kernel, "hardware");
 }
 
 }  // namespace
