@@ -170,6 +170,28 @@ TEST(AmxInt8Q8_0Q4_0, ModelIsBitwiseTheAvx2KernelInBothLayouts) {
   expect_amx_kernel_matches_rows(amx_int8_tile_model, "model");
 }
 
+TEST(AmxInt8Q8_0Q4_0, ModelIsBitwiseTheAvx2KernelOnRealTensors) {
+  INFER_REQUIRE_VNNI();
+  INFER_REQUIRE_DIR(infer::test::reference_dir() + "/models");
+  for (const char* name : {"q8_0", "q4_0"}) {
+    const auto file = gguf::File::open(infer::test::reference_dir() + "/models/tiny-llama-" + name + ".gguf");
+    int checked = 0;
+    for (const auto& t : file->tensors()) {
+      if (t.n_dims != 2 || (t.type != TensorType::Q8_0 && t.type != TensorType::Q4_0) || t.ne[1] < 16) continue;
+      const int64_t n = t.ne[0], n_w = std::min<int64_t>(t.ne[1], 48) / 16 * 16;
+      const auto* w = static_cast<const uint8_t*>(t.data);
+      std::vector<uint8_t> interleaved(w, w + n_w * quant_row_bytes(t.type, n));
+      interleave_rows(t.type, interleaved.data(), n, n_w);
+      const std::vector<float> x = random_floats(19 * n, 37);
+      expect_kernel_matches_rows(amx_int8_tile_model(t.type, false), t.type, w, w, n, n_w, x.data(), 19, t.name);
+      expect_kernel_matches_rows(amx_int8_tile_model(t.type, true), t.type, interleaved.data(), w, n, n_w, x.data(),
+                                 19, t.name + " interleaved");
+      ++checked;
+    }
+    EXPECT_GT(checked, 10) << name;
+  }
+}
+
 DotTileFn hardware_kernel(TensorType t, bool interleaved) {
   return interleaved ? row_kernels(t).dot_tile_interleaved : row_kernels(t).dot_tile;
 }
