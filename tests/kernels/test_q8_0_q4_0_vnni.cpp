@@ -121,21 +121,29 @@ TEST(VnniQ8_0Q4_0, TileIsBitwiseTheAvx2KernelOnExtremeCodes) {
   }
 }
 
-TEST(VnniQ8_0Q4_0, TileIsBitwiseTheAvx2KernelOnRealTensors) {
-  INFER_REQUIRE_VNNI();
-  INFER_REQUIRE_DIR(infer::test::reference_dir() + "/models");
+// fn(tensor) for every 2-D Q8_0 or Q4_0 tensor of the tiny reference models of those types.
+template <class Fn>
+void for_each_real_tensor(Fn fn) {
   for (const char* name : {"q8_0", "q4_0"}) {
     const auto file = gguf::File::open(infer::test::reference_dir() + "/models/tiny-llama-" + name + ".gguf");
     int checked = 0;
     for (const auto& t : file->tensors()) {
       if (t.n_dims != 2 || (t.type != TensorType::Q8_0 && t.type != TensorType::Q4_0)) continue;
-      const int64_t n = t.ne[0], n_w = std::min<int64_t>(t.ne[1], 45);
-      const std::vector<float> x = random_floats(7 * n, 31);
-      expect_tile_matches_rows(t.type, t.data, n, n_w, x.data(), 7, t.name);
+      fn(t);
       ++checked;
     }
     EXPECT_GT(checked, 10) << name;
   }
+}
+
+TEST(VnniQ8_0Q4_0, TileIsBitwiseTheAvx2KernelOnRealTensors) {
+  INFER_REQUIRE_VNNI();
+  INFER_REQUIRE_DIR(infer::test::reference_dir() + "/models");
+  for_each_real_tensor([](const gguf::TensorView& t) {
+    const int64_t n = t.ne[0], n_w = std::min<int64_t>(t.ne[1], 45);
+    const std::vector<float> x = random_floats(7 * n, 31);
+    expect_tile_matches_rows(t.type, t.data, n, n_w, x.data(), 7, t.name);
+  });
 }
 
 // An AMX-INT8 tile kernel, given by the layout it reads, on weight-row counts in and off the 16-row
@@ -173,23 +181,17 @@ TEST(AmxInt8Q8_0Q4_0, ModelIsBitwiseTheAvx2KernelInBothLayouts) {
 TEST(AmxInt8Q8_0Q4_0, ModelIsBitwiseTheAvx2KernelOnRealTensors) {
   INFER_REQUIRE_VNNI();
   INFER_REQUIRE_DIR(infer::test::reference_dir() + "/models");
-  for (const char* name : {"q8_0", "q4_0"}) {
-    const auto file = gguf::File::open(infer::test::reference_dir() + "/models/tiny-llama-" + name + ".gguf");
-    int checked = 0;
-    for (const auto& t : file->tensors()) {
-      if (t.n_dims != 2 || (t.type != TensorType::Q8_0 && t.type != TensorType::Q4_0) || t.ne[1] < 16) continue;
-      const int64_t n = t.ne[0], n_w = std::min<int64_t>(t.ne[1], 48) / 16 * 16;
-      const auto* w = static_cast<const uint8_t*>(t.data);
-      std::vector<uint8_t> interleaved(w, w + n_w * quant_row_bytes(t.type, n));
-      interleave_rows(t.type, interleaved.data(), n, n_w);
-      const std::vector<float> x = random_floats(19 * n, 37);
-      expect_kernel_matches_rows(amx_int8_tile_model(t.type, false), t.type, w, w, n, n_w, x.data(), 19, t.name);
-      expect_kernel_matches_rows(amx_int8_tile_model(t.type, true), t.type, interleaved.data(), w, n, n_w, x.data(),
-                                 19, t.name + " interleaved");
-      ++checked;
-    }
-    EXPECT_GT(checked, 10) << name;
-  }
+  for_each_real_tensor([](const gguf::TensorView& t) {
+    const int64_t n = t.ne[0], n_w = std::min<int64_t>(t.ne[1], 48) / 16 * 16;  // whole groups
+    ASSERT_GT(n_w, 0) << t.name;
+    const auto* w = static_cast<const uint8_t*>(t.data);
+    std::vector<uint8_t> interleaved(w, w + n_w * quant_row_bytes(t.type, n));
+    interleave_rows(t.type, interleaved.data(), n, n_w);
+    const std::vector<float> x = random_floats(19 * n, 37);
+    expect_kernel_matches_rows(amx_int8_tile_model(t.type, false), t.type, w, w, n, n_w, x.data(), 19, t.name);
+    expect_kernel_matches_rows(amx_int8_tile_model(t.type, true), t.type, interleaved.data(), w, n, n_w, x.data(), 19,
+                               t.name + " interleaved");
+  });
 }
 
 DotTileFn hardware_kernel(TensorType t, bool interleaved) {
