@@ -101,9 +101,22 @@ void quantize_act_f16_as_f32(const float* src, void* dst, int64_t n) {
   for (; i < n; ++i) y[i] = f16_to_f32(f32_to_f16(src[i]));
 }
 
+// bf16_to_f32(f32_to_bf16(x)) 8 lanes at a time: round to nearest even by the bias 0x7FFF plus the
+// kept bits' last one, NaNs quieted as f32_to_bf16 does.
 void quantize_act_bf16_as_f32(const float* src, void* dst, int64_t n) {
   auto* y = static_cast<float*>(dst);
-  for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(f32_to_bf16(src[i]));
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(src + i));
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)),
+                                           _mm256_set1_epi32(0x7F800000));
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd), high);
+    const __m256i quiet = _mm256_or_si256(_mm256_and_si256(u, high), _mm256_set1_epi32(0x00400000));
+    _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_blendv_epi8(rounded, quiet, nan)));
+  }
+  for (; i < n; ++i) y[i] = bf16_to_f32(f32_to_bf16(src[i]));
 }
 
 }  // namespace infer::kernels::avx2

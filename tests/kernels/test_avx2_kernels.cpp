@@ -1,6 +1,7 @@
 // Each AVX2 kernel against its scalar reference on random data: activation quantisers bit for bit,
 // dot products within 1e-5 of Σ|w·x| (integer cores are exact; only the f32 accumulation order
 // differs), for 1..4 rows at once.
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -110,6 +111,23 @@ TEST_F(Avx2Kernels, ActivationQuantisersAreBitIdenticalToTheReference) {
     quantize_activation_row(t, x.data(), ref.data(), x.size());
     EXPECT_EQ(as_reference_format(t, k, fast, x.size()), ref) << type_label(t);
   }
+}
+
+// The AVX2 set's BF16 quantiser (the AVX-512 BF16 set replaces it where the CPU has one) on values
+// whose rounding is special: ties to even both ways, carries into the exponent, the largest finite
+// values rounding to infinity, infinities, signed NaNs with payloads, denormals; and a tail past the
+// 8-lane steps.
+TEST_F(Avx2Kernels, Bf16QuantiserIsTheReferenceOnSpecialValues) {
+  const uint32_t bits[] = {0x3F808000, 0x3F818000, 0x3F80FFFF, 0x3FFFFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000,
+                           0xFF800000, 0x7FC00001, 0xFF812345, 0x7F800001, 0x00000001, 0x80008000, 0x00018000,
+                           0x00000000, 0x80000000, 0x3F7F7FFF, 0xC0490FDB, 0x477FE000};
+  std::vector<float> x;
+  for (uint32_t b : bits) x.push_back(std::bit_cast<float>(b));
+  const RowKernels k = avx2_row_kernels(TensorType::BF16);
+  std::vector<uint8_t> fast(k.act_row_bytes(static_cast<int64_t>(x.size()))), ref(2 * x.size());
+  k.quantize_act(x.data(), fast.data(), static_cast<int64_t>(x.size()));
+  quantize_activation_row(TensorType::BF16, x.data(), ref.data(), static_cast<int64_t>(x.size()));
+  EXPECT_EQ(as_reference_format(TensorType::BF16, k, fast, static_cast<int64_t>(x.size())), ref);
 }
 
 TEST_F(Avx2Kernels, Q8_KQuantiserStaysInBoundsOnNan) {
