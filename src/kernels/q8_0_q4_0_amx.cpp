@@ -7,7 +7,7 @@
 // float(S)·(dw·dy) block by block, so every output is bitwise what it and the references give.
 //
 // The same kernel also runs on a software model of the tile instructions (integer sums, so the model
-// is exact), so that its layout logic is tested on every AVX-512 CPU (test_q8_0_q4_0_amx.cpp).
+// is exact), so that its layout logic is tested on every AVX-512 CPU (test_q8_0_q4_0_vnni.cpp).
 #include "kernels/amx_common.h"
 #include "kernels/amx_kernels.h"
 #include "kernels/q8_0_q4_0_groups_avx512.h"
