@@ -49,7 +49,8 @@ inline int32_t load_word(const void* p) {
   return v;
 }
 
-// A Format gives: Block; kScaleVecs, code vectors per sub-block;
+// A Format gives: Block; kTileMinRows, the fewest activation rows worth the unpacking (fewer take
+// kRows, the format's row kernel); kScaleVecs, code vectors per sub-block;
 // kMins: the offset term is dmin·Σ m·bsums taken off in float (Q4_K, Q5_K), else 32·Σ sc·bsums taken off
 // the integer sum (Q6_K's −32); codes(block, v): the 256 codes in element order, 32 a vector;
 // scales(block, sc, off): the sub-block scales and the 16 int16 that multiply the bsums.
@@ -149,6 +150,15 @@ struct KTile {
   static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
     const auto* wb = static_cast<const uint8_t*>(w);
+    if (n_rows < F::kTileMinRows) {
+      for (int r = 0; r < n_rows; r += kMaxRows) {
+        const int nr = std::min(kMaxRows, n_rows - r);
+        for (int64_t o = 0; o < n_w; ++o) {
+          F::kRows(n, wb + o * row_bytes, act + r * act_stride, act_stride, nr, out + r * out_stride + o, out_stride);
+        }
+      }
+      return;
+    }
     const int64_t nb = n / kQKK;
     thread_local std::vector<Group> scratch;
     if (static_cast<int64_t>(scratch.size()) < nb) scratch.resize(nb);

@@ -99,6 +99,10 @@ struct KQuant {
 template <bool kFiveBit>
 struct KTileFormat {
   using Block = typename KQuant<kFiveBit>::Block;
+  // bench_kernels BM_MatmulBatch with INFER_NO_AVX512=1, rows against tiled: Q4_K 4 rows 6.0-6.2 / 8.0-8.2
+  // ms, 8 rows 11.9-12.8 / 11.5-12.1; Q5_K 8 rows 12.9-13.8 / 14.0-15.3 (docs/performance.md, Constants).
+  static constexpr int kTileMinRows = kFiveBit ? 12 : 8;
+  static constexpr DotRowsFn kRows = kFiveBit ? dot_rows_q5_k : dot_rows_q4_k;
   static constexpr int kScaleVecs = 8;
   static constexpr bool kMins = true;
   static void codes(const Block& b, __m256i (&v)[8]) {

@@ -52,9 +52,10 @@ class BatchTiles : public ::testing::Test {
 };
 
 // 70 weight rows: more than one sub-tile; 2,816 elements: k-blocks with a partial last one (and for
-// 32-element blocks 2,848: an odd block count, the last block without its pair); 1..11 rows: full and
-// partial row groups of every tile height; 61 rows of 2,816 elements: more than the ~160 KiB of
-// activation rows that the integer tiles take per pass (q8_0_q4_0_avx2.cpp, k_tile_avx2.h).
+// 32-element blocks 2,848: an odd block count, the last block without its pair); 1..17 rows: full and
+// partial row groups of every tile height, on either side of the K-quant tiles' thresholds; 61 rows
+// of 2,816 elements: more than the ~160 KiB of activation rows that the integer tiles take per pass
+// (q8_0_q4_0_avx2.cpp, k_tile_avx2.h).
 TEST_F(BatchTiles, EveryPairIsBitwiseTheRowKernel) {
   int tested = 0;
   for (TensorType t : kWeightTypes) {
@@ -62,7 +63,7 @@ TEST_F(BatchTiles, EveryPairIsBitwiseTheRowKernel) {
     ++tested;
     for (int64_t n : {256, 2816, 2848}) {
       if (n % block_elements(t) != 0) continue;
-      for (int n_rows : {1, 2, 3, 4, 5, 7, 8, 9, 11}) expect_tile_is_bitwise_the_row_kernels(t, n, 70, n_rows);
+      for (int n_rows : {1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 17}) expect_tile_is_bitwise_the_row_kernels(t, n, 70, n_rows);
     }
     expect_tile_is_bitwise_the_row_kernels(t, 2816, 70, 61);
   }
