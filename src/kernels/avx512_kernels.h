@@ -21,15 +21,6 @@ void dot_rows_interleaved_q5_k(int64_t n, const void* w, uint64_t row_bytes, int
 void dot_rows_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
-// The same kernels over the row layout: whole groups of 16 rows gathered into the interleaved layout
-// in scratch, the other rows on the AVX2 tile (k_regrouped_avx512.cpp).
-void dot_tile_regrouped_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                             uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
-void dot_tile_regrouped_q5_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                             uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
-void dot_tile_regrouped_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                             uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
-
 // Q8_0 / Q4_0 weights × BlockQ8_0F activations in the interleaved layout (q8_0_q4_0_interleaved_avx512.cpp).
 void dot_outputs_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                   float* out);

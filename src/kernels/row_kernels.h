@@ -58,9 +58,8 @@ RowKernels avx2_row_kernels(TensorType weight);
 // The AMX tile kernel of a type (null where there is none). Call only when use_amx().
 DotTileFn amx_dot_tile(TensorType weight);
 // The AVX-512 batch kernel of a type's row layout, for types without an AMX one, over the AVX2 set's
-// activation blocks: VNNI for Q8_0, Q4_0 and, over rows regrouped per call, Q4_K, Q5_K, Q6_K; FMAs for
-// F32, F16, BF16 (512-bit where use_avx512_fma_tiles(), else 256-bit over AVX-512VL's 32 registers);
-// null for others. Call only when use_avx512().
+// activation blocks: VNNI for Q8_0, Q4_0; FMAs for F32, F16, BF16 (512-bit where use_avx512_fma_tiles(),
+// else 256-bit over AVX-512VL's 32 registers); null for others. Call only when use_avx512().
 DotTileFn avx512_dot_tile(TensorType weight);
 // The AVX-512 BF16 kernel set of BF16 weights, activations as bf16 (null dot_rows for other types).
 // Call only when use_avx512_bf16().
