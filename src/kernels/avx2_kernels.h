@@ -50,7 +50,10 @@ void quantize_act_q8_0f(const float* src, void* dst, int64_t n);
 // The same codes and scales with their sum, written as BlockQ8_1F (Q5_1's activations).
 void quantize_act_q8_1f(const float* src, void* dst, int64_t n);
 void quantize_act_q8_k(const float* src, void* dst, int64_t n);
-// Activations rounded to F16 / BF16 as the references round them, each value written as an f32.
+// Activations rounded to F16 / BF16 as the references round them, each value written as an f32. BF16
+// rows are stored in steps of kBf16ActStep values, each its even elements then its odd ones (the
+// order the BF16 dot products widen weights in); the tail after the last full step in element order.
+inline constexpr int64_t kBf16ActStep = 16;
 void quantize_act_f16_as_f32(const float* src, void* dst, int64_t n);
 void quantize_act_bf16_as_f32(const float* src, void* dst, int64_t n);
 

@@ -101,21 +101,31 @@ void quantize_act_f16_as_f32(const float* src, void* dst, int64_t n) {
   for (; i < n; ++i) y[i] = f16_to_f32(f32_to_f16(src[i]));
 }
 
+namespace {
 // bf16_to_f32(f32_to_bf16(x)) 8 lanes at a time: round to nearest even by the bias 0x7FFF plus the
 // kept bits' last one, NaNs quieted as f32_to_bf16 does.
+__m256 round_to_bf16(__m256 x) {
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+  const __m256i u = _mm256_castps_si256(x);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)),
+                                         _mm256_set1_epi32(0x7F800000));
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd), high);
+  const __m256i quiet = _mm256_or_si256(_mm256_and_si256(u, high), _mm256_set1_epi32(0x00400000));
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(rounded, quiet, nan));
+}
+}  // namespace
+
+static_assert(LoadBF16::kStep == kBf16ActStep);
+
 void quantize_act_bf16_as_f32(const float* src, void* dst, int64_t n) {
   auto* y = static_cast<float*>(dst);
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(src + i));
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)),
-                                           _mm256_set1_epi32(0x7F800000));
-    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd), high);
-    const __m256i quiet = _mm256_or_si256(_mm256_and_si256(u, high), _mm256_set1_epi32(0x00400000));
-    _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_blendv_epi8(rounded, quiet, nan)));
+  for (; i + LoadBF16::kStep <= n; i += LoadBF16::kStep) {
+    const __m256 step[2] = {round_to_bf16(_mm256_loadu_ps(src + i)), round_to_bf16(_mm256_loadu_ps(src + i + 8))};
+    float_rows::bf16_pair_order(step, y + i);
   }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, round_to_bf16(_mm256_loadu_ps(src + i)));
   for (; i < n; ++i) y[i] = bf16_to_f32(f32_to_bf16(src[i]));
 }
 

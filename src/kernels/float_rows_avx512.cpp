@@ -4,8 +4,8 @@
 // - On 512-bit FMAs, for CPUs that run them at the rate of 256-bit ones (use_avx512_fma_tiles: twice
 //   the multiply-adds a cycle): each vector holds two weight rows' 8-lane chains side by side (one row
 //   a 256-bit half) against one activation row's 8 elements in both halves, so every (weight row,
-//   activation row) pair still sums acc = fma(w, y, acc) over the 8-element steps in order, then hsum
-//   and the scalar tail.
+//   activation row) pair still sums acc = fma(w, y, acc) over the steps' parts in order, then hsum and
+//   the scalar tail.
 // - Elsewhere, on 256-bit FMAs with AVX-512VL's 32 registers: float_rows_tile.h's tile, 6 activation
 //   rows a pass where AVX2 holds 3.
 #include "kernels/avx512_common.h"
@@ -27,24 +27,30 @@ constexpr int kTileRows = 8;
 constexpr uint64_t kSubTileBytes = 128 * 1024;
 constexpr int64_t kSubTileRows = 64;  // even
 
-// Two rows' 8 elements as f32: `lo` in the low half, `hi` in the high half; T and one() of the rows'
-// type (float_rows_tile.h).
+// Part h of a step (float_rows_tile.h) of two rows as f32: `lo`'s in the low half, `hi`'s in the high
+// half; T, kStep and one() of the rows' type.
 struct PairF32 : float_rows::LoadF32 {
-  static __m512 load(const T* lo, const T* hi) {
+  template <int H>
+  static __m512 part(const T* lo, const T* hi) {
     const __m512d l = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(lo)));
     return _mm512_castpd_ps(_mm512_insertf64x4(l, _mm256_castps_pd(_mm256_loadu_ps(hi)), 1));
   }
 };
-inline __m256i load_pair(const uint16_t* lo, const uint16_t* hi) {
-  const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo));
-  return _mm256_inserti128_si256(_mm256_castsi128_si256(l), _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)), 1);
-}
 struct PairF16 : float_rows::LoadF16 {
-  static __m512 load(const T* lo, const T* hi) { return _mm512_cvtph_ps(load_pair(lo, hi)); }
+  template <int H>
+  static __m512 part(const T* lo, const T* hi) {
+    const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo));
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi));
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(l), h, 1));
+  }
 };
 struct PairBF16 : float_rows::LoadBF16 {
-  static __m512 load(const T* lo, const T* hi) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load_pair(lo, hi)), 16));
+  template <int H>
+  static __m512 part(const T* lo, const T* hi) {
+    const __m512i l = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo)));
+    const __m512i words = _mm512_inserti64x4(l, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi)), 1);
+    if constexpr (H == 0) return _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
+    return _mm512_castsi512_ps(_mm512_and_si512(words, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
   }
 };
 
@@ -65,14 +71,10 @@ struct PairTile {
     for (auto& row : acc) {
       for (auto& a : row) a = _mm512_setzero_ps();
     }
-    const int64_t steps_end = n / 8 * 8;  // the 8-element steps end here; the scalar tail follows
-    for (int64_t i = 0; i < steps_end; i += 8) {
-      __m512 wv[NP];
-      for (int q = 0; q < NP; ++q) wv[q] = L::load(lo[p + q] + i, hi[p + q] + i);
-      for (int r = 0; r < NR; ++r) {
-        const __m512 yv = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(y[r] + i))));
-        for (int q = 0; q < NP; ++q) acc[q][r] = _mm512_fmadd_ps(wv[q], yv, acc[q][r]);
-      }
+    const int64_t steps_end = n / L::kStep * L::kStep;  // the steps end here; the scalar tail follows
+    for (int64_t i = 0; i < steps_end; i += L::kStep) {
+      step_part<0, NP, NR>(lo, hi, p, i, y, acc);
+      if constexpr (L::kStep == 16) step_part<1, NP, NR>(lo, hi, p, i, y, acc);
     }
     for (int q = 0; q < NP; ++q) {
       for (int r = 0; r < NR; ++r) {
@@ -80,6 +82,19 @@ struct PairTile {
         o[0] = float_rows::finish<L>(_mm512_castps512_ps256(acc[q][r]), lo[p + q], y[r], steps_end, n);
         if (2 * (p + q) + 1 < n_w) o[1] = float_rows::finish<L>(high_half(acc[q][r]), hi[p + q], y[r], steps_end, n);
       }
+    }
+  }
+
+  // Part H of the step at element i of pairs [p, p + NP).
+  template <int H, int NP, int NR>
+  [[gnu::always_inline]] static void step_part(const T* const* lo, const T* const* hi, int64_t p, int64_t i,
+                                               const float* const (&y)[NR], __m512 (&acc)[NP][NR]) {
+    __m512 wv[NP];
+    for (int q = 0; q < NP; ++q) wv[q] = L::template part<H>(lo[p + q] + i, hi[p + q] + i);
+    for (int r = 0; r < NR; ++r) {
+      const float* yp = y[r] + i + 8 * H;
+      const __m512 yv = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(yp))));
+      for (int q = 0; q < NP; ++q) acc[q][r] = _mm512_fmadd_ps(wv[q], yv, acc[q][r]);
     }
   }
 

@@ -3,10 +3,11 @@
 // whose 512-bit FMAs are split, AVX-512VL's 32 registers (float_rows_avx512.cpp; 4 x 6: fewer loads
 // and conversions per FMA, BM_MatmulPrefill F16). The activations are f32 rows already rounded to
 // F16/BF16 as the references round them. Every (weight row, activation row) pair has one arithmetic
-// whatever the tile (invariant 7): one 8-lane accumulator over the 8-element steps in order,
-// acc = fma(w, y, acc), then hsum(acc) plus the scalar tail; the AVX2 set's decode and dot_rows use
-// the same pass. Include only in those two files: everything here has internal linkage, so that each
-// keeps its own copy compiled for its instruction set (avx512_common.h explains why).
+// whatever the tile (invariant 7): one 8-lane accumulator over the steps of L::kStep elements in
+// order, each step's 8-lane parts in order, acc = fma(w, y, acc), then hsum(acc) plus the scalar tail;
+// the AVX2 set's decode and dot_rows use the same pass. Include only in those two files: everything
+// here has internal linkage, so that each keeps its own copy compiled for its instruction set
+// (avx512_common.h explains why).
 #pragma once
 #include <immintrin.h>
 
@@ -18,25 +19,45 @@
 namespace infer::kernels::float_rows {
 namespace {
 
-// 8 weights as f32, and one for the scalar tail.
+// A step of kStep weights as kStep / 8 parts of 8 f32 lanes, the activation row's f32 values of the
+// step in the same order (y + 8·part), and one weight for the scalar tail.
 struct LoadF32 {
   using T = float;
-  static __m256 load8(const T* p) { return _mm256_loadu_ps(p); }
+  static constexpr int kStep = 8;
+  template <int H>
+  static __m256 part(const T* p) { return _mm256_loadu_ps(p); }
   static float one(T v) { return v; }
 };
 struct LoadF16 {
   using T = uint16_t;
-  static __m256 load8(const T* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static constexpr int kStep = 8;
+  template <int H>
+  static __m256 part(const T* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static float one(T v) { return _cvtsh_ss(v); }  // exact, like f16_to_f32
 };
+// BF16: 16 weights a step, the even elements then the odd ones, each a shift or a mask of the 32-bit
+// words: no widening shuffle, which competes with the FMAs for their ports (infer bench pp512 BF16,
+// INFER_NO_AVX512=1). The activation rows are stored in that order (bf16_pair_order).
 struct LoadBF16 {
   using T = uint16_t;
-  static __m256 load8(const T* p) {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  static constexpr int kStep = 16;
+  template <int H>
+  static __m256 part(const T* p) {
+    const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    if constexpr (H == 0) return _mm256_castsi256_ps(_mm256_slli_epi32(words, 16));
+    return _mm256_castsi256_ps(_mm256_and_si256(words, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
   }
   static float one(T v) { return bf16_to_f32(v); }
 };
+
+// One step of 16 activation values (already rounded to BF16) stored in LoadBF16's order: the 8 even
+// elements, then the 8 odd ones. A row's tail after its last full step stays in element order.
+inline void bf16_pair_order(const __m256 (&step)[2], float* out) {
+  const __m256 even = _mm256_shuffle_ps(step[0], step[1], 0x88);  // lanes 0 2 8 10 | 4 6 12 14 of the 16
+  const __m256 odd = _mm256_shuffle_ps(step[0], step[1], 0xDD);
+  _mm256_storeu_ps(out, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8)));
+  _mm256_storeu_ps(out + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), 0xD8)));
+}
 
 // The end of a pair: hsum(acc) plus the scalar tail of elements [from, n).
 template <class L>
@@ -53,16 +74,24 @@ struct Tile {
   using T = typename L::T;
   static constexpr int kTileWeights = 4;
 
-  // acc[o][r] += x[o] · y[r] over the 8-element steps of [0, end).
+  // acc[o][r] += x[o] · y[r] over the steps of [0, end), part by part.
   template <int NW, int NR>
   static void steps(const T* const (&x)[NW], const float* const (&y)[NR], int64_t end, __m256 (&acc)[NW][NR]) {
-    for (int64_t i = 0; i + 8 <= end; i += 8) {
-      __m256 yv[NR];
-      for (int r = 0; r < NR; ++r) yv[r] = _mm256_loadu_ps(y[r] + i);
-      for (int o = 0; o < NW; ++o) {
-        const __m256 wv = L::load8(x[o] + i);
-        for (int r = 0; r < NR; ++r) acc[o][r] = _mm256_fmadd_ps(wv, yv[r], acc[o][r]);
-      }
+    for (int64_t i = 0; i + L::kStep <= end; i += L::kStep) {
+      step_part<0>(x, y, i, acc);
+      if constexpr (L::kStep == 16) step_part<1>(x, y, i, acc);
+    }
+  }
+
+  // Part H of the step at element i.
+  template <int H, int NW, int NR>
+  [[gnu::always_inline]] static void step_part(const T* const (&x)[NW], const float* const (&y)[NR], int64_t i,
+                                               __m256 (&acc)[NW][NR]) {
+    __m256 yv[NR];
+    for (int r = 0; r < NR; ++r) yv[r] = _mm256_loadu_ps(y[r] + i + 8 * H);
+    for (int o = 0; o < NW; ++o) {
+      const __m256 wv = L::template part<H>(x[o] + i);
+      for (int r = 0; r < NR; ++r) acc[o][r] = _mm256_fmadd_ps(wv, yv[r], acc[o][r]);
     }
   }
 
@@ -74,7 +103,7 @@ struct Tile {
     for (auto& row : acc) {
       for (auto& a : row) a = _mm256_setzero_ps();
     }
-    const int64_t steps_end = n / 8 * 8;
+    const int64_t steps_end = n / L::kStep * L::kStep;
     steps(x, y, steps_end, acc);
     if constexpr (NW == 4) {
       if (steps_end == n) {  // no tails: four pairs' sums at once, each still hsum(acc) + 0.0f

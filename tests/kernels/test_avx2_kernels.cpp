@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/avx2_kernels.h"
 #include "kernels/blocks.h"
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
@@ -42,11 +43,23 @@ std::vector<uint8_t> widened_to_q8_0(const std::vector<uint8_t>& act, int64_t n)
   return out;
 }
 
+// The AVX2 set's BF16 activation row in element order (avx2_kernels.h: each full step of
+// kBf16ActStep values holds the even elements, then the odd ones).
+std::vector<float> bf16_act_in_element_order(const std::vector<float>& v) {
+  std::vector<float> out(v);
+  const int64_t n = static_cast<int64_t>(v.size()), half = avx2::kBf16ActStep / 2;
+  for (int64_t i = 0; i + avx2::kBf16ActStep <= n; i += avx2::kBf16ActStep) {
+    for (int64_t j = 0; j < half; ++j) out[i + 2 * j] = v[i + j], out[i + 2 * j + 1] = v[i + half + j];
+  }
+  return out;
+}
+
 // F16 and BF16 activations the kernel set writes as f32 values: each must be exactly an F16 (BF16)
 // value, and rounding it again gives the reference's bytes.
-std::vector<uint8_t> narrowed_from_f32(TensorType t, const std::vector<uint8_t>& act, int64_t n) {
+std::vector<uint8_t> narrowed_from_f32(TensorType t, const RowKernels& k, const std::vector<uint8_t>& act, int64_t n) {
   std::vector<float> v(n), back(n);
   std::memcpy(v.data(), act.data(), n * sizeof(float));
+  if (k.quantize_act == avx2::quantize_act_bf16_as_f32) v = bf16_act_in_element_order(v);
   std::vector<uint8_t> out(activation_bytes(t, n));
   quantize_activation_row(t, v.data(), out.data(), n);
   dequantize_row(activation_type(t), out.data(), back.data(), n);
@@ -55,13 +68,13 @@ std::vector<uint8_t> narrowed_from_f32(TensorType t, const std::vector<uint8_t>&
 }
 
 // The kernel set's activation blocks in the reference format (BlockQ8_0F and BlockQ8_1F → Q8_0;
-// F16/BF16 values held as f32 → F16/BF16; others as they are).
+// F16/BF16 values held as f32 → F16/BF16 in element order; others as they are).
 std::vector<uint8_t> as_reference_format(TensorType t, const RowKernels& k, const std::vector<uint8_t>& act,
                                          int64_t n) {
   if (k.act_block_bytes == sizeof(BlockQ8_0F)) return widened_to_q8_0<BlockQ8_0F>(act, n);
   if (k.act_block_bytes == sizeof(BlockQ8_1F)) return widened_to_q8_0<BlockQ8_1F>(act, n);
   if (activation_type(t) != TensorType::F32 && k.act_block_elements == 1 && k.act_block_bytes == sizeof(float)) {
-    return narrowed_from_f32(t, act, n);
+    return narrowed_from_f32(t, k, act, n);
   }
   return act;
 }
@@ -202,13 +215,17 @@ TEST_F(Avx2Kernels, Q8_0AndQ4_0AreBitwiseTheReferenceInEveryKernelShape) {
 }
 
 // The float rows' arithmetic, written out in scalar code: one 8-lane accumulator per pair over the
-// 8-element steps (fused multiply-adds in order), the kernels' fixed horizontal sum, then the scalar
-// tail of rounded products. Every kernel shape must give exactly this (invariant 7).
-float float_rows_arithmetic(const float* w, const float* y, int64_t n) {
+// steps of `step` elements, each step's parts of 8 in order (fused multiply-adds; BF16's steps of 16
+// take the even elements, then the odd ones), the kernels' fixed horizontal sum, then the scalar tail
+// of rounded products. Every kernel shape must give exactly this (invariant 7).
+float float_rows_arithmetic(const float* w, const float* y, int64_t n, int64_t step) {
   float lane[8] = {};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int l = 0; l < 8; ++l) lane[l] = std::fma(w[i + l], y[i + l], lane[l]);
+  for (; i + step <= n; i += step) {
+    const int64_t parts = step / 8;
+    for (int64_t h = 0; h < parts; ++h) {
+      for (int l = 0; l < 8; ++l) lane[l] = std::fma(w[i + parts * l + h], y[i + parts * l + h], lane[l]);
+    }
   }
   float tail = 0;
   for (; i < n; ++i) tail += static_cast<float>(static_cast<double>(w[i]) * y[i]);  // exact, then rounded once
@@ -225,7 +242,8 @@ TEST_F(Avx2Kernels, FloatRowsAreBitwiseTheirScalarArithmeticInEveryKernelShape) 
     if (t == TensorType::BF16 && use_avx512_bf16()) continue;
     const RowKernels k = row_kernels(t);
     ASSERT_TRUE(k.dot_outputs && k.dot_tile) << type_label(t);
-    for (int64_t n : {5, 8, 1005, 2061, 2816}) {
+    const int64_t step = t == TensorType::BF16 ? avx2::kBf16ActStep : 8;
+    for (int64_t n : {5, 8, 16, 1005, 2061, 2816}) {
       const int64_t n_out = 13;
       const int rows = 40;
       const uint64_t row_bytes = quant_row_bytes(t, n), ab = k.act_row_bytes(n);
@@ -242,7 +260,7 @@ TEST_F(Avx2Kernels, FloatRowsAreBitwiseTheirScalarArithmeticInEveryKernelShape) 
       std::vector<float> expected(n_out * rows), tile(n_out * rows), decode(n_out * rows), single(n_out * rows);
       for (int r = 0; r < rows; ++r) {
         for (int64_t o = 0; o < n_out; ++o) {
-          expected[r * n_out + o] = float_rows_arithmetic(wf.data() + o * n, yf.data() + r * n, n);
+          expected[r * n_out + o] = float_rows_arithmetic(wf.data() + o * n, yf.data() + r * n, n, step);
           k.dot_rows(n, w.data() + o * row_bytes, act.data() + r * ab, ab, 1, &single[r * n_out + o], 1);
         }
         k.dot_outputs(n, w.data(), row_bytes, n_out, act.data() + r * ab, &decode[r * n_out]);

@@ -76,12 +76,12 @@ void expect_fma_tiles_are_bitwise_avx2(TensorType t, int64_t n, int64_t n_out, i
   expect_fma_tile_is_bitwise_avx2(fma256_tile(t), "256-bit", t, n, n_out, n_rows);
 }
 
-// Rows of 5 (tail only) to 2,816 elements and 2,061 (steps and a tail); 1 to 131 weight rows (an odd
+// Rows of 5 (tail only) to 2,816 elements, 16 (one BF16 step) and 2,061 (steps and a tail); 1 to 131 weight rows (an odd
 // last row paired with itself; sub-tiles; partial groups of pairs and of 4 rows); 1 to 17 activation
 // rows (every pass height and a full pass plus a partial one).
 TEST_F(FmaTiles, AreBitwiseTheAvx2TileInEveryShape) {
   for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
-    for (int64_t n : {5, 8, 1005, 2061, 2816}) {
+    for (int64_t n : {5, 8, 16, 1005, 2061, 2816}) {
       for (int64_t n_out : {1, 2, 7, 70, 131}) {
         for (int n_rows : {1, 2, 3, 5, 6, 7, 8, 9, 17}) expect_fma_tiles_are_bitwise_avx2(t, n, n_out, n_rows);
       }
@@ -93,6 +93,7 @@ TEST_F(FmaTiles, AreBitwiseTheAvx2TileInEveryShape) {
 TEST_F(FmaTiles, AreBitwiseTheAvx2TileOnRowsLongerThanASubTile) {
   expect_fma_tiles_are_bitwise_avx2(TensorType::F32, 40000, 13, 5);
   expect_fma_tiles_are_bitwise_avx2(TensorType::F16, 70000, 9, 3);
+  expect_fma_tiles_are_bitwise_avx2(TensorType::BF16, 50003, 7, 4);
 }
 
 // The probe measures a ratio of times of equal FMA counts: 1 for full-width 512-bit FMAs, 2 for split
