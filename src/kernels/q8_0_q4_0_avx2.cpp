@@ -14,6 +14,7 @@
 #include "kernels/avx2_common.h"
 #include "kernels/avx2_kernels.h"
 #include "kernels/blocks.h"
+#include "kernels/tile_group.h"
 #include "kernels/word_transpose.h"
 
 namespace infer::kernels::avx2 {
@@ -26,6 +27,7 @@ constexpr int kDecodeStreams = 4;
 constexpr int kDecodePrefetchBytes = 2048;
 // Batch: activation rows per tile, about this many bytes of them (stay in L2 while the groups pass).
 constexpr uint64_t kActTileBytes = 160 * 1024;
+constexpr int kTileRows = 4;  // activation rows a pass over a group's scratch
 
 // One block of a group of 8 weight rows: codes[k] holds codes 4k..4k+3 of rows 0..7 (as Codes::row
 // gives them), dw the rows' scales.
@@ -88,6 +90,9 @@ struct Groups {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i s[NR];
     for (int r = 0; r < NR; ++r) s[r] = _mm256_setzero_si256();
+    // Two steps a loop: GCC unrolled all 8 and spilled their sums to the stack (bench_kernels
+    // BM_MatmulPrefill Q8_0 and Q4_0 with INFER_NO_AVX512=1).
+#pragma GCC unroll 2
     for (int k = 0; k < 8; ++k) {
       const __m256i w = g.codes[k];
       if constexpr (Codes::kOffset) {
@@ -276,7 +281,8 @@ struct Groups {
     thread_local std::vector<GroupBlock> scratch;
     thread_local std::vector<int32_t> offsets;
     if (static_cast<int64_t>(scratch.size()) < nb) scratch.resize(nb);
-    const int tile = static_cast<int>(std::clamp<uint64_t>(kActTileBytes / act_stride, 4, 512) / 4 * 4);
+    const int tile =
+        static_cast<int>(std::clamp<uint64_t>(kActTileBytes / act_stride, kTileRows, 512) / kTileRows * kTileRows);
     if (Codes::kOffset && static_cast<int64_t>(offsets.size()) < tile * nb) offsets.resize(tile * nb);
     for (int r0 = 0; r0 < n_rows; r0 += tile) {
       const int tr = std::min(tile, n_rows - r0);
@@ -306,13 +312,9 @@ struct Groups {
         float* out_o = out + r0 * out_stride + o;
         const GroupBlock* g = scratch.data();
         const int32_t* off = offsets.data();
-        int r = 0;
-        for (; r + 4 <= tr; r += 4) rows<4>(g, off, nb, a, act_stride, r, count, out_o, out_stride);
-        switch (tr - r) {
-          case 1: rows<1>(g, off, nb, a, act_stride, r, count, out_o, out_stride); break;
-          case 2: rows<2>(g, off, nb, a, act_stride, r, count, out_o, out_stride); break;
-          case 3: rows<3>(g, off, nb, a, act_stride, r, count, out_o, out_stride); break;
-          default: break;
+        for (int r = 0; r < tr; r += kTileRows) {
+          tile_group<kTileRows, Groups>(std::min(kTileRows, tr - r), g, off, nb, a, act_stride, r, count, out_o,
+                                        out_stride);
         }
       }
     }
@@ -320,7 +322,7 @@ struct Groups {
 
   // Activation rows [r, r + NR) of the tile against the group in scratch.
   template <int NR>
-  static void rows(const GroupBlock* g, const int32_t* off, int64_t nb, const uint8_t* a, uint64_t act_stride,
+  static void tile_rows(const GroupBlock* g, const int32_t* off, int64_t nb, const uint8_t* a, uint64_t act_stride,
                    int r, int64_t count, float* out, int64_t out_stride) {
     const BlockQ8_0F* y0[NR];
     for (int i = 0; i < NR; ++i) y0[i] = reinterpret_cast<const BlockQ8_0F*>(a + (r + i) * act_stride);

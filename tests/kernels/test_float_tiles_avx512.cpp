@@ -76,9 +76,9 @@ void expect_fma_tiles_are_bitwise_avx2(TensorType t, int64_t n, int64_t n_out, i
   expect_fma_tile_is_bitwise_avx2(fma256_tile(t), "256-bit", t, n, n_out, n_rows);
 }
 
-// Rows of 5 (tail only) to 2,816 elements, 16 (one BF16 step) and 2,061 (steps and a tail); 1 to 131 weight rows (an odd
-// last row paired with itself; sub-tiles; partial groups of pairs and of 4 rows); 1 to 17 activation
-// rows (every pass height and a full pass plus a partial one).
+// Rows of 5 (tail only) to 2,816 elements, 16 (one BF16 step) and 2,061 (steps and a tail); 1 to 131
+// weight rows (an odd last row paired with itself; sub-tiles; partial groups of pairs and of 4 rows); 1
+// to 17 activation rows (every pass height and a full pass plus a partial one).
 TEST_F(FmaTiles, AreBitwiseTheAvx2TileInEveryShape) {
   for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
     for (int64_t n : {5, 8, 16, 1005, 2061, 2816}) {
