@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/blocks.h"
 #include "kernels/hsum256.h"
@@ -50,18 +51,25 @@ inline void store_rows(__m128 acc, float* out, int64_t out_stride) {
 
 inline float f16(uint16_t h) { return _cvtsh_ss(h); }  // exact, like f16_to_f32
 
-// The f16 scales `d` of 8 blocks as floats, packed 4 to a general register on the way: in the block
-// kernels the integer units are idle, the vector ones not.
+// The f16 scales `d` (or another f16 field) of 8 blocks as floats, packed 4 to a general register on
+// the way: in the block kernels the integer units are idle, the vector ones not.
 template <class Block>
-inline __m256 block_scales8(const Block* const (&blk)[8]) {
+inline __m256 block_scales8(const Block* const (&blk)[8], uint16_t Block::*field = &Block::d) {
   const auto four = [&](int i) {
-    return static_cast<long long>(uint64_t{blk[i]->d} | uint64_t{blk[i + 1]->d} << 16 |
-                                  uint64_t{blk[i + 2]->d} << 32 | uint64_t{blk[i + 3]->d} << 48);
+    return static_cast<long long>(uint64_t{blk[i]->*field} | uint64_t{blk[i + 1]->*field} << 16 |
+                                  uint64_t{blk[i + 2]->*field} << 32 | uint64_t{blk[i + 3]->*field} << 48);
   };
   return _mm256_cvtph_ps(_mm_set_epi64x(four(4), four(0)));
 }
 
 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// 4 bytes at p as one 32-bit word (for a broadcast).
+inline int32_t load_word(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
 
 // Σ of 32 signed bytes, exact: biased to unsigned (x ^ 0x80 = x + 128), summed by psadbw against
 // zero, then the bias 32·128 taken off.

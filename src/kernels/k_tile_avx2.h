@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "kernels/avx2_common.h"
@@ -41,12 +40,6 @@ struct alignas(32) KGroupBlock {
 
 inline int32_t int16_pair(int lo, int hi) {
   return static_cast<int32_t>(uint32_t{static_cast<uint16_t>(lo)} | uint32_t{static_cast<uint16_t>(hi)} << 16);
-}
-
-inline int32_t load_word(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
 }
 
 // A Format gives: Block; kTileMinRows, the fewest activation rows worth the unpacking (fewer take

@@ -1,6 +1,6 @@
 // Q8_0 and Q4_0 weights × Q8_0 activations (read as BlockQ8_0F) on AVX-512 VNNI: the batch kernel
 // (dot_tile) of the row layout and, for more than one pass of rows, of the interleaved layout, for CPUs
-// with AVX-512 VNNI with or without AMX. The AVX2 tile's scheme (q8_0_q4_0_avx2.cpp) at twice the
+// with AVX-512 VNNI with or without AMX. The AVX2 tile's scheme (block_groups_avx2.h) at twice the
 // width over q8_0_q4_0_groups_avx512.h's groups: one VPDPBUSD with 4 activation codes broadcast from
 // memory serves 16 weight rows.
 #include <immintrin.h>

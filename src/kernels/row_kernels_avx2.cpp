@@ -22,7 +22,8 @@ RowKernels avx2_row_kernels(TensorType weight) {
       return {avx2::dot_rows_q5_0, avx2::quantize_act_q8_0f, kQK0, sizeof(BlockQ8_0F), avx2::dot_outputs_q5_0,
               avx2::dot_tile_q5_0};
     case TensorType::Q5_1:
-      return {avx2::dot_rows_q5_1, avx2::quantize_act_q8_1f, kQK0, sizeof(BlockQ8_1F), nullptr, avx2::dot_tile_q5_1};
+      return {avx2::dot_rows_q5_1, avx2::quantize_act_q8_1f, kQK0, sizeof(BlockQ8_1F), avx2::dot_outputs_q5_1,
+              avx2::dot_tile_q5_1};
     case TensorType::Q4_K:
       return {avx2::dot_rows_q4_k, avx2::quantize_act_q8_k, kQKK, sizeof(BlockQ8_K), avx2::dot_outputs_q4_k,
               avx2::dot_tile_q4_k};

@@ -179,12 +179,12 @@ TEST_F(Avx2Kernels, DotProductsMatchTheReferenceForOneToFourRows) {
   }
 }
 
-// Q8_0 and Q4_0 add each block's exact integer sum in block order, as the reference does: every
-// kernel shape (dot_rows, the decode streams, the batch tiles) gives the reference's bits, on odd block
-// counts (the decode's 2-block steps leave a tail) and weight-row counts that leave partial groups and
-// streams, or fill no stream at all.
-TEST_F(Avx2Kernels, Q8_0AndQ4_0AreBitwiseTheReferenceInEveryKernelShape) {
-  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0}) {
+// Q8_0, Q4_0, Q5_0 and Q5_1 add each block's exact integer sum (and Q5_1 its minimum's term) in block
+// order, as the reference does: every kernel shape (dot_rows, the decode streams, the batch tiles)
+// gives the reference's bits, on odd block counts (the decode's 2-block steps leave a tail) and
+// weight-row counts that leave partial groups and streams, or fill no stream at all.
+TEST_F(Avx2Kernels, BlockFormatsAreBitwiseTheReferenceInEveryKernelShape) {
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q5_1}) {
     const RowKernels k = row_kernels(t);
     ASSERT_TRUE(k.dot_outputs && k.dot_tile) << type_label(t);
     for (auto [n, n_out] : {std::pair<int64_t, int64_t>{32, 21}, {224, 21}, {2848, 21}, {224, 3}}) {
@@ -201,7 +201,9 @@ TEST_F(Avx2Kernels, Q8_0AndQ4_0AreBitwiseTheReferenceInEveryKernelShape) {
       k.dot_tile(n, w.data(), row_bytes, n_out, fast_act.data(), fb, rows, tile.data(), n_out);
       for (int r = 0; r < rows; ++r) {
         k.dot_outputs(n, w.data(), row_bytes, n_out, fast_act.data() + r * fb, &decode[r * n_out]);
-        for (int64_t o = 0; o < n_out; ++o) ref[r * n_out + o] = dot_ref(t, w.data() + o * row_bytes, act.data() + r * ab, n);
+        for (int64_t o = 0; o < n_out; ++o) {
+          ref[r * n_out + o] = dot_ref(t, w.data() + o * row_bytes, act.data() + r * ab, n);
+        }
       }
       EXPECT_EQ(std::memcmp(tile.data(), ref.data(), ref.size() * sizeof(float)), 0)
           << type_label(t) << " n=" << n << " n_out=" << n_out;
@@ -292,10 +294,10 @@ TEST_F(Avx2Kernels, FloatRowsWithTailsMatchTheReference) {
   }
 }
 
-// Random Q5_0/Q5_1 blocks (every code and fifth-bit pattern) with power-of-two scales and integer
-// minimums: every partial sum is then exact in f32, so any summation order gives the same float and
-// the AVX2 kernels must equal the reference bit for bit, which pins the 5-bit unpacking exactly.
-TEST_F(Avx2Kernels, Q5DotProductsAreBitwiseTheReferenceWhenSumsAreExact) {
+// Random Q5_0/Q5_1 blocks with every code and fifth-bit pattern, power-of-two scales and integer
+// minimums (every partial sum exact in f32): dot_rows and decode give the reference's bits, which pins
+// the 5-bit unpacking on every code.
+TEST_F(Avx2Kernels, Q5DotProductsAreBitwiseTheReferenceOnEveryCode) {
   const int64_t n = 32 * kQK0;  // |sums| < 2^24 units of 2^-7: 32 blocks of 31·127·32 and 127·32·2^7
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> byte(0, 255), code(-127, 127), min(-1, 1);
@@ -322,6 +324,19 @@ TEST_F(Avx2Kernels, Q5DotProductsAreBitwiseTheReferenceWhenSumsAreExact) {
     std::memcpy(w1[b].qh, w0[b].qh, 4);
     std::memcpy(w1[b].qs, w0[b].qs, 16);
   }
+  // Blocks 0 and 1: every code 31 against ±127, the largest sums (int16 would overflow past 4 steps).
+  for (int b = 0; b < 2; ++b) {
+    std::memset(w0[b].qh, 0xFF, 4);
+    std::memset(w0[b].qs, 0xFF, 16);
+    std::memset(w1[b].qh, 0xFF, 4);
+    std::memset(w1[b].qs, 0xFF, 16);
+    int sum = 0;
+    for (int k = 0; k < kQK0; ++k) {
+      y[b].qs[k] = yf[b].qs[k] = ys[b].qs[k] = static_cast<int8_t>(b == 0 ? 127 : -127);
+      sum += y[b].qs[k];
+    }
+    ys[b].s = static_cast<float>(sum);
+  }
   for (int rows : {1, 3}) {
     float out0[3], out1[3];
     const auto* act0 = reinterpret_cast<const uint8_t*>(yf.data());
@@ -333,33 +348,55 @@ TEST_F(Avx2Kernels, Q5DotProductsAreBitwiseTheReferenceWhenSumsAreExact) {
       EXPECT_EQ(out1[r], dot_ref(TensorType::Q5_1, w1.data(), y.data(), n)) << "rows=" << rows;
     }
   }
-  if (const DotOutputsFn decode = row_kernels(TensorType::Q5_0).dot_outputs) {
-    float out;
-    decode(n, w0.data(), sizeof(BlockQ5_0) * (n / kQK0), 1, reinterpret_cast<const uint8_t*>(yf.data()), &out);
-    EXPECT_EQ(out, dot_ref(TensorType::Q5_0, w0.data(), y.data(), n)) << "decode";
+  // The whole row, then each extreme block alone (their errors, were int16 to wrap, would cancel).
+  for (int64_t b0 : {int64_t{-1}, int64_t{0}, int64_t{1}}) {
+    const int64_t first = b0 < 0 ? 0 : b0, len = b0 < 0 ? n : kQK0;
+    float out0, out1, rows0, rows1, tile0, tile1;
+    const auto* act0 = reinterpret_cast<const uint8_t*>(yf.data() + first);
+    const auto* act1 = reinterpret_cast<const uint8_t*>(ys.data() + first);
+    const int64_t nb = len / kQK0;
+    row_kernels(TensorType::Q5_0).dot_outputs(len, w0.data() + first, sizeof(BlockQ5_0) * nb, 1, act0, &out0);
+    row_kernels(TensorType::Q5_1).dot_outputs(len, w1.data() + first, sizeof(BlockQ5_1) * nb, 1, act1, &out1);
+    row_kernels(TensorType::Q5_0).dot_rows(len, w0.data() + first, act0, 0, 1, &rows0, 1);
+    row_kernels(TensorType::Q5_1).dot_rows(len, w1.data() + first, act1, 0, 1, &rows1, 1);
+    row_kernels(TensorType::Q5_0).dot_tile(len, w0.data() + first, sizeof(BlockQ5_0) * nb, 1, act0,
+                                           sizeof(BlockQ8_0F) * nb, 1, &tile0, 1);
+    row_kernels(TensorType::Q5_1).dot_tile(len, w1.data() + first, sizeof(BlockQ5_1) * nb, 1, act1,
+                                           sizeof(BlockQ8_1F) * nb, 1, &tile1, 1);
+    const float ref0 = dot_ref(TensorType::Q5_0, w0.data() + first, y.data() + first, len);
+    const float ref1 = dot_ref(TensorType::Q5_1, w1.data() + first, y.data() + first, len);
+    EXPECT_EQ(out0, ref0) << "decode, block " << b0;
+    EXPECT_EQ(out1, ref1) << "decode, block " << b0;
+    EXPECT_EQ(rows0, ref0) << "dot_rows, block " << b0;
+    EXPECT_EQ(rows1, ref1) << "dot_rows, block " << b0;
+    EXPECT_EQ(tile0, ref0) << "dot_tile, block " << b0;
+    EXPECT_EQ(tile1, ref1) << "dot_tile, block " << b0;
   }
 }
 
-// The decode kernel against the row kernel, bit for bit (invariant 7), on rows of every block count
-// up to two of its 8-block scale steps and past the longest row it takes itself (longer ones go to
-// the row kernel).
-TEST_F(Avx2Kernels, Q5_0DecodeIsBitwiseTheRowKernelForEveryRowLength) {
-  const RowKernels k = row_kernels(TensorType::Q5_0);
-  if (!k.dot_outputs) GTEST_SKIP() << "no Q5_0 decode kernel";
-  std::vector<int64_t> blocks;
-  for (int64_t nb = 1; nb <= 17; ++nb) blocks.push_back(nb);
-  for (int64_t nb : {36, 216, 512, 513}) blocks.push_back(nb);
-  for (int64_t nb : blocks) {
-    const int64_t n = nb * kQK0, n_out = 5;
-    const uint64_t row_bytes = quant_row_bytes(TensorType::Q5_0, n);
-    const std::vector<uint8_t> w = test::random_weights(TensorType::Q5_0, n_out, n, 60 + static_cast<uint32_t>(nb));
-    const std::vector<float> x = random_floats(n, 61);
-    std::vector<uint8_t> act(k.act_row_bytes(n));
-    k.quantize_act(x.data(), act.data(), n);
-    std::vector<float> decode(n_out), rows(n_out);
-    k.dot_outputs(n, w.data(), row_bytes, n_out, act.data(), decode.data());
-    for (int64_t o = 0; o < n_out; ++o) k.dot_rows(n, w.data() + o * row_bytes, act.data(), 0, 1, &rows[o], 1);
-    EXPECT_EQ(std::memcmp(decode.data(), rows.data(), n_out * sizeof(float)), 0) << "blocks=" << nb;
+// The decode streams against the row kernel, bit for bit (invariant 7), on rows of every block count up
+// to 17 (odd counts leave the 2-block steps a tail) and longer ones, 5 weight rows (one stream each and
+// a group of one).
+TEST_F(Avx2Kernels, Q5DecodeIsBitwiseTheRowKernelForEveryRowLength) {
+  for (TensorType t : {TensorType::Q5_0, TensorType::Q5_1}) {
+    const RowKernels k = row_kernels(t);
+    ASSERT_TRUE(k.dot_outputs) << type_label(t);
+    std::vector<int64_t> blocks;
+    for (int64_t nb = 1; nb <= 17; ++nb) blocks.push_back(nb);
+    for (int64_t nb : {36, 216, 512, 513}) blocks.push_back(nb);
+    for (int64_t nb : blocks) {
+      const int64_t n = nb * kQK0, n_out = 5;
+      const uint64_t row_bytes = quant_row_bytes(t, n);
+      const std::vector<uint8_t> w = test::random_weights(t, n_out, n, 60 + static_cast<uint32_t>(nb));
+      const std::vector<float> x = random_floats(n, 61);
+      std::vector<uint8_t> act(k.act_row_bytes(n));
+      k.quantize_act(x.data(), act.data(), n);
+      std::vector<float> decode(n_out), rows(n_out);
+      k.dot_outputs(n, w.data(), row_bytes, n_out, act.data(), decode.data());
+      for (int64_t o = 0; o < n_out; ++o) k.dot_rows(n, w.data() + o * row_bytes, act.data(), 0, 1, &rows[o], 1);
+      EXPECT_EQ(std::memcmp(decode.data(), rows.data(), n_out * sizeof(float)), 0)
+          << type_label(t) << " blocks=" << nb;
+    }
   }
 }
 

@@ -55,7 +55,7 @@ class BatchTiles : public ::testing::Test {
 // 32-element blocks 2,848: an odd block count, the last block without its pair); 1..17 rows: full and
 // partial row groups of every tile height, on either side of the K-quant tiles' thresholds; 61 rows
 // of 2,816 elements: more than the ~160 KiB of activation rows that the integer tiles take per pass
-// (q8_0_q4_0_avx2.cpp, k_tile_avx2.h).
+// (block_groups_avx2.h, k_tile_avx2.h).
 TEST_F(BatchTiles, EveryPairIsBitwiseTheRowKernel) {
   int tested = 0;
   for (TensorType t : kWeightTypes) {
