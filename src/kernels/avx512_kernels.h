@@ -31,10 +31,15 @@ void dot_rows_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int
 void dot_rows_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
-// Q8_0 / Q4_0 weights × BlockQ8_0F activations, the row layout's batch tile (q8_0_q4_0_avx512.cpp).
+// Q8_0 / Q4_0 / Q5_0 weights × BlockQ8_0F activations (Q5_1: BlockQ8_1F), the row layout's batch
+// tile (q8_0_q4_0_avx512.cpp).
 void dot_tile_vnni_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 void dot_tile_vnni_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_vnni_q5_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_vnni_q5_1(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                         uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 // The same tile over the interleaved layout (n_w a multiple of 16), for more rows than one pass of the
 // interleaved rows kernel.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/avx2_common.h"
+#include "kernels/block_codes.h"
 #include "kernels/blocks.h"
 #include "kernels/tile_group.h"
 #include "kernels/word_transpose.h"
@@ -44,14 +45,6 @@ struct alignas(32) GroupBlock {
 struct alignas(32) GroupBlockMin : GroupBlock {
   __m256 m;
 };
-
-// The 16 bytes qs of a 4-bit block as 32 nibbles in element order: bytes 0..15 the low nibbles
-// (elements 0..15), bytes 16..31 the high ones.
-inline __m256i nibbles(const uint8_t* qs) {
-  // Both 128-bit lanes get the 16 bytes; the high lane is shifted down to its high nibbles.
-  const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-  return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
-}
 
 // A Codes view gives: Block; Act, the activation block (BlockQ8_0F, or BlockQ8_1F with Σy);
 // row(block), its 32 codes as one vector; kSigned: the codes are signed (Q8_0: the product takes

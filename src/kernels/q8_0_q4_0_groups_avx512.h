@@ -1,19 +1,22 @@
-// The groups of 16 Q8_0 or Q4_0 weight rows that the AVX-512 batch kernels read (the VNNI tile,
-// q8_0_q4_0_avx512.cpp, and the AMX-INT8 tiles, q8_0_q4_0_amx.cpp): each block's codes transposed
-// once per tile of activation rows into 8 vectors (vector k holds codes 4k..4k+3 of the 16 rows, which
-// is also an AMX B tile), from the row layout or realigned from the interleaved layout's units (2 bytes
-// off the codes). The weights are taken unsigned, u = w + 128 (Q8_0, an XOR with 0x80) or the nibble
-// u = code + 8 (Q4_0), and each block's sum starts from −128·Σy (−8·Σy): the block's exact integer
-// sum S. The float step per block is the scalar reference's, acc = acc + float(S)·(dw·dy) in block
-// order, so every output is bitwise what ref::dot_q8_0 / dot_q4_0 and the AVX2 kernels give
-// (invariant 7). Include only in *_avx512.cpp / *_amx.cpp files: internal linkage, as
+// The groups of 16 Q8_0, Q4_0, Q5_0 or Q5_1 weight rows that the AVX-512 batch kernels read (the VNNI
+// tile, q8_0_q4_0_avx512.cpp, and for Q8_0/Q4_0 the AMX-INT8 tiles, q8_0_q4_0_amx.cpp): each block's
+// codes transposed once per tile of activation rows into 8 vectors (vector k holds codes 4k..4k+3 of
+// the 16 rows, which is also an AMX B tile), from the row layout or (Q8_0, Q4_0) realigned from the
+// interleaved layout's units (2 bytes off the codes). The weights are taken unsigned, u = w + 128
+// (Q8_0, an XOR with 0x80), the nibble u = code + 8 (Q4_0) or the 5-bit code u = w + 16 (Q5_0; Q5_1's
+// codes are unsigned), and each block's sum starts from −kOffset·Σy: the block's exact integer sum S.
+// The float step per block is the scalar reference's, acc = acc + float(S)·(dw·dy) (Q5_1: plus
+// m·(dy·Σy)) in block order, so every output is bitwise what the references and the AVX2 kernels
+// give (invariant 7). Include only in *_avx512.cpp / *_amx.cpp files: internal linkage, as
 // avx512_common.h explains.
 #pragma once
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/avx512_common.h"
+#include "kernels/block_codes.h"
 #include "kernels/blocks.h"
 #include "kernels/word_transpose.h"
 
@@ -25,10 +28,13 @@ namespace {
 constexpr uint64_t kActTileBytes = 160 * 1024;
 
 // One block of a group of 16 weight rows: codes[k] holds unsigned codes 4k..4k+3 of rows 0..15, dw
-// the rows' scales.
+// the rows' scales; GroupBlockMin adds their minimums (Q5_1).
 struct alignas(64) GroupBlock {
   __m512i codes[8];
   __m512 dw;
+};
+struct alignas(64) GroupBlockMin : GroupBlock {
+  __m512 m;
 };
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
@@ -39,9 +45,14 @@ inline __m512i realign(__m512i word, __m512i next) {
   return _mm512_or_si512(_mm512_srli_epi32(word, 16), _mm512_slli_epi32(next, 16));
 }
 
+// A Codes view gives: Block; Act, its activation block; kOffset, the bias of the unsigned codes; kMin:
+// the block has a minimum (Q5_1, with BlockQ8_1F activations that carry Σy); row(block), the 32
+// unsigned codes; for the interleaved layout from_words and kWords.
 // Q8_0: the signed codes biased to unsigned, w + 128.
 struct CodesQ8_0 {
   using Block = BlockQ8_0;
+  using Act = BlockQ8_0F;
+  static constexpr bool kMin = false;
   static constexpr int32_t kOffset = 128;
   static __m256i row(const Block& b) {
     return _mm256_xor_si256(load256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80)));
@@ -57,11 +68,10 @@ struct CodesQ8_0 {
 // Q4_0: the nibbles u = code + 8 in element order (low nibbles: elements 0-15, high: 16-31).
 struct CodesQ4_0 {
   using Block = BlockQ4_0;
+  using Act = BlockQ8_0F;
+  static constexpr bool kMin = false;
   static constexpr int32_t kOffset = 8;
-  static __m256i row(const Block& b) {
-    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
-    return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
-  }
+  static __m256i row(const Block& b) { return nibbles(b.qs); }
   static void from_words(const __m512i (&w)[9], __m512i (&codes)[8]) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int k = 0; k < 4; ++k) {
@@ -73,23 +83,44 @@ struct CodesQ4_0 {
   static constexpr int kWords = 4;
 };
 
+// Q5_0 and Q5_1: the codes u = nibble | fifth bit·16 (block_codes.h); Q5_0's w = u − 16, Q5_1's
+// w = u·d + m.
+template <class B, class A, int32_t kBias>
+struct CodesQ5 {
+  using Block = B;
+  using Act = A;
+  static constexpr bool kMin = kBias == 0;
+  static constexpr int32_t kOffset = kBias;
+  static __m256i row(const Block& b) { return q5_codes(b); }
+};
+using CodesQ5_0 = CodesQ5<BlockQ5_0, BlockQ8_0F, 16>;
+using CodesQ5_1 = CodesQ5<BlockQ5_1, BlockQ8_1F, 0>;
+
 template <class Codes>
 struct Groups {
   using Block = typename Codes::Block;
+  using Act = typename Codes::Act;
+  using Group = std::conditional_t<Codes::kMin, GroupBlockMin, GroupBlock>;
+
+  // The f16 field of block b of rows x[0..15] as floats.
+  static __m512 halves16(const Block* const (&x)[kGroupRows], int64_t b, uint16_t Block::*field) {
+    const auto four = [&](int i) {
+      return static_cast<long long>(uint64_t{x[i][b].*field} | uint64_t{x[i + 1][b].*field} << 16 |
+                                    uint64_t{x[i + 2][b].*field} << 32 | uint64_t{x[i + 3][b].*field} << 48);
+    };
+    return _mm512_cvtph_ps(_mm256_set_epi64x(four(12), four(8), four(4), four(0)));
+  }
 
   // Block b of rows x[0..15] into g.
-  static void transpose(const Block* const (&x)[kGroupRows], int64_t b, GroupBlock& g) {
+  static void transpose(const Block* const (&x)[kGroupRows], int64_t b, Group& g) {
     __m256i r[8], lo[8], hi[8];
     for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i][b]);
     transpose_words8(r, lo);
     for (int i = 0; i < 8; ++i) r[i] = Codes::row(x[i + 8][b]);
     transpose_words8(r, hi);
     for (int k = 0; k < 8; ++k) g.codes[k] = _mm512_inserti64x4(_mm512_castsi256_si512(lo[k]), hi[k], 1);
-    const auto four = [&](int i) {
-      return static_cast<long long>(uint64_t{x[i][b].d} | uint64_t{x[i + 1][b].d} << 16 |
-                                    uint64_t{x[i + 2][b].d} << 32 | uint64_t{x[i + 3][b].d} << 48);
-    };
-    g.dw = _mm512_cvtph_ps(_mm256_set_epi64x(four(12), four(8), four(4), four(0)));
+    g.dw = halves16(x, b, &Block::d);
+    if constexpr (Codes::kMin) g.m = halves16(x, b, &Block::m);
   }
 
   // Block b of an interleaved group (its unit b) into g.
@@ -106,7 +137,7 @@ struct Groups {
   // next group's rows (contiguous) are fetched at the pace this one is read, as in the AVX2 tile (16
   // short rows side by side give the hardware prefetcher no stream to follow).
   static void fill_from_rows(const uint8_t* wb, uint64_t row_bytes, int64_t n_w, int64_t o, int64_t nb, bool first,
-                             GroupBlock* g) {
+                             Group* g) {
     const Block* x[kGroupRows];  // rows past n_w repeat row n_w − 1 (their lanes are dropped)
     for (int i = 0; i < kGroupRows; ++i) {
       x[i] = reinterpret_cast<const Block*>(wb + min_of(o + i, n_w - 1) * row_bytes);
@@ -130,7 +161,7 @@ struct Groups {
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
     const auto* wb = static_cast<const uint8_t*>(w);
     const int64_t nb = n / kQK0;
-    thread_local Buffer<GroupBlock> scratch;
+    thread_local Buffer<Group> scratch;
     thread_local Buffer<int32_t> offsets;
     scratch.resize(static_cast<size_t>(nb));
     int64_t tile = static_cast<int64_t>(kActTileBytes / act_stride) / Pass::kRowsUnit * Pass::kRowsUnit;
@@ -140,7 +171,7 @@ struct Groups {
       const int64_t tr = min_of(tile, n_rows - r0);
       const uint8_t* a = act + r0 * act_stride;
       for (int64_t r = 0; r < tr; ++r) {
-        const auto* y = reinterpret_cast<const BlockQ8_0F*>(a + r * act_stride);
+        const auto* y = reinterpret_cast<const Act*>(a + r * act_stride);
         for (int64_t b = 0; b < nb; ++b) offsets[r * nb + b] = Codes::kOffset * sum_i8(y[b].qs);
       }
       for (int64_t o = 0; o < n_w; o += kGroupRows) {
@@ -149,7 +180,7 @@ struct Groups {
         } else {
           fill_from_rows(wb, row_bytes, n_w, o, nb, r0 == 0, scratch.data());
         }
-        Pass::tile_rows(static_cast<const GroupBlock*>(scratch.data()), nb, a, act_stride,
+        Pass::tile_rows(static_cast<const Group*>(scratch.data()), nb, a, act_stride,
                         static_cast<const int32_t*>(offsets.data()), tr, min_of(kGroupRows, n_w - o),
                         out + r0 * out_stride + o, out_stride);
       }

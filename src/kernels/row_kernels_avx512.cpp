@@ -1,6 +1,6 @@
 // The AVX-512 kernels per weight type (also for AVX-512 CPUs without AMX, such as AMD's Zen 4/5): the
 // interleaved layout's VNNI kernels, with the AMX tile kernels for batches when `tiles`; the row
-// layout's VNNI tile for Q8_0/Q4_0 and FMA tiles for float rows (512-bit where FMAs are full width,
+// layout's VNNI tile for Q8_0/Q4_0/Q5_0/Q5_1 and FMA tiles for float rows (512-bit where FMAs are full width,
 // else 256-bit over 32 registers); the AVX-512 BF16 set of BF16 weights.
 #include "kernels/amx_kernels.h"
 #include "kernels/avx512_kernels.h"
@@ -33,6 +33,8 @@ DotTileFn avx512_dot_tile(TensorType weight) {
   switch (weight) {
     case TensorType::Q8_0: return avx512::dot_tile_vnni_q8_0;
     case TensorType::Q4_0: return avx512::dot_tile_vnni_q4_0;
+    case TensorType::Q5_0: return avx512::dot_tile_vnni_q5_0;
+    case TensorType::Q5_1: return avx512::dot_tile_vnni_q5_1;
     case TensorType::F32: return use_avx512_fma_tiles() ? avx512::dot_tile_fma_f32 : avx512::dot_tile_fma256_f32;
     case TensorType::F16: return use_avx512_fma_tiles() ? avx512::dot_tile_fma_f16 : avx512::dot_tile_fma256_f16;
     case TensorType::BF16: return use_avx512_fma_tiles() ? avx512::dot_tile_fma_bf16 : avx512::dot_tile_fma256_bf16;

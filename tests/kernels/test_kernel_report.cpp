@@ -50,7 +50,8 @@ TEST(KernelReport, FamiliesFollowTheRunTimeChoice) {
       EXPECT_STREQ(kernel_families(t, false).batch, float_tiles) << test::type_label(t);
     }
     for (TensorType t : {TensorType::Q5_0, TensorType::Q5_1}) {
-      EXPECT_STREQ(kernel_families(t, false).batch, "avx2-tiles") << test::type_label(t);
+      EXPECT_STREQ(kernel_families(t, false).batch, use_avx512() ? "avx512-vnni-tiles" : "avx2-tiles")
+          << test::type_label(t);
     }
     const KernelFamilies bf16 = kernel_families(TensorType::BF16, false);
     if (use_amx_bf16()) {  // the AMX-BF16 set for every shape
