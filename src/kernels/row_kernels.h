@@ -36,8 +36,8 @@ struct RowKernels {
   int64_t act_block_elements;  // geometry of quantize_act's blocks
   uint64_t act_block_bytes;
   DotOutputsFn dot_outputs = nullptr;  // optional (AVX2, AVX-512 BF16); null: call dot_rows per weight row
-  // optional: AMX tiles (Q4_K, Q6_K, BF16), AVX-512 VNNI tiles (Q8_0, Q4_0), AVX-512 FMA tiles or AVX2
-  // register tiles (float rows, Q8_0, Q4_0); null: call dot_rows per weight row
+  // optional: AMX tiles (Q4_K, Q6_K, BF16), AVX-512 VNNI tiles (Q8_0, Q4_0, Q5_0, Q5_1), AVX-512 FMA
+  // tiles or AVX2 register tiles (float rows and every quantised type); null: call dot_rows per weight row
   DotTileFn dot_tile = nullptr;
   // The interleaved layout (interleave.h; AVX-512 VNNI machines): the same contracts over whole groups
   // of 16 weight rows (w at a group's start, n_w a multiple of 16), each value bitwise what the row
@@ -58,7 +58,7 @@ RowKernels avx2_row_kernels(TensorType weight);
 // The AMX tile kernel of a type (null where there is none). Call only when use_amx().
 DotTileFn amx_dot_tile(TensorType weight);
 // The AVX-512 batch kernel of a type's row layout, for types without an AMX one, over the AVX2 set's
-// activation blocks: VNNI for Q8_0, Q4_0; FMAs for F32, F16, BF16 (512-bit where use_avx512_fma_tiles(),
+// activation blocks: VNNI for Q8_0, Q4_0, Q5_0, Q5_1; FMAs for F32, F16, BF16 (512-bit where use_avx512_fma_tiles(),
 // else 256-bit over AVX-512VL's 32 registers); null for others. Call only when use_avx512().
 DotTileFn avx512_dot_tile(TensorType weight);
 // The AVX-512 BF16 kernel set of BF16 weights, activations as bf16 (null dot_rows for other types).

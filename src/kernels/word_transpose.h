@@ -1,4 +1,4 @@
-// The 8×8 transpose of 32-bit words that the Q8_0/Q4_0 batch tiles (AVX2 and AVX-512) use to lay 8
+// The 8×8 transpose of 32-bit words that the block formats' batch tiles (AVX2 and AVX-512) use to lay 8
 // weight rows' block codes out one row per lane. Internal linkage: each including file compiles its
 // own copy with its own instruction-set flags (avx512_common.h explains why that matters).
 #pragma once
