@@ -216,8 +216,9 @@ void prefill_args(benchmark::internal::Benchmark* b) {
       for (int threads : {1, 2}) b->Args({static_cast<int64_t>(t), 1024, 3072, rows, threads, 0});
     }
   }
-  // llama-3.2-1b's FFN (2048 wide, FFN 8192): rows longer than one k-block of the float tiles
-  for (TensorType t : {TensorType::F16, TensorType::BF16}) {
+  // llama-3.2-1b's FFN (2048 wide, FFN 8192): rows longer than one k-block of the float tiles, and
+  // transposed groups of the VNNI tile larger than L1
+  for (TensorType t : {TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0}) {
     for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{2048, 8192}, {8192, 2048}}) {
       b->Args({static_cast<int64_t>(t), n_in, n_out, 512, 1, 0});
     }

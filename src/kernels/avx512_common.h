@@ -177,6 +177,31 @@ inline int32_t sum_i8(const int8_t* p) {
   return _mm_cvtsi128_si32(s) - 32 * 128;
 }
 
+// The terms −offset·Σy of activation rows' blocks (Q8_0F/Q8_1F: the bias of unsigned weight codes,
+// taken back out of a VPDPBUSD sum), where the sums start. Block-major in groups of kRows rows: a
+// pass over one group's rows broadcasts each straight from memory through one pointer, where
+// row-major terms cost a scalar load, a negation and a move per row and block (bench_kernels
+// BM_MatmulPrefill, Q8_0/Q4_0/Q5_0/Q5_1).
+struct BlockOffsets {
+  static constexpr int kRows = 8;
+  Buffer<int32_t> v;
+  int64_t n_blocks = 0;
+
+  template <class Act>
+  void build(int32_t offset, const uint8_t* act, uint64_t act_stride, int64_t n_rows, int64_t blocks) {
+    n_blocks = blocks;
+    v.resize(static_cast<size_t>((n_rows + kRows - 1) / kRows * kRows * blocks));
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const auto* y = reinterpret_cast<const Act*>(act + r * act_stride);
+      int32_t* row = group(r / kRows * kRows) + r % kRows;
+      for (int64_t b = 0; b < blocks; ++b) row[b * kRows] = -offset * sum_i8(y[b].qs);
+    }
+  }
+  // The group from row r0 (a multiple of kRows): the term of row r0 + r, block b at [b * kRows + r].
+  int32_t* group(int64_t r0) const { return v.data() + r0 * n_blocks; }
+  int32_t at(int64_t r, int64_t b) const { return group(r / kRows * kRows)[b * kRows + r % kRows]; }
+};
+
 // The 4 activation codes at p in every lane (the signed operand of VPDPBUSD).
 inline __m512i broadcast_word(const int8_t* p) {
   int32_t v;

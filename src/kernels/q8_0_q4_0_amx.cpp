@@ -86,7 +86,7 @@ struct AmxPass {
   // Every row of a tile against the group g[0..nb): blocks of 16 activation rows, kPassBlocks blocks
   // of the row a pass through the C tiles, each then scaled in block order.
   static void tile_rows(const GroupBlock* g, int64_t nb, const uint8_t* act, uint64_t act_stride,
-                        const int32_t* offsets, int64_t tr, int64_t count, float* out, int64_t out_stride) {
+                        const BlockOffsets& offsets, int64_t tr, int64_t count, float* out, int64_t out_stride) {
     alignas(64) CTile c[kPassBlocks];
     alignas(64) float acc[kTileActRows][kGroupRows];
     for (int64_t a0 = 0; a0 < tr; a0 += kTileActRows) {
@@ -105,7 +105,7 @@ struct AmxPass {
           __m512 sum = _mm512_load_ps(acc[r]);
           for (int j = 0; j < blocks; ++j) {
             const int64_t b = b0 + j;
-            const __m512i s = _mm512_sub_epi32(_mm512_load_si512(c[j][r]), _mm512_set1_epi32(offsets[(a0 + r) * nb + b]));
+            const __m512i s = _mm512_add_epi32(_mm512_load_si512(c[j][r]), _mm512_set1_epi32(offsets.at(a0 + r, b)));
             const __m512 d = _mm512_mul_ps(g[b].dw, _mm512_set1_ps(y[b].d));
             sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_cvtepi32_ps(s), d));
           }

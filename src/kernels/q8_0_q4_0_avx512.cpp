@@ -28,7 +28,7 @@ struct VnniPass {
 
   // Activation rows y0[0..NR) against the group's blocks g[0..nb): acc = acc + float(S)·(dw·dy) per
   // block (Q5_1: acc + (float(S)·(dw·dy) + m·(dy·Σy))), S started from −offset (off: the rows'
-  // offsets, nb apart).
+  // group of BlockOffsets).
   template <int NR>
   static void rows(const Group* g, int64_t nb, const Act* const (&y0)[NR], const int32_t* off, int64_t count,
                    float* out, int64_t out_stride) {
@@ -36,7 +36,7 @@ struct VnniPass {
     for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       __m512i s[NR];
-      for (int r = 0; r < NR; ++r) s[r] = _mm512_set1_epi32(-off[r * nb + b]);
+      for (int r = 0; r < NR; ++r) s[r] = _mm512_set1_epi32(off[b * BlockOffsets::kRows + r]);
       for (int k = 0; k < 8; ++k) {
         const __m512i w = g[b].codes[k];
         for (int r = 0; r < NR; ++r) s[r] = _mm512_dpbusd_epi32(s[r], w, broadcast_word(y0[r][b].qs + 4 * k));
@@ -60,16 +60,17 @@ struct VnniPass {
     rows<NR>(g, nb, y, off, count, out, out_stride);
   }
 
-  // Every row of a tile, kPassRows at a time.
-  static void tile_rows(const Group* g, int64_t nb, const uint8_t* a, uint64_t act_stride, const int32_t* offsets,
-                   int64_t tr, int64_t count, float* out, int64_t out_stride) {
+  // Every row of a tile, kPassRows at a time (a pass: one group of the offsets).
+  static void tile_rows(const Group* g, int64_t nb, const uint8_t* a, uint64_t act_stride,
+                        const BlockOffsets& offsets, int64_t tr, int64_t count, float* out, int64_t out_stride) {
+    static_assert(kPassRows == BlockOffsets::kRows);
     int64_t r = 0;
     for (; r + kPassRows <= tr; r += kPassRows) {
-      pass<kPassRows>(g, nb, a + r * act_stride, act_stride, &offsets[r * nb], count, out + r * out_stride,
+      pass<kPassRows>(g, nb, a + r * act_stride, act_stride, offsets.group(r), count, out + r * out_stride,
                       out_stride);
     }
     const uint8_t* ar = a + r * act_stride;
-    const int32_t* off = &offsets[r * nb];
+    const int32_t* off = offsets.group(r);
     float* o_r = out + r * out_stride;
     switch (tr - r) {
       case 1: pass<1>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;

@@ -79,32 +79,17 @@ struct Q4_0Sums {
   }
 };
 
-// The activation rows' offsets kOffset·Σy per block, [row][block], built once per call.
-struct Offsets {
-  Buffer<int32_t> v;
-  int64_t n_blocks = 0;
-  void build(int32_t offset, const uint8_t* act, uint64_t act_stride, int n_rows, int64_t n) {
-    n_blocks = n / kQK0;
-    v.resize(static_cast<size_t>(n_rows * n_blocks));
-    for (int r = 0; r < n_rows; ++r) {
-      const auto* y = reinterpret_cast<const BlockQ8_0F*>(act + r * act_stride);
-      for (int64_t b = 0; b < n_blocks; ++b) v[r * n_blocks + b] = offset * sum_i8(y[b].qs);
-    }
-  }
-  int32_t at(int row, int64_t b) const { return v[row * n_blocks + b]; }
-};
-
 template <class Sums>
 struct Kernels {
-  // Block b of one group against activation rows y[0..NR) (rows row0.. of the offsets).
+  // Block b of one group against activation rows y[0..NR) (off: their group of BlockOffsets).
   template <int NR>
-  static void block(const InterleavedRows& src, const BlockQ8_0F* const (&y)[NR], const Offsets& off, int row0,
-                    int64_t b, __m512 (&acc)[NR]) {
+  static void block(const InterleavedRows& src, const BlockQ8_0F* const (&y)[NR], const int32_t* off, int64_t b,
+                    __m512 (&acc)[NR]) {
     // One row (decode) sums in two chains of VPDPBUSD (integers: exact in any order); NR rows are NR chains.
     __m512i s[NR], second[NR];
     __m512i(&t)[NR] = NR == 1 ? second : s;
     for (int a = 0; a < NR; ++a) {
-      s[a] = words(-off.at(row0 + a, b));
+      s[a] = words(off[b * BlockOffsets::kRows + a]);
       second[a] = _mm512_setzero_si512();
     }
     Sums::template add<NR>(src, b, y, s, t);
@@ -117,28 +102,29 @@ struct Kernels {
   }
 
   template <int NR>
-  static void pass(const InterleavedRows& src, const Offsets& off, const uint8_t* act, uint64_t act_stride, int row0,
-                   float* out, int64_t out_stride) {
+  static void pass(const InterleavedRows& src, const BlockOffsets& off, const uint8_t* act, uint64_t act_stride,
+                   int row0, float* out, int64_t out_stride) {
     const BlockQ8_0F* y[NR];
     __m512 acc[NR];
     for (int a = 0; a < NR; ++a) {
       y[a] = reinterpret_cast<const BlockQ8_0F*>(act + (row0 + a) * act_stride);
       acc[a] = _mm512_setzero_ps();
     }
-    for (int64_t b = 0; b < off.n_blocks; ++b) block<NR>(src, y, off, row0, b, acc);
+    const int32_t* group = off.group(row0);
+    for (int64_t b = 0; b < off.n_blocks; ++b) block<NR>(src, y, group, b, acc);
     for (int a = 0; a < NR; ++a) _mm512_storeu_ps(out + (row0 + a) * out_stride, acc[a]);
   }
 
   // Decode: decode_groups' walk, block<1> a block.
   static void dot_outputs(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                           float* out) {
-    thread_local Offsets off;
-    off.build(Sums::kOffset, act, 0, 1, n);
+    thread_local BlockOffsets off;
+    off.build<BlockQ8_0F>(Sums::kOffset, act, 0, 1, n / kQK0);
     const BlockQ8_0F* const y[1] = {reinterpret_cast<const BlockQ8_0F*>(act)};
     decode_groups(static_cast<const uint8_t*>(w), row_bytes, n_w, Sums::kBlockBytes, off.n_blocks, out,
                   [&](const InterleavedRows& src, int64_t b, __m512& acc) {
                     __m512 one[1] = {acc};
-                    block<1>(src, y, off, 0, b, one);
+                    block<1>(src, y, off.group(0), b, one);
                     acc = one[0];
                   });
   }
@@ -146,8 +132,9 @@ struct Kernels {
   // Batches of one pass: each group against the rows at once.
   static void dot_rows(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-    thread_local Offsets off;
-    off.build(Sums::kOffset, act, act_stride, n_rows, n);
+    static_assert(kRowsPerPass == BlockOffsets::kRows);  // a pass reads one group of the offsets
+    thread_local BlockOffsets off;
+    off.build<BlockQ8_0F>(Sums::kOffset, act, act_stride, n_rows, n / kQK0);
     const auto* wb = static_cast<const uint8_t*>(w);
     for (int64_t g = 0; g < n_w / kGroupRows; ++g) {
       const InterleavedRows src(wb + g * kGroupRows * row_bytes, row_bytes, kGroupRows, Sums::kBlockBytes);
