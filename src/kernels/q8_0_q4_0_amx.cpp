@@ -83,37 +83,40 @@ template <class T>
 struct AmxPass {
   static constexpr int kRowsUnit = kTileActRows;
 
-  // Every row of a tile against the group g[0..nb): blocks of 16 activation rows, kPassBlocks blocks
-  // of the row a pass through the C tiles, each then scaled in block order.
-  static void tile_rows(const GroupBlock* g, int64_t nb, const uint8_t* act, uint64_t act_stride,
-                        const BlockOffsets& offsets, int64_t tr, int64_t count, float* out, int64_t out_stride) {
+  // Every row of the slice: blocks of 16 activation rows, kPassBlocks blocks of the row a pass through
+  // the C tiles, each then scaled in block order after the earlier slices' sums.
+  static void tile_rows(const avx512::TileSlice<GroupBlock>& t) {
     alignas(64) CTile c[kPassBlocks];
     alignas(64) float acc[kTileActRows][kGroupRows];
-    for (int64_t a0 = 0; a0 < tr; a0 += kTileActRows) {
-      const int m = static_cast<int>(min_of(kTileActRows, tr - a0));
+    const auto keep = static_cast<__mmask16>((1u << t.count) - 1);
+    for (int64_t a0 = 0; a0 < t.rows; a0 += kTileActRows) {
+      const int m = static_cast<int>(min_of(kTileActRows, t.rows - a0));
       T::configure(m);
-      const uint8_t* a = act + a0 * act_stride;
-      for (int r = 0; r < m; ++r) _mm512_store_ps(acc[r], _mm512_setzero_ps());
-      for (int64_t b0 = 0; b0 < nb; b0 += kPassBlocks) {
-        const int blocks = static_cast<int>(min_of(kPassBlocks, nb - b0));
-        multiply_block<T, 0>(g, b0, a, act_stride, c);
-        if (blocks > 1) multiply_block<T, 1>(g, b0, a, act_stride, c);
-        if (blocks > 2) multiply_block<T, 2>(g, b0, a, act_stride, c);
-        if (blocks > 3) multiply_block<T, 3>(g, b0, a, act_stride, c);
+      const uint8_t* a = t.act + a0 * t.act_stride + t.b0 * sizeof(BlockQ8_0F);  // block b0 of row a0
+      float* out = t.out + a0 * t.out_stride;
+      for (int r = 0; r < m; ++r) {
+        _mm512_store_ps(acc[r], t.b0 ? _mm512_maskz_loadu_ps(keep, out + r * t.out_stride) : _mm512_setzero_ps());
+      }
+      for (int64_t b0 = 0; b0 < t.nb; b0 += kPassBlocks) {
+        const int blocks = static_cast<int>(min_of(kPassBlocks, t.nb - b0));
+        multiply_block<T, 0>(t.g, b0, a, t.act_stride, c);
+        if (blocks > 1) multiply_block<T, 1>(t.g, b0, a, t.act_stride, c);
+        if (blocks > 2) multiply_block<T, 2>(t.g, b0, a, t.act_stride, c);
+        if (blocks > 3) multiply_block<T, 3>(t.g, b0, a, t.act_stride, c);
         for (int r = 0; r < m; ++r) {
-          const auto* y = reinterpret_cast<const BlockQ8_0F*>(a + r * act_stride);
+          const auto* y = reinterpret_cast<const BlockQ8_0F*>(a + r * t.act_stride);
           __m512 sum = _mm512_load_ps(acc[r]);
           for (int j = 0; j < blocks; ++j) {
             const int64_t b = b0 + j;
-            const __m512i s = _mm512_add_epi32(_mm512_load_si512(c[j][r]), _mm512_set1_epi32(offsets.at(a0 + r, b)));
-            const __m512 d = _mm512_mul_ps(g[b].dw, _mm512_set1_ps(y[b].d));
+            const __m512i s = _mm512_add_epi32(_mm512_load_si512(c[j][r]),
+                                               _mm512_set1_epi32(t.offsets->at(a0 + r, t.b0 + b)));
+            const __m512 d = _mm512_mul_ps(t.g[b].dw, _mm512_set1_ps(y[b].d));
             sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_cvtepi32_ps(s), d));
           }
           _mm512_store_ps(acc[r], sum);
         }
       }
-      const auto keep = static_cast<__mmask16>((1u << count) - 1);
-      for (int r = 0; r < m; ++r) _mm512_mask_storeu_ps(out + (a0 + r) * out_stride, keep, _mm512_load_ps(acc[r]));
+      for (int r = 0; r < m; ++r) _mm512_mask_storeu_ps(out + r * t.out_stride, keep, _mm512_load_ps(acc[r]));
     }
   }
   static void done() { T::release(); }

@@ -26,60 +26,49 @@ struct VnniPass {
   using Group = typename Groups<Codes>::Group;
   using Act = typename Codes::Act;
 
-  // Activation rows y0[0..NR) against the group's blocks g[0..nb): acc = acc + float(S)·(dw·dy) per
-  // block (Q5_1: acc + (float(S)·(dw·dy) + m·(dy·Σy))), S started from −offset (off: the rows'
-  // group of BlockOffsets).
+  // Activation rows r0 .. r0 + NR of the slice: acc = acc + float(S)·(dw·dy) per block (Q5_1: acc +
+  // (float(S)·(dw·dy) + m·(dy·Σy))), S started from the row's offset term, acc from the earlier
+  // slices' sums.
   template <int NR>
-  static void rows(const Group* g, int64_t nb, const Act* const (&y0)[NR], const int32_t* off, int64_t count,
-                   float* out, int64_t out_stride) {
+  static void rows(const TileSlice<Group>& t, int64_t r0) {
+    const Act* y[NR];
+    for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const Act*>(t.act + (r0 + r) * t.act_stride) + t.b0;
+    const int32_t* off = t.offsets->group(r0) + t.b0 * BlockOffsets::kRows;
+    const __mmask16 keep = static_cast<__mmask16>((1u << t.count) - 1);
+    float* out = t.out + r0 * t.out_stride;
     __m512 acc[NR];
-    for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
+    for (int r = 0; r < NR; ++r) acc[r] = t.b0 ? _mm512_maskz_loadu_ps(keep, out + r * t.out_stride) : _mm512_setzero_ps();
+    const Group* g = t.g;
+    for (int64_t b = 0; b < t.nb; ++b) {
       __m512i s[NR];
       for (int r = 0; r < NR; ++r) s[r] = _mm512_set1_epi32(off[b * BlockOffsets::kRows + r]);
       for (int k = 0; k < 8; ++k) {
         const __m512i w = g[b].codes[k];
-        for (int r = 0; r < NR; ++r) s[r] = _mm512_dpbusd_epi32(s[r], w, broadcast_word(y0[r][b].qs + 4 * k));
+        for (int r = 0; r < NR; ++r) s[r] = _mm512_dpbusd_epi32(s[r], w, broadcast_word(y[r][b].qs + 4 * k));
       }
       for (int r = 0; r < NR; ++r) {
-        const __m512 d = _mm512_mul_ps(g[b].dw, _mm512_set1_ps(y0[r][b].d));
-        __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s[r]), d);
-        if constexpr (Codes::kMin) t = _mm512_add_ps(t, _mm512_mul_ps(g[b].m, _mm512_set1_ps(y0[r][b].d * y0[r][b].s)));
-        acc[r] = _mm512_add_ps(acc[r], t);
+        const __m512 d = _mm512_mul_ps(g[b].dw, _mm512_set1_ps(y[r][b].d));
+        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(s[r]), d);
+        if constexpr (Codes::kMin) v = _mm512_add_ps(v, _mm512_mul_ps(g[b].m, _mm512_set1_ps(y[r][b].d * y[r][b].s)));
+        acc[r] = _mm512_add_ps(acc[r], v);
       }
     }
-    const __mmask16 keep = static_cast<__mmask16>((1u << count) - 1);
-    for (int r = 0; r < NR; ++r) _mm512_mask_storeu_ps(out + r * out_stride, keep, acc[r]);
+    for (int r = 0; r < NR; ++r) _mm512_mask_storeu_ps(out + r * t.out_stride, keep, acc[r]);
   }
 
-  template <int NR>
-  static void pass(const Group* g, int64_t nb, const uint8_t* a, uint64_t act_stride, const int32_t* off,
-                   int64_t count, float* out, int64_t out_stride) {
-    const Act* y[NR];
-    for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const Act*>(a + r * act_stride);
-    rows<NR>(g, nb, y, off, count, out, out_stride);
-  }
-
-  // Every row of a tile, kPassRows at a time (a pass: one group of the offsets).
-  static void tile_rows(const Group* g, int64_t nb, const uint8_t* a, uint64_t act_stride,
-                        const BlockOffsets& offsets, int64_t tr, int64_t count, float* out, int64_t out_stride) {
+  // Every row of the slice, kPassRows at a time (a pass: one group of the offsets).
+  static void tile_rows(const TileSlice<Group>& t) {
     static_assert(kPassRows == BlockOffsets::kRows);
     int64_t r = 0;
-    for (; r + kPassRows <= tr; r += kPassRows) {
-      pass<kPassRows>(g, nb, a + r * act_stride, act_stride, offsets.group(r), count, out + r * out_stride,
-                      out_stride);
-    }
-    const uint8_t* ar = a + r * act_stride;
-    const int32_t* off = offsets.group(r);
-    float* o_r = out + r * out_stride;
-    switch (tr - r) {
-      case 1: pass<1>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-      case 2: pass<2>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-      case 3: pass<3>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-      case 4: pass<4>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-      case 5: pass<5>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-      case 6: pass<6>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
-      case 7: pass<7>(g, nb, ar, act_stride, off, count, o_r, out_stride); break;
+    for (; r + kPassRows <= t.rows; r += kPassRows) rows<kPassRows>(t, r);
+    switch (t.rows - r) {
+      case 1: rows<1>(t, r); break;
+      case 2: rows<2>(t, r); break;
+      case 3: rows<3>(t, r); break;
+      case 4: rows<4>(t, r); break;
+      case 5: rows<5>(t, r); break;
+      case 6: rows<6>(t, r); break;
+      case 7: rows<7>(t, r); break;
       default: break;
     }
   }

@@ -23,9 +23,13 @@
 namespace infer::kernels::avx512 {
 namespace {
 
-// Activation rows per tile, about this many bytes of them: they stay in L2 while every group of the
-// chunk passes (the AVX2 tile's figure).
+// Activation rows per tile, about this many bytes of their slice: they stay in L2 while every group of
+// the chunk passes (the AVX2 tile's figure).
 constexpr uint64_t kActTileBytes = 160 * 1024;
+// Blocks per slice of a row: a group's transposed slice (32 × 576 bytes) stays in L1 while the tile's
+// rows pass, and long rows (8192 wide: 16 rows a tile unsliced) still fill a tile of rows
+// (bench_kernels BM_MatmulPrefill, 8192 × 2048).
+constexpr int64_t kSliceBlocks = 32;
 
 // One block of a group of 16 weight rows: codes[k] holds unsigned codes 4k..4k+3 of rows 0..15, dw
 // the rows' scales; GroupBlockMin adds their minimums (Q5_1).
@@ -44,6 +48,21 @@ inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<co
 inline __m512i realign(__m512i word, __m512i next) {
   return _mm512_or_si512(_mm512_srli_epi32(word, 16), _mm512_slli_epi32(next, 16));
 }
+
+// What a batch pass (Pass::tile_rows) works on: `rows` activation rows from act (block 0 of the first)
+// against blocks b0 .. b0 + nb of a group of `count` weight rows, transposed in g[0..nb); out (rows
+// out_stride apart) holds the sums of blocks 0 .. b0, which the pass continues in block order.
+template <class Group>
+struct TileSlice {
+  const Group* g;
+  int64_t b0, nb;
+  const uint8_t* act;
+  uint64_t act_stride;
+  const BlockOffsets* offsets;
+  int64_t rows, count;
+  float* out;
+  int64_t out_stride;
+};
 
 // A Codes view gives: Block; Act, its activation block; kOffset, the bias of the unsigned codes; kMin:
 // the block has a minimum (Q5_1, with BlockQ8_1F activations that carry Σy); row(block), the 32
@@ -133,56 +152,59 @@ struct Groups {
     g.dw = low_halves_f32(w[0]);
   }
 
-  // The group of row-layout weight rows from o into g[0..nb). First pass over the chunk (`first`): the
-  // next group's rows (contiguous) are fetched at the pace this one is read, as in the AVX2 tile (16
-  // short rows side by side give the hardware prefetcher no stream to follow).
-  static void fill_from_rows(const uint8_t* wb, uint64_t row_bytes, int64_t n_w, int64_t o, int64_t nb, bool first,
-                             Group* g) {
+  // Blocks b0 .. b0 + nb of the group of row-layout weight rows from o into g[0..nb). First pass over
+  // the chunk (`first`): the same blocks of the next group's rows are fetched at the pace these are
+  // read, as in the AVX2 tile (16 short rows side by side give the hardware prefetcher no stream).
+  static void fill_from_rows(const uint8_t* wb, uint64_t row_bytes, int64_t n_w, int64_t o, int64_t b0, int64_t nb,
+                             bool first, Group* g) {
     const Block* x[kGroupRows];  // rows past n_w repeat row n_w − 1 (their lanes are dropped)
     for (int i = 0; i < kGroupRows; ++i) {
       x[i] = reinterpret_cast<const Block*>(wb + min_of(o + i, n_w - 1) * row_bytes);
     }
-    const char* next = reinterpret_cast<const char*>(wb + (o + kGroupRows) * row_bytes);
-    constexpr int kStep = kGroupRows * static_cast<int>(sizeof(Block));
+    const bool fetch_next = first && o + kGroupRows < n_w;
+    const uint8_t* next = wb + (o + kGroupRows) * row_bytes;
     for (int64_t b = 0; b < nb; ++b) {
-      if (first && o + kGroupRows < n_w) {
-        for (int j = 0; j < kStep; j += 64) _mm_prefetch(next + b * kStep + j, _MM_HINT_T0);
+      if (fetch_next) {
+        const auto* block = reinterpret_cast<const char*>(next + (b0 + b) * sizeof(Block));
+        for (int i = 0; i < kGroupRows; ++i) _mm_prefetch(block + i * row_bytes, _MM_HINT_T0);
       }
-      transpose(x, b, g[b]);
+      transpose(x, b0 + b, g[b]);
     }
   }
 
-  // Per tile of activation rows (kept in L2), each group of 16 weight rows is transposed (Interleaved:
-  // realigned from its units, one sequential stream for the hardware prefetcher) once into a scratch
-  // row of GroupBlocks and then read by the tile's rows: Pass::tile_rows(g, nb, a, act_stride, off,
-  // n_rows, count, out, out_stride) takes them all (tiles of Pass::kRowsUnit rows), Pass::done() ends the call.
+  // Per tile of activation rows (kept in L2) and slice of kSliceBlocks blocks of them, each group of 16
+  // weight rows is transposed (Interleaved: realigned from its units, one sequential stream for the
+  // hardware prefetcher) once into a scratch row of GroupBlocks and then read by the tile's rows:
+  // Pass::tile_rows(slice) takes them all (in steps of Pass::kRowsUnit rows), each slice after the
+  // first continuing the sums in out; Pass::done() ends the call.
   template <bool Interleaved, class Pass>
   static void dot_tile(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                        uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
     const auto* wb = static_cast<const uint8_t*>(w);
-    const int64_t nb = n / kQK0;
+    const int64_t nb = n / kQK0, slice_blocks = min_of(nb, kSliceBlocks);
     thread_local Buffer<Group> scratch;
-    thread_local Buffer<int32_t> offsets;
-    scratch.resize(static_cast<size_t>(nb));
-    int64_t tile = static_cast<int64_t>(kActTileBytes / act_stride) / Pass::kRowsUnit * Pass::kRowsUnit;
+    thread_local BlockOffsets offsets;
+    scratch.resize(static_cast<size_t>(slice_blocks));
+    const auto slice_bytes = static_cast<int64_t>(slice_blocks * sizeof(Act));
+    int64_t tile = static_cast<int64_t>(kActTileBytes) / slice_bytes / Pass::kRowsUnit * Pass::kRowsUnit;
     tile = tile < Pass::kRowsUnit ? Pass::kRowsUnit : (tile > 512 ? 512 : tile);
-    offsets.resize(static_cast<size_t>(tile * nb));
     for (int64_t r0 = 0; r0 < n_rows; r0 += tile) {
-      const int64_t tr = min_of(tile, n_rows - r0);
       const uint8_t* a = act + r0 * act_stride;
-      for (int64_t r = 0; r < tr; ++r) {
-        const auto* y = reinterpret_cast<const Act*>(a + r * act_stride);
-        for (int64_t b = 0; b < nb; ++b) offsets[r * nb + b] = Codes::kOffset * sum_i8(y[b].qs);
-      }
-      for (int64_t o = 0; o < n_w; o += kGroupRows) {
-        if constexpr (Interleaved) {
-          for (int64_t b = 0; b < nb; ++b) from_interleaved(wb + o * row_bytes, b, scratch[b]);
-        } else {
-          fill_from_rows(wb, row_bytes, n_w, o, nb, r0 == 0, scratch.data());
+      TileSlice<Group> t{scratch.data(), 0, 0, a, act_stride, &offsets, min_of(tile, n_rows - r0), 0, nullptr,
+                         out_stride};
+      offsets.build<Act>(Codes::kOffset, a, act_stride, t.rows, nb);
+      for (t.b0 = 0; t.b0 < nb; t.b0 += slice_blocks) {
+        t.nb = min_of(slice_blocks, nb - t.b0);
+        for (int64_t o = 0; o < n_w; o += kGroupRows) {
+          if constexpr (Interleaved) {
+            for (int64_t b = 0; b < t.nb; ++b) from_interleaved(wb + o * row_bytes, t.b0 + b, scratch[b]);
+          } else {
+            fill_from_rows(wb, row_bytes, n_w, o, t.b0, t.nb, r0 == 0, scratch.data());
+          }
+          t.count = min_of(kGroupRows, n_w - o);
+          t.out = out + r0 * out_stride + o;
+          Pass::tile_rows(t);
         }
-        Pass::tile_rows(static_cast<const Group*>(scratch.data()), nb, a, act_stride,
-                        static_cast<const int32_t*>(offsets.data()), tr, min_of(kGroupRows, n_w - o),
-                        out + r0 * out_stride + o, out_stride);
       }
     }
     Pass::done();

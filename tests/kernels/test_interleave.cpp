@@ -124,6 +124,30 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsOnRandomWeights) {
   }
 }
 
+// Q8_0/Q4_0 rows longer than one slice of the batch tile (32 blocks; 72 here: two whole slices and a
+// short one), whose sums each slice continues: bitwise the scalar reference (which both layouts' batch
+// kernels would miss together), in decode, the rows kernel and the tile.
+TEST(Interleave, MatmulIsBitwiseTheReferenceOnRowsOfSeveralSlices) {
+  const int64_t n_in = 2304, n_out = 16 * 3 + 5, rows = 40;
+  const std::vector<float> x = random_floats(rows * n_in, 41);
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0}) {
+    if (!interleaved_kernels_available(t)) GTEST_SKIP() << "no interleaved kernels on this CPU (AVX-512 VNNI)";
+    const Pair p = make_pair(t, n_in, n_out, test::random_weights(t, n_out, n_in, 43));
+    for (int64_t count : {int64_t{1}, int64_t{5}, int64_t{12}, rows}) {
+      std::vector<float> want(count * n_out);
+      matmul_ref(p.row_matrix, x.data(), count, n_in, want.data(), n_out);
+      for (int threads : {1, 2}) {
+        const std::vector<float> got = run(p.interleaved_matrix, x, 0, count, threads);
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+              << type_label(t) << ": " << count << " rows, " << threads << " threads, output " << i % n_out
+              << " of row " << i / n_out << ": " << got[i] << " vs " << want[i];
+        }
+      }
+    }
+  }
+}
+
 // Decode reads the groups as one stream or two (decode_streams.h): bitwise the same outputs either way,
 // an even and an odd number of groups per chunk included.
 TEST(Interleave, DecodeIsBitwiseTheSameInOneOrTwoStreams) {
