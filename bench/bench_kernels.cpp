@@ -292,7 +292,7 @@ void batch_args(benchmark::internal::Benchmark* b) {
       b->Args({static_cast<int64_t>(t), rows, 1, 1});
     }
   }
-  for (TensorType t : {TensorType::Q5_0, TensorType::Q5_1}) {  // the row layout only
+  for (TensorType t : {TensorType::Q5_0, TensorType::Q5_1, TensorType::BF16}) {  // the row layout only
     for (int64_t rows : {1, 2, 4, 6, 8, 12, 16}) b->Args({static_cast<int64_t>(t), rows, 2, 0});
   }
 }

@@ -96,7 +96,8 @@ void dot_rows_dispatch(int64_t n, const void* w, const uint8_t* act, uint64_t ac
 
 // Batch driver of the tile kernels: weight rows in sub-tiles of at most sub_tile_bytes (and
 // max_sub_rows rows), which stay in L2 while every group of up to TileRows activation rows passes
-// over them; Tile::tile_rows<NR>(n, w, row_bytes, n_w, act, act_stride, out, out_stride) does one group.
+// over them; Tile::tile_rows<NR>(n, w, row_bytes, n_w, act, act_stride, out, out_stride, first) does one
+// group (first: the sub-tile's first group, whose weight rows come from memory).
 template <int TileRows, class Tile>
 void dot_sub_tiles(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride, uint64_t sub_tile_bytes,
@@ -107,7 +108,7 @@ void dot_sub_tiles(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, co
     const int64_t nw = std::min(sub, n_w - o0);
     for (int r = 0; r < n_rows; r += TileRows) {
       tile_group<TileRows, Tile>(std::min(TileRows, n_rows - r), n, wb + o0 * row_bytes, row_bytes, nw,
-                                 act + r * act_stride, act_stride, out + r * out_stride + o0, out_stride);
+                                 act + r * act_stride, act_stride, out + r * out_stride + o0, out_stride, r == 0);
     }
   }
 }

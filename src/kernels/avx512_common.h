@@ -152,7 +152,8 @@ struct InterleavedRows {
 
 // Batch driver of the float tiles: weight rows in sub-tiles of `sub` rows, which stay in L2 while every
 // group of up to TileRows activation rows passes over them; Tile::tile_rows<NR>(n, w, row_bytes, n_w,
-// act, act_stride, out, out_stride) does one group.
+// act, act_stride, out, out_stride, first) does one group (first: the sub-tile's first group, whose
+// weight rows come from memory).
 template <int TileRows, class Tile>
 void dot_sub_tiles(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, int64_t sub, const uint8_t* act,
                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
@@ -161,7 +162,7 @@ void dot_sub_tiles(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w,
     for (int r = 0; r < n_rows; r += TileRows) {
       const int rows = n_rows - r < TileRows ? n_rows - r : TileRows;
       tile_group<TileRows, Tile>(rows, n, w + w0 * row_bytes, row_bytes, nw, act + r * act_stride, act_stride,
-                                 out + r * out_stride + w0, out_stride);
+                                 out + r * out_stride + w0, out_stride, r == 0);
     }
   }
 }

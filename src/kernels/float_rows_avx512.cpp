@@ -63,16 +63,27 @@ struct PairTile {
   // Pairs [p, p + NP) of a sub-tile against activation rows [0, NR), the whole row in registers: pair
   // q holds weight rows (lo[q], hi[q]), and out gets row 2q + 1 only where it exists (< n_w).
   // Inlined, as the BF16 tile's passes, which ran 10% slower out of line (BM_MatmulPrefill BF16).
+  // ahead ≠ 0: the rows that many elements further on (the next pass's) are fetched into L1 at this
+  // pass's pace, a row at a time in turn, as many lines a step as the pass reads.
   template <int NP, int NR>
   [[gnu::always_inline]] static void pairs_pass(int64_t n, const T* const* lo, const T* const* hi, int64_t p,
                                                 int64_t n_w, const float* const (&y)[NR], float* out,
-                                                int64_t out_stride) {
+                                                int64_t out_stride, int64_t ahead = 0) {
     __m512 acc[NP][NR];
     for (auto& row : acc) {
       for (auto& a : row) a = _mm512_setzero_ps();
     }
+    constexpr int kFetchesPerStep = static_cast<int>((2 * NP * L::kStep * sizeof(T) + 63) / 64);
+    int turn = 0;
     const int64_t steps_end = n / L::kStep * L::kStep;  // the steps end here; the scalar tail follows
     for (int64_t i = 0; i < steps_end; i += L::kStep) {
+      if (ahead) {
+        for (int f = 0; f < kFetchesPerStep; ++f) {
+          const T* row = turn % 2 ? hi[p + turn / 2] : lo[p + turn / 2];
+          _mm_prefetch(reinterpret_cast<const char*>(row + ahead + i), _MM_HINT_T0);
+          turn = turn + 1 == 2 * NP ? 0 : turn + 1;
+        }
+      }
       step_part<0, NP, NR>(lo, hi, p, i, y, acc);
       if constexpr (L::kStep == 16) step_part<1, NP, NR>(lo, hi, p, i, y, acc);
     }
@@ -99,10 +110,12 @@ struct PairTile {
   }
 
   // Weight rows [0, n_w) of a sub-tile (n_w ≤ kSubTileRows) against activation rows [0, NR). An odd
-  // last row is paired with itself and its high half dropped.
+  // last row is paired with itself and its high half dropped. The first group of rows over the sub-tile
+  // (`first`) reads its weights from memory: each pass fetches the next one's rows, too short for the
+  // hardware prefetcher's streams (bench_kernels BM_MatmulBatch F16, as float_rows_tile.h).
   template <int NR>
   static void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                        uint64_t act_stride, float* out, int64_t out_stride) {
+                        uint64_t act_stride, float* out, int64_t out_stride, bool first) {
     const int64_t n_pairs = (n_w + 1) / 2;
     const T* lo[kSubTileRows / 2];
     const T* hi[kSubTileRows / 2];
@@ -113,8 +126,9 @@ struct PairTile {
     const float* y[NR];
     for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const float*>(act + r * act_stride);
     int64_t p = 0;
+    const auto ahead = first ? static_cast<int64_t>(2 * kTilePairs * row_bytes / sizeof(T)) : 0;
     for (; p + kTilePairs <= n_pairs; p += kTilePairs) {
-      pairs_pass<kTilePairs, NR>(n, lo, hi, p, n_w, y, out, out_stride);
+      pairs_pass<kTilePairs, NR>(n, lo, hi, p, n_w, y, out, out_stride, ahead);
     }
     switch (n_pairs - p) {
       case 1: pairs_pass<1, NR>(n, lo, hi, p, n_w, y, out, out_stride); break;

@@ -74,10 +74,21 @@ struct Tile {
   using T = typename L::T;
   static constexpr int kTileWeights = 4;
 
-  // acc[o][r] += x[o] · y[r] over the steps of [0, end), part by part.
+  // acc[o][r] += x[o] · y[r] over the steps of [0, end), part by part. ahead ≠ 0: the rows that many
+  // elements further on (the next pass's) are fetched into L1 at this pass's pace, a row at a time in
+  // turn, as many lines a step as the pass reads.
   template <int NW, int NR>
-  static void steps(const T* const (&x)[NW], const float* const (&y)[NR], int64_t end, __m256 (&acc)[NW][NR]) {
+  static void steps(const T* const (&x)[NW], const float* const (&y)[NR], int64_t end, __m256 (&acc)[NW][NR],
+                    int64_t ahead) {
+    constexpr int kFetchesPerStep = static_cast<int>((NW * L::kStep * sizeof(T) + 63) / 64);
+    int turn = 0;
     for (int64_t i = 0; i + L::kStep <= end; i += L::kStep) {
+      if (ahead) {
+        for (int f = 0; f < kFetchesPerStep; ++f) {
+          _mm_prefetch(reinterpret_cast<const char*>(x[turn] + ahead + i), _MM_HINT_T0);
+          turn = turn + 1 == NW ? 0 : turn + 1;
+        }
+      }
       step_part<0>(x, y, i, acc);
       if constexpr (L::kStep == 16) step_part<1>(x, y, i, acc);
     }
@@ -95,16 +106,17 @@ struct Tile {
     }
   }
 
-  // NW weight rows x NR activation rows in one pass over the row; out[o][r * out_stride].
+  // NW weight rows x NR activation rows in one pass over the row; out[o][r * out_stride]. ahead: as
+  // steps takes it.
   template <int NW, int NR>
   static void pass(int64_t n, const T* const (&x)[NW], const float* const (&y)[NR], float* const (&out)[NW],
-                   int64_t out_stride) {
+                   int64_t out_stride, int64_t ahead = 0) {
     __m256 acc[NW][NR];
     for (auto& row : acc) {
       for (auto& a : row) a = _mm256_setzero_ps();
     }
     const int64_t steps_end = n / L::kStep * L::kStep;
-    steps(x, y, steps_end, acc);
+    steps(x, y, steps_end, acc, ahead);
     if constexpr (NW == 4) {
       if (steps_end == n) {  // no tails: four pairs' sums at once, each still hsum(acc) + 0.0f
         for (int r = 0; r < NR; ++r) {
@@ -120,15 +132,19 @@ struct Tile {
     }
   }
 
-  // Weight rows [0, n_w) of a sub-tile against activation rows [0, NR), kTileWeights rows a pass.
+  // Weight rows [0, n_w) of a sub-tile against activation rows [0, NR), kTileWeights rows a pass. The
+  // first group of rows over the sub-tile (`first`) reads its weights from memory: each pass fetches the
+  // next one's rows, which are too short (a few KiB) for the hardware prefetcher's streams to ramp up
+  // (bench_kernels BM_MatmulBatch F16, 4-16 rows).
   template <int NR>
   static void tile_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                        uint64_t act_stride, float* out, int64_t out_stride) {
+                        uint64_t act_stride, float* out, int64_t out_stride, bool first) {
     const float* y[NR];
     for (int r = 0; r < NR; ++r) y[r] = reinterpret_cast<const float*>(act + r * act_stride);
+    const auto ahead = first ? static_cast<int64_t>(kTileWeights * row_bytes / sizeof(T)) : 0;
     int64_t o = 0;
     for (; o + kTileWeights <= n_w; o += kTileWeights) {
-      weights_pass<kTileWeights, NR>(n, w, row_bytes, o, y, out, out_stride);
+      weights_pass<kTileWeights, NR>(n, w, row_bytes, o, y, out, out_stride, ahead);
     }
     if (o < n_w) partial_pass<kTileWeights - 1, NR>(static_cast<int>(n_w - o), n, w, row_bytes, o, y, out, out_stride);
   }
@@ -137,14 +153,15 @@ struct Tile {
   // out of line (BM_MatmulPrefill BF16).
   template <int NW, int NR>
   [[gnu::always_inline]] static void weights_pass(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t o,
-                                                  const float* const (&y)[NR], float* out, int64_t out_stride) {
+                                                  const float* const (&y)[NR], float* out, int64_t out_stride,
+                                                  int64_t ahead = 0) {
     const T* x[NW];
     float* dst[NW];
     for (int j = 0; j < NW; ++j) {
       x[j] = reinterpret_cast<const T*>(w + (o + j) * row_bytes);
       dst[j] = out + o + j;
     }
-    pass<NW, NR>(n, x, y, dst, out_stride);
+    pass<NW, NR>(n, x, y, dst, out_stride, ahead);
   }
 
   // The last 1..NW weight rows of a sub-tile (fewer than kTileWeights).
