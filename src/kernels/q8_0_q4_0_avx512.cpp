@@ -37,7 +37,9 @@ struct VnniPass {
     const __mmask16 keep = static_cast<__mmask16>((1u << t.count) - 1);
     float* out = t.out + r0 * t.out_stride;
     __m512 acc[NR];
-    for (int r = 0; r < NR; ++r) acc[r] = t.b0 ? _mm512_maskz_loadu_ps(keep, out + r * t.out_stride) : _mm512_setzero_ps();
+    for (int r = 0; r < NR; ++r) {
+      acc[r] = t.b0 ? _mm512_maskz_loadu_ps(keep, out + r * t.out_stride) : _mm512_setzero_ps();
+    }
     const Group* g = t.g;
     for (int64_t b = 0; b < t.nb; ++b) {
       __m512i s[NR];
