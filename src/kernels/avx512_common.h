@@ -194,12 +194,12 @@ struct BlockOffsets {
     v.resize(static_cast<size_t>((n_rows + kRows - 1) / kRows * kRows * blocks));
     for (int64_t r = 0; r < n_rows; ++r) {
       const auto* y = reinterpret_cast<const Act*>(act + r * act_stride);
-      int32_t* row = group(r / kRows * kRows) + r % kRows;
+      int32_t* row = v.data() + r / kRows * kRows * blocks + r % kRows;
       for (int64_t b = 0; b < blocks; ++b) row[b * kRows] = -offset * sum_i8(y[b].qs);
     }
   }
   // The group from row r0 (a multiple of kRows): the term of row r0 + r, block b at [b * kRows + r].
-  int32_t* group(int64_t r0) const { return v.data() + r0 * n_blocks; }
+  const int32_t* group(int64_t r0) const { return v.data() + r0 * n_blocks; }
   int32_t at(int64_t r, int64_t b) const { return group(r / kRows * kRows)[b * kRows + r % kRows]; }
 };
 
