@@ -223,6 +223,12 @@ void prefill_args(benchmark::internal::Benchmark* b) {
       b->Args({static_cast<int64_t>(t), n_in, n_out, 512, 1, 0});
     }
   }
+  // the K-quants in the interleaved layout, as a loaded model holds them on AVX-512 VNNI CPUs
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+    for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{2048, 8192}, {8192, 2048}}) {
+      b->Args({static_cast<int64_t>(t), n_in, n_out, 512, 1, 1});
+    }
+  }
   // bge-small's shapes (384 wide, FFN 1536), 4 sequences of 128 rows as the engine batches them
   for (TensorType t : {TensorType::F16, TensorType::Q8_0}) {
     for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{384, 384}, {384, 1536}, {1536, 384}}) {
@@ -294,6 +300,10 @@ void batch_args(benchmark::internal::Benchmark* b) {
   }
   for (TensorType t : {TensorType::Q5_0, TensorType::Q5_1, TensorType::BF16}) {  // the row layout only
     for (int64_t rows : {1, 2, 4, 6, 8, 12, 16}) b->Args({static_cast<int64_t>(t), rows, 2, 0});
+  }
+  // where the K-quants' unpacked tile (k_tile_avx512.h) overtakes the interleaved rows kernel
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+    for (int64_t rows : {24, 32, 48, 64}) b->Args({static_cast<int64_t>(t), rows, 2, 1});
   }
 }
 

@@ -8,6 +8,7 @@
 // they give. Q5_K is Q4_K's block with a fifth bit per code (qh) and the same scales, mins and steps.
 #include "kernels/avx512_kernels.h"
 #include "kernels/avx512_q4_k.h"
+#include "kernels/k_tile_avx512.h"
 
 namespace infer::kernels::avx512 {
 
@@ -36,28 +37,39 @@ struct KDecode {
     return _mm512_mask_add_epi8(q, set, q, _mm512_set1_epi8(0x10));
   }
 
+  // The fifth bits of super-block i's four chunks (Q5_K; nothing for Q4_K).
+  static void fifth_bits(const InterleavedRows& src, int64_t i, __m512i* h) {
+    if constexpr (kFiveBit) {
+      for (int r = 0; r < kSubLen / 4; ++r) h[r] = src.word(i, offsetof(BlockQ5_K, qh) + 4 * r);
+    }
+  }
+
+  // The 16 rows' codes in word r of chunk c (q): lo of sub-block 2c, hi of sub-block 2c + 1.
+  static void codes(__m512i q, const __m512i* h, int c, int r, __m512i& lo, __m512i& hi) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    lo = _mm512_and_si512(q, m4);
+    hi = _mm512_and_si512(_mm512_srli_epi32(q, 4), m4);
+    if constexpr (kFiveBit) {
+      lo = with_fifth_bit(lo, h[r], 2 * c);
+      hi = with_fifth_bit(hi, h[r], 2 * c + 1);
+    }
+  }
+
   template <int NR>
   static void block(const InterleavedRows& src, int64_t i, const BlockQ8_K* const* y, const ActivationSums& sums,
                     int row0, __m512* acc) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512i sc[kSubs], min_pairs[kSubs / 2];
     decode_scales(src, i, sc, min_pairs);
     __m512i s[NR], h[kSubLen / 4];
     for (int a = 0; a < NR; ++a) s[a] = _mm512_setzero_si512();
-    if constexpr (kFiveBit) {  // the fifth bits of all four chunks: read once
-      for (int r = 0; r < kSubLen / 4; ++r) h[r] = src.word(i, offsetof(BlockQ5_K, qh) + 4 * r);
-    }
+    fifth_bits(src, i, h);  // read once for all four chunks
     for (int c = 0; c < 4; ++c) {
       __m512i lo[NR], hi[NR];
       for (int a = 0; a < NR; ++a) lo[a] = hi[a] = _mm512_setzero_si512();
 #pragma GCC unroll 8
       for (int r = 0; r < kSubLen / 4; ++r) {
-        const __m512i q = src.word(i, kCodes + 32 * c + 4 * r);
-        __m512i q_lo = _mm512_and_si512(q, m4), q_hi = _mm512_and_si512(_mm512_srli_epi32(q, 4), m4);
-        if constexpr (kFiveBit) {
-          q_lo = with_fifth_bit(q_lo, h[r], 2 * c);
-          q_hi = with_fifth_bit(q_hi, h[r], 2 * c + 1);
-        }
+        __m512i q_lo, q_hi;
+        codes(src.word(i, kCodes + 32 * c + 4 * r), h, c, r, q_lo, q_hi);
         for (int a = 0; a < NR; ++a) {
           lo[a] = _mm512_dpbusd_epi32(lo[a], q_lo, broadcast_word(y[a][i].qs + 64 * c + 4 * r));
           hi[a] = _mm512_dpbusd_epi32(hi[a], q_hi, broadcast_word(y[a][i].qs + 64 * c + kSubLen + 4 * r));
@@ -75,6 +87,40 @@ struct KDecode {
 using Q4KDecode = KDecode<false>;
 using Q5KDecode = KDecode<true>;
 
+// Larger batches: the tile's Format (k_tile_avx512.h), the same codes and steps from unpacked units.
+template <bool kFiveBit>
+struct KUnpack {
+  using Decode = KDecode<kFiveBit>;
+  using Unit = KUnpackedUnit<kSubs>;
+  static constexpr int kSumGroupLen = Decode::kSumGroupLen;
+  static constexpr int64_t kBlockBytes = Decode::kBlockBytes;
+
+  static void unpack(const InterleavedRows& src, int64_t i, Unit& u) {
+    __m512i sc[kSubs], min_pairs[kSubs / 2], h[kSubLen / 4];
+    decode_scales(src, i, sc, min_pairs);
+    for (int j = 0; j < kSubs; ++j) u.scale_words[j].v = scale_words(sc[j]);
+    for (int p = 0; p < kSubs / 2; ++p) u.pairs[p].v = min_pairs[p];
+    const BlockScales scales(src.word(i, 0));
+    u.d.v = scales.d;
+    u.dmin.v = scales.dmin;
+    Decode::fifth_bits(src, i, h);
+    for (int c = 0; c < 4; ++c) {
+      for (int r = 0; r < kSubLen / 4; ++r) {
+        Decode::codes(src.word(i, Decode::kCodes + 32 * c + 4 * r), h, c, r, u.codes[16 * c + r].v,
+                      u.codes[16 * c + 8 + r].v);
+      }
+    }
+  }
+
+  static __m512 add_unit(const Unit& u, __m512i s, const ActivationSums& sums, int row, int64_t i, float dy,
+                         __m512 acc) {
+    BlockScales scales;
+    scales.d = u.d.v;
+    scales.dmin = u.dmin.v;
+    return add_block(scales, s, pair_dot(u.pairs, sums, row, i, kSubs / 2), dy, acc);
+  }
+};
+
 }  // namespace
 
 void dot_outputs_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
@@ -84,6 +130,9 @@ void dot_outputs_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, 
 
 void dot_rows_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  if (n_rows > kRowsByDirectPasses) {
+    return dot_tile_unpacked<KUnpack<false>>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  }
   dot_rows_interleaved<Q4KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
@@ -94,6 +143,9 @@ void dot_outputs_interleaved_q5_k(int64_t n, const void* w, uint64_t row_bytes, 
 
 void dot_rows_interleaved_q5_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  if (n_rows > kRowsByDirectPasses) {
+    return dot_tile_unpacked<KUnpack<true>>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  }
   dot_rows_interleaved<Q5KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 

@@ -3,6 +3,7 @@
 // Zen 4/5).
 #include "kernels/avx512_kernels.h"
 #include "kernels/avx512_q6_k.h"
+#include "kernels/k_tile_avx512.h"
 
 namespace infer::kernels::avx512 {
 
@@ -72,6 +73,33 @@ struct Q6KDecode {
     }
   }
 };
+
+// Larger batches: the tile's Format (k_tile_avx512.h), the same codes and steps from unpacked units.
+struct Q6KUnpack {
+  using Unit = KUnpackedUnit<kSubs>;
+  static constexpr int kSumGroupLen = Q6KDecode::kSumGroupLen;
+  static constexpr int64_t kBlockBytes = Q6KDecode::kBlockBytes;
+
+  static void unpack(const InterleavedRows& src, int64_t i, Unit& u) {
+    __m512i sc[kSubs], sc_pairs[kSubs / 2];
+    decode_scales(src, i, sc, sc_pairs);
+    for (int j = 0; j < kSubs; ++j) u.scale_words[j].v = scale_words(sc[j]);
+    for (int p = 0; p < kSubs / 2; ++p) u.pairs[p].v = sc_pairs[p];
+    u.d.v = low_halves_f32(src.last_half(i));
+    for (int h = 0; h < 2; ++h) {
+      for (int k = 0; k < 32; k += 4) {  // element 128h + 32g + k is code vector 32h + 8g + k/4
+        const __m512i ql0 = src.word(i, kQl + 64 * h + k), ql1 = src.word(i, kQl + 64 * h + 32 + k);
+        const __m512i qh = src.word(i, kQh + 32 * h + k);
+        for (int g = 0; g < 4; ++g) u.codes[32 * h + 8 * g + k / 4].v = codes(ql0, ql1, qh, g);
+      }
+    }
+  }
+
+  static __m512 add_unit(const Unit& u, __m512i s, const ActivationSums& sums, int row, int64_t i, float dy,
+                         __m512 acc) {
+    return add_block(u.d.v, s, pair_dot(u.pairs, sums, row, i, kSubs / 2), dy, acc);
+  }
+};
 }  // namespace
 
 void dot_outputs_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
@@ -81,6 +109,9 @@ void dot_outputs_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, 
 
 void dot_rows_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  if (n_rows > kRowsByDirectPasses) {
+    return dot_tile_unpacked<Q6KUnpack>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+  }
   dot_rows_interleaved<Q6KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 

@@ -201,7 +201,7 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAcrossChunks) {
 // −128 and −127): the exact integer sums are at their largest, beyond 2^24 for Q4_K, where a kernel that
 // lost exactness would round differently from the row layout's.
 TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAtTheIntegerExtremes) {
-  const int64_t n_in = 512, n_out = 32, rows = 9;
+  const int64_t n_in = 512, n_out = 32, rows = 40;  // 9 rows: the rows kernel; 40: the tiles
   // Q8_K (Q8_0 for Q8_0, Q4_0): every code −128 (−127) but one less per 32, so that the sums are odd: a
   // float sum that passed 2^24 would round.
   std::vector<float> x(rows * n_in, -1.0f);
@@ -243,6 +243,7 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsAtTheIntegerExtremes) {
     }
     const Pair p = make_pair(t, n_in, n_out, w);
     expect_same(p, x, 0, 1, 1, std::string(type_label(t)) + " extremes");
+    expect_same(p, x, 0, 9, 1, std::string(type_label(t)) + " extremes");
     expect_same(p, x, 0, rows, 1, std::string(type_label(t)) + " extremes");
     expect_same(p, x, 0, rows, 2, std::string(type_label(t)) + " extremes");
     // The row layout's batch (AMX tiles over gathered rows) against its own decode kernel, too.
@@ -263,9 +264,10 @@ TEST(Interleave, MatmulIsBitwiseTheRowLayoutsOnLlamaCppBlocks) {
       if (t.n_dims != 2 || !interleavable) continue;
       if (!interleaved_kernels_available(t.type)) GTEST_SKIP() << "no interleaved kernels on this CPU (AVX-512 VNNI)";
       const Pair p = make_pair(t.type, t.ne[0], t.ne[1], std::vector<uint8_t>(t.data, t.data + t.n_bytes));
-      const std::vector<float> x = random_floats(9 * t.ne[0], 29);
+      const std::vector<float> x = random_floats(40 * t.ne[0], 29);
       expect_same(p, x, 0, 1, 2, t.name);
       expect_same(p, x, 0, 9, 2, t.name);
+      expect_same(p, x, 0, 40, 2, t.name);  // the tiles
       ++checked;
     }
   }
