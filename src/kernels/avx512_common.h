@@ -276,11 +276,6 @@ void dot_outputs_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64
 // against up to kRowsPerPass activation rows at once with the Decode's block<NR>, so that the codes
 // of a super-block are unpacked once per pass and the AMX tiles' loads and stores are avoided.
 inline constexpr int kRowsPerPass = 8;
-// Batches of up to this many rows meet the interleaved units as they lie, in passes of kRowsPerPass;
-// larger ones take a tile that prepares each group once for all of them (Q8_0/Q4_0: the VNNI tile; the
-// K-quants: k_tile_avx512.h), which pays only then (bench_kernels BM_MatmulBatch, 12-128 rows;
-// docs/performance.md, Constants).
-inline constexpr int kRowsByDirectPasses = 4 * kRowsPerPass;
 
 template <class Decode, int NR>
 void rows_pass(const InterleavedRows& src, const ActivationSums& sums, const uint8_t* act, uint64_t act_stride,

@@ -26,22 +26,29 @@ struct alignas(64) KUnpackedUnit {
 };
 
 // A Format gives: Unit (a KUnpackedUnit), kSumGroupLen and kBlockBytes as its interleaved rows
-// kernel's Decode; unpack(src, i, unit): super-block i of the group; add_unit(unit, s, sums, row, i,
-// dy, acc): the rows kernel's float step with the exact integer sums s of activation row `row`.
-// Super-blocks [i0, i1) (units[0] is i0's) against activation rows row0..row0 + NR − 1, continuing the
-// sums in `out` unless i0 is 0: the float steps stay in super-block order.
+// kernel's Decode; kRowsByPasses, the most rows that still take that kernel's passes (the tile pays
+// for its unpacking only beyond them); unpack(src, i, unit): super-block i of the group;
+// add_unit(unit, s, sums, row, i, dy, acc): the rows kernel's float step with the exact integer sums s
+// of activation row `row`.
+//
+// The group's units against activation rows row0..row0 + NR − 1. next_group: the raw units of the group
+// to unpack next, fetched into L2 meanwhile (the first pass only), or nullptr.
 template <class Format, int NR>
-void unpacked_pass(const typename Format::Unit* units, int64_t i0, int64_t i1, const ActivationSums& sums,
-                   const uint8_t* act, uint64_t act_stride, int row0, float* out, int64_t out_stride) {
+void unpacked_pass(const typename Format::Unit* units, const ActivationSums& sums, const uint8_t* act,
+                   uint64_t act_stride, int row0, float* out, int64_t out_stride, const uint8_t* next_group) {
   using Unit = typename Format::Unit;
   const BlockQ8_K* y[NR];
   __m512 acc[NR];
   for (int a = 0; a < NR; ++a) {
     y[a] = reinterpret_cast<const BlockQ8_K*>(act + (row0 + a) * act_stride);
-    acc[a] = i0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + (row0 + a) * out_stride);
+    acc[a] = _mm512_setzero_ps();
   }
-  for (int64_t i = i0; i < i1; ++i) {
-    const Unit& u = units[i - i0];
+  for (int64_t i = 0; i < sums.n_blocks; ++i) {
+    if (next_group) {  // the next group's unit i into L2, at the pace of this group's arithmetic
+      const auto* p = reinterpret_cast<const char*>(next_group + i * kGroupRows * Format::kBlockBytes);
+      for (int64_t l = 0; l < kGroupRows * Format::kBlockBytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T1);
+    }
+    const Unit& u = units[i];
     __m512i s[NR];
     for (int a = 0; a < NR; ++a) s[a] = _mm512_setzero_si512();
     for (int j = 0; j < Unit::kSubs; ++j) {
@@ -73,19 +80,20 @@ void dot_tile_unpacked(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w
   for (int64_t o0 = 0; o0 < n_w; o0 += kGroupRows) {
     const InterleavedRows src(wb + o0 * row_bytes, row_bytes, kGroupRows, Format::kBlockBytes);
     for (int64_t i = 0; i < sums.n_blocks; ++i) Format::unpack(src, i, units[i]);
-    const int64_t n_blocks = sums.n_blocks;
     const Unit* u = units.data();
     float* o = out + o0;
+    const uint8_t* next = o0 + kGroupRows < n_w ? wb + (o0 + kGroupRows) * row_bytes : nullptr;
     for (int a0 = 0; a0 < n_rows; a0 += kRowsPerPass) {
+      const uint8_t* fetch = a0 == 0 ? next : nullptr;
       switch (static_cast<int>(min_of(kRowsPerPass, n_rows - a0))) {
-        case 1: unpacked_pass<Format, 1>(u, 0, n_blocks, sums, act, act_stride, a0, o, out_stride); break;
-        case 2: unpacked_pass<Format, 2>(u, 0, n_blocks, sums, act, act_stride, a0, o, out_stride); break;
-        case 3: unpacked_pass<Format, 3>(u, 0, n_blocks, sums, act, act_stride, a0, o, out_stride); break;
-        case 4: unpacked_pass<Format, 4>(u, 0, n_blocks, sums, act, act_stride, a0, o, out_stride); break;
-        case 5: unpacked_pass<Format, 5>(u, 0, n_blocks, sums, act, act_stride, a0, o, out_stride); break;
-        case 6: unpacked_pass<Format, 6>(u, 0, n_blocks, sums, act, act_stride, a0, o, out_stride); break;
-        case 7: unpacked_pass<Format, 7>(u, 0, n_blocks, sums, act, act_stride, a0, o, out_stride); break;
-        default: unpacked_pass<Format, 8>(u, 0, n_blocks, sums, act, act_stride, a0, o, out_stride); break;
+        case 1: unpacked_pass<Format, 1>(u, sums, act, act_stride, a0, o, out_stride, fetch); break;
+        case 2: unpacked_pass<Format, 2>(u, sums, act, act_stride, a0, o, out_stride, fetch); break;
+        case 3: unpacked_pass<Format, 3>(u, sums, act, act_stride, a0, o, out_stride, fetch); break;
+        case 4: unpacked_pass<Format, 4>(u, sums, act, act_stride, a0, o, out_stride, fetch); break;
+        case 5: unpacked_pass<Format, 5>(u, sums, act, act_stride, a0, o, out_stride, fetch); break;
+        case 6: unpacked_pass<Format, 6>(u, sums, act, act_stride, a0, o, out_stride, fetch); break;
+        case 7: unpacked_pass<Format, 7>(u, sums, act, act_stride, a0, o, out_stride, fetch); break;
+        default: unpacked_pass<Format, 8>(u, sums, act, act_stride, a0, o, out_stride, fetch); break;
       }
     }
   }

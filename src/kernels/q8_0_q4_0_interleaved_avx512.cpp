@@ -79,6 +79,11 @@ struct Q4_0Sums {
   }
 };
 
+// Batches of up to this many rows meet the units as they lie, 8 rows a pass; larger ones take the VNNI
+// tile, each group realigned once for all of them (bench_kernels BM_MatmulBatch, 12-48 rows;
+// docs/performance.md, Constants).
+constexpr int kRowsByDirectPasses = 4 * kRowsPerPass;
+
 template <class Sums>
 struct Kernels {
   // Block b of one group against activation rows y[0..NR) (off: their group of BlockOffsets).
