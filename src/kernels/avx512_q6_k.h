@@ -21,12 +21,18 @@ constexpr int64_t kQl = offsetof(BlockQ6_K, ql), kQh = offsetof(BlockQ6_K, qh), 
 
 // The 16 rows' codes of group g (0..3) for words ql0/ql1 (ql bytes 64h + k, 64h + 32 + k) and qh
 // (bytes 32h + k): bits 2g, 2g+1 of each qh byte moved to bits 4, 5 (what crosses bytes is masked off).
+// kSelect: the low nibble and the moved bits joined by one ternary select (0xE4: m4 ? lo : hi) instead
+// of an and and an or: faster where the codes' instructions dominate (decode), slower beside the
+// VPDPBUSD of 8 rows (bench_kernels BM_MatmulBatch, Q6_K 1 and 8 rows; docs/performance.md, Constants).
+template <bool kSelect = false>
 inline __m512i codes(__m512i ql0, __m512i ql1, __m512i qh, int g) {
   const __m512i m4 = _mm512_set1_epi8(0x0F), m2_at_4 = _mm512_set1_epi8(0x30);
   const __m512i ql = (g & 1) ? ql1 : ql0;
-  const __m512i lo = _mm512_and_si512(g >> 1 ? _mm512_srli_epi32(ql, 4) : ql, m4);
+  const __m512i lo = g >> 1 ? _mm512_srli_epi32(ql, 4) : ql;  // the low 4 bits, other bits above them
   const __m512i moved = g <= 2 ? _mm512_slli_epi32(qh, 4 - 2 * g) : _mm512_srli_epi32(qh, 2);
-  return _mm512_or_si512(lo, _mm512_and_si512(moved, m2_at_4));
+  const __m512i hi = _mm512_and_si512(moved, m2_at_4);
+  if constexpr (kSelect) return _mm512_ternarylogic_epi32(lo, hi, m4, 0xE4);
+  return _mm512_or_si512(_mm512_and_si512(lo, m4), hi);
 }
 
 // The 16 sub-block scales of super-block i (sign-extended) and their int16 pairs (sc[2p], sc[2p+1]).

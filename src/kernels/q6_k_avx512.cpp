@@ -54,7 +54,7 @@ struct Q6KDecode {
           for (int r = 0; r < kSubLen / 4; ++r) {
             __m512i code;
             if constexpr (kKeepWords) {
-              code = codes(kept[0][r], kept[1][r], kept[2][r], g);
+              code = codes<true>(kept[0][r], kept[1][r], kept[2][r], g);
             } else {
               code = codes(word(0, r, g == 0), word(1, r, g == 0), word(2, r, g == 0), g);
             }
