@@ -4,7 +4,8 @@
 // as bytes (vector v: codes 4v..4v+3 of the 16 rows, one row per 32-bit lane), its sub-block scales as
 // scale_words(), the int16 pairs that multiply the activation bsums, and its float scales. Passes of
 // kRowsPerPass activation rows then read them back, where the interleaved rows kernel
-// (dot_rows_interleaved) unpacks the codes and decodes the scales again for every pass.
+// (dot_rows_interleaved) unpacks the codes and decodes the scales again for every pass; the first pass
+// also fetches the next group's raw units into L2, so that unpacking them does not wait on memory.
 // The integer sums are exact and the float step per super-block is the rows kernel's, so every value
 // is bitwise what that kernel gives (invariant 7). Include only in *_avx512.cpp files, after the
 // format's own header (avx512_q4_k.h or avx512_q6_k.h); internal linkage, as avx512_common.h explains.

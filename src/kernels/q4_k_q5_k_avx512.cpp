@@ -1,6 +1,6 @@
 // Q4_K and Q5_K weights × Q8_K activations on AVX-512 VNNI (avx512_q4_k.h), over the interleaved
-// layout: the decode kernel and the small-batch kernel, no tiles (also for AVX-512 CPUs without AMX,
-// such as AMD's Zen 4/5).
+// layout: the decode kernel, the small-batch kernel and, for larger batches, the unpacked tile
+// (k_tile_avx512.h); no AMX (also for AVX-512 CPUs without it, such as AMD's Zen 4/5).
 //
 // VPDPBUSD dots each 16-row code vector with one activation word broadcast, and the super-block sums
 // S = Σ_j sc_j·sum_j and M = Σ_j m_j·(bsums of sub-block j) are formed as exact integers, then take

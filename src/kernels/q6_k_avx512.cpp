@@ -1,6 +1,6 @@
 // Q6_K weights × Q8_K activations on AVX-512 VNNI (avx512_q6_k.h), over the interleaved layout: the
-// decode kernel and the small-batch kernel, no tiles (also for AVX-512 CPUs without AMX, such as AMD's
-// Zen 4/5).
+// decode kernel, the small-batch kernel and, for larger batches, the unpacked tile (k_tile_avx512.h);
+// no AMX (also for AVX-512 CPUs without it, such as AMD's Zen 4/5).
 #include "kernels/avx512_kernels.h"
 #include "kernels/avx512_q6_k.h"
 #include "kernels/k_tile_avx512.h"
