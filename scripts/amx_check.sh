@@ -14,9 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
-export INFER_MODELS_DIR=${INFER_MODELS_DIR:-$(realpath -m ../shared/models)}
-export INFER_REFERENCE_DIR=${INFER_REFERENCE_DIR:-$(realpath -m ../shared/reference)}
-export INFER_VECTORS_DIR=${INFER_VECTORS_DIR:-$(realpath -m ../shared/tokenizer-vectors)}
+source scripts/shared_dirs.sh
 export INFER_BUILD_DIR=$build
 out=${AMX_CHECK_OUT:-$build/amx_check}
 mkdir -p "$out"

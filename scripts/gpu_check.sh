@@ -16,9 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
-export INFER_MODELS_DIR=${INFER_MODELS_DIR:-$(realpath -m ../shared/models)}
-export INFER_REFERENCE_DIR=${INFER_REFERENCE_DIR:-$(realpath -m ../shared/reference)}
-export INFER_VECTORS_DIR=${INFER_VECTORS_DIR:-$(realpath -m ../shared/tokenizer-vectors)}
+source scripts/shared_dirs.sh
 export INFER_BUILD_DIR=$build
 [ -x "$build/src/cli/infer" ] || scripts/setup.sh release
 out=${GPU_CHECK_OUT:-$build/gpu_check}

@@ -14,9 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-short}
-export INFER_MODELS_DIR=${INFER_MODELS_DIR:-$(realpath -m ../shared/models)}
-export INFER_VECTORS_DIR=${INFER_VECTORS_DIR:-$(realpath -m ../shared/tokenizer-vectors)}
-export INFER_REFERENCE_DIR=${INFER_REFERENCE_DIR:-$(realpath -m ../shared/reference)}
+source scripts/shared_dirs.sh
 scripts/setup.sh >/dev/null  # packages only matter here; the release build is cheap when up to date
 
 case "$mode" in

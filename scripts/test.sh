@@ -4,8 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-release}
-export INFER_MODELS_DIR=${INFER_MODELS_DIR:-$(realpath -m ../shared/models)}
-export INFER_VECTORS_DIR=${INFER_VECTORS_DIR:-$(realpath -m ../shared/tokenizer-vectors)}
-export INFER_REFERENCE_DIR=${INFER_REFERENCE_DIR:-$(realpath -m ../shared/reference)}
+source scripts/shared_dirs.sh
 scripts/setup.sh "$preset"
 ctest --preset "$preset" -j "$(nproc)" ${CTEST_ARGS:-}
