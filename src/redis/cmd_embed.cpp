@@ -224,6 +224,7 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       store_key = argv[++i];
       element = argv[++i];
       if (i + 2 < argc && is_word(argv[i + 1], "SETATTR")) {
+        if (std::string e = attribute_size_error(ctx, view(argv[i + 2]).size()); !e.empty()) return reply_error(ctx, e);
         attrs = str(argv[i + 2]);
         i += 2;
       }

@@ -83,6 +83,8 @@ constexpr NumericOption kNumeric[] = {
     {"STREAM-MAXLEN", "stream-maxlen", &Settings::stream_maxlen, 0, LLONG_MAX, REDISMODULE_CONFIG_DEFAULT},
     {"VSIM-THREAD-THRESHOLD", "vsim-thread-threshold", &Settings::vsim_thread_threshold, 0, LLONG_MAX,
      REDISMODULE_CONFIG_DEFAULT},
+    {"MAX-ATTRIBUTE-BYTES", "max-attribute-bytes", &Settings::max_attribute_bytes, 2, 512LL << 20,
+     REDISMODULE_CONFIG_MEMORY},
 };
 
 long long get_numeric(const char*, void* priv) {

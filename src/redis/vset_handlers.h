@@ -47,6 +47,9 @@ void submit_embedding(std::shared_ptr<const LoadedModel> model, std::string text
 std::optional<std::vector<float>> parse_vector(RedisModuleString** argv, int argc, int* i, std::string* err);
 // True when argv[i] starts a vector (FP32 or VALUES).
 bool is_vector_start(RedisModuleString* arg);
+// "" when a client may set attributes of `bytes` (infer.max-attribute-bytes), else the error. Writes
+// from the master or the AOF are never refused: a replica must apply what its master did.
+std::string attribute_size_error(RedisModuleCtx* ctx, size_t bytes);
 
 // VSIM-style options after the query: WITHSCORES WITHATTRIBS COUNT EPSILON EF FILTER FILTER-EF TRUTH
 // NOTHREAD. `filter` receives the parsed FILTER. Returns false with `err` set on a bad option.

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "redis/args.h"
+#include "redis/settings.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_type.h"
 
@@ -11,6 +12,14 @@ namespace infer::redis {
 namespace {
 int reply_wrongtype(RedisModuleCtx* ctx) { return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE); }
 }  // namespace
+
+std::string attribute_size_error(RedisModuleCtx* ctx, size_t bytes) {
+  const auto limit = static_cast<size_t>(settings().max_attribute_bytes);
+  if (bytes <= limit || (rm::GetContextFlags(ctx) & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)))
+    return "";
+  return "attributes of " + std::to_string(bytes) + " bytes exceed infer.max-attribute-bytes (" +
+         std::to_string(limit) + ")";
+}
 
 // INFER.VADD key [REDUCE dim] (FP32 blob | VALUES n v...) element [CAS] [NOQUANT|Q8|BIN] [EF n]
 //            [SETATTR json] [M n] [REDUCED-FROM n]
@@ -54,6 +63,7 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       if (!parse_int(argv[++i], 4, 4096, "M", &n, &err)) return reply_error(ctx, err);
       m = static_cast<uint32_t>(n);
     } else if (is_word(a, "SETATTR") && has_value) {
+      if (std::string e = attribute_size_error(ctx, view(argv[i + 1]).size()); !e.empty()) return reply_error(ctx, e);
       attrs = str(argv[++i]);
     } else if (is_word(a, "REDUCED-FROM") && has_value) {
       if (!parse_int(argv[++i], 1, 65536, "REDUCED-FROM", &n, &err)) return reply_error(ctx, err);
@@ -126,6 +136,7 @@ int cmd_vrem(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 // INFER.VSETATTR key element json: 1 when set ("" removes the attributes), 0 when the element is absent.
 int cmd_vsetattr(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 4) return rm::WrongArity(ctx);
+  if (std::string e = attribute_size_error(ctx, view(argv[3]).size()); !e.empty()) return reply_error(ctx, e);
   VsetKey k(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
   if (k.wrong_type) return reply_wrongtype(ctx);
   bool done = false;
