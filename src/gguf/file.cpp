@@ -1,7 +1,10 @@
-// gguf::File: the read-only mapping, metadata/tensor lookup and page control. Parsing is in reader.cpp.
+// gguf::File: opening (mapped or copied, read with pread), metadata/tensor lookup and page control.
+// Parsing is in reader.cpp.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -24,6 +27,22 @@ struct FdGuard {
 };
 
 constexpr uint64_t kHugePage = 2u << 20;
+// First prefix read to parse a mapped file's header; it grows until the tensor table fits.
+constexpr uint64_t kFirstHeaderRead = 1u << 20;
+
+// Reads bytes [offset, offset + n) with pread, so that a file shorter than its stat said is an error
+// (through a mapping it would be SIGBUS).
+void read_exactly(int fd, uint8_t* dst, uint64_t n, uint64_t offset, const std::string& path) {
+  for (uint64_t done = 0; done < n;) {
+    const ssize_t got = ::pread(fd, dst + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;  // a signal arrived before any byte was read
+    if (got <= 0) {
+      throw Error(path + ": cannot read: " +
+                  (got == 0 ? "the file shrank while being read (replace model files by rename)" : errno_text()));
+    }
+    done += static_cast<uint64_t>(got);
+  }
+}
 
 // Anonymous memory rounded up to whole 2 MiB pages, advised for THP, filled from the file, then made
 // read-only. The mapping is over-allocated by one huge page so that it can start on a 2 MiB boundary
@@ -40,18 +59,26 @@ uint8_t* copy_into_huge_pages(int fd, uint64_t size, uint64_t& mapped, const std
   }
   auto* base = reinterpret_cast<uint8_t*>(aligned);
   ::madvise(base, mapped, MADV_HUGEPAGE);  // advice only: without THP this is plain memory
-  for (uint64_t done = 0; done < size;) {
-    const ssize_t got = ::pread(fd, base + done, size - done, static_cast<off_t>(done));
-    if (got < 0 && errno == EINTR) continue;  // a signal arrived before any byte was read
-    if (got <= 0) {
-      const std::string why = got == 0 ? "file shrank while reading" : errno_text();
-      ::munmap(base, mapped);
-      throw Error(path + ": cannot read: " + why);
-    }
-    done += static_cast<uint64_t>(got);
+  try {
+    read_exactly(fd, base, size, 0, path);
+  } catch (...) {
+    ::munmap(base, mapped);
+    throw;
   }
   ::mprotect(base, mapped, PROT_READ);
   return base;
+}
+
+// Refuses a file whose size or modification time moved since `before`: it was rewritten (e.g. cp over
+// it) while being read, and what was read may mix its old and new contents.
+void check_unchanged(int fd, const struct stat& before, const std::string& path) {
+  struct stat now {};
+  if (::fstat(fd, &now) != 0) throw Error(path + ": cannot stat: " + errno_text());
+  if (now.st_size != before.st_size || now.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+      now.st_mtim.tv_nsec != before.st_mtim.tv_nsec) {
+    throw Error(path + ": the file changed while being read (size " + std::to_string(before.st_size) + " -> " +
+                std::to_string(now.st_size) + "); replace model files by rename, then load again");
+  }
 }
 
 }  // namespace
@@ -67,20 +94,34 @@ std::unique_ptr<File> File::open(const std::string& path, const OpenOptions& opt
   std::unique_ptr<File> f(new File());
   f->path_ = path;
   f->size_ = static_cast<uint64_t>(st.st_size);
+  if (opts.after_size_known) opts.after_size_known();
   if (opts.huge_page_copy) {
     f->base_ = copy_into_huge_pages(fd.fd, f->size_, f->mapped_size_, path);
     f->copied_ = true;
+    f->owns_mapping_ = true;
+    f->parse(f->base_, f->size_);  // on throw, ~File unmaps
   } else {
     const int flags = MAP_PRIVATE | (opts.populate ? MAP_POPULATE : 0);
     void* p = ::mmap(nullptr, f->size_, PROT_READ, flags, fd.fd, 0);
     if (p == MAP_FAILED) throw Error(path + ": cannot map " + std::to_string(f->size_) + " bytes: " + errno_text());
     f->base_ = static_cast<const uint8_t*>(p);
     f->mapped_size_ = f->size_;
+    f->owns_mapping_ = true;
+    f->parse_from_descriptor(fd.fd);  // not through the mapping: a shrunken file is an error, not SIGBUS
   }
-  f->owns_mapping_ = true;
-  f->parse();  // on throw, ~File unmaps
+  check_unchanged(fd.fd, st, path);
   if (opts.lock_in_memory) f->locked_ = ::mlock(f->base_, f->size_) == 0;  // best effort: see locked()
   return f;
+}
+
+void File::parse_from_descriptor(int fd) {
+  std::vector<uint8_t> head(std::min(size_, kFirstHeaderRead));
+  read_exactly(fd, head.data(), head.size(), 0, path_);
+  for (uint64_t need = parse(head.data(), head.size()); need != 0; need = parse(head.data(), head.size())) {
+    const uint64_t had = head.size();
+    head.resize(std::min(size_, std::max(need, 2 * had)));  // need <= size_: the parser checked it
+    read_exactly(fd, head.data() + had, head.size() - had, had, path_);
+  }
 }
 
 std::unique_ptr<File> File::from_memory(const uint8_t* bytes, size_t size) {
@@ -88,7 +129,7 @@ std::unique_ptr<File> File::from_memory(const uint8_t* bytes, size_t size) {
   f->path_ = "<memory>";
   f->base_ = bytes;
   f->size_ = size;
-  f->parse();
+  f->parse(bytes, size);
   return f;
 }
 

@@ -7,7 +7,9 @@
 // arithmetic before use (invariant 2); a bad file throws
 // gguf::Error naming the problem, the key or tensor, and the byte offset.
 //
-// The file must not be truncated while mapped (SIGBUS): replace model files by rename.
+// The file is read with pread() while it is opened, mapped or copied: one that shrinks or changes
+// meanwhile is an Error, never a signal. A mapping reads the weights through the file's pages later on,
+// so a mapped file must not be truncated while in use (SIGBUS): replace model files by rename.
 // Thread-safety: a File is immutable after open(); all const methods may be called concurrently.
 #pragma once
 #include <cstdint>
@@ -81,6 +83,9 @@ struct OpenOptions {
   // is on: infer bench; docs/performance.md, Constants), at the price of no page-cache sharing between
   // processes. Read-only once loaded.
   bool huge_page_copy = false;
+  // Test seam: called once the file's size is known and before any byte is read, so that a test can
+  // change the file under the reader.
+  std::function<void()> after_size_known;
 };
 
 class File {
@@ -130,7 +135,12 @@ class File {
 
  private:
   File() = default;
-  void parse();
+  // Parses the first `available` bytes of the file's image (all of it, or a prefix read with pread);
+  // tensor views point into base_. Returns 0 when parsed, else how many leading bytes it needs.
+  uint64_t parse(const uint8_t* image, uint64_t available);
+  void parse_image(const uint8_t* image, uint64_t available);  // parse's work; throws for a short prefix
+  // Mapped files: parses from prefixes read with pread, growing them until the tensor table fits.
+  void parse_from_descriptor(int fd);
 
   std::string path_;
   const uint8_t* base_ = nullptr;

@@ -55,10 +55,17 @@ uint64_t min_encoded_bytes(ValueType t) {
   return 1;
 }
 
-// Reads little-endian fields from the image; every read is bounds-checked and names what it reads.
+// Thrown when a read goes past the bytes at hand but not past the file: File::parse asks for more.
+struct NeedBytes {
+  uint64_t total;  // leading bytes of the file needed
+};
+
+// Reads little-endian fields from the image, of which the first `available` bytes are at hand; every
+// read is bounds-checked against the file size and names what it reads.
 class Parser {
  public:
-  Parser(const std::string& path, const uint8_t* base, uint64_t size) : path_(path), base_(base), size_(size) {}
+  Parser(const std::string& path, const uint8_t* base, uint64_t available, uint64_t size)
+      : path_(path), base_(base), available_(available), size_(size) {}
 
   uint64_t pos() const { return pos_; }
   uint64_t left() const { return size_ - pos_; }
@@ -73,6 +80,7 @@ class Parser {
                std::to_string(left()) + " left of file size " + std::to_string(size_),
            pos_);
     }
+    if (n > available_ - pos_) throw NeedBytes{pos_ + n};
   }
 
   template <typename T>
@@ -158,6 +166,7 @@ class Parser {
  private:
   const std::string& path_;
   const uint8_t* base_;
+  uint64_t available_;  // at most size_, and at least min(size_, 4): the magic is always at hand
   uint64_t size_;
   uint64_t pos_ = 0;
   uint64_t n_array_elements_ = 0;  // over the whole file, nested arrays included
@@ -367,9 +376,22 @@ void check_disjoint(const Parser& p, const std::vector<TensorView>& tensors,
 
 }  // namespace
 
-void File::parse() {
-  Parser p(path_, base_, size_);
-  const Header h = read_header(p, base_, size_);
+uint64_t File::parse(const uint8_t* image, uint64_t available) {
+  try {
+    parse_image(image, available);
+    return 0;
+  } catch (const NeedBytes& more) {
+    return more.total;
+  }
+}
+
+void File::parse_image(const uint8_t* image, uint64_t available) {
+  kv_.clear();
+  kv_index_.clear();
+  tensors_.clear();
+  tensor_index_.clear();
+  Parser p(path_, image, available, size_);
+  const Header h = read_header(p, image, size_);
   version_ = h.version;
 
   std::vector<uint64_t> key_offsets;

@@ -1,6 +1,6 @@
 // INFER.LOAD name path [THREADS n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n] [WEIGHTS copy|mmap]
 //            [DEVICE cpu|cuda] [GPU-LAYERS n|auto] [VRAM-BUDGET bytes]
-// Admin only. DEVICE cuda is refused at once where this build or machine has no GPU; the CPU models
+// Admin only: the caller's ACL user must be allowed MODULE LOAD. DEVICE cuda is refused at once where this build or machine has no GPU; the CPU models
 // keep serving. The path must resolve (realpath) inside the model directory. The engine is created on a
 // loader thread; only the calling client waits. The model is registered on the main thread when the
 // load ends, also when the client disconnected meanwhile; CLIENT UNBLOCK cancels it (the load runs to
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda/cuda_backend.h"
+#include "redis/admin_acl.h"
 #include "redis/args.h"
 #include "redis/blocked_call.h"
 #include "redis/commands.h"
@@ -28,7 +29,7 @@ namespace {
 // Loader thread: creates the model's engine; returns "" or why it failed.
 std::string create_engine_for(LoadedModel& model) {
   try {
-    model.engine = create_engine(model.options);
+    model.engine = create_engine(model.options, &model.planned_bytes);
     return "";
   } catch (const std::exception& e) {
     return e.what();
@@ -93,6 +94,7 @@ void load_for_master(std::shared_ptr<LoadedModel> model) {
 
 int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 3 || argc % 2 == 0) return rm::WrongArity(ctx);
+  if (refuse_unless_module_admin(ctx, "infer.load")) return REDISMODULE_OK;
   const bool from_master = rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_REPLICATED;
   std::string name = str(argv[1]);
   if (from_master && (models().find(name) || models().is_loading(name))) {

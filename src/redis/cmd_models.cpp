@@ -1,5 +1,6 @@
 // INFER.MODELS, INFER.INFO name, INFER.UNLOAD name: the model registry as seen by clients. A master
 // sends its unloads to its replicas (write_queue.h), as it does its loads.
+#include "redis/admin_acl.h"
 #include "redis/args.h"
 #include "redis/commands.h"
 #include "redis/models.h"
@@ -60,6 +61,7 @@ int cmd_info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 
 int cmd_unload(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 2) return rm::WrongArity(ctx);
+  if (refuse_unless_module_admin(ctx, "infer.unload")) return REDISMODULE_OK;
   // Requests in flight hold their own reference to the engine: they finish normally and the engine is
   // destroyed (off the main thread) after the last one.
   if (!models().remove(view(argv[1]))) return reply_error(ctx, "unknown model '" + str(argv[1]) + "'");

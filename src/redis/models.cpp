@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "engine/memory_plan.h"
+#include "gguf/file.h"
+#include "model/hparams.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
 
@@ -65,7 +67,8 @@ void ModelRegistry::set_loading(const std::string& name, bool on) {
     loading_.erase(name);
 }
 
-std::string ModelRegistry::load_now(const std::string& name, const std::string& path) {
+std::string ModelRegistry::load_now(const std::string& name, const std::string& path, bool* did_not_fit) {
+  if (did_not_fit) *did_not_fit = false;
   if (std::string why = check_model_name(name); !why.empty()) return why;
   if (find(name)) return "a model named '" + name + "' is already loaded";
   try {
@@ -73,10 +76,13 @@ std::string ModelRegistry::load_now(const std::string& name, const std::string& 
     m->name = name;
     m->path = path;
     m->options = engine_options_for(path);
-    m->engine = create_engine(m->options);
+    m->engine = create_engine(m->options, &m->planned_bytes);
     m->loaded_at_ms = static_cast<long long>(std::time(nullptr)) * 1000;
     add(std::move(m));
     return "";
+  } catch (const DoesNotFit& e) {
+    if (did_not_fit) *did_not_fit = true;
+    return e.what();
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -119,17 +125,42 @@ uint64_t committed_memory() {
   return ledger().committed;
 }
 
-std::shared_ptr<engine::Engine> create_engine(const engine::EngineOptions& opts) {
+std::string check_max_memory(long long cap) {
+  const uint64_t held = committed_memory();
+  if (cap == 0 || static_cast<uint64_t>(cap) >= held) return "";
+  std::string who;
+  uint64_t named = 0;
+  for (const auto& [name, m] : models().all()) {
+    who += (who.empty() ? "" : ", ") + name + " " + engine::format_bytes(m->planned_bytes);
+    named += m->planned_bytes;
+  }
+  if (held > named) who += std::string(who.empty() ? "" : ", ") + "unloaded models still finishing requests " +
+                           engine::format_bytes(held - named);
+  return "infer.max-memory " + std::to_string(cap) + " is below the " + std::to_string(held) +
+         " bytes the loaded models hold (" + who + "): unload models first";
+}
+
+std::shared_ptr<engine::Engine> create_engine(const engine::EngineOptions& opts, uint64_t* planned_bytes) {
   MemoryLedger& l = ledger();
   std::lock_guard create_lk(l.create_mu);
-  // Plan before allocating: a load that does not fit is refused, never OOM-killed halfway through.
-  const engine::MemoryPlan plan = engine::plan_memory(opts);
+  // Plan before allocating: a load that does not fit is refused, never OOM-killed halfway through. A
+  // file that is not a usable model throws as itself; a plan that cannot be made or does not fit, as
+  // DoesNotFit.
+  const std::unique_ptr<gguf::File> header = gguf::File::open(opts.model_path);
+  const model::HParams hp = model::read_hparams(*header);
+  engine::MemoryPlan plan;
+  try {
+    plan = engine::plan_memory(hp, header->file_size(), opts);
+  } catch (const std::exception& e) {
+    throw DoesNotFit(e.what());
+  }
   const std::string refusal = engine::check_memory(plan, engine::available_memory(), l.cap.load(),
                                                    committed_memory(), "infer.max-memory");
-  if (!refusal.empty()) throw std::runtime_error(refusal);
+  if (!refusal.empty()) throw DoesNotFit(refusal);
   std::unique_ptr<engine::Engine> e = engine::Engine::create(opts);
   if (!e) throw std::runtime_error("engine could not be created for " + opts.model_path);
   const uint64_t held = plan.total();
+  if (planned_bytes) *planned_bytes = held;
   {
     std::lock_guard lk(l.mu);
     l.committed += held;
@@ -154,10 +185,21 @@ bool is_inside(const std::filesystem::path& dir, const std::filesystem::path& pa
 
 }  // namespace
 
+std::string check_no_nul(std::string_view what, std::string_view path) {
+  const size_t at = path.find('\0');
+  if (at == std::string_view::npos) return "";
+  return std::string(what) + " '" + std::string(path.substr(0, at)) + "...' holds a NUL byte (byte " +
+         std::to_string(at) + "): paths cannot contain NUL";
+}
+
 std::string resolve_inside(const std::string& dir, const std::string& path, std::string* err) {
   namespace fs = std::filesystem;
   if (dir.empty()) {
     *err = "INFER.LOAD is disabled: no model directory configured (MODEL-DIR / infer.model-dir)";
+    return "";
+  }
+  if (std::string why = check_no_nul("model path", path); !why.empty()) {
+    *err = why;
     return "";
   }
   char dir_real[PATH_MAX];

@@ -47,7 +47,15 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     for (const auto& [name, path] : redis::settings().startup_models) {
       // Startup models come from the operator's command line: any path is allowed. Loading copies the
       // file (O(file size), unless WEIGHTS mmap): the server starts once the models are in memory.
-      std::string err = redis::models().load_now(name, path);
+      bool did_not_fit = false;
+      std::string err = redis::models().load_now(name, path, &did_not_fit);
+      if (did_not_fit) {
+        // The settings may have changed since the model last fitted (CONFIG SET, CONFIG REWRITE, less
+        // memory): the data the server holds matters more than the model, so it starts without it.
+        rm::Log(ctx, "warning", "infer: MODEL %s not loaded, the server starts without it: %s", name.c_str(),
+                err.c_str());
+        continue;
+      }
       if (!err.empty()) {
         redis::models().clear();
         return fail(ctx, "MODEL " + name + ": " + err);

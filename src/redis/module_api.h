@@ -483,11 +483,14 @@ inline constexpr const char* REDISMODULE_ERRORMSG_WRONGTYPE =
   X(KeyAtPos, void, (RedisModuleCtx * ctx, int pos))                                                            \
   X(KeyAtPosWithFlags, void, (RedisModuleCtx * ctx, int pos, int flags))
 
-// ACL LOG entries (Redis 7.0's RM_ACLAddLogEntry; reason is RedisModuleACLLogEntryReason). A separate
-// table so that the list above stays as the spec orders it; bind() fills both.
+// ACL LOG entries (Redis 7.0's RM_ACLAddLogEntry; reason is RedisModuleACLLogEntryReason) and command
+// permission checks (RM_ACLCheckCommandPermissions: REDISMODULE_OK when `user` may run argv; both in
+// 7.0). A separate table so that the list above stays as the spec orders it; bind() fills both.
+inline constexpr int REDISMODULE_ACL_LOG_CMD = 1;
 inline constexpr int REDISMODULE_ACL_LOG_KEY = 2;
-#define INFER_RM_API_ACL_LOG(X) \
-  X(ACLAddLogEntry, int, (RedisModuleCtx * ctx, RedisModuleUser * user, RedisModuleString * object, int reason))
+#define INFER_RM_API_ACL_LOG(X)                                                                                  \
+  X(ACLAddLogEntry, int, (RedisModuleCtx * ctx, RedisModuleUser * user, RedisModuleString * object, int reason)) \
+  X(ACLCheckCommandPermissions, int, (RedisModuleUser * user, RedisModuleString * *argv, int argc))
 
 namespace infer::rm {
 

@@ -61,6 +61,11 @@ std::string str(RedisModuleString* s) {
   return std::string(p, len);
 }
 
+// Case-insensitive, whole argument: "MODEL\0x" is not MODEL.
+bool same_word(const std::string& arg, const char* word) {
+  return arg.size() == std::strlen(word) && strcasecmp(arg.c_str(), word) == 0;
+}
+
 struct NumericOption {
   const char* arg;     // loadmodule argument
   const char* config;  // config name (shown as infer.<name>)
@@ -91,8 +96,17 @@ long long get_numeric(const char*, void* priv) {
   return settings().*(static_cast<const NumericOption*>(priv)->field);
 }
 
-int set_numeric(const char*, long long v, void* priv, RedisModuleString**) {
-  settings().*(static_cast<const NumericOption*>(priv)->field) = v;
+int set_numeric(const char*, long long v, void* priv, RedisModuleString** err) {
+  const auto field = static_cast<const NumericOption*>(priv)->field;
+  // A cap below what the loaded models hold would be written by CONFIG REWRITE and leave them out
+  // at the next start.
+  if (field == &Settings::max_memory) {
+    if (std::string why = check_max_memory(v); !why.empty()) {
+      *err = rm::CreateString(nullptr, why.data(), why.size());
+      return REDISMODULE_ERR;
+    }
+  }
+  settings().*field = v;
   return REDISMODULE_OK;
 }
 
@@ -107,6 +121,7 @@ int apply_numeric(RedisModuleCtx*, void*, RedisModuleString** err) {
 
 // "" when `dir` is empty (INFER.LOAD off) or an existing directory, else why not.
 std::string check_model_dir(const std::string& dir) {
+  if (std::string why = check_no_nul("MODEL-DIR", dir); !why.empty()) return why;
   struct stat st {};
   if (dir.empty() || (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) return "";
   return "MODEL-DIR '" + dir + "' is not an existing directory";
@@ -141,16 +156,17 @@ std::string parse_module_args(RedisModuleString** argv, int argc) {
   for (int i = 0; i < argc; ++i) {
     std::string key = str(argv[i]);
     auto need = [&](int n) { return i + n < argc; };
-    if (strcasecmp(key.c_str(), "MODEL") == 0) {
+    if (same_word(key, "MODEL")) {
       if (!need(2)) return "MODEL needs a name and a path";
       std::string name = str(argv[i + 1]), path = str(argv[i + 2]);
       if (std::string why = check_model_name(name); !why.empty()) return "MODEL: " + why;
       if (path.empty()) return "MODEL " + name + " needs a non-empty path";
+      if (std::string why = check_no_nul("MODEL " + name + " path", path); !why.empty()) return why;
       s.startup_models.emplace_back(std::move(name), std::move(path));
       i += 2;
       continue;
     }
-    if (strcasecmp(key.c_str(), "MODEL-DIR") == 0) {
+    if (same_word(key, "MODEL-DIR")) {
       if (!need(1)) return "MODEL-DIR needs a directory";
       s.model_dir = str(argv[++i]);
       if (std::string why = check_model_dir(s.model_dir); !why.empty()) return why;
@@ -158,7 +174,7 @@ std::string parse_module_args(RedisModuleString** argv, int argc) {
     }
     const NumericOption* opt = nullptr;
     for (const auto& o : kNumeric)
-      if (strcasecmp(key.c_str(), o.arg) == 0) opt = &o;
+      if (same_word(key, o.arg)) opt = &o;
     if (!opt) return "unknown module argument '" + key + "'";
     if (!need(1)) return key + " needs a value";
     long long v = 0;

@@ -81,9 +81,10 @@ RedisServer::~RedisServer() {
 
 void RedisServer::start(const RedisServerOptions& opts) {
   port_ = free_loopback_port();
-  std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
-                                   "--save", "", "--appendonly", "no", "--dir", dir_, "--daemonize", "no",
-                                   "--logfile", dir_ + "/redis.log"};
+  std::vector<std::string> args = {"redis-server"};
+  if (!opts.config_file.empty()) args.push_back(opts.config_file);
+  args.insert(args.end(), {"--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                           "--dir", dir_, "--daemonize", "no", "--logfile", dir_ + "/redis.log"});
   if (opts.load_module) {
     args.push_back("--loadmodule");
     args.push_back(opts.module_path.empty() ? redis_module_path() : opts.module_path);

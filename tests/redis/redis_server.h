@@ -31,6 +31,7 @@ struct RedisServerOptions {
   std::vector<std::string> module_args;  // after the .so path on --loadmodule
   std::vector<std::string> server_args;  // extra redis-server arguments, e.g. {"--maxmemory", "1mb"}
   std::string module_path;               // default: redis_module_path()
+  std::string config_file;               // given first, so that CONFIG REWRITE writes it (default: none)
   bool load_module = true;
   int start_timeout_ms = 10000;
   bool seccomp_like_systemd = false;     // run under seccomp_exec (setpriority kills the server)

@@ -55,5 +55,50 @@ TEST(Acl, RestrictedUserOnlyReachesPermittedKeys) {
   EXPECT_EQ(as_writer({"INFER.TOKENIZE", "stories", "x", "STORE", "doc:t"}).rfind("(error) NOPERM", 0), 0u);
 }
 
+// Redis 7.0 puts module commands in no ACL category, so `-@admin` would not take INFER.LOAD/UNLOAD
+// away: they ask for what MODULE LOAD needs themselves, also inside MULTI and scripts.
+TEST(Acl, LoadingAndUnloadingModelsNeedsWhatModuleLoadNeeds) {
+  INFER_REQUIRE_DIR(models_dir());
+  RedisServer server({.module_args = {"MODEL-DIR", stories_model_dir(), "MODEL", "stories", stories_model_path()}});
+  RedisConn admin = server.connect();
+  auto as_admin = [&](const std::vector<std::string>& a) { return show(command(admin.get(), a).get()); };
+  ASSERT_EQ(as_admin({"ACL", "SETUSER", "ops", "on", ">pw", "~*", "+@all", "-@admin"}), "OK");
+  ASSERT_EQ(as_admin({"ACL", "SETUSER", "root", "on", ">pw", "~*", "+@all"}), "OK");
+  ASSERT_EQ(as_admin({"ACL", "SETUSER", "loader", "on", ">pw", "+infer.load", "+infer.unload", "+module|load"}),
+            "OK");
+  auto as = [&](const char* user) {
+    RedisConn c = server.connect();
+    EXPECT_EQ(show(command(c.get(), {"AUTH", user, "pw"}).get()), "OK");
+    return c;
+  };
+
+  RedisConn ops = as("ops");
+  auto as_ops = [&](const std::vector<std::string>& a) { return show(command(ops.get(), a).get()); };
+  const std::string denied = "(error) NOPERM this user has no permissions to run the '";
+  EXPECT_EQ(as_ops({"INFER.LOAD", "m", "stories.gguf"}),
+            denied + "infer.load' command: it needs what MODULE LOAD needs (e.g. +@admin or +module|load)");
+  EXPECT_EQ(as_ops({"INFER.UNLOAD", "stories"}),
+            denied + "infer.unload' command: it needs what MODULE LOAD needs (e.g. +@admin or +module|load)");
+  EXPECT_EQ(as_ops({"MULTI"}), "OK");
+  EXPECT_EQ(as_ops({"INFER.UNLOAD", "stories"}), "QUEUED");
+  EXPECT_TRUE(as_ops({"EXEC"}).starts_with("[(error) NOPERM")) << "inside MULTI";
+  EXPECT_TRUE(as_ops({"EVAL", "return redis.call('INFER.UNLOAD', 'stories')", "0"}).find("NOPERM") !=
+              std::string::npos);
+  EXPECT_EQ(as_admin({"INFER.MODELS"}), "[stories]");
+  const std::string log = as_admin({"ACL", "LOG", "1"});
+  EXPECT_TRUE(log.find("infer.unload") != std::string::npos && log.find("ops") != std::string::npos) << log;
+
+  RedisConn root = as("root");
+  EXPECT_EQ(show(command(root.get(), {"INFER.LOAD", "r", "stories.gguf"}).get()), "OK");
+  EXPECT_EQ(show(command(root.get(), {"INFER.UNLOAD", "r"}).get()), "OK");
+  RedisConn loader = as("loader");
+  EXPECT_EQ(show(command(loader.get(), {"INFER.LOAD", "l", "stories.gguf"}).get()), "OK");
+  EXPECT_EQ(show(command(loader.get(), {"INFER.UNLOAD", "l"}).get()), "OK");
+  // The default user (+@all) keeps every right, inside MULTI and scripts too.
+  EXPECT_EQ(as_admin({"INFER.LOAD", "d", "stories.gguf"}), "OK");
+  EXPECT_EQ(as_admin({"EVAL", "return redis.call('INFER.UNLOAD', 'd')", "0"}), "OK");
+  EXPECT_EQ(as_admin({"INFER.MODELS"}), "[stories]");
+}
+
 }  // namespace
 }  // namespace infer::test
