@@ -207,7 +207,7 @@ void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const Generat
   if (o.stream_key) {
     job->stream = std::make_shared<StreamWriter>(o.stream_key, rm::GetSelectedDb(ctx), settings().stream_maxlen,
                                                  job->cancellation);
-    track_local_stream(job->stream);
+    track_local_stream(ctx, job->stream);
   }
 }
 

@@ -44,6 +44,45 @@ bool still_open(RedisModuleCtx* ctx, const std::string& key) {
   return open;
 }
 
+// INFER.STREAMSTATE records waiting to be sent. They go out from their own timer, after the entries
+// they describe: a replica without the module refuses the unknown command, and had it shared the
+// entries' MULTI, the whole transaction (the entries too) would be refused with it.
+struct Record {
+  int db;
+  std::string key;
+  long long tokens;  // -1: DONE
+};
+std::vector<Record>& records() {
+  static auto* v = new std::vector<Record>;
+  return *v;
+}
+bool records_scheduled = false;
+
+void send_records(RedisModuleCtx* ctx, void*) {
+  if (rm::AvoidReplicaTraffic()) {  // clients are paused: propagating now would assert (write_queue.h)
+    rm::CreateTimer(ctx, 10, send_records, nullptr);
+    return;
+  }
+  records_scheduled = false;
+  std::vector<Record> batch;
+  batch.swap(records());
+  if (rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_SLAVE) return;
+  for (const Record& r : batch) {
+    SelectedDb in_streams_db(ctx, r.db);
+    if (r.tokens < 0)
+      rm::Replicate(ctx, kStreamState, "bc", r.key.data(), r.key.size(), "DONE");
+    else
+      rm::Replicate(ctx, kStreamState, "bcl", r.key.data(), r.key.size(), "OPEN", r.tokens);
+  }
+}
+
+void queue_record(RedisModuleCtx* ctx, Record record) {
+  records().push_back(std::move(record));
+  if (records_scheduled) return;
+  records_scheduled = true;
+  rm::CreateTimer(ctx, 0, send_records, nullptr);
+}
+
 bool writing_here(int db, const std::string& key) {
   for (const auto& stream : local_streams())
     if (stream->open() && stream->db() == db && stream->key() == key) return true;
@@ -52,10 +91,12 @@ bool writing_here(int db, const std::string& key) {
 
 }  // namespace
 
-void track_local_stream(const std::shared_ptr<StreamWriter>& writer) {
+void track_local_stream(RedisModuleCtx* ctx, const std::shared_ptr<StreamWriter>& writer) {
   auto& v = local();
   std::erase_if(v, [](const std::weak_ptr<StreamWriter>& w) { return w.expired(); });
   v.push_back(writer);
+  // Recorded before the first entry: a SHUTDOWN right after that entry still finds it in the AOF.
+  queue_record(ctx, {writer->db(), writer->key(), 0});
 }
 
 std::vector<std::shared_ptr<StreamWriter>> local_streams() {
@@ -112,12 +153,7 @@ bool write_stream_entry(RedisModuleCtx* ctx, const std::string& key, long long m
     return false;
   }
   ++stats().stream_entries;
-  if (propagate) {
-    if (finish)
-      rm::Replicate(ctx, kStreamState, "bc", key.data(), key.size(), "DONE");
-    else
-      rm::Replicate(ctx, kStreamState, "bcl", key.data(), key.size(), "OPEN", tokens);
-  }
+  if (propagate) queue_record(ctx, {rm::GetSelectedDb(ctx), key, finish ? -1 : tokens});
   return true;
 }
 

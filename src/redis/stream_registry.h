@@ -7,7 +7,8 @@
 //     from its AOF with `finish shutdown`.
 // A master records each open stream in its replication stream and AOF with the internal command
 // `INFER.STREAMSTATE key OPEN <tokens>` after every text entry and `INFER.STREAMSTATE key DONE` after
-// the finish entry, in the same transaction as the XADD (stream_writer.cpp).
+// the finish entry, sent right after the entries but never in their transaction (a replica without
+// the module refuses the command, and would refuse the entries with it).
 // Main thread only.
 #pragma once
 #include <memory>
@@ -20,8 +21,8 @@ namespace infer::redis {
 
 class StreamWriter;
 
-// A STREAM generation started here: tracked until its writer is freed.
-void track_local_stream(const std::shared_ptr<StreamWriter>& writer);
+// A STREAM generation started here: tracked until its writer is freed, and recorded as open.
+void track_local_stream(RedisModuleCtx* ctx, const std::shared_ptr<StreamWriter>& writer);
 // The local writers still alive (finished or not).
 std::vector<std::shared_ptr<StreamWriter>> local_streams();
 
@@ -38,9 +39,9 @@ int end_inherited_streams(RedisModuleCtx* ctx, const char* reason, bool propagat
 
 // The STREAM entry writer every stream entry goes through: `XADD key [MAXLEN ~ maxlen] * <field>
 // <value>` (plus `tokens <tokens>` after a finish), in the selected database. With `propagate` it is
-// sent to replicas and the AOF with the INFER.STREAMSTATE record above (OPEN after text, DONE after
-// finish); without, it changes the data set only (clients are paused at SHUTDOWN: propagating would
-// assert). Returns false, logging it, when the entry could not be written.
+// sent to replicas and the AOF, followed by the INFER.STREAMSTATE record above (OPEN after text, DONE
+// after finish); without, it changes the data set only (clients are paused at SHUTDOWN: propagating
+// would assert). Returns false, logging it, when the entry could not be written.
 bool write_stream_entry(RedisModuleCtx* ctx, const std::string& key, long long maxlen, const char* field,
                         const std::string& value, long long tokens, bool propagate);
 
