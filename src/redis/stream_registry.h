@@ -6,7 +6,7 @@
 //     restart) left open. A promoted replica ends them with `finish failover`, a master that starts
 //     from its AOF with `finish shutdown`.
 // A master records each open stream in its replication stream and AOF with the internal command
-// `INFER.STREAMSTATE key OPEN <tokens>` after every text entry and `INFER.STREAMSTATE key DONE` after
+// `INFER.STREAMSTATE key OPEN <tokens>` when the generation starts and after every text entry, and `INFER.STREAMSTATE key DONE` after
 // the finish entry, sent right after the entries but never in their transaction (a replica without
 // the module refuses the command, and would refuse the entries with it).
 // Main thread only.
