@@ -141,6 +141,10 @@ std::unique_ptr<BlockedJob> abort_blocked(BlockedJob* job) {
   return std::unique_ptr<BlockedJob>(job);
 }
 
+void cancel_all_jobs() {
+  for (const auto& [bc, job] : live_jobs()) job->cancellation->cancel();
+}
+
 long long blocked_jobs() { return static_cast<long long>(live_jobs().size()); }
 
 }  // namespace infer::redis

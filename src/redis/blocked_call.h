@@ -82,6 +82,9 @@ void complete(BlockedJob* job);
 // the job is the caller's again. Main thread, right after block_client, before any work was handed it.
 std::unique_ptr<BlockedJob> abort_blocked(BlockedJob* job);
 
+// Asks the work of every blocked job to stop (SHUTDOWN). Main thread.
+void cancel_all_jobs();
+
 // Jobs blocked and not yet freed (INFO infer `blocked_jobs`; a leak shows here). Main thread.
 long long blocked_jobs();
 

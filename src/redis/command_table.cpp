@@ -8,6 +8,7 @@
 // node's role themselves and go through the write queue (write_queue.h), which waits out pauses.
 #include "redis/command_registration.h"
 #include "redis/commands.h"
+#include "redis/stream_registry.h"
 
 namespace infer::redis {
 namespace {
@@ -20,6 +21,7 @@ constexpr char kStats[] = "infer.stats";
 constexpr char kTokenize[] = "infer.tokenize";
 constexpr char kDetokenize[] = "infer.detokenize";
 constexpr char kGenerate[] = "infer.generate";
+constexpr char kStreamState[] = "infer.streamstate";
 
 // STORE key of INFER.TOKENIZE: overwritten like a plain SET. "STORE" is searched from argv[3] so that
 // the text argument itself is never taken for the keyword.
@@ -30,6 +32,8 @@ RedisModuleCommandKeySpec detokenize_specs[2];
 // specs carry VARIABLE_FLAGS and the server asks the command itself (getkeys-api, KeyAtPosWithFlags)
 // for the exact keys and their flags; the specs still document them in COMMAND INFO.
 RedisModuleCommandKeySpec generate_specs[3];
+// INFER.STREAMSTATE key ...: the stream it records as open or done (it does not touch the key).
+RedisModuleCommandKeySpec streamstate_specs[2];
 
 }  // namespace
 
@@ -47,6 +51,8 @@ int register_commands(RedisModuleCtx* ctx) {
                                            REDISMODULE_CMD_KEY_VARIABLE_FLAGS,
                                        "STREAM", -1, 0);
 
+  streamstate_specs[0] = index_key_spec("generation stream recorded", REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS, 1);
+
   const CommandDef commands[] = {
       {"infer.load", guarded<cmd_load, kLoad>, "admin deny-oom deny-script", -3,
        "Load a GGUF model from the model directory under a name (off the main thread)", nullptr},
@@ -62,6 +68,9 @@ int register_commands(RedisModuleCtx* ctx) {
       {"infer.generate", guarded<cmd_generate, kGenerate>,
        "readonly deny-oom deny-script getkeys-api no-mandatory-keys", -3,
        "Generate text (blocks only the caller)", generate_specs},
+      // Internal (stream_registry.h): refused unless it comes from the master or the AOF.
+      {"infer.streamstate", guarded<cmd_streamstate, kStreamState>, "write deny-script", -3,
+       "Internal: records a generation stream as open or done (replication and AOF only)", streamstate_specs},
   };
   return create_commands(ctx, commands);
 }

@@ -11,6 +11,7 @@
 #include "redis/background.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
+#include "redis/stream_registry.h"
 
 namespace infer::redis {
 namespace {
@@ -203,9 +204,11 @@ void apply_generation_options(const GenerationOptions& o, engine::Request* req) 
 void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const GenerationOptions& o) {
   job->timeout_ms = o.timeout_ms;
   job->with_stats = o.with_stats;
-  if (o.stream_key)
+  if (o.stream_key) {
     job->stream = std::make_shared<StreamWriter>(o.stream_key, rm::GetSelectedDb(ctx), settings().stream_maxlen,
                                                  job->cancellation);
+    track_local_stream(ctx, job->stream);
+  }
 }
 
 GenerationJob* block_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job) {

@@ -9,6 +9,7 @@
 #include "redis/models.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
+#include "redis/stream_registry.h"
 #include "redis/vset_threads.h"
 #include "redis/write_queue.h"
 
@@ -67,6 +68,9 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     redis::init_write_queue(ctx);
     redis::start_background_thread();
     redis::start_search_threads();
+    // Redis keeps a failed load's event subscriptions (a freed module's callbacks): subscribe last.
+    if (redis::subscribe_stream_endings(ctx) != REDISMODULE_OK)
+      rm::Log(ctx, "warning", "infer: cannot subscribe to server events: streams may end without 'finish'");
   } catch (const std::exception& e) {
     redis::models().clear();
     return fail(ctx, e.what());

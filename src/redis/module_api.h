@@ -285,8 +285,14 @@ inline constexpr int REDISMODULE_CMD_ARG_OPTIONAL = 1 << 0;
 inline constexpr int REDISMODULE_CMD_ARG_MULTIPLE = 1 << 1;
 inline constexpr int REDISMODULE_CMD_ARG_MULTIPLE_TOKEN = 1 << 2;
 
-inline constexpr uint64_t REDISMODULE_EVENT_SHUTDOWN = 5;
+inline constexpr uint64_t REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED = 0;
 inline constexpr uint64_t REDISMODULE_EVENT_FLUSHDB = 2;
+inline constexpr uint64_t REDISMODULE_EVENT_LOADING = 3;
+inline constexpr uint64_t REDISMODULE_EVENT_SHUTDOWN = 5;
+inline constexpr uint64_t REDISMODULE_SUBEVENT_REPLROLECHANGED_NOW_MASTER = 0;
+inline constexpr uint64_t REDISMODULE_SUBEVENT_REPLROLECHANGED_NOW_REPLICA = 1;
+inline constexpr uint64_t REDISMODULE_SUBEVENT_LOADING_REPL_START = 2;
+inline constexpr uint64_t REDISMODULE_SUBEVENT_LOADING_ENDED = 3;
 
 inline constexpr const char* REDISMODULE_ERRORMSG_WRONGTYPE =
     "WRONGTYPE Operation against a key holding the wrong kind of value";

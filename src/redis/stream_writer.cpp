@@ -1,11 +1,11 @@
 #include "redis/stream_writer.h"
 
 #include <memory>
-#include <vector>
 
 #include "redis/args.h"
 #include "redis/cluster_slots.h"
 #include "redis/stats.h"
+#include "redis/stream_registry.h"
 
 namespace infer::redis {
 
@@ -35,7 +35,7 @@ void StreamWriter::post_flush() {
   });
 }
 
-bool StreamWriter::flush(RedisModuleCtx* ctx, Writable writable, bool wait) {
+bool StreamWriter::flush(RedisModuleCtx* ctx, Writable writable, bool wait, bool propagate) {
   std::string chunk;
   {
     std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
@@ -54,11 +54,11 @@ bool StreamWriter::flush(RedisModuleCtx* ctx, Writable writable, bool wait) {
   }
   if (finished_ || chunk.empty() || writable != Writable::Yes) return true;
   SelectedDb in_clients_db(ctx, db_);
-  if (may_write(ctx)) xadd(ctx, "text", chunk);
+  if (may_write(ctx, propagate)) write_stream_entry(ctx, key_, maxlen_, "text", chunk, tokens_written_, propagate);
   return true;
 }
 
-bool StreamWriter::may_write(RedisModuleCtx* ctx) {
+bool StreamWriter::may_write(RedisModuleCtx* ctx, bool propagate) {
   if (!moved_.empty()) return false;
   bool migrating = false;
   // Not `asked`: the entries go through RM_Call, which routes like a client without ASKING, so a
@@ -66,7 +66,7 @@ bool StreamWriter::may_write(RedisModuleCtx* ctx) {
   moved_ = cluster_write_refusal(ctx, key_, &migrating);
   if (moved_.empty() && migrating) {
     // The key is still here but may leave with the next MIGRATE: end the stream while readers can see it.
-    xadd(ctx, "finish", "moved", "tokens", std::to_string(tokens_written_));
+    write_stream_entry(ctx, key_, maxlen_, "finish", "moved", tokens_written_, propagate);
     moved_ = "TRYAGAIN the slot of STREAM '" + key_ + "' is migrating: the stream ended with 'finish moved'";
   } else if (!moved_.empty()) {
     rm::Log(ctx, "warning", "infer: stream '%s' stops without its finish entry: its slot moved (%s)", key_.c_str(),
@@ -89,33 +89,22 @@ void StreamWriter::finish(RedisModuleCtx* ctx, Writable writable, const char* re
     return;
   }
   SelectedDb in_clients_db(ctx, db_);
-  if (may_write(ctx)) xadd(ctx, "finish", reason, "tokens", std::to_string(n_tokens));
+  if (may_write(ctx, /*propagate=*/true)) write_stream_entry(ctx, key_, maxlen_, "finish", reason, n_tokens, true);
 }
 
-void StreamWriter::xadd(RedisModuleCtx* ctx, const char* f1, const std::string& v1, const char* f2,
-                        const std::string& v2) {
-  std::vector<RedisModuleString*> args;
-  auto add = [&](const std::string& a) { args.push_back(rm::CreateString(ctx, a.data(), a.size())); };
-  add(key_);
-  if (maxlen_ > 0) {  // 0: no cap
-    add("MAXLEN");
-    add("~");
-    add(std::to_string(maxlen_));
-  }
-  add("*");
-  add(f1);
-  add(v1);
-  if (f2) {
-    add(f2);
-    add(v2);
-  }
-  // "!": replicated and written to the AOF (when `ctx` is freed), notified like a client's XADD.
-  RedisModuleCallReply* r = rm::Call(ctx, "XADD", "!v", args.data(), args.size());
-  const bool written = r && rm::CallReplyType(r) != REDISMODULE_REPLY_ERROR;
-  if (written) ++stats().stream_entries;
-  if (r) rm::FreeCallReply(r);
-  if (!written) rm::Log(ctx, "warning", "infer: an entry of stream '%s' could not be written", key_.c_str());
-  for (RedisModuleString* a : args) rm::FreeString(ctx, a);
+bool StreamWriter::end_now(RedisModuleCtx* ctx, const char* reason, bool propagate) {
+  if (finished_) return false;
+  stop_generation();
+  flush(ctx, Writable::Yes, /*wait=*/true, propagate);  // the engine thread holds the lock a few instructions at most
+  if (finished_) return false;
+  finished_ = true;
+  SelectedDb in_clients_db(ctx, db_);
+  return may_write(ctx, propagate) &&
+         write_stream_entry(ctx, key_, maxlen_, "finish", reason, tokens_written_, propagate);
+}
+
+void StreamWriter::stop_generation() {
+  if (cancellation_) cancellation_->cancel();
 }
 
 }  // namespace infer::redis

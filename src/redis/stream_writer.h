@@ -7,7 +7,9 @@
 // spec §3.2, DESIGN invariant 5). The final entry is written from the queue too, after the last flush,
 // whether or not the client is still there. Through the queue, entries keep their order, wait out client
 // pauses, and are never written on a node that became a replica. Entries go through RM_Call("XADD", "!")
-// so they are trimmed, replicated, written to the AOF and notified like a client's XADD.
+// so they are trimmed, replicated, written to the AOF and notified like a client's XADD; each also
+// records the stream as open (or done) for replicas and the AOF (stream_registry.h), so that the
+// stream ends with a `finish` entry after a SHUTDOWN, a restart or a failover too.
 //
 // Entry fields: `text <chunk>`; the last entry is `finish <reason> tokens <n>`. In a cluster, when the
 // key's slot starts migrating away the stream ends at once with `finish moved` and the generation is
@@ -39,20 +41,28 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
   // Idempotent.
   void finish(RedisModuleCtx* ctx, Writable writable, const char* reason, long long n_tokens);
 
+  // Main thread: ends the stream now with `finish <reason> tokens <n>` (n: the tokens written so far)
+  // and stops the generation (SHUTDOWN). `propagate`: as in write_stream_entry (stream_registry.h).
+  // Returns true when it wrote the finish entry; false when the stream had ended already.
+  bool end_now(RedisModuleCtx* ctx, const char* reason, bool propagate);
+  // Asks the generation to stop (this node became a replica: its streams are the new master's to end).
+  void stop_generation();
+
   const std::string& key() const { return key_; }
+  int db() const { return db_; }
+  // Main thread: false once the final entry was written (or could not be).
+  bool open() const { return !finished_; }
   // Main thread: why the stream stopped early ("MOVED 1234 host:port", "ASK ..."), or "".
   const std::string& moved() const { return moved_; }
 
  private:
   // Main thread, from the write queue: writes what is buffered. With wait false it gives up (false)
   // instead of waiting when the engine thread holds the buffer.
-  bool flush(RedisModuleCtx* ctx, Writable writable, bool wait);
+  bool flush(RedisModuleCtx* ctx, Writable writable, bool wait, bool propagate = true);
   void post_flush();
   // Main thread, with the writer's database selected (flush and finish select it). may_write is false
   // (and the stream is ended or abandoned) when its slot is moving or gone.
-  bool may_write(RedisModuleCtx* ctx);
-  void xadd(RedisModuleCtx* ctx, const char* f1, const std::string& v1, const char* f2 = nullptr,
-            const std::string& v2 = "");
+  bool may_write(RedisModuleCtx* ctx, bool propagate);
 
   std::string key_;
   int db_;
@@ -66,7 +76,7 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
   bool scheduled_ = false;  // guarded by mu_
   bool finished_ = false;   // main thread only
   std::string moved_;       // main thread only
-  long long tokens_written_ = 0;    // main thread only: for `finish moved tokens <n>`
+  long long tokens_written_ = 0;    // main thread only: for `finish moved|shutdown tokens <n>`
   std::shared_ptr<Cancellation> cancellation_;
 };
 
