@@ -81,6 +81,7 @@ class EngineImpl final : public Engine {
     auto invalid = [](std::string m) { return SubmitError{SubmitError::Kind::Invalid, std::move(m), 0}; };
     if (req.prompt_ids.empty()) {
       if (req.prompt_text.empty()) return invalid("empty prompt");
+      if (std::string why = refuse_prompt_text(req.prompt_text, req.embedding); !why.empty()) return invalid(why);
       try {
         req.prompt_ids = tok_->encode(req.prompt_text);
       } catch (const std::exception& e) {
@@ -106,14 +107,7 @@ class EngineImpl final : public Engine {
       }
     }
     if (req.embedding && req.pooling == Pooling::Default) req.pooling = default_pooling(hp.pooling_type);
-    // a whole-sequence (non-causal) model computes the prompt in one step: every row sees every other
-    if (!hp.causal && n_prompt > opts_.step_tokens)
-      return invalid("prompt of " + std::to_string(n_prompt) + " tokens exceeds the " +
-                     std::to_string(opts_.step_tokens) + " tokens a " + hp.arch_name +
-                     " model computes at once (step_tokens)");
-    if (req.embedding ? n_prompt > opts_.context : n_prompt >= opts_.context)
-      return invalid("prompt of " + std::to_string(n_prompt) + " tokens does not fit the context of " +
-                     std::to_string(opts_.context) + " tokens" + (req.embedding ? "" : " with room to generate"));
+    if (std::string why = refuse_length(n_prompt, req.embedding, ""); !why.empty()) return invalid(why);
 
     auto p = std::make_unique<PendingRequest>();
     p->max_len = int(req.embedding ? n_prompt : std::min<int64_t>(n_prompt + req.max_tokens, opts_.context));
@@ -131,6 +125,10 @@ class EngineImpl final : public Engine {
     return h;
   }
 
+  std::string refuse_prompt_text(std::string_view text, bool embedding) const override {
+    return refuse_length(static_cast<int64_t>(tok_->min_tokens(text)), embedding, "at least ");
+  }
+
   EngineStats stats() const override { return scheduler_->stats(); }
   void flush_prefix_cache() override { scheduler_->request_flush(); }
   int n_vocab() const override { return model_->hparams().n_vocab; }
@@ -142,6 +140,19 @@ class EngineImpl final : public Engine {
 
  private:
   EngineOptions opts_;
+  // Why a prompt of n_prompt tokens ("at least" them: `qualifier`) cannot run; "" when it can.
+  std::string refuse_length(int64_t n_prompt, bool embedding, const char* qualifier) const {
+    const model::HParams& hp = model_->hparams();
+    // a whole-sequence (non-causal) model computes the prompt in one step: every row sees every other
+    if (!hp.causal && n_prompt > opts_.step_tokens)
+      return "prompt of " + std::string(qualifier) + std::to_string(n_prompt) + " tokens exceeds the " +
+             std::to_string(opts_.step_tokens) + " tokens a " + hp.arch_name + " model computes at once (step_tokens)";
+    if (embedding ? n_prompt > opts_.context : n_prompt >= opts_.context)
+      return "prompt of " + std::string(qualifier) + std::to_string(n_prompt) + " tokens does not fit the context of " +
+             std::to_string(opts_.context) + " tokens" + (embedding ? "" : " with room to generate");
+    return "";
+  }
+
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<tokenizer::Tokenizer> tok_;
   std::unique_ptr<kernels::ThreadPool> pool_;

@@ -184,6 +184,11 @@ class Engine {
 
   // Thread-safe, returns immediately. On success the callbacks will run; on error they never run.
   virtual std::variant<Handle, SubmitError> submit(Request req, Callbacks cb) = 0;
+  // Why a prompt of `text` (tokenised as submit would) is refused for its length, known before
+  // tokenising it from Tokenizer::min_tokens; "" when it may fit. Thread-safe. submit checks it too:
+  // front ends that tokenise a text themselves call it first, so that no text too long for the
+  // context is tokenised whole.
+  virtual std::string refuse_prompt_text(std::string_view text, bool embedding) const = 0;
 
   virtual EngineStats stats() const = 0;
   // Drops every prefix-cache page no running request uses. Asynchronous: done before the scheduler's

@@ -57,7 +57,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     // Last, once nothing can fail: what these keep (a context of this module) must belong to a load
     // that Redis kept.
     redis::init_write_queue(ctx);
-    redis::start_background_thread();
+    redis::start_background_threads();
     redis::start_search_threads();
   } catch (const std::exception& e) {
     redis::models().clear();

@@ -83,6 +83,7 @@ constexpr NumericOption kNumeric[] = {
     {"STREAM-MAXLEN", "stream-maxlen", &Settings::stream_maxlen, 0, LLONG_MAX, REDISMODULE_CONFIG_DEFAULT},
     {"VSIM-THREAD-THRESHOLD", "vsim-thread-threshold", &Settings::vsim_thread_threshold, 0, LLONG_MAX,
      REDISMODULE_CONFIG_DEFAULT},
+    {"INLINE-MAX-BYTES", "inline-max-bytes", &Settings::inline_max_bytes, 0, LLONG_MAX, REDISMODULE_CONFIG_MEMORY},
 };
 
 long long get_numeric(const char*, void* priv) {

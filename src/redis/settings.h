@@ -26,6 +26,8 @@ struct Settings {
                                 // scratch); 0 = no cap beyond the memory available
   long long vsim_thread_threshold = 1000;  // INFER.VSIM on sets with at least this many elements runs
                                            // on a search thread (0: always, unless MULTI/Lua/NOTHREAD)
+  long long inline_max_bytes = 8192;   // the longest text tokenised on the main thread (INFER.TOKENIZE
+                                       // inside MULTI/EXEC or a script, INFER.RAG's question)
   std::vector<std::pair<std::string, std::string>> startup_models;  // MODEL name path
 };
 
@@ -40,7 +42,8 @@ std::string check_settings(const Settings& s);
 int thread_nice();
 
 // Parses `[MODEL name path]... [MODEL-DIR dir] [THREADS n] [NICE n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n]
-// [MAX-TOKENS n] [DEFAULT-MAX-TOKENS n] [MAX-MEMORY bytes] [TIMEOUT ms] [STREAM-MAXLEN n] [VSIM-THREAD-THRESHOLD n]` into settings(). Returns an error message, or "".
+// [MAX-TOKENS n] [DEFAULT-MAX-TOKENS n] [MAX-MEMORY bytes] [TIMEOUT ms] [STREAM-MAXLEN n] [VSIM-THREAD-THRESHOLD n]
+// [INLINE-MAX-BYTES bytes]` into settings(). Returns an error message, or "".
 std::string parse_module_args(RedisModuleString** argv, int argc);
 
 // Registers the infer.* configs with the values from settings() as defaults, then LoadConfigs

@@ -2,6 +2,8 @@
 // WordPiece per text fragment; detokenisation through a per-token piece table built at load.
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -83,6 +85,20 @@ class VocabTokenizer final : public Tokenizer {
   explicit VocabTokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
     if (vocab_.kind == VocabKind::Bpe) pre_ = std::make_unique<PreTokenizer>(vocab_.pre.patterns);
     build_pieces();
+    // SPM's text has ▁ (3 bytes) for a space, BPE's a 1-2 byte stand-in per byte: an entry's length in
+    // bytes bounds the input it covers. A character missing from the vocabulary (at most 4 bytes)
+    // becomes byte or unknown tokens of one byte each.
+    max_token_bytes_ = 4;
+    for (const TokenEntry& t : vocab_.tokens) max_token_bytes_ = std::max(max_token_bytes_, t.text.size());
+    for (TokenId id : vocab_.special_tokens) strips_ |= vocab_.tokens[id].lstrip || vocab_.tokens[id].rstrip;
+  }
+
+  size_t min_tokens(std::string_view text, const EncodeOptions&) const override {
+    if (vocab_.kind == VocabKind::WordPiece) return 0;
+    size_t counted = text.size();
+    if (strips_)
+      for (char c : text) counted -= std::isspace(static_cast<unsigned char>(c)) != 0;  // as special_split strips
+    return counted / max_token_bytes_;
   }
 
   std::vector<TokenId> encode(std::string_view text, const EncodeOptions& opts) const override {
@@ -219,6 +235,8 @@ class VocabTokenizer final : public Tokenizer {
   }
 
   Vocab vocab_;
+  size_t max_token_bytes_ = 4;  // the most bytes of text one token covers (min_tokens)
+  bool strips_ = false;         // some special token strips the whitespace beside it
   std::unique_ptr<PreTokenizer> pre_;
   std::vector<std::string> pieces_;
 };

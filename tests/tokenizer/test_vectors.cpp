@@ -71,6 +71,34 @@ TEST_P(VocabVectors, DecodeGivesTextBack) {
   }
 }
 
+// min_tokens is a lower bound (a prompt past the context is refused from it untokenised): on every
+// vector, on texts made of the longest entry, of whitespace around special tokens (Phi-3 strips it),
+// and of bytes that are not UTF-8.
+TEST_P(VocabVectors, MinTokensNeverExceedsTheEncoding) {
+  const std::string vocab_path = GetParam();
+  const auto file = gguf::File::open(vocab_path);
+  const auto tok = Tokenizer::from_gguf(*file);
+  std::vector<std::string> texts;
+  for (const auto& c : test::read_vector_cases(vocab_path + ".inp", vocab_path + ".out")) texts.push_back(c.text);
+  std::string longest;
+  for (TokenId id = 0; id < tok->n_vocab(); ++id)
+    if (tok->token_text(id).size() > longest.size()) longest = tok->token_text(id);
+  std::string repeated, special_spaces;
+  for (int i = 0; i < 50; ++i) repeated += tok->token_to_piece(tok->find_token(longest), false);
+  const std::string special = tok->eos() >= 0 ? tok->token_text(tok->eos()) : "";
+  for (int i = 0; i < 50; ++i) special_spaces += special + std::string(300, ' ') + "\n\t ";
+  texts.insert(texts.end(), {repeated, special_spaces, std::string(5000, ' '), std::string(5000, '\xff'),
+                             std::string(5000, 'a'), "\xf0\x80\xf0\x80 \xc3 x"});
+  for (const std::string& text : texts)
+    for (bool parse_special : {false, true}) {
+      const EncodeOptions o{.add_special = false, .parse_special = parse_special};
+      EXPECT_LE(tok->min_tokens(text, o), tok->encode(text, o).size())
+          << fs::path(vocab_path).filename() << " text [" << text.substr(0, 80) << "]";
+    }
+  // Not a vacuous bound: a long text has some.
+  if (tok->model_name() != "bert") EXPECT_GT(tok->min_tokens(std::string(100000, 'a')), 0u);
+}
+
 std::vector<std::string> params() {
   auto files = test::vocab_files(test::vectors_dir());
   std::vector<std::string> with_vectors;
