@@ -22,8 +22,8 @@ void start_background_threads();
 inline constexpr size_t kSyncTokenizeBytes = 256;
 
 // Texts up to this many bytes go to the short lane (one thread): at the slowest encode rate measured
-// (docs/redis.md, infer.inline-max-bytes) one costs at most a few milliseconds, all a short request
-// waits for per task ahead of it. Longer texts share the long lane's kLongLaneThreads threads.
+// one costs at most about 10 ms (docs/performance.md, Constants), all a short request waits for per
+// task ahead of it. Longer texts share the long lane's kLongLaneThreads threads.
 inline constexpr size_t kShortLaneBytes = 8 * 1024;
 inline constexpr unsigned kLongLaneThreads = 2;
 
