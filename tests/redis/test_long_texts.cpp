@@ -97,6 +97,18 @@ TEST_F(LongTextsTest, RagQuestionIsBoundedByInlineMaxBytes) {
   EXPECT_EQ(ok, "(error) ERR prompt of 2731 tokens does not fit the context of 2048 tokens");
 }
 
+TEST_F(LongTextsTest, DetokenizeTakesAtMostTheContextInIds) {
+  // Decoded on the main thread, like DETOKENIZE KEY: bounded by the context (2048) as keys are.
+  std::vector<std::string> argv = {"INFER.DETOKENIZE", "stories"};
+  argv.resize(2 + 2048, "403");
+  const std::string fits = run(argv);
+  EXPECT_EQ(fits.rfind("Once Once", 0), 0u) << fits.substr(0, 100);
+  argv.push_back("403");
+  EXPECT_EQ(run(argv),
+            "(error) ERR 2049 ids are more than the model's context of 2048 tokens (ids are decoded on the main "
+            "thread); detokenise them in parts");
+}
+
 TEST_F(LongTextsTest, PromptsThatCannotFitAreRefusedBeforeTokenising) {
   const std::string huge = prose(kHuge);
   std::string reply;
