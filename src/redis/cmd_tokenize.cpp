@@ -24,6 +24,7 @@ struct TokenizeJob : BlockedJob {
   ~TokenizeJob() override {
     if (owns_store) rm::FreeString(nullptr, store);
     if (held_text) rm::FreeString(nullptr, held_text);
+    if (blob) rm::FreeString(nullptr, blob);
   }
   int reply(RedisModuleCtx* ctx) override;
   bool has_writes() const override { return store && error.empty(); }
@@ -37,7 +38,9 @@ struct TokenizeJob : BlockedJob {
   bool owns_store = false;
   std::vector<int32_t> ids;  // without STORE
   size_t n_ids = 0;
-  std::string blob;          // with STORE: made where the text is tokenised, not by the write
+  // With STORE: the value, made where the text is tokenised (a long text's blob is megabytes: the
+  // write only shares it). A string made without a context may be made on any thread.
+  RedisModuleString* blob = nullptr;
   std::string error;        // the tokenizer's
   std::string store_error;  // the SET's, with its code
   bool asked = false;       // routed here by ASKING: the slot was importing when the command ran
@@ -46,7 +49,8 @@ struct TokenizeJob : BlockedJob {
       ids = model->engine->tokenizer().encode(text, opts);
       n_ids = ids.size();
       if (store) {
-        blob = make_token_blob(ids, model->engine->tokenizer());
+        const std::string bytes = make_token_blob(ids, model->engine->tokenizer());
+        blob = rm::CreateString(nullptr, bytes.data(), bytes.size());
         ids = {};
       }
     } catch (const std::exception& e) {
@@ -59,14 +63,12 @@ struct TokenizeJob : BlockedJob {
 // plain SET; returns "" or the error reply. Not through RM_Call: in a cluster it routes like a client
 // without ASKING, and the slot check is the caller's (cluster_slots.h).
 std::string store_blob(RedisModuleCtx* ctx, const TokenizeJob& job) {
-  RedisModuleString* value = rm::CreateString(ctx, job.blob.data(), job.blob.size());
   RedisModuleKey* k = rm::OpenKey(ctx, job.store, REDISMODULE_WRITE);
-  const bool ok = k && rm::StringSet(k, value) == REDISMODULE_OK;
+  // The key and the replicated SET share the job's string: nothing is copied on the main thread.
+  const bool ok = k && rm::StringSet(k, job.blob) == REDISMODULE_OK;
   if (k) rm::CloseKey(k);
-  // The key's value itself (shared, not copied again: a long text's blob is megabytes).
-  if (ok) rm::Replicate(ctx, "SET", "ss", job.store, value);
-  rm::FreeString(ctx, value);
   if (!ok) return "ERR SET of the token blob failed";
+  rm::Replicate(ctx, "SET", "ss", job.store, job.blob);
   rm::NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_STRING, "set", job.store);
   return "";
 }
