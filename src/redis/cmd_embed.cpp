@@ -180,10 +180,13 @@ void submit_embedding(std::shared_ptr<const LoadedModel> model, RedisModuleStrin
     // that cannot fit is refused before it is tokenised.
     const engine::Engine& engine = *raw->model->engine;
     try {
-      if (std::string why = engine.refuse_prompt_text(text_view, true); !why.empty())
-        raw->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(why), 0};
-      else
-        raw->req.prompt_ids = engine.tokenizer().encode(text_view);
+      std::string why = engine.refuse_prompt_text(text_view, true);
+      if (why.empty()) {
+        bool complete = true;
+        raw->req.prompt_ids = engine.tokenizer().encode_at_most(text_view, engine.max_prompt_tokens(true), {}, &complete);
+        if (!complete) why = engine.refuse_prompt_length(raw->req.prompt_ids.size(), true, true);
+      }
+      if (!why.empty()) raw->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(why), 0};
     } catch (const std::exception& e) {
       raw->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::string("cannot tokenise: ") + e.what(), 0};
     }

@@ -116,9 +116,12 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, Generation
         if (std::string e = check_fits_context(m, r.prompt_ids.size() + t.min_tokens(held, o), max_tokens, "at least ");
             !e.empty())
           return e;
-        std::vector<int32_t> ids = t.encode(held, o);
+        // Room left (check_fits_context passed for the keys); tokenising stops soon after it is used up.
+        const size_t room = static_cast<size_t>(m.engine->options().context - max_tokens) - r.prompt_ids.size();
+        bool complete = true;
+        std::vector<int32_t> ids = t.encode_at_most(held, room, o, &complete);
         r.prompt_ids.insert(r.prompt_ids.end(), ids.begin(), ids.end());
-        return check_fits_context(m, r.prompt_ids.size(), max_tokens);
+        return check_fits_context(m, r.prompt_ids.size(), max_tokens, complete ? "" : "at least ");
       };
     }
   } else if (!a.chat.empty()) {

@@ -99,6 +99,40 @@ TEST_P(VocabVectors, MinTokensNeverExceedsTheEncoding) {
   if (tok->model_name() != "bert") EXPECT_GT(tok->min_tokens(std::string(100000, 'a')), 0u);
 }
 
+// encode_at_most gives encode()'s ids, or a prefix of them past the limit when it stopped early.
+TEST_P(VocabVectors, EncodeAtMostIsEncodeOrAPrefixPastTheLimit) {
+  const std::string vocab_path = GetParam();
+  const auto file = gguf::File::open(vocab_path);
+  const auto tok = Tokenizer::from_gguf(*file);
+  std::vector<std::string> texts;
+  std::string all;
+  for (const auto& c : test::read_vector_cases(vocab_path + ".inp", vocab_path + ".out")) {
+    texts.push_back(c.text);
+    all += c.text + "\n";
+  }
+  const std::string special = tok->eos() >= 0 ? tok->token_text(tok->eos()) : "";
+  texts.insert(texts.end(), {all, all + special + all + special + " " + all});
+  int stopped = 0;
+  for (const std::string& text : texts) {
+    const EncodeOptions o{.add_special = true, .parse_special = true};
+    const auto whole = tok->encode(text, o);
+    for (size_t limit : {size_t{0}, size_t{1}, size_t{7}, whole.size() / 2, whole.size() - 1, whole.size(), SIZE_MAX}) {
+      bool complete = false;
+      const auto got = tok->encode_at_most(text, limit, o, &complete);
+      if (complete) {
+        EXPECT_EQ(got, whole) << fs::path(vocab_path).filename() << " limit " << limit;
+      } else {
+        ++stopped;
+        EXPECT_GT(got.size(), limit);
+        EXPECT_LT(got.size(), whole.size());
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), whole.begin()))
+            << fs::path(vocab_path).filename() << " limit " << limit << " [" << text.substr(0, 60) << "]";
+      }
+    }
+  }
+  EXPECT_GT(stopped, 0) << "some limit must stop early";
+}
+
 std::vector<std::string> params() {
   auto files = test::vocab_files(test::vectors_dir());
   std::vector<std::string> with_vectors;
