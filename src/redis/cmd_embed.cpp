@@ -183,12 +183,14 @@ void submit_embedding(std::shared_ptr<const LoadedModel> model, RedisModuleStrin
       std::string why = engine.refuse_prompt_text(text_view, true);
       if (why.empty()) {
         bool complete = true;
-        raw->req.prompt_ids = engine.tokenizer().encode_at_most(text_view, engine.max_prompt_tokens(true), {}, &complete);
+        raw->req.prompt_ids =
+            engine.tokenizer().encode_at_most(text_view, engine.max_prompt_tokens(true), {}, &complete);
         if (!complete) why = engine.refuse_prompt_length(raw->req.prompt_ids.size(), true, true);
       }
       if (!why.empty()) raw->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(why), 0};
     } catch (const std::exception& e) {
-      raw->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::string("cannot tokenise: ") + e.what(), 0};
+      raw->refusal =
+          engine::SubmitError{engine::SubmitError::Kind::Invalid, std::string("cannot tokenise: ") + e.what(), 0};
     }
     rm::EventLoopAddOneShot(submit_on_main, raw);
   });

@@ -228,8 +228,8 @@ void unblock_generation(GenerationJob* job) { complete(job); }
 std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long max_tokens, const char* qualifier) {
   const long long need = static_cast<long long>(n_prompt) + max_tokens;
   if (need <= m.engine->options().context) return "";
-  return "prompt of " + std::string(qualifier) + std::to_string(n_prompt) + " tokens plus MAXTOKENS " + std::to_string(max_tokens) +
-         " exceeds the context of " + std::to_string(m.engine->options().context);
+  return "prompt of " + std::string(qualifier) + std::to_string(n_prompt) + " tokens plus MAXTOKENS " +
+         std::to_string(max_tokens) + " exceeds the context of " + std::to_string(m.engine->options().context);
 }
 
 int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, engine::Request req,

@@ -66,7 +66,8 @@ TEST_F(LongTextsTest, InlineTokenizeIsBoundedByInlineMaxBytes) {
   ASSERT_EQ(run({"MULTI"}), "OK");
   run({"INFER.TOKENIZE", "stories", over});
   const std::string in_multi = run({"EXEC"});
-  EXPECT_NE(in_multi.find("ERR text of 8193 bytes is over infer.inline-max-bytes (8192)"), std::string::npos) << in_multi;
+  EXPECT_NE(in_multi.find("ERR text of 8193 bytes is over infer.inline-max-bytes (8192)"), std::string::npos)
+      << in_multi;
   EXPECT_NE(in_multi.find("run it outside them, or raise infer.inline-max-bytes"), std::string::npos) << in_multi;
   const std::string in_eval = run({"EVAL", script, "0", over});
   EXPECT_NE(in_eval.find("over infer.inline-max-bytes"), std::string::npos) << in_eval;
@@ -119,8 +120,9 @@ TEST_F(LongTextsTest, PromptsThatCannotFitAreRefusedBeforeTokenising) {
       << reply;
   // The same for a PROMPT suffix after TOKENS, in check_fits_context's words.
   ASSERT_EQ(run({"INFER.TOKENIZE", "stories", "Once upon a time", "STORE", "lt:doc"}), "5");
-  EXPECT_LT(timed(c_.get(), {"INFER.GENERATE", "stories", "TOKENS", "lt:doc", "PROMPT", huge, "MAXTOKENS", "4"}, &reply),
-            kQuickMs);
+  EXPECT_LT(
+      timed(c_.get(), {"INFER.GENERATE", "stories", "TOKENS", "lt:doc", "PROMPT", huge, "MAXTOKENS", "4"}, &reply),
+      kQuickMs);
   EXPECT_NE(reply.find("ERR prompt of at least "), std::string::npos) << reply;
   EXPECT_NE(reply.find(" tokens plus MAXTOKENS 4 exceeds the context of 2048"), std::string::npos) << reply;
   // And for an embedding.
