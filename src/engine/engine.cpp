@@ -81,11 +81,14 @@ class EngineImpl final : public Engine {
     auto invalid = [](std::string m) { return SubmitError{SubmitError::Kind::Invalid, std::move(m), 0}; };
     if (req.prompt_ids.empty()) {
       if (req.prompt_text.empty()) return invalid("empty prompt");
+      if (std::string why = refuse_prompt_text(req.prompt_text, req.embedding); !why.empty()) return invalid(why);
+      bool complete = true;
       try {
-        req.prompt_ids = tok_->encode(req.prompt_text);
+        req.prompt_ids = tok_->encode_at_most(req.prompt_text, max_prompt_tokens(req.embedding), {}, &complete);
       } catch (const std::exception& e) {
         return invalid(std::string("cannot tokenise the prompt: ") + e.what());
       }
+      if (!complete) return invalid(refuse_prompt_length(req.prompt_ids.size(), req.embedding, true));
       if (req.prompt_ids.empty()) return invalid("the prompt has no tokens");
     }
     const int n_vocab = model_->hparams().n_vocab;
@@ -106,14 +109,8 @@ class EngineImpl final : public Engine {
       }
     }
     if (req.embedding && req.pooling == Pooling::Default) req.pooling = default_pooling(hp.pooling_type);
-    // a whole-sequence (non-causal) model computes the prompt in one step: every row sees every other
-    if (!hp.causal && n_prompt > opts_.step_tokens)
-      return invalid("prompt of " + std::to_string(n_prompt) + " tokens exceeds the " +
-                     std::to_string(opts_.step_tokens) + " tokens a " + hp.arch_name +
-                     " model computes at once (step_tokens)");
-    if (req.embedding ? n_prompt > opts_.context : n_prompt >= opts_.context)
-      return invalid("prompt of " + std::to_string(n_prompt) + " tokens does not fit the context of " +
-                     std::to_string(opts_.context) + " tokens" + (req.embedding ? "" : " with room to generate"));
+    if (std::string why = refuse_prompt_length(req.prompt_ids.size(), req.embedding, false); !why.empty())
+      return invalid(why);
 
     auto p = std::make_unique<PendingRequest>();
     p->max_len = int(req.embedding ? n_prompt : std::min<int64_t>(n_prompt + req.max_tokens, opts_.context));
@@ -129,6 +126,28 @@ class EngineImpl final : public Engine {
     Handle h(p->handle);
     if (auto err = scheduler_->submit(p)) return *err;
     return h;
+  }
+
+  size_t max_prompt_tokens(bool embedding) const override {
+    const size_t context = static_cast<size_t>(opts_.context);
+    const size_t in_context = embedding ? context : context - 1;
+    // a whole-sequence (non-causal) model computes the prompt in one step: every row sees every other
+    return model_->hparams().causal ? in_context : std::min(in_context, static_cast<size_t>(opts_.step_tokens));
+  }
+
+  std::string refuse_prompt_length(size_t n_tokens, bool embedding, bool at_least) const override {
+    if (n_tokens <= max_prompt_tokens(embedding)) return "";
+    const std::string n = (at_least ? "at least " : "") + std::to_string(n_tokens);
+    const model::HParams& hp = model_->hparams();
+    if (!hp.causal && n_tokens > static_cast<size_t>(opts_.step_tokens))
+      return "prompt of " + n + " tokens exceeds the " + std::to_string(opts_.step_tokens) + " tokens a " +
+             hp.arch_name + " model computes at once (step_tokens)";
+    return "prompt of " + n + " tokens does not fit the context of " + std::to_string(opts_.context) + " tokens" +
+           (embedding ? "" : " with room to generate");
+  }
+
+  std::string refuse_prompt_text(std::string_view text, bool embedding) const override {
+    return refuse_prompt_length(tok_->min_tokens(text), embedding, true);
   }
 
   EngineStats stats() const override { return scheduler_->stats(); }

@@ -184,6 +184,15 @@ class Engine {
 
   // Thread-safe, returns immediately. On success the callbacks will run; on error they never run.
   virtual std::variant<Handle, SubmitError> submit(Request req, Callbacks cb) = 0;
+  // Prompt length limits, for front ends that tokenise a text themselves (submit does the same): no
+  // text too long for the context is tokenised whole. Thread-safe.
+  // The most prompt tokens a request may have (the context, less one to generate; step_tokens for a
+  // whole-sequence model).
+  virtual size_t max_prompt_tokens(bool embedding) const = 0;
+  // Why a prompt of n_tokens (at least them, when at_least) is refused; "" when it fits.
+  virtual std::string refuse_prompt_length(size_t n_tokens, bool embedding, bool at_least) const = 0;
+  // The same for a text, before tokenising it, from Tokenizer::min_tokens; "" when it may fit.
+  virtual std::string refuse_prompt_text(std::string_view text, bool embedding) const = 0;
 
   virtual EngineStats stats() const = 0;
   // Drops every prefix-cache page no running request uses. Asynchronous: done before the scheduler's

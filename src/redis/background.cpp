@@ -6,14 +6,24 @@
 namespace infer::redis {
 
 namespace {
-TaskThreads& worker() {
-  static TaskThreads* w = new TaskThreads(1, kMaxBackgroundTasks, thread_nice());  // never destroyed (task_threads.h)
+// Never destroyed (task_threads.h).
+TaskThreads& short_lane() {
+  static TaskThreads* w = new TaskThreads(1, kMaxBackgroundTasks, thread_nice());
+  return *w;
+}
+TaskThreads& long_lane() {
+  static TaskThreads* w = new TaskThreads(kLongLaneThreads, kMaxBackgroundTasks, thread_nice());
   return *w;
 }
 }  // namespace
 
-bool run_in_background(std::function<void()> task) { return worker().post(std::move(task)); }
+bool run_in_background(size_t text_bytes, std::function<void()> task) {
+  return (text_bytes <= kShortLaneBytes ? short_lane() : long_lane()).post(std::move(task));
+}
 
-void start_background_thread() { worker().start(); }
+void start_background_threads() {
+  short_lane().start();
+  long_lane().start();
+}
 
 }  // namespace infer::redis

@@ -1,7 +1,8 @@
 // INFER.DETOKENIZE model id [id ...]   |   INFER.DETOKENIZE model KEY key
 // Replies the text. Ids must be valid for the model; a key must hold a token blob of the model's
-// vocabulary or a raw uint32 array (token_keys.h). Ids and keys are decoded on the main thread, so
-// either form is bounded by the model's context in tokens and a larger one refused before decoding.
+// vocabulary or a raw uint32 array (token_keys.h) of at most the model's context in tokens: it is
+// copied and decoded on the main thread, so a larger one is refused before either; so are more ids
+// than that.
 #include "redis/args.h"
 #include "redis/commands.h"
 #include "redis/models.h"
@@ -25,11 +26,11 @@ int cmd_detokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     const auto context = static_cast<size_t>(model->engine->options().context);
     if (KeyError e = read_token_key(ctx, argv[3], tok, &ids, context)) return reply_coded_error(ctx, e.code, e.message);
   } else {
-    // Ids are parsed and decoded on the main thread: bounded like a KEY, by the model's context.
-    const auto context = static_cast<long long>(model->engine->options().context);
+    const long long context = model->engine->options().context;
     if (argc - 2 > context)
-      return reply_error(ctx, std::to_string(argc - 2) + " token ids, more than the model's context of " +
-                                  std::to_string(context) + " tokens");
+      return reply_error(ctx, std::to_string(argc - 2) + " ids are more than the model's context of " +
+                                  std::to_string(context) + " tokens (ids are decoded on the main thread); "
+                                  "detokenise them in parts");
     ids.reserve(static_cast<size_t>(argc - 2));
     std::string err;
     for (int i = 2; i < argc; ++i) {

@@ -15,6 +15,7 @@
 // embedding is ready, nothing is stored.
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -121,9 +122,14 @@ int EmbedJob::reply(RedisModuleCtx* ctx) {
                                    r.embedding.size() * sizeof(float));
 }
 
-// A tokenised long text on its way back to the main thread.
+// A tokenised long text on its way back to the main thread. Freed on the main thread.
 struct PendingSubmit {
+  ~PendingSubmit() {
+    if (held_text) rm::FreeString(nullptr, held_text);
+  }
   std::shared_ptr<const LoadedModel> model;
+  RedisModuleString* held_text = nullptr;  // the text, held (not copied) for the background thread
+  std::optional<engine::SubmitError> refusal;  // found while tokenising: replied instead of submitting
   engine::Request req;
   std::function<void(engine::Handle)> submitted;
   std::function<void(const engine::SubmitError&)> refused;
@@ -131,6 +137,7 @@ struct PendingSubmit {
 };
 
 void submit_now(PendingSubmit& p) {
+  if (p.refusal) return p.refused(*p.refusal);
   auto result = p.model->engine->submit(std::move(p.req), std::move(p.cb));
   if (auto* refusal = std::get_if<engine::SubmitError>(&result)) return p.refused(*refusal);
   p.submitted(std::get<engine::Handle>(result));
@@ -147,7 +154,7 @@ void submit_on_main(void* data) {
 
 }  // namespace
 
-void submit_embedding(std::shared_ptr<const LoadedModel> model, std::string text, engine::Pooling pooling,
+void submit_embedding(std::shared_ptr<const LoadedModel> model, RedisModuleString* text, engine::Pooling pooling,
                       bool normalize, std::chrono::steady_clock::time_point deadline,
                       std::function<void(engine::Handle)> submitted,
                       std::function<void(const engine::SubmitError&)> refused,
@@ -161,14 +168,30 @@ void submit_embedding(std::shared_ptr<const LoadedModel> model, std::string text
   p->submitted = std::move(submitted);
   p->refused = std::move(refused);
   p->cb.on_done = std::move(on_done);
-  if (text.size() <= kSyncTokenizeBytes) {
-    p->req.prompt_text = std::move(text);  // the engine tokenises it in submit: short, so now is fine
+  const std::string_view text_view = view(text);
+  if (text_view.size() <= kSyncTokenizeBytes) {
+    p->req.prompt_text = std::string(text_view);  // the engine tokenises it in submit: short, so now is fine
     return submit_now(*p);
   }
+  p->held_text = rm::HoldString(nullptr, text);
   PendingSubmit* raw = p.release();
-  const bool queued = run_in_background([raw, text = std::move(text)] {
-    // Tokenised here as the engine would (BOS per vocabulary); the tokenizer is thread-safe.
-    raw->req.prompt_ids = raw->model->engine->tokenizer().encode(text);
+  const bool queued = run_in_background(text_view.size(), [raw, text_view] {
+    // Tokenised here as the engine would (BOS per vocabulary); the tokenizer is thread-safe. A text
+    // that cannot fit is refused before it is tokenised.
+    const engine::Engine& engine = *raw->model->engine;
+    try {
+      std::string why = engine.refuse_prompt_text(text_view, true);
+      if (why.empty()) {
+        bool complete = true;
+        raw->req.prompt_ids =
+            engine.tokenizer().encode_at_most(text_view, engine.max_prompt_tokens(true), {}, &complete);
+        if (!complete) why = engine.refuse_prompt_length(raw->req.prompt_ids.size(), true, true);
+      }
+      if (!why.empty()) raw->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(why), 0};
+    } catch (const std::exception& e) {
+      raw->refusal =
+          engine::SubmitError{engine::SubmitError::Kind::Invalid, std::string("cannot tokenise: ") + e.what(), 0};
+    }
     rm::EventLoopAddOneShot(submit_on_main, raw);
   });
   if (!queued) {
@@ -264,7 +287,7 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   auto* job = static_cast<EmbedJob*>(block_client(ctx, std::move(owned)));  // owned by the client now
   submit_embedding(
-      model, str(argv[2]), pooling, normalize, deadline,
+      model, argv[2], pooling, normalize, deadline,
       [cancellation = job->cancellation](engine::Handle h) { cancellation->set(std::move(h)); },
       [job](const engine::SubmitError& refusal) {
         if (refusal.kind == engine::SubmitError::Kind::Busy) ++stats().busy_replies;

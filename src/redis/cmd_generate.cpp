@@ -83,11 +83,15 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
   return true;
 }
 
-// Builds the engine request from parsed arguments, copying token keys now (invariant 3).
-// A PROMPT suffix after TOKENS is left in *deferred_suffix: the background thread encodes it.
-std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, const LoadedModel& m, engine::Request* req,
-                          const char** code, std::string* deferred_suffix) {
+// Builds the engine request from parsed arguments, copying token keys now (invariant 3). Text (the
+// prompt, a suffix after TOKENS, chat messages) is held by the job, not copied: *prepare turns it into
+// the prompt on a background thread, *text_bytes says how long it is.
+std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, GenerationJob* job, engine::Request* req,
+                          const char** code, PreparePrompt* prepare, size_t* text_bytes) {
+  const LoadedModel& m = *job->model;
   const tokenizer::Tokenizer& tok = m.engine->tokenizer();
+  const long long max_tokens = a.options.max_tokens;
+  *text_bytes = 0;
   if (!a.token_keys.empty()) {
     // Keys past the context are refused by size before they are copied (the main thread holds them).
     const auto context = static_cast<size_t>(m.engine->options().context);
@@ -98,22 +102,56 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, const Load
         return e.message;
       }
     }
-    if (a.prompt) *deferred_suffix = str(a.prompt);
-    if (req->prompt_ids.empty() && deferred_suffix->empty()) return "the token keys hold no tokens";
-    if (std::string e = check_fits_context(m, req->prompt_ids.size(), a.options.max_tokens); !e.empty()) return e;
+    const std::string_view suffix = a.prompt ? view(a.prompt) : std::string_view();
+    if (req->prompt_ids.empty() && suffix.empty()) return "the token keys hold no tokens";
+    if (std::string e = check_fits_context(m, req->prompt_ids.size(), max_tokens); !e.empty()) return e;
+    if (!suffix.empty()) {
+      const std::string_view held = job->hold(a.prompt);
+      *text_bytes = held.size();
+      *prepare = [&m, held, max_tokens](engine::Request& r) {
+        tokenizer::EncodeOptions o;
+        o.add_special = false;
+        const tokenizer::Tokenizer& t = m.engine->tokenizer();
+        // A suffix that cannot fit is refused before it is tokenised.
+        if (std::string e = check_fits_context(m, r.prompt_ids.size() + t.min_tokens(held, o), max_tokens, "at least ");
+            !e.empty())
+          return e;
+        // Room left (check_fits_context passed for the keys); tokenising stops soon after it is used up.
+        const size_t room = static_cast<size_t>(m.engine->options().context - max_tokens) - r.prompt_ids.size();
+        bool complete = true;
+        std::vector<int32_t> ids = t.encode_at_most(held, room, o, &complete);
+        r.prompt_ids.insert(r.prompt_ids.end(), ids.begin(), ids.end());
+        return check_fits_context(m, r.prompt_ids.size(), max_tokens, complete ? "" : "at least ");
+      };
+    }
   } else if (!a.chat.empty()) {
     if (tok.chat_template().empty()) return "CHAT: the model has no chat template; use PROMPT";
     auto family = tokenizer::detect_chat_family(tok.chat_template());
     if (!family) return "CHAT: the model's chat template is of an unknown family; use PROMPT";
-    std::vector<tokenizer::ChatMessage> messages;
-    for (const auto& [role, text] : a.chat) messages.push_back({str(role), str(text)});
-    try {
-      req->prompt_text = tokenizer::apply_chat_template(*family, messages, /*add_generation_prompt=*/true);
-    } catch (const std::invalid_argument& e) {
-      return std::string("CHAT: ") + e.what();
+    std::vector<std::pair<std::string_view, std::string_view>> chat;
+    for (const auto& [role, text] : a.chat) {
+      chat.emplace_back(job->hold(role), job->hold(text));
+      *text_bytes += chat.back().first.size() + chat.back().second.size();
     }
+    *prepare = [family = *family, chat = std::move(chat)](engine::Request& r) {
+      std::vector<tokenizer::ChatMessage> messages;
+      for (const auto& [role, text] : chat) messages.push_back({std::string(role), std::string(text)});
+      try {
+        r.prompt_text = tokenizer::apply_chat_template(family, messages, /*add_generation_prompt=*/true);
+      } catch (const std::invalid_argument& e) {
+        return std::string("CHAT: ") + e.what();
+      }
+      return std::string();  // tokenised inside Engine::submit
+    };
   } else {
-    req->prompt_text = str(a.prompt);  // tokenised inside Engine::submit
+    const std::string_view held = job->hold(a.prompt);
+    *text_bytes = held.size();
+    *prepare = [&m, held](engine::Request& r) {
+      // A prompt that cannot fit is refused before it is copied (Engine::submit would tokenise it whole).
+      if (std::string e = m.engine->refuse_prompt_text(held, false); !e.empty()) return e;
+      r.prompt_text.assign(held);  // tokenised inside Engine::submit
+      return std::string();
+    };
   }
   apply_generation_options(a.options, req);
   return "";
@@ -152,15 +190,16 @@ int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       return reply_coded_error(ctx, "WRONGTYPE", "STREAM key holds a value that is not a stream");
   }
 
+  auto job = std::make_unique<GenerationJob>(model, "infer.generate");
   engine::Request req;
   const char* code = "ERR";
-  std::string deferred_suffix;
-  if (std::string e = build_request(ctx, a, *model, &req, &code, &deferred_suffix); !e.empty())
+  PreparePrompt prepare;
+  size_t text_bytes = 0;
+  if (std::string e = build_request(ctx, a, job.get(), &req, &code, &prepare, &text_bytes); !e.empty())
     return reply_coded_error(ctx, code, e);
 
-  auto job = std::make_unique<GenerationJob>(model, "infer.generate");
   configure_generation(ctx, job.get(), a.options);
-  return start_generation(ctx, std::move(job), std::move(req), std::move(deferred_suffix));
+  return start_generation(ctx, std::move(job), std::move(req), text_bytes, std::move(prepare));
 }
 
 }  // namespace infer::redis

@@ -18,6 +18,7 @@
 // template with a system turn "Answer the question using the documents below.\n\n<documents>" and
 // a user turn holding the question; each document's ids go in without BOS/EOS, each followed by "\n\n".
 // TEMPLATE chat is the default when the model has a chat template.
+// The question is tokenised on the main thread (step 2): it may be at most infer.inline-max-bytes long.
 // COUNT defaults to 3 documents. TIMEOUT covers the whole command (embedding, retrieval, generation)
 // through the engine requests' deadline, never a Redis block timeout (see generation_job.h).
 // Documents: a hit without the DOCKEY attribute is skipped; so is one whose key is missing (evicted,
@@ -33,6 +34,7 @@
 #include "redis/cluster_slots.h"
 #include "redis/generation_job.h"
 #include "redis/models.h"
+#include "redis/settings.h"
 #include "redis/token_keys.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_type.h"
@@ -242,12 +244,20 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   GenerationOptions options = default_generation_options();
   job->search.count = 3;  // a few documents by default
   std::string err;
-  std::optional<std::string> query_text;
+  RedisModuleString* query_arg = nullptr;
   std::optional<std::string> template_name;
   std::optional<std::string> embedder_name;
   int i = 3;
+  // The question is tokenised on the main thread, so its length is checked before it is even copied.
+  const auto inline_max = static_cast<size_t>(settings().inline_max_bytes);
+  auto too_long = [&](const char* what, const RedisModuleString* text) {
+    return reply_error(ctx, std::string(what) + " of " + std::to_string(view(text).size()) +
+                                " bytes is over infer.inline-max-bytes (" + std::to_string(inline_max) +
+                                "): INFER.RAG tokenises the question on the main thread; shorten it, give a "
+                                "shorter QUESTION, or raise infer.inline-max-bytes");
+  };
   if (is_word(argv[i], "QUERY")) {
-    query_text = str(argv[i + 1]);
+    query_arg = argv[i + 1];
     i += 2;
   } else {
     auto v = parse_vector(argv, argc, &i, &err);
@@ -262,6 +272,7 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     if (is_word(w, "WITHSOURCES")) {
       job->with_sources = true;
     } else if (is_word(w, "QUESTION") && has_value) {
+      if (view(argv[i + 1]).size() > inline_max) return too_long("QUESTION", argv[i + 1]);
       job->question = str(argv[++i]);
       question_given = true;
     } else if (is_word(w, "COUNT") && has_value) {
@@ -292,8 +303,11 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     }
   }
   if (job->filter) job->search.filter = &*job->filter;
-  if (query_text && !question_given) job->question = *query_text;
-  if (!query_text && !question_given) return reply_error(ctx, "a vector query needs QUESTION text");
+  if (query_arg && !question_given) {
+    if (view(query_arg).size() > inline_max) return too_long("QUERY text (the question without QUESTION)", query_arg);
+    job->question = str(query_arg);
+  }
+  if (!query_arg && !question_given) return reply_error(ctx, "a vector query needs QUESTION text");
 
   job->model = models().find(view(argv[1]));
   if (!job->model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");
@@ -310,7 +324,7 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   {
     VsetKey k(ctx, argv[2], REDISMODULE_READ);
     if (k.wrong_type) return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    const uint32_t want = query_text ? static_cast<uint32_t>(job->embedder->engine->n_embd())
+    const uint32_t want = query_arg ? static_cast<uint32_t>(job->embedder->engine->n_embd())
                                      : static_cast<uint32_t>(job->query.size());
     if (k.set && k.set->input_dim() != want)
       return reply_error(ctx, "vector dimension mismatch: the query has " + std::to_string(want) +
@@ -323,14 +337,14 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   job->vset = rm::CreateStringFromString(nullptr, argv[2]);
   job->user = rm::GetCurrentUserName(ctx);
   auto* j = static_cast<RagJob*>(block_generation(ctx, std::move(job)));  // owned by the client now
-  if (!query_text) {
+  if (!query_arg) {
     retrieve_and_generate(ctx, j);
     return REDISMODULE_OK;
   }
   // The query is pooled as INFER.EMBED pools without POOLING (the model's pooling_type), as documents
   // stored with INFER.EMBED ... STORE are; normalising changes nothing for cosine search.
   submit_embedding(
-      j->embedder, *query_text, engine::Pooling::Default, true, j->gen.deadline,
+      j->embedder, query_arg, engine::Pooling::Default, true, j->gen.deadline,
       [j](engine::Handle h) { j->cancellation->set(std::move(h)); },
       [j](const engine::SubmitError& refusal) {
         j->error_code = refusal.kind == engine::SubmitError::Kind::Busy ? "BUSY" : "ERR";

@@ -2,7 +2,8 @@
 // Replies the ids, or with STORE writes them as a token blob (token_keys.h) and replies their count.
 // The store replicates as a plain SET of the blob, so replicas and the AOF need no model (DESIGN
 // "Redis module"). Texts longer than kSyncTokenizeBytes are tokenised
-// on the background thread while only the caller waits; inside MULTI/Lua they are done inline.
+// on a background thread while only the caller waits; inside MULTI/Lua they are done inline, up to
+// infer.inline-max-bytes.
 #include <memory>
 
 #include "redis/args.h"
@@ -11,6 +12,7 @@
 #include "redis/cluster_slots.h"
 #include "redis/commands.h"
 #include "redis/models.h"
+#include "redis/settings.h"
 #include "redis/stats.h"
 #include "redis/token_keys.h"
 
@@ -21,23 +23,36 @@ struct TokenizeJob : BlockedJob {
   TokenizeJob() : BlockedJob("infer.tokenize", "tokenisation") {}
   ~TokenizeJob() override {
     if (owns_store) rm::FreeString(nullptr, store);
+    if (held_text) rm::FreeString(nullptr, held_text);
+    if (blob) rm::FreeString(nullptr, blob);
   }
   int reply(RedisModuleCtx* ctx) override;
   bool has_writes() const override { return store && error.empty(); }
   void write(RedisModuleCtx* ctx, Writable writable) override;
 
   std::shared_ptr<const LoadedModel> model;
-  std::string text;
+  std::string_view text;                  // argv's (inline) or held_text's: not copied
+  RedisModuleString* held_text = nullptr;  // argv's text, held for the background thread
   tokenizer::EncodeOptions opts;
   RedisModuleString* store = nullptr;  // the key name: argv's (sync) or a retained copy (owns_store)
   bool owns_store = false;
-  std::vector<int32_t> ids;
+  std::vector<int32_t> ids;  // without STORE
+  size_t n_ids = 0;
+  // With STORE: the value, made where the text is tokenised (a long text's blob is megabytes: the
+  // write only shares it). A string made without a context may be made on any thread.
+  RedisModuleString* blob = nullptr;
   std::string error;        // the tokenizer's
   std::string store_error;  // the SET's, with its code
   bool asked = false;       // routed here by ASKING: the slot was importing when the command ran
   void encode() {
     try {
       ids = model->engine->tokenizer().encode(text, opts);
+      n_ids = ids.size();
+      if (store) {
+        const std::string bytes = make_token_blob(ids, model->engine->tokenizer());
+        blob = rm::CreateString(nullptr, bytes.data(), bytes.size());
+        ids = {};
+      }
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -48,14 +63,12 @@ struct TokenizeJob : BlockedJob {
 // plain SET; returns "" or the error reply. Not through RM_Call: in a cluster it routes like a client
 // without ASKING, and the slot check is the caller's (cluster_slots.h).
 std::string store_blob(RedisModuleCtx* ctx, const TokenizeJob& job) {
-  const std::string blob = make_token_blob(job.ids, job.model->engine->tokenizer());
-  RedisModuleString* value = rm::CreateString(ctx, blob.data(), blob.size());
   RedisModuleKey* k = rm::OpenKey(ctx, job.store, REDISMODULE_WRITE);
-  const bool ok = k && rm::StringSet(k, value) == REDISMODULE_OK;
+  // The key and the replicated SET share the job's string: nothing is copied on the main thread.
+  const bool ok = k && rm::StringSet(k, job.blob) == REDISMODULE_OK;
   if (k) rm::CloseKey(k);
-  rm::FreeString(ctx, value);
   if (!ok) return "ERR SET of the token blob failed";
-  rm::Replicate(ctx, "SET", "sb", job.store, blob.data(), blob.size());
+  rm::Replicate(ctx, "SET", "ss", job.store, job.blob);
   rm::NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_STRING, "set", job.store);
   return "";
 }
@@ -63,7 +76,7 @@ std::string store_blob(RedisModuleCtx* ctx, const TokenizeJob& job) {
 int TokenizeJob::reply(RedisModuleCtx* ctx) {
   if (!error.empty()) return reply_error(ctx, "cannot tokenise: " + error);
   if (!store_error.empty()) return rm::ReplyWithError(ctx, store_error.c_str());
-  if (store) return rm::ReplyWithLongLong(ctx, static_cast<long long>(ids.size()));
+  if (store) return rm::ReplyWithLongLong(ctx, static_cast<long long>(n_ids));
   rm::ReplyWithArray(ctx, static_cast<long>(ids.size()));
   for (int32_t id : ids) rm::ReplyWithLongLong(ctx, id);
   return REDISMODULE_OK;
@@ -115,8 +128,13 @@ int cmd_tokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     if (flags & REDISMODULE_CTX_FLAGS_LUA)
       return reply_error(ctx, "STORE cannot run inside a script (a read-only script could write through it)");
   }
-  job->text = str(argv[2]);
+  job->text = view(argv[2]);
   const bool can_block = !(flags & REDISMODULE_CTX_FLAGS_DENY_BLOCKING);
+  if (!can_block && job->text.size() > static_cast<size_t>(settings().inline_max_bytes))
+    return reply_error(ctx, "text of " + std::to_string(job->text.size()) + " bytes is over infer.inline-max-bytes (" +
+                                std::to_string(settings().inline_max_bytes) +
+                                "): inside MULTI/EXEC or a script INFER.TOKENIZE runs on the main thread; run it "
+                                "outside them, or raise infer.inline-max-bytes");
   // During a client pause the write must wait in the queue, which needs a blocked client.
   const bool paused_store = store && rm::AvoidReplicaTraffic();
   if (paused_store && !can_block)
@@ -132,8 +150,11 @@ int cmd_tokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     job->owns_store = true;
     job->asked = importing_here(ctx, view(store));
   }
+  // Held, not copied: a long text would cost the main thread its copy. Nothing writes argv's strings.
+  job->held_text = rm::HoldString(nullptr, argv[2]);
+  job->text = view(job->held_text);
   auto* blocked = static_cast<TokenizeJob*>(block_client(ctx, std::move(job)));
-  bool queued = run_in_background([blocked, cancellation = blocked->cancellation] {
+  bool queued = run_in_background(blocked->text.size(), [blocked, cancellation = blocked->cancellation] {
     if (cancellation->requested())
       blocked->error = "cancelled";  // the client left: nothing to reply to, nothing to store
     else

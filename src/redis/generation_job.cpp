@@ -101,6 +101,17 @@ int GenerationJob::reply(RedisModuleCtx* ctx) {
   return REDISMODULE_OK;
 }
 
+GenerationJob::~GenerationJob() {
+  for (RedisModuleString* s : held_) rm::FreeString(nullptr, s);
+}
+
+std::string_view GenerationJob::hold(RedisModuleString* arg) {
+  held_.reserve(held_.size() + 1);  // nothing held is leaked if push_back cannot grow
+  RedisModuleString* held = rm::HoldString(nullptr, arg);
+  held_.push_back(held);
+  return view(held);
+}
+
 bool GenerationJob::has_writes() const { return stream && !refusal && error.empty(); }
 
 void GenerationJob::write(RedisModuleCtx* ctx, Writable writable) {
@@ -217,32 +228,33 @@ GenerationJob* block_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJ
 
 void unblock_generation(GenerationJob* job) { complete(job); }
 
-std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long max_tokens) {
+std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long max_tokens, const char* qualifier) {
   const long long need = static_cast<long long>(n_prompt) + max_tokens;
   if (need <= m.engine->options().context) return "";
-  return "prompt of " + std::to_string(n_prompt) + " tokens plus MAXTOKENS " + std::to_string(max_tokens) +
-         " exceeds the context of " + std::to_string(m.engine->options().context);
+  return "prompt of " + std::string(qualifier) + std::to_string(n_prompt) + " tokens plus MAXTOKENS " +
+         std::to_string(max_tokens) + " exceeds the context of " + std::to_string(m.engine->options().context);
 }
 
 int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, engine::Request req,
-                     std::string suffix) {
+                     size_t text_bytes, PreparePrompt prepare) {
   GenerationJob* job = block_generation(ctx, std::move(owned));
   engine::Callbacks cb = callbacks_for(job);
   // Tokenising (prompt text, suffix) and Engine::submit (validation, queueing, waking the scheduler)
-  // run on the background thread: the main thread only parses, copies token keys and blocks the
+  // run on a background thread: the main thread only parses, copies token keys and blocks the
   // client, which keeps its time per command small and independent of the prompt. A refusal there
   // (BUSY included) is replied by on_reply. Once submit succeeds the request may finish and the job be
   // freed at any time: only the cancellation (shared) is touched after it.
-  auto task = [job, cancellation = job->cancellation, req = std::move(req), cb = std::move(cb), suffix = std::move(suffix)]() mutable {
-    if (!suffix.empty()) {
-      tokenizer::EncodeOptions o;
-      o.add_special = false;
-      std::vector<int32_t> ids = job->model->engine->tokenizer().encode(suffix, o);
-      req.prompt_ids.insert(req.prompt_ids.end(), ids.begin(), ids.end());
-      if (std::string e = check_fits_context(*job->model, req.prompt_ids.size(), req.max_tokens); !e.empty()) {
-        job->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(e), 0};
-        return unblock_generation(job);
-      }
+  auto task = [job, cancellation = job->cancellation, req = std::move(req), cb = std::move(cb),
+               prepare = std::move(prepare)]() mutable {
+    std::string why;
+    try {
+      if (prepare) why = prepare(req);
+    } catch (const std::exception& e) {
+      why = std::string("cannot tokenise the prompt: ") + e.what();
+    }
+    if (!why.empty()) {
+      job->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(why), 0};
+      return unblock_generation(job);
     }
     auto submitted = job->model->engine->submit(std::move(req), std::move(cb));
     if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
@@ -253,7 +265,7 @@ int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, 
     }
   };
   job->counted_before_submit = true;
-  if (!run_in_background(std::move(task))) {
+  if (!run_in_background(text_bytes, std::move(task))) {
     abort_blocked(job);
     return reply_coded_error(ctx, "BUSY", "too many requests waiting to be submitted; retry later");
   }

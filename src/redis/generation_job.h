@@ -4,9 +4,11 @@
 //   engine thread: on_token feeds the optional StreamWriter, on_done stores the result and completes;
 //   main thread: the stream's final entry from the write queue, then the reply.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "redis/blocked_call.h"
@@ -50,6 +52,10 @@ void apply_generation_options(const GenerationOptions& o, engine::Request* req);
 struct GenerationJob : BlockedJob {
   GenerationJob(std::shared_ptr<const LoadedModel> m, const char* command_name)
       : BlockedJob(command_name, "generation"), model(std::move(m)) {}
+  ~GenerationJob() override;
+  // Holds an argument of the command (not copied) until the job is freed and returns its bytes, for
+  // work done off the main thread. Main thread.
+  std::string_view hold(RedisModuleString* arg);
   // Fields a command adds to the map reply after "text" (and the WITHSTATS ones): how many pairs, and
   // writing them. A job with extra fields always replies with a map. Main thread.
   virtual int extra_reply_fields() const { return 0; }
@@ -70,6 +76,9 @@ struct GenerationJob : BlockedJob {
   const char* error_code = "ERR";              // error set: replied instead of the result
   std::string error;
   engine::Result result;   // written by on_done before complete()
+
+ private:
+  std::vector<RedisModuleString*> held_;  // freed with the job, on the main thread
 };
 
 // Sets job's options (timeout, WITHSTATS, STREAM writer in the client's database). Main thread.
@@ -83,15 +92,20 @@ GenerationJob* block_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJ
 // job; any thread; the job belongs to the main thread after it.
 void unblock_generation(GenerationJob* job);
 
-// INFER.GENERATE's path: blocks the client, then tokenises and submits req on the background thread.
-// `suffix`, when not empty, is text to encode (no special tokens) and append to req.prompt_ids there;
-// the prompt must then still leave room for MAXTOKENS in the context. Refusals are replied by the
-// reply callback. Main thread; returns REDISMODULE_OK.
+// Work on a background thread that completes req's prompt from text the job holds (the prompt text,
+// a suffix to tokenise, chat messages), before it is submitted; returns "" or why the request is refused.
+using PreparePrompt = std::function<std::string(engine::Request& req)>;
+
+// INFER.GENERATE's path: blocks the client, then runs `prepare` (if any) and submits req on a
+// background thread, in the lane of `text_bytes` (the text prepare and submit tokenise; background.h).
+// Refusals are replied by the reply callback. Main thread; returns REDISMODULE_OK.
 int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job, engine::Request req,
-                     std::string suffix = {});
+                     size_t text_bytes, PreparePrompt prepare = {});
 
 // Error message when `n_prompt` ids plus max_tokens do not fit the model's context, else "".
-std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long max_tokens);
+// `qualifier` goes before the count ("at least " for a bound found before tokenising).
+std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long max_tokens,
+                               const char* qualifier = "");
 
 // Submits req for a job already blocked (INFER.RAG after retrieval); a refusal unblocks the job and is
 // replied by the reply callback. Main thread.

@@ -66,7 +66,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     // Last, once nothing can fail: what these keep (a context of this module) must belong to a load
     // that Redis kept.
     redis::init_write_queue(ctx);
-    redis::start_background_thread();
+    redis::start_background_threads();
     redis::start_search_threads();
     // Redis keeps a failed load's event subscriptions (a freed module's callbacks): subscribe last.
     if (redis::subscribe_stream_endings(ctx) != REDISMODULE_OK)

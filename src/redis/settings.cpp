@@ -90,6 +90,7 @@ constexpr NumericOption kNumeric[] = {
      REDISMODULE_CONFIG_DEFAULT},
     {"MAX-ATTRIBUTE-BYTES", "max-attribute-bytes", &Settings::max_attribute_bytes, 2, 512LL << 20,
      REDISMODULE_CONFIG_MEMORY},
+    {"INLINE-MAX-BYTES", "inline-max-bytes", &Settings::inline_max_bytes, 0, LLONG_MAX, REDISMODULE_CONFIG_MEMORY},
 };
 
 long long get_numeric(const char*, void* priv) {

@@ -28,6 +28,8 @@ struct Settings {
                                            // on a search thread (0: always, unless MULTI/Lua/NOTHREAD)
   long long max_attribute_bytes = 512 << 10;  // JSON attributes a client may set (checked on the main
                                               // thread: MainThreadBudget.VaddAndVsetattrAtTheirLargestArguments)
+  long long inline_max_bytes = 8192;   // the longest text tokenised on the main thread (INFER.TOKENIZE
+                                       // inside MULTI/EXEC or a script, INFER.RAG's question)
   std::vector<std::pair<std::string, std::string>> startup_models;  // MODEL name path
 };
 
@@ -43,7 +45,7 @@ int thread_nice();
 
 // Parses `[MODEL name path]... [MODEL-DIR dir] [THREADS n] [NICE n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n]
 // [MAX-TOKENS n] [DEFAULT-MAX-TOKENS n] [MAX-MEMORY bytes] [TIMEOUT ms] [STREAM-MAXLEN n] [VSIM-THREAD-THRESHOLD n]
-// [MAX-ATTRIBUTE-BYTES bytes]` into settings(). Returns an error message, or "".
+// [MAX-ATTRIBUTE-BYTES bytes] [INLINE-MAX-BYTES bytes]` into settings(). Returns an error message, or "".
 std::string parse_module_args(RedisModuleString** argv, int argc);
 
 // Registers the infer.* configs with the values from settings() as defaults, then LoadConfigs

@@ -30,12 +30,13 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 
 // Submits an embedding request for `text` (pooled and normalised as asked, see engine::Request) on
 // behalf of a blocked client (cmd_embed.cpp). Engine::submit
-// tokenises on the calling thread, so texts over kSyncTokenizeBytes are tokenised on the background
-// thread first and submitted from the main thread (event-loop one-shot); shorter ones are submitted now.
+// tokenises on the calling thread, so texts over kSyncTokenizeBytes are tokenised on a background
+// thread first (`text` held, not copied; one too long for the context refused untokenised) and
+// submitted from the main thread (event-loop one-shot); shorter ones are submitted now.
 // Exactly one of `submitted` (main thread, with the engine handle) or `refused` (main thread) runs;
 // after `submitted`, `on_done` runs on the engine thread as usual. The caller keeps everything the
 // callbacks touch alive until it unblocks the client.
-void submit_embedding(std::shared_ptr<const LoadedModel> model, std::string text, engine::Pooling pooling,
+void submit_embedding(std::shared_ptr<const LoadedModel> model, RedisModuleString* text, engine::Pooling pooling,
                       bool normalize, std::chrono::steady_clock::time_point deadline,
                       std::function<void(engine::Handle)> submitted,
                       std::function<void(const engine::SubmitError&)> refused,

@@ -2,6 +2,9 @@
 // WordPiece per text fragment; detokenisation through a per-token piece table built at load.
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -83,17 +86,40 @@ class VocabTokenizer final : public Tokenizer {
   explicit VocabTokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
     if (vocab_.kind == VocabKind::Bpe) pre_ = std::make_unique<PreTokenizer>(vocab_.pre.patterns);
     build_pieces();
+    // SPM's text has ▁ (3 bytes) for a space, BPE's a 1-2 byte stand-in per byte: an entry's length in
+    // bytes bounds the input it covers. A character missing from the vocabulary (at most 4 bytes)
+    // becomes byte or unknown tokens of one byte each.
+    max_token_bytes_ = 4;
+    for (const TokenEntry& t : vocab_.tokens) max_token_bytes_ = std::max(max_token_bytes_, t.text.size());
+    for (TokenId id : vocab_.special_tokens) strips_ |= vocab_.tokens[id].lstrip || vocab_.tokens[id].rstrip;
+  }
+
+  size_t min_tokens(std::string_view text, const EncodeOptions&) const override {
+    if (vocab_.kind == VocabKind::WordPiece) return 0;
+    size_t counted = text.size();
+    if (strips_)
+      for (char c : text) counted -= std::isspace(static_cast<unsigned char>(c)) != 0;  // as special_split strips
+    return counted / max_token_bytes_;
   }
 
   std::vector<TokenId> encode(std::string_view text, const EncodeOptions& opts) const override {
+    bool complete = true;
+    return encode_at_most(text, SIZE_MAX, opts, &complete);
+  }
+
+  std::vector<TokenId> encode_at_most(std::string_view text, size_t max_tokens, const EncodeOptions& opts,
+                                      bool* complete) const override {
     std::vector<TokenId> out;
     if (opts.add_special && vocab_.add_bos && vocab_.bos >= 0) out.push_back(vocab_.bos);
     const auto fragments = split_on_special_tokens(vocab_, text, opts.parse_special);
+    Limit limit{max_tokens};
     switch (vocab_.kind) {
-      case VocabKind::Spm: encode_spm(fragments, opts, out); break;
-      case VocabKind::Bpe: encode_bpe(fragments, out); break;
-      case VocabKind::WordPiece: encode_wordpiece(fragments, out); break;
+      case VocabKind::Spm: encode_spm(fragments, opts, limit, out); break;
+      case VocabKind::Bpe: encode_bpe(fragments, limit, out); break;
+      case VocabKind::WordPiece: encode_wordpiece(fragments, limit, out); break;
     }
+    *complete = !limit.stopped;
+    if (limit.stopped) return out;
     if (opts.add_special && vocab_.add_eos && vocab_.eos >= 0) out.push_back(vocab_.eos);
     if (opts.add_special && vocab_.add_sep && vocab_.sep >= 0) out.push_back(vocab_.sep);
     return out;
@@ -157,10 +183,22 @@ class VocabTokenizer final : public Tokenizer {
                               std::to_string(vocab_.n_vocab()) + ")");
   }
 
-  void encode_spm(const std::vector<Fragment>& fragments, const EncodeOptions& opts, std::vector<TokenId>& out) const {
+  // encode_at_most's bound: the encoders ask before each piece of work they can skip exactly.
+  struct Limit {
+    size_t max_tokens;
+    bool stopped = false;  // work was skipped
+    bool reached(const std::vector<TokenId>& out) {
+      stopped = out.size() > max_tokens;
+      return stopped;
+    }
+  };
+
+  void encode_spm(const std::vector<Fragment>& fragments, const EncodeOptions& opts, Limit& limit,
+                  std::vector<TokenId>& out) const {
     bool prev_special = !opts.continuation;  // the dummy prefix goes at the start and after each special token
     std::string piece;
     for (const auto& f : fragments) {
+      if (limit.reached(out)) return;
       if (f.token >= 0) {
         out.push_back(f.token);
         prev_special = true;
@@ -174,21 +212,26 @@ class VocabTokenizer final : public Tokenizer {
     }
   }
 
-  void encode_bpe(const std::vector<Fragment>& fragments, std::vector<TokenId>& out) const {
+  void encode_bpe(const std::vector<Fragment>& fragments, Limit& limit, std::vector<TokenId>& out) const {
     BpeEncoder bpe(vocab_);
     for (const auto& f : fragments) {
+      if (limit.reached(out)) return;
       if (f.token >= 0) {
         out.push_back(f.token);
         continue;
       }
       const std::string clean = utf8::sanitize(f.text);
-      for (const auto& [begin, end] : pre_->split(clean))
+      // Words are encoded independently (merges never cross them): a prefix of words is exact.
+      for (const auto& [begin, end] : pre_->split(clean)) {
+        if (limit.reached(out)) return;
         bpe.encode_word(bytes_to_unicode_text(std::string_view(clean).substr(begin, end - begin)), out);
+      }
     }
   }
 
-  void encode_wordpiece(const std::vector<Fragment>& fragments, std::vector<TokenId>& out) const {
+  void encode_wordpiece(const std::vector<Fragment>& fragments, Limit& limit, std::vector<TokenId>& out) const {
     for (const auto& f : fragments) {
+      if (limit.reached(out)) return;
       if (f.token >= 0) out.push_back(f.token);
       else wordpiece_encode(vocab_, f.text, out);
     }
@@ -219,6 +262,8 @@ class VocabTokenizer final : public Tokenizer {
   }
 
   Vocab vocab_;
+  size_t max_token_bytes_ = 4;  // the most bytes of text one token covers (min_tokens)
+  bool strips_ = false;         // some special token strips the whitespace beside it
   std::unique_ptr<PreTokenizer> pre_;
   std::vector<std::string> pieces_;
 };

@@ -42,6 +42,17 @@ class Tokenizer {
   // strips accents and drops invalid UTF-8 and control characters (wordpiece_split.h), and gives a
   // word it cannot split [UNK]; its text does not round-trip either.
   virtual std::vector<TokenId> encode(std::string_view text, const EncodeOptions& opts = {}) const = 0;
+  // encode() that stops once it has more than max_tokens ids, at the first boundary it can stop at
+  // exactly (a word for BPE, a special token for every vocabulary), so that a text too long for a
+  // context is not tokenised whole: *complete false means the result is a prefix of encode()'s, longer
+  // than max_tokens; true that it is all of it (whatever its length).
+  virtual std::vector<TokenId> encode_at_most(std::string_view text, size_t max_tokens, const EncodeOptions& opts,
+                                              bool* complete) const = 0;
+  // A lower bound on encode(text, opts).size(), found without encoding, so that a text that cannot
+  // fit a context is refused before the work: no token covers more bytes of text than the longest
+  // vocabulary entry has (a special token also the whitespace it strips: then only the other bytes
+  // count, a scan of text; otherwise O(1)). 0 for WordPiece, which drops characters.
+  virtual size_t min_tokens(std::string_view text, const EncodeOptions& opts = {}) const = 0;
   // Text of one token as it appears in output (byte tokens give their raw byte, ▁ → space ...).
   // With remove_special, Control/Unknown tokens give "" (otherwise their text). Throws
   // std::out_of_range for an id outside [0, n_vocab).

@@ -157,6 +157,26 @@ TEST(Engine, RefusesPromptsThatCanNeverFit) {
   bad_sampling.sampling.top_p = 2;
   EXPECT_TRUE(std::holds_alternative<SubmitError>(e->submit(bad_sampling, c.callbacks())));
   EXPECT_TRUE(std::holds_alternative<SubmitError>(e->submit(Request{}, c.callbacks())));
+  // A text whose length alone shows it cannot fit is refused untokenised (stories: at most 9 bytes a
+  // token, so 64 MB would take seconds to tokenise), in the words of the exact refusal.
+  Request huge = greedy({}, 4);
+  huge.prompt_text.assign(64u << 20, 'a');
+  const auto t0 = std::chrono::steady_clock::now();
+  auto refused = e->submit(std::move(huge), c.callbacks());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  ASSERT_TRUE(std::holds_alternative<SubmitError>(refused));
+  EXPECT_EQ(std::get<SubmitError>(refused).message,
+            "prompt of at least 7456540 tokens does not fit the context of 64 tokens with room to generate");
+  EXPECT_EQ(e->refuse_prompt_text(std::string(100, 'a'), false), "");
+  // Too short for that bound but too long for the context: tokenising stops at the first special token
+  // past the 63 tokens the context allows, and the refusal says "at least".
+  Request stopped = greedy({}, 4);
+  for (int i = 0; i < 25; ++i) stopped.prompt_text += "Once upon a time</s>";
+  EXPECT_EQ(e->refuse_prompt_text(stopped.prompt_text, false), "");
+  auto stopped_early = e->submit(std::move(stopped), c.callbacks());
+  ASSERT_TRUE(std::holds_alternative<SubmitError>(stopped_early));
+  EXPECT_EQ(std::get<SubmitError>(stopped_early).message,
+            "prompt of at least 65 tokens does not fit the context of 64 tokens with room to generate");
   EXPECT_FALSE(c.done);  // refused requests never call back
 }
 

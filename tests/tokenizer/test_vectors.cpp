@@ -71,6 +71,68 @@ TEST_P(VocabVectors, DecodeGivesTextBack) {
   }
 }
 
+// min_tokens is a lower bound (a prompt past the context is refused from it untokenised): on every
+// vector, on texts made of the longest entry, of whitespace around special tokens (Phi-3 strips it),
+// and of bytes that are not UTF-8.
+TEST_P(VocabVectors, MinTokensNeverExceedsTheEncoding) {
+  const std::string vocab_path = GetParam();
+  const auto file = gguf::File::open(vocab_path);
+  const auto tok = Tokenizer::from_gguf(*file);
+  std::vector<std::string> texts;
+  for (const auto& c : test::read_vector_cases(vocab_path + ".inp", vocab_path + ".out")) texts.push_back(c.text);
+  std::string longest;
+  for (TokenId id = 0; id < tok->n_vocab(); ++id)
+    if (tok->token_text(id).size() > longest.size()) longest = tok->token_text(id);
+  std::string repeated, special_spaces;
+  for (int i = 0; i < 50; ++i) repeated += tok->token_to_piece(tok->find_token(longest), false);
+  const std::string special = tok->eos() >= 0 ? tok->token_text(tok->eos()) : "";
+  for (int i = 0; i < 50; ++i) special_spaces += special + std::string(300, ' ') + "\n\t ";
+  texts.insert(texts.end(), {repeated, special_spaces, std::string(5000, ' '), std::string(5000, '\xff'),
+                             std::string(5000, 'a'), "\xf0\x80\xf0\x80 \xc3 x"});
+  for (const std::string& text : texts)
+    for (bool parse_special : {false, true}) {
+      const EncodeOptions o{.add_special = false, .parse_special = parse_special};
+      EXPECT_LE(tok->min_tokens(text, o), tok->encode(text, o).size())
+          << fs::path(vocab_path).filename() << " text [" << text.substr(0, 80) << "]";
+    }
+  // Not a vacuous bound: a long text has some.
+  if (tok->model_name() != "bert") EXPECT_GT(tok->min_tokens(std::string(100000, 'a')), 0u);
+}
+
+// encode_at_most gives encode()'s ids, or a prefix of them past the limit when it stopped early.
+TEST_P(VocabVectors, EncodeAtMostIsEncodeOrAPrefixPastTheLimit) {
+  const std::string vocab_path = GetParam();
+  const auto file = gguf::File::open(vocab_path);
+  const auto tok = Tokenizer::from_gguf(*file);
+  std::vector<std::string> texts;
+  std::string all;
+  for (const auto& c : test::read_vector_cases(vocab_path + ".inp", vocab_path + ".out")) {
+    texts.push_back(c.text);
+    all += c.text + "\n";
+  }
+  const std::string special = tok->eos() >= 0 ? tok->token_text(tok->eos()) : "";
+  texts.insert(texts.end(), {all, all + special + all + special + " " + all});
+  int stopped = 0;
+  for (const std::string& text : texts) {
+    const EncodeOptions o{.add_special = true, .parse_special = true};
+    const auto whole = tok->encode(text, o);
+    for (size_t limit : {size_t{0}, size_t{1}, size_t{7}, whole.size() / 2, whole.size() - 1, whole.size(), SIZE_MAX}) {
+      bool complete = false;
+      const auto got = tok->encode_at_most(text, limit, o, &complete);
+      if (complete) {
+        EXPECT_EQ(got, whole) << fs::path(vocab_path).filename() << " limit " << limit;
+      } else {
+        ++stopped;
+        EXPECT_GT(got.size(), limit);
+        EXPECT_LT(got.size(), whole.size());
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), whole.begin()))
+            << fs::path(vocab_path).filename() << " limit " << limit << " [" << text.substr(0, 60) << "]";
+      }
+    }
+  }
+  EXPECT_GT(stopped, 0) << "some limit must stop early";
+}
+
 std::vector<std::string> params() {
   auto files = test::vocab_files(test::vectors_dir());
   std::vector<std::string> with_vectors;
