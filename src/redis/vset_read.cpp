@@ -4,7 +4,7 @@
 // the handler parses, blocks the client and queues the search with a reference to the set
 // (vset_threads.h); the search thread reads under the set's read lock, copies the hits out and unblocks;
 // the reply callback replies on the main thread. Inside MULTI, Lua, or with NOTHREAD it runs here,
-// synchronously, as it does for small sets, under a filter work limit of ~10 ms (vector_set.h). Both paths
+// synchronously, as it does for small sets, under a filter work limit of ~8 ms (vector_set.h). Both paths
 // run the same search and give the same reply.
 #include <cstring>
 #include <memory>
@@ -161,15 +161,17 @@ int cmd_vsim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   // search threads.
   const bool costly = k.set->size() >= static_cast<size_t>(settings().vsim_thread_threshold) ||
                       k.set->estimated_filter_work(job->opt) > vector::kFilterWorkLimit / 2;
-  if (may_block && costly && search_on_thread(ctx, job, k.shared)) return REDISMODULE_OK;
+  const bool tried_thread = may_block && costly;
+  if (tried_thread && search_on_thread(ctx, job, k.shared)) return REDISMODULE_OK;
   // Synchronous: the main thread holds the global lock and writers run only here, so no set lock.
   job->search(*k.set);
-  if (job->over_work_limit && may_block) {
+  if (job->over_work_limit && may_block && !tried_thread) {
     // The estimate uses the mean attribute size; a few large attributes can defeat it. Try again where
     // a search may take longer.
+    const std::string error = job->error;
     job->clear_results();
     if (search_on_thread(ctx, job, k.shared)) return REDISMODULE_OK;
-    job->search(*k.set);
+    job->error = error;  // the queue is full: the main thread's limit stands
   }
   return job->reply(ctx);
 }
