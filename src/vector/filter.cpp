@@ -155,7 +155,10 @@ class Parser {
     uint32_t v = 0;
     for (size_t k = j; k < j + 4; ++k) {
       const char h = s_[k];
-      const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      const int d = h >= '0' && h <= '9'   ? h - '0'
+                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                           : -1;
       if (d < 0) fail_at(esc, "\\u needs four hex digits");
       v = v * 16 + static_cast<uint32_t>(d);
     }

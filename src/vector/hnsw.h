@@ -44,11 +44,11 @@ class Hnsw {
   explicit Hnsw(const Params& p);
 
   // Inserts an encoded vector (encoded_size(quant, dim) bytes, copied) and returns its id. `ef`: beam
-  // width for this insert, 0 → params().ef_construction.
+  // width for this insert, 0 → params().ef_construction. Nodes that pruning cut off are relinked.
   uint32_t insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef = 0);
-  // Unlinks the node and reconnects the nodes that pointed at it (any node left without an incoming link
-  // gets one from a reachable node near it, so every node stays reachable); then the last node moves into its slot
-  // so that ids stay dense and the memory shrinks. Returns the old id of the node that now has `id`, or
+  // Unlinks the node and reconnects the nodes that pointed at it (a node left cut off gets a link from a
+  // reachable node near it, so every node stays reachable); then the last node moves into its slot so
+  // that ids stay dense and the memory shrinks. Returns the old id of the node that now has `id`, or
   // nullopt when `id` was the last one.
   std::optional<uint32_t> remove(uint32_t id);
 
