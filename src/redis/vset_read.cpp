@@ -1,9 +1,11 @@
 // INFER.VSIM, INFER.VEMB, INFER.VCARD, INFER.VDIM, INFER.VINFO, INFER.VGETATTR: the reads of vector sets.
-// VSIM on a set of at least infer.vsim-thread-threshold elements runs off the main thread (spec §3.1):
+// VSIM on a set of at least infer.vsim-thread-threshold elements, or with a FILTER whose work is expected
+// to take more than a few milliseconds, runs off the main thread (spec §3.1):
 // the handler parses, blocks the client and queues the search with a reference to the set
 // (vset_threads.h); the search thread reads under the set's read lock, copies the hits out and unblocks;
 // the reply callback replies on the main thread. Inside MULTI, Lua, or with NOTHREAD it runs here,
-// synchronously, as it does for small sets. Both paths run the same search and give the same reply.
+// synchronously, as it does for small sets, under a filter work limit of ~8 ms (vector_set.h). Both paths
+// run the same search and give the same reply.
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -71,6 +73,7 @@ struct VsimJob : BlockedJob {
   std::vector<std::pair<std::string, std::string>> names_attrs;
   std::vector<float> scores;
   std::string error;                                    // set when the search failed
+  bool over_work_limit = false;                         // ... because the filter's work passed its limit
 
   // Runs on a search thread under the set's read lock, or on the main thread.
   void search(const vector::VectorSet& s) {
@@ -81,9 +84,18 @@ struct VsimJob : BlockedJob {
         names_attrs.emplace_back(*h.name, ro.with_attribs ? *h.attrs : std::string());
         scores.push_back(h.score);
       }
+    } catch (const vector::FilterWorkError& e) {
+      error = e.what();
+      over_work_limit = true;
     } catch (const vector::VectorSetError& e) {
       error = e.what();
     }
+  }
+  void clear_results() {
+    names_attrs.clear();
+    scores.clear();
+    error.clear();
+    over_work_limit = false;
   }
   int reply_hits_or_error(RedisModuleCtx* ctx) const {
     if (!error.empty()) return reply_error(ctx, error);
@@ -93,6 +105,27 @@ struct VsimJob : BlockedJob {
     return reply_hits(ctx, views, ro);
   }
 };
+
+// Blocks the client and queues the search for a search thread, with the larger filter work limit.
+// Returns false, with `job` the caller's again, when the queue is full.
+bool search_on_thread(RedisModuleCtx* ctx, std::unique_ptr<VsimJob>& job, const VsetRef& set) {
+  job->set = set;
+  job->opt.filter_work_limit = kThreadedFilterWorkLimit;
+  auto* blocked = static_cast<VsimJob*>(block_client(ctx, std::move(job)));  // owned by the client now
+  auto task = [blocked] {
+    if (!blocked->cancellation->requested()) {
+      auto lock = blocked->set->read();
+      blocked->search(blocked->set->set());
+    }
+    blocked->set.reset();  // the search is done: a DEL may free the set now
+    complete(blocked);
+  };
+  if (run_search_thread(task)) return true;
+  job.reset(static_cast<VsimJob*>(abort_blocked(blocked).release()));  // queue full: search here instead
+  job->set.reset();
+  job->opt.filter_work_limit = vector::kFilterWorkLimit;
+  return false;
+}
 
 // True when this call may block the client: not in MULTI, Lua or a module's RM_Call.
 bool can_block(RedisModuleCtx* ctx) {
@@ -123,26 +156,23 @@ int cmd_vsim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   VsetKey k(ctx, argv[1], REDISMODULE_READ);
   if (k.wrong_type) return reply_wrongtype(ctx);
   if (!k.set) return rm::ReplyWithEmptyArray(ctx);
-  const bool threaded = !nothread && k.set->size() >= static_cast<size_t>(settings().vsim_thread_threshold) &&
-                        can_block(ctx);
-  if (threaded) {
-    job->set = k.shared;
-    auto* blocked = static_cast<VsimJob*>(block_client(ctx, std::move(job)));  // owned by the client now
-    auto task = [blocked] {
-      if (!blocked->cancellation->requested()) {
-        auto lock = blocked->set->read();
-        blocked->search(blocked->set->set());
-      }
-      blocked->set.reset();  // the search is done: a DEL may free the set now
-      complete(blocked);
-    };
-    if (run_search_thread(task)) return REDISMODULE_OK;
-    abort_blocked(blocked).release();  // queue full: search here instead
-    job.reset(blocked);
-    job->set.reset();
-  }
+  const bool may_block = !nothread && can_block(ctx);
+  // A large set, or a FILTER expected to take more than half the main thread's share, goes to the
+  // search threads.
+  const bool costly = k.set->size() >= static_cast<size_t>(settings().vsim_thread_threshold) ||
+                      k.set->estimated_filter_work(job->opt) > vector::kFilterWorkLimit / 2;
+  const bool tried_thread = may_block && costly;
+  if (tried_thread && search_on_thread(ctx, job, k.shared)) return REDISMODULE_OK;
   // Synchronous: the main thread holds the global lock and writers run only here, so no set lock.
   job->search(*k.set);
+  if (job->over_work_limit && may_block && !tried_thread) {
+    // The estimate uses the mean attribute size; a few large attributes can defeat it. Try again where
+    // a search may take longer.
+    const std::string error = job->error;
+    job->clear_results();
+    if (search_on_thread(ctx, job, k.shared)) return REDISMODULE_OK;
+    job->error = error;  // the queue is full: the main thread's limit stands
+  }
   return job->reply(ctx);
 }
 

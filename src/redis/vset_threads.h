@@ -1,6 +1,8 @@
 // The small pool of threads that run INFER.VSIM searches off the main thread (vset_read.cpp).
 // Thread-safe. Tasks must not touch Redis except through UnblockClient.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 
 namespace infer::redis {
@@ -13,5 +15,10 @@ bool run_search_thread(std::function<void()> task);
 void start_search_threads();
 
 inline constexpr size_t kMaxQueuedSearches = 256;
+
+// Filter work (src/vector/filter.h units) one search may use on a search thread: about 5 s of one core,
+// so that no search holds a search thread without end. On the main thread the limit is
+// vector::kFilterWorkLimit (~8 ms).
+inline constexpr uint64_t kThreadedFilterWorkLimit = 10'000'000'000;
 
 }  // namespace infer::redis

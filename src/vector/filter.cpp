@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <variant>
 #include <vector>
@@ -102,11 +103,14 @@ class Parser {
     if (c == '"' || c == '\'') {
       std::string out;
       size_t j = i_ + 1;
-      for (;; ++j) {
+      for (;;) {
         if (j >= s_.size()) fail("unterminated string");
         if (s_[j] == c) break;
-        if (s_[j] == '\\' && j + 1 < s_.size()) ++j;
-        out += s_[j];
+        if (s_[j] == '\\') {
+          j = unescape(j, &out);
+        } else {
+          out += s_[j++];
+        }
       }
       tok_ = {Token::Str, std::move(out), 0, i_};
       i_ = j + 1;
@@ -139,6 +143,77 @@ class Parser {
     if (k == Token::End) fail("unexpected character " + quoted(std::string(1, c)));
     tok_ = {k, std::string(1, c), 0, i_};
     ++i_;
+  }
+
+  [[noreturn]] void fail_at(size_t pos, const std::string& why) const {
+    throw FilterError("invalid FILTER expression at offset " + std::to_string(pos) + ": " + why);
+  }
+
+  // Four hex digits at `j`, or fails.
+  uint32_t hex4(size_t j, size_t esc) const {
+    if (j + 4 > s_.size()) fail_at(esc, "\\u needs four hex digits");
+    uint32_t v = 0;
+    for (size_t k = j; k < j + 4; ++k) {
+      const char h = s_[k];
+      const int d = h >= '0' && h <= '9'   ? h - '0'
+                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                           : -1;
+      if (d < 0) fail_at(esc, "\\u needs four hex digits");
+      v = v * 16 + static_cast<uint32_t>(d);
+    }
+    return v;
+  }
+
+  static void append_utf8(uint32_t cp, std::string* out) {
+    if (cp < 0x80) {
+      *out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      *out += static_cast<char>(0xC0 | (cp >> 6));
+      *out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      *out += static_cast<char>(0xE0 | (cp >> 12));
+      *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      *out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      *out += static_cast<char>(0xF0 | (cp >> 18));
+      *out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      *out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  // The escape starting with the backslash at `j`: appends what it stands for, returns the index after it.
+  // JSON's escapes, plus \' so that either quote can appear in either style of literal.
+  size_t unescape(size_t j, std::string* out) const {
+    if (j + 1 >= s_.size()) fail_at(j, "unterminated string");
+    const char e = s_[j + 1];
+    switch (e) {
+      case '"': case '\'': case '\\': case '/': *out += e; return j + 2;
+      case 'b': *out += '\b'; return j + 2;
+      case 'f': *out += '\f'; return j + 2;
+      case 'n': *out += '\n'; return j + 2;
+      case 'r': *out += '\r'; return j + 2;
+      case 't': *out += '\t'; return j + 2;
+      case 'u': {
+        uint32_t cp = hex4(j + 2, j);
+        size_t next = j + 6;
+        if (cp >= 0xDC00 && cp <= 0xDFFF) fail_at(j, "\\u escape is a lone low surrogate");
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          if (next + 1 >= s_.size() || s_[next] != '\\' || s_[next + 1] != 'u')
+            fail_at(j, "\\u escape is a high surrogate without its low surrogate");
+          const uint32_t lo = hex4(next + 2, next);
+          if (lo < 0xDC00 || lo > 0xDFFF) fail_at(next, "\\u escape after a high surrogate is not a low surrogate");
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          next += 6;
+        }
+        append_utf8(cp, out);
+        return next;
+      }
+      default:
+        fail_at(j, "invalid escape " + quoted(std::string("\\") + e) +
+                       " in string (valid: \\\" \\' \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)");
+    }
   }
 
   // Binary operator at `level` (0 lowest), or nullopt.
@@ -253,22 +328,34 @@ class Parser {
   size_t nodes_ = 0;
 };
 
-// Values during evaluation; nullopt means "does not match" (missing field, wrong type).
+// Values during evaluation; nullopt means "does not match" (missing field, wrong type). Strings view the
+// literal in the tree or the string in the parsed attributes, both alive for the whole evaluation, so
+// no operand is ever copied.
 struct Value {
-  std::variant<double, std::string, std::vector<Value>> v;
+  std::variant<double, std::string_view, std::vector<Value>> v;
 };
 using Maybe = std::optional<Value>;
 
+// Charges the evaluation's budget, when it has one.
+struct Meter {
+  FilterBudget* budget;
+  void operator()(uint64_t units) const {
+    if (budget) budget->charge(units);
+  }
+};
+
 // Attributes nested deeper than the expression may be do not match: from_json and equal() recurse per level.
-Maybe from_json(const nlohmann::json& j, int depth = 0) {
+Maybe from_json(const nlohmann::json& j, Meter meter, int depth = 0) {
   if (depth > kMaxDepth) return std::nullopt;
   if (j.is_boolean()) return Value{j.get<bool>() ? 1.0 : 0.0};
   if (j.is_number()) return Value{j.get<double>()};
-  if (j.is_string()) return Value{j.get<std::string>()};
+  if (j.is_string()) return Value{std::string_view(j.get_ref<const std::string&>())};
   if (j.is_array()) {
+    meter(j.size() * kFilterNodeUnits);
     std::vector<Value> items;
+    items.reserve(j.size());
     for (const auto& e : j) {
-      auto x = from_json(e, depth + 1);
+      auto x = from_json(e, meter, depth + 1);
       if (!x) return std::nullopt;
       items.push_back(std::move(*x));
     }
@@ -279,83 +366,100 @@ Maybe from_json(const nlohmann::json& j, int depth = 0) {
 
 bool truthy(const Value& x) {
   if (auto* d = std::get_if<double>(&x.v)) return *d != 0;
-  if (auto* s = std::get_if<std::string>(&x.v)) return !s->empty();
+  if (auto* s = std::get_if<std::string_view>(&x.v)) return !s->empty();
   return !std::get<std::vector<Value>>(x.v).empty();
 }
 
-bool equal(const Value& a, const Value& b) {
+bool equal(const Value& a, const Value& b, Meter meter) {
   if (a.v.index() != b.v.index()) return false;
   if (auto* d = std::get_if<double>(&a.v)) return *d == std::get<double>(b.v);
-  if (auto* s = std::get_if<std::string>(&a.v)) return *s == std::get<std::string>(b.v);
+  if (auto* s = std::get_if<std::string_view>(&a.v)) {
+    const auto& t = std::get<std::string_view>(b.v);
+    if (s->size() != t.size()) return false;
+    meter(s->size());
+    return *s == t;
+  }
   const auto& x = std::get<std::vector<Value>>(a.v);
   const auto& y = std::get<std::vector<Value>>(b.v);
   if (x.size() != y.size()) return false;
+  meter(x.size());
   for (size_t i = 0; i < x.size(); ++i)
-    if (!equal(x[i], y[i])) return false;
+    if (!equal(x[i], y[i], meter)) return false;
   return true;
+}
+
+// Substring test in time linear in both lengths (glibc's memmem is the two-way algorithm): a quadratic
+// search would let one expression hold a thread for the product of the two lengths per element.
+bool contains(std::string_view hay, std::string_view needle, Meter meter) {
+  if (needle.size() > hay.size()) return false;
+  meter((hay.size() + needle.size()) * kFilterSearchByteUnits);
+  if (needle.empty()) return true;
+  return ::memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
 }
 
 Value boolean(bool b) { return Value{b ? 1.0 : 0.0}; }
 
-Maybe eval(const Filter::Node& n, const nlohmann::json& obj) {
+Maybe eval(const Filter::Node& n, const nlohmann::json& obj, Meter meter) {
+  meter(kFilterNodeUnits);
   switch (n.op) {
     case Op::Num: return Value{n.num};
-    case Op::Str: return Value{n.text};
+    case Op::Str: return Value{std::string_view(n.text)};
     case Op::Field: {
       auto it = obj.find(n.text);
       if (it == obj.end()) return std::nullopt;
-      return from_json(*it);
+      return from_json(*it, meter);
     }
     case Op::Array: {
       std::vector<Value> items;
+      items.reserve(n.kids.size());
       for (const auto& k : n.kids) {
-        auto x = eval(*k, obj);
+        auto x = eval(*k, obj, meter);
         if (!x) return std::nullopt;
         items.push_back(std::move(*x));
       }
       return Value{std::move(items)};
     }
     case Op::Not: {
-      auto x = eval(*n.kids[0], obj);
+      auto x = eval(*n.kids[0], obj, meter);
       if (!x) return std::nullopt;
       return boolean(!truthy(*x));
     }
     case Op::Neg: {
-      auto x = eval(*n.kids[0], obj);
+      auto x = eval(*n.kids[0], obj, meter);
       if (!x || !std::holds_alternative<double>(x->v)) return std::nullopt;
       return Value{-std::get<double>(x->v)};
     }
     case Op::Or:
       for (const auto& k : n.kids) {
-        auto x = eval(*k, obj);
+        auto x = eval(*k, obj, meter);
         if (x && truthy(*x)) return boolean(true);
       }
       return boolean(false);
     case Op::And:
       for (const auto& k : n.kids) {
-        auto x = eval(*k, obj);
+        auto x = eval(*k, obj, meter);
         if (!x || !truthy(*x)) return boolean(false);
       }
       return boolean(true);
     default: break;
   }
-  auto a = eval(*n.kids[0], obj);
+  auto a = eval(*n.kids[0], obj, meter);
   if (!a) return std::nullopt;
-  auto b = eval(*n.kids[1], obj);
+  auto b = eval(*n.kids[1], obj, meter);
   if (!b) return std::nullopt;
   switch (n.op) {
-    case Op::Eq: return boolean(equal(*a, *b));
-    case Op::Ne: return boolean(!equal(*a, *b));
+    case Op::Eq: return boolean(equal(*a, *b, meter));
+    case Op::Ne: return boolean(!equal(*a, *b, meter));
     case Op::In: {
       if (auto* arr = std::get_if<std::vector<Value>>(&b->v)) {
         for (const auto& e : *arr)
-          if (equal(*a, e)) return boolean(true);
+          if (equal(*a, e, meter)) return boolean(true);
         return boolean(false);
       }
-      auto* hay = std::get_if<std::string>(&b->v);
-      auto* needle = std::get_if<std::string>(&a->v);
+      auto* hay = std::get_if<std::string_view>(&b->v);
+      auto* needle = std::get_if<std::string_view>(&a->v);
       if (!hay || !needle) return std::nullopt;
-      return boolean(hay->find(*needle) != std::string::npos);
+      return boolean(contains(*hay, *needle, meter));
     }
     case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: {
       int cmp;
@@ -363,8 +467,10 @@ Maybe eval(const Filter::Node& n, const nlohmann::json& obj) {
         const double x = std::get<double>(a->v), y = std::get<double>(b->v);
         cmp = x < y ? -1 : x > y ? 1 : 0;
         if (std::isnan(x) || std::isnan(y)) return boolean(false);
-      } else if (std::holds_alternative<std::string>(a->v) && std::holds_alternative<std::string>(b->v)) {
-        const int c = std::get<std::string>(a->v).compare(std::get<std::string>(b->v));
+      } else if (std::holds_alternative<std::string_view>(a->v) && std::holds_alternative<std::string_view>(b->v)) {
+        const auto x = std::get<std::string_view>(a->v), y = std::get<std::string_view>(b->v);
+        meter(std::min(x.size(), y.size()));
+        const int c = x.compare(y);
         cmp = c < 0 ? -1 : c > 0 ? 1 : 0;
       } else {
         return std::nullopt;
@@ -387,9 +493,19 @@ Maybe eval(const Filter::Node& n, const nlohmann::json& obj) {
   }
 }
 
+// Counts what estimate_units() needs: nodes, field reads and literal bytes.
+void tally(const Filter::Node& n, uint64_t* nodes, uint64_t* fields, uint64_t* literal_bytes) {
+  ++*nodes;
+  if (n.op == Op::Field) ++*fields;
+  if (n.op == Op::Str) *literal_bytes += n.text.size();
+  for (const auto& k : n.kids) tally(*k, nodes, fields, literal_bytes);
+}
+
 }  // namespace
 
-Filter::Filter(std::unique_ptr<Node> root) : root_(std::move(root)) {}
+Filter::Filter(std::unique_ptr<Node> root) : root_(std::move(root)) {
+  tally(*root_, &nodes_, &fields_, &literal_bytes_);
+}
 Filter::Filter(Filter&&) noexcept = default;
 Filter& Filter::operator=(Filter&&) noexcept = default;
 Filter::~Filter() = default;
@@ -399,17 +515,23 @@ Filter Filter::parse(std::string_view expr) {
   return Filter(p.parse_all());
 }
 
-bool Filter::matches_parsed(const nlohmann::json& attrs) const {
+uint64_t Filter::estimate_units(uint64_t attr_bytes) const {
+  return attr_bytes * kFilterJsonByteUnits + nodes_ * kFilterNodeUnits +
+         (literal_bytes_ + fields_ * attr_bytes) * kFilterSearchByteUnits;
+}
+
+bool Filter::matches_parsed(const nlohmann::json& attrs, FilterBudget* budget) const {
   if (!attrs.is_object()) return false;
-  auto v = eval(*root_, attrs);
+  auto v = eval(*root_, attrs, Meter{budget});
   return v && truthy(*v);
 }
 
-bool Filter::matches(std::string_view json_attrs) const {
+bool Filter::matches(std::string_view json_attrs, FilterBudget* budget) const {
   if (json_attrs.empty()) return false;
+  if (budget) budget->charge(json_attrs.size() * kFilterJsonByteUnits);  // before the parse it pays for
   auto j = nlohmann::json::parse(json_attrs, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return false;
-  return matches_parsed(j);
+  return matches_parsed(j, budget);
 }
 
 }  // namespace infer::vector

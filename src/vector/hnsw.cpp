@@ -49,6 +49,7 @@ struct Visited {
   }
 };
 thread_local Visited t_visited;
+thread_local Visited t_walk_back;  // unreached_ancestors(), which runs between searches of an insert
 
 using MinHeap = std::priority_queue<std::pair<float, uint32_t>, std::vector<std::pair<float, uint32_t>>, std::greater<>>;
 using MaxHeap = std::priority_queue<std::pair<float, uint32_t>>;
@@ -164,7 +165,7 @@ void Hnsw::set_links(uint32_t id, int level, const std::vector<uint32_t>& links)
   std::copy(links.begin(), links.end(), b + 1);
 }
 
-void Hnsw::add_link(uint32_t from, uint32_t to, int level) {
+void Hnsw::add_link(uint32_t from, uint32_t to, int level, std::vector<uint32_t>* dropped) {
   uint32_t* b = block(from, level);
   const std::span<const uint32_t> out(b + 1, b[0]);
   if (std::find(out.begin(), out.end(), to) != out.end()) return;
@@ -180,7 +181,11 @@ void Hnsw::add_link(uint32_t from, uint32_t to, int level) {
   for (uint32_t o : out) cands.emplace_back(dist(base, o), o);
   cands.emplace_back(dist(base, to), to);
   std::sort(cands.begin(), cands.end());
-  set_links(from, level, select(cands, max_links(level)));
+  const auto kept = select(cands, max_links(level));
+  if (dropped)
+    for (const auto& [d, c] : cands)
+      if (std::find(kept.begin(), kept.end(), c) == kept.end()) dropped->push_back(c);
+  set_links(from, level, kept);
 }
 
 uint32_t Hnsw::new_slot(int level) {
@@ -209,6 +214,7 @@ uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) 
   }
   const uint8_t* q = vector(id);
   uint32_t ep = greedy(q, entry_, max_level_, level);
+  std::vector<std::vector<uint32_t>> at_risk(static_cast<size_t>(level) + 1);  // see repair()
   for (int lv = std::min(level, max_level_); lv >= 0; --lv) {
     auto cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv);
     std::sort(cands.begin(), cands.end());
@@ -216,21 +222,27 @@ uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) 
     ep = cands.front().second;
     const auto chosen = select(cands, p_.m);
     set_links(id, lv, chosen);
-    for (uint32_t nb : chosen) add_link(nb, id, lv);
+    at_risk[lv].push_back(id);  // its neighbours may all prune the link back to it
+    for (uint32_t nb : chosen) add_link(nb, id, lv, &at_risk[lv]);
   }
   if (level > max_level_) {
     max_level_ = level;
     entry_ = id;
   }
+  repair(at_risk, UINT32_MAX);  // the new node too
   return id;
 }
 
 std::optional<uint32_t> Hnsw::remove(uint32_t id) {
   if (!contains(id)) throw std::out_of_range("HNSW remove: no node " + std::to_string(id));
+  // Nodes that may have lost their last incoming link on each level: the removed node's neighbours and
+  // those its in-neighbours dropped when their merged lists were pruned.
+  std::vector<std::vector<uint32_t>> at_risk(static_cast<size_t>(levels_[id]) + 1);
   for (int lv = 0; lv <= levels_[id]; ++lv) {
     const std::vector<uint32_t> pointing = in_[id][lv];
     const auto onward_span = links(id, lv);
     const std::vector<uint32_t> onward(onward_span.begin(), onward_span.end());
+    at_risk[lv] = onward;
     for (uint32_t p : pointing) {
       // Reconnect p through the removed node's neighbours, so nothing reachable only via it is lost.
       std::vector<uint32_t> merged;
@@ -243,13 +255,27 @@ std::optional<uint32_t> Hnsw::remove(uint32_t id) {
         cands.reserve(merged.size());
         for (uint32_t x : merged) cands.emplace_back(dist(vector(p), x), x);
         std::sort(cands.begin(), cands.end());
-        merged = select(cands, max_links(lv));
+        auto kept = select(cands, max_links(lv));
+        for (uint32_t x : merged)
+          if (std::find(kept.begin(), kept.end(), x) == kept.end()) at_risk[lv].push_back(x);
+        merged = std::move(kept);
       }
       set_links(p, lv, merged);
     }
     set_links(id, lv, {});
   }
-  const bool was_entry = entry_ == id;
+  --count_;
+  if (count_ > 0 && entry_ == id) {
+    // The new entry point is the highest remaining node; the scan only happens when the entry goes.
+    max_level_ = -1;
+    for (uint32_t i = 0; i < slots(); ++i)
+      if (i != id && levels_[i] > max_level_) {
+        max_level_ = levels_[i];
+        entry_ = i;
+      }
+  }
+  // The removed node is unlinked: nothing leads to it, and repair() skips it.
+  if (count_ > 0) repair(at_risk, id);
   const uint32_t last = slots() - 1;
   std::optional<uint32_t> moved;
   if (id != last) {
@@ -257,20 +283,114 @@ std::optional<uint32_t> Hnsw::remove(uint32_t id) {
     moved = last;
   }
   drop_last_slot();
-  --count_;
   if (count_ == 0) {
     max_level_ = -1;
     entry_ = 0;
-  } else if (was_entry) {
-    // The new entry point is the highest remaining node; the scan only happens when the entry goes.
-    max_level_ = -1;
-    for (uint32_t i = 0; i < slots(); ++i)
-      if (levels_[i] > max_level_) {
-        max_level_ = levels_[i];
-        entry_ = i;
-      }
   }
   return moved;
+}
+
+void Hnsw::repair(const std::vector<std::vector<uint32_t>>& at_risk, uint32_t skip) {
+  // From the top level down: a node is reachable on a level when it is reached from the nodes of the
+  // level above, which are repaired first.
+  for (int lv = static_cast<int>(at_risk.size()) - 1; lv >= 0; --lv) {
+    std::vector<uint32_t> queue = at_risk[lv];
+    std::sort(queue.begin(), queue.end());  // a removal lists many nodes more than once
+    queue.erase(std::unique(queue.begin(), queue.end()), queue.end());
+    // Each relink makes one node reachable; the bound only guards against a cycle of replacements.
+    for (size_t relinks = 0; !queue.empty() && relinks < 4 * at_risk[lv].size() + 64;) {
+      const uint32_t x = queue.back();
+      queue.pop_back();
+      if (x == skip || x == entry_) continue;
+      const auto island = unreached_ancestors(x, lv);
+      if (island.empty()) continue;
+      relink(x, lv, &queue);
+      ++relinks;
+      // The rest of the island reaches x but x may not reach it: check each again.
+      for (uint32_t a : island)
+        if (a != x) queue.push_back(a);
+    }
+  }
+}
+
+std::vector<uint32_t> Hnsw::unreached_ancestors(uint32_t x, int lv) const {
+  // Walk the incoming links back from x. Reaching the entry point, a node that also lives on a higher
+  // level (the walk down from the entry reaches those), or the walk's bound counts as reachable; running
+  // out of ancestors first proves that nothing leads to x, and the ancestors found are the island.
+  constexpr size_t kMaxWalk = 1024;
+  Visited& vis = t_walk_back;
+  vis.begin(slots());
+  if (x == entry_ || levels_[x] > lv) return {};
+  std::vector<uint32_t> found{x};
+  vis.seen(x);
+  for (size_t i = 0; i < found.size(); ++i) {
+    const uint32_t n = found[i];
+    for (uint32_t a : in_[n][lv])
+      if (!vis.seen(a)) {
+        if (a == entry_ || levels_[a] > lv || found.size() >= kMaxWalk) return {};
+        found.push_back(a);
+      }
+  }
+  return found;
+}
+
+void Hnsw::relink(uint32_t x, int lv, std::vector<uint32_t>* orphans) {
+  // The nodes nearest x that a search reaches on this level (so they are reachable themselves).
+  const uint8_t* q = vector(x);
+  auto cands = search_level(q, greedy(q, entry_, max_level_, lv), p_.ef_construction, lv);
+  std::sort(cands.begin(), cands.end());
+  std::erase_if(cands, [x](const Pair& c) { return c.second == x; });
+  // The nearest with a free slot takes the link.
+  for (const auto& [d, c] : cands)
+    if (links(c, lv).size() < max_links(lv)) {
+      add_link(c, x, lv);
+      return;
+    }
+  // All full: the nearest that can give up a link to a node with another incoming link replaces it
+  // (the farthest such); that node is checked again.
+  for (const auto& [d, c] : cands) {
+    const auto out = links(c, lv);
+    std::optional<Pair> drop;
+    for (uint32_t t : out)
+      if (in_[t][lv].size() >= 2) {
+        const float dt = dist(vector(c), t);
+        if (!drop || dt > drop->first) drop = Pair{dt, t};
+      }
+    if (drop) {
+      std::vector<uint32_t> next(out.begin(), out.end());
+      std::replace(next.begin(), next.end(), drop->second, x);
+      set_links(c, lv, next);
+      orphans->push_back(drop->second);
+      return;
+    }
+  }
+  if (!cands.empty()) add_link(cands.front().second, x, lv, orphans);
+}
+
+std::vector<uint32_t> Hnsw::unreachable(int level) const {
+  // The walk a search can take: the entry point's level from the entry point, each lower level from
+  // every node reached above.
+  std::vector<uint32_t> out;
+  if (count_ == 0 || level > max_level_) return out;
+  std::vector<char> seen(slots(), 0);
+  std::vector<uint32_t> reached{entry_};
+  seen[entry_] = 1;
+  for (int lv = max_level_; lv >= level; --lv) {
+    std::vector<uint32_t> stack = reached;
+    while (!stack.empty()) {
+      const uint32_t n = stack.back();
+      stack.pop_back();
+      for (uint32_t t : links(n, lv))
+        if (!seen[t]) {
+          seen[t] = 1;
+          reached.push_back(t);
+          stack.push_back(t);
+        }
+    }
+  }
+  for (uint32_t i = 0; i < slots(); ++i)
+    if (contains(i) && levels_[i] >= level && !seen[i]) out.push_back(i);
+  return out;
 }
 
 void Hnsw::move_node(uint32_t from, uint32_t to) {

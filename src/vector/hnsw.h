@@ -44,10 +44,11 @@ class Hnsw {
   explicit Hnsw(const Params& p);
 
   // Inserts an encoded vector (encoded_size(quant, dim) bytes, copied) and returns its id. `ef`: beam
-  // width for this insert, 0 → params().ef_construction.
+  // width for this insert, 0 → params().ef_construction. Nodes that pruning cut off are relinked.
   uint32_t insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef = 0);
-  // Unlinks the node and reconnects the nodes that pointed at it; then the last node moves into its slot
-  // so that ids stay dense and the memory shrinks. Returns the old id of the node that now has `id`, or
+  // Unlinks the node and reconnects the nodes that pointed at it (a node left cut off gets a link from a
+  // reachable node near it, so every node stays reachable); then the last node moves into its slot so
+  // that ids stay dense and the memory shrinks. Returns the old id of the node that now has `id`, or
   // nullopt when `id` was the last one.
   std::optional<uint32_t> remove(uint32_t id);
 
@@ -73,6 +74,10 @@ class Hnsw {
   int64_t entry_point() const { return count_ ? static_cast<int64_t>(entry_) : -1; }
   size_t memory_bytes() const;
   size_t max_links(int level) const { return level == 0 ? 2 * p_.m : p_.m; }
+  // Nodes on `level` (or above) that no search walk reaches: from the entry point along its level's
+  // links, then on each lower level from every node reached above. Empty when the graph is sound. For
+  // tests: it visits every node.
+  std::vector<uint32_t> unreachable(int level) const;
 
   // Restoring a saved graph: place every node with its out-links, then finish_restore() rebuilds the
   // incoming links and checks that every link names a node that exists. Throws std::runtime_error.
@@ -102,7 +107,19 @@ class Hnsw {
   // every candidate already kept. `cands` must be sorted by distance to the base.
   std::vector<uint32_t> select(const std::vector<Pair>& cands, size_t max) const;
   void set_links(uint32_t id, int level, const std::vector<uint32_t>& links);
-  void add_link(uint32_t from, uint32_t to, int level);
+  // Links from → to; when `from` is full, prunes its links with select() and appends the targets it
+  // dropped (possibly `to`) to `dropped`.
+  void add_link(uint32_t from, uint32_t to, int level, std::vector<uint32_t>* dropped = nullptr);
+  // Pruning can leave a node, or a small group of nodes, that no link leads to from the rest: no search
+  // reaches them. `at_risk[level]` lists the nodes an insert or a removal cut links to; each one found
+  // cut off (but the entry point and `skip`, the node being removed) gets a link again (relink()).
+  void repair(const std::vector<std::vector<uint32_t>>& at_risk, uint32_t skip);
+  // The nodes that lead to `x` on `level` when none of them is reachable (x cut off, with the nodes
+  // that lead only to it); empty when x is reachable or the walk back is too long to tell.
+  std::vector<uint32_t> unreached_ancestors(uint32_t x, int level) const;
+  // Gives `x` an incoming link on `level` from a reachable node near it; a node that loses a link for
+  // it is appended to `orphans` to be checked.
+  void relink(uint32_t x, int level, std::vector<uint32_t>* orphans);
 
   Params p_;
   DistanceFn dist_;

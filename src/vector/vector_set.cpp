@@ -83,6 +83,7 @@ bool VectorSet::add(std::string_view name, const std::vector<float>& v, const st
   e.norm = norm;
   e.attrs = attrs ? *attrs : old_attrs;
   if (!e.attrs.empty()) ++n_attrs_;
+  attr_bytes_ += e.attrs.size();
   ids_[key] = id;
   return !existed;
 }
@@ -92,6 +93,7 @@ bool VectorSet::remove(std::string_view name) {
   if (it == ids_.end()) return false;
   const uint32_t id = it->second;
   if (!elems_[id].attrs.empty()) --n_attrs_;
+  attr_bytes_ -= elems_[id].attrs.size();
   ids_.erase(it);
   // The index moves its last node into the freed id; the element follows it.
   if (const auto moved = index_.remove(id)) {
@@ -141,20 +143,34 @@ bool VectorSet::set_attributes(std::string_view name, const std::string& json) {
   Element& e = elems_[it->second];
   n_attrs_ += (json.empty() ? 0 : 1);
   n_attrs_ -= (e.attrs.empty() ? 0 : 1);
+  attr_bytes_ += json.size();
+  attr_bytes_ -= e.attrs.size();
   e.attrs = json;
   return true;
 }
 
+uint64_t VectorSet::estimated_filter_work(const SearchOptions& opt) const {
+  if (!opt.filter || size() == 0) return 0;
+  const uint64_t inspected = opt.truth ? size() : std::min<uint64_t>(size(), opt.filter_ef ? opt.filter_ef : opt.count * 100);
+  const uint64_t per_element = opt.filter->estimate_units(attr_bytes_ / size());
+  return per_element > UINT64_MAX / inspected ? UINT64_MAX : per_element * inspected;
+}
+
 std::vector<SearchHit> VectorSet::run_search(const uint8_t* q, const SearchOptions& opt) const {
   std::vector<Hnsw::Hit> hits;
+  FilterBudget budget(opt.filter_work_limit);
   Hnsw::Predicate accept;
-  if (opt.filter) accept = [&](uint32_t id) { return opt.filter->matches(elems_[id].attrs); };
+  if (opt.filter) accept = [&](uint32_t id) { return opt.filter->matches(elems_[id].attrs, &budget); };
   const Hnsw::Predicate* pred = opt.filter ? &accept : nullptr;
-  if (opt.truth) {
-    hits = index_.brute_force(q, opt.count, pred);
-  } else {
-    const size_t filter_ef = opt.filter_ef ? opt.filter_ef : opt.count * 100;
-    hits = index_.search(q, opt.count, std::max(opt.ef, opt.count), pred, filter_ef);
+  try {
+    if (opt.truth) {
+      hits = index_.brute_force(q, opt.count, pred);
+    } else {
+      const size_t filter_ef = opt.filter_ef ? opt.filter_ef : opt.count * 100;
+      hits = index_.search(q, opt.count, std::max(opt.ef, opt.count), pred, filter_ef);
+    }
+  } catch (const FilterLimitError& e) {
+    throw FilterWorkError(std::string(e.what()) + "; lower COUNT, FILTER-EF or the operands' size");
   }
   std::vector<SearchHit> out;
   out.reserve(hits.size());
@@ -206,6 +222,7 @@ void VectorSet::restore_element(uint32_t id, Element e, int level, const uint8_t
   index_.restore_node(id, level, encoded, std::move(links));
   if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
   if (!e.attrs.empty()) ++n_attrs_;
+  attr_bytes_ += e.attrs.size();
   ids_[e.name] = id;
   elems_[id] = std::move(e);
 }

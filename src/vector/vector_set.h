@@ -25,6 +25,11 @@ struct VectorSetError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A search's filter work went past SearchOptions::filter_work_limit.
+struct FilterWorkError : VectorSetError {
+  using VectorSetError::VectorSetError;
+};
+
 struct SetConfig {
   uint32_t dim = 0;                    // stored dimension (the reduced one with REDUCE)
   uint32_t projection_input_dim = 0;   // REDUCE: vectors arrive at this size and are projected to dim; 0 = none
@@ -33,11 +38,16 @@ struct SetConfig {
   uint32_t ef_construction = 200;
 };
 
+// Filter work (filter.h units) a search may use unless the caller allows more: about 8 ms of one core,
+// what a search on Redis's main thread may take.
+inline constexpr uint64_t kFilterWorkLimit = 16'000'000;
+
 struct SearchOptions {
   size_t count = 10;
   size_t ef = 100;                  // raised to count
   const Filter* filter = nullptr;
   size_t filter_ef = 0;             // candidates inspected with a filter; 0 → count × 100
+  uint64_t filter_work_limit = kFilterWorkLimit;  // past it the search throws FilterWorkError
   bool truth = false;               // exact linear scan instead of the graph
   std::optional<float> epsilon;     // keep only scores >= 1 - epsilon
 };
@@ -89,8 +99,13 @@ class VectorSet {
   // Returns false when absent; "" removes; throws VectorSetError on invalid JSON.
   bool set_attributes(std::string_view name, const std::string& json);
 
+  // Filter work units a search with these options is expected to take (0 without a filter): the
+  // elements it may inspect times the filter's estimate for an element of the mean attribute size.
+  uint64_t estimated_filter_work(const SearchOptions& opt) const;
+
   // Nearest elements to a query vector (input_dim() floats; throws VectorSetError otherwise) or to
-  // an element already in the set (throws when absent). Closest first.
+  // an element already in the set (throws when absent). Closest first. Throws FilterWorkError when the
+  // filter's work passes opt.filter_work_limit.
   std::vector<SearchHit> search(const std::vector<float>& query, const SearchOptions& opt) const;
   std::vector<SearchHit> search_element(std::string_view name, const SearchOptions& opt) const;
 
@@ -125,6 +140,7 @@ class VectorSet {
   std::vector<Element> elems_;                      // by node id
   std::unordered_map<std::string, uint32_t> ids_;   // name → node id
   size_t n_attrs_ = 0;
+  uint64_t attr_bytes_ = 0;                         // all elements' attributes, for the filter estimate
   uint64_t inserts_ = 0;                            // seeds node levels: same ops, same graph
 };
 

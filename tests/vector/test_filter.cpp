@@ -129,3 +129,75 @@ TEST(Filter, DeeplyNestedAttributesDoNotMatch) {
   EXPECT_FALSE(match("1 in .a", nested.c_str()));
   EXPECT_TRUE(match(".a == [[1]]", R"({"a": [[1]]})"));
 }
+
+TEST(Filter, StringLiteralsTakeJsonEscapesInBothQuoteStyles) {
+  const char* j = R"({"s": "a\nb", "q": "say \"hi\" 'yo'", "t": "tab\there\\", "u": "\u00e9\u20ac\ud83d\ude00/"})";
+  for (const char* e : {R"(.s == "a\nb")", R"(.s == 'a\nb')", R"(.q == "say \"hi\" 'yo'")",
+                        R"(.q == 'say "hi" \'yo\'')", R"(.t == "tab\there\\")", R"(.u == "\u00e9\u20AC\uD83D\uDE00\/")",
+                        R"(.u == "é€😀/")", R"("\b\f\r" == "\u0008\u000c\u000D")"}) {
+    EXPECT_TRUE(match(e, j)) << e;
+  }
+  EXPECT_FALSE(match(R"(.s == "anb")", j));  // the issue: \n was read as n
+  EXPECT_TRUE(match(R"("\u0000" in "x\u0000y")", R"({})"));
+  EXPECT_EQ(Filter::parse(R"("a\u0000b" == .z)").matches(std::string_view(R"({"z": "a\u0000b"})")), true);
+}
+
+TEST(Filter, BadEscapesAreParseErrorsNamingThem) {
+  const std::pair<const char*, const char*> bad[] = {
+      {R"(.s == "a\qb")", "invalid escape '\\q'"},        {R"(.s == "\x41")", "invalid escape '\\x'"},
+      {R"(.s == "\u12")", "four hex digits"},             {R"(.s == "\u12G4")", "four hex digits"},
+      {R"(.s == "\uDE00")", "lone low surrogate"},        {R"(.s == "\uD83D")", "without its low surrogate"},
+      {R"(.s == "\uD83Dx")", "without its low surrogate"}, {R"(.s == "\uD83D\u0041")", "not a low surrogate"},
+      {R"(.s == "abc\)", "unterminated string"}};
+  for (const auto& [expr, why] : bad) {
+    const std::string err = parse_error(expr);
+    EXPECT_NE(err.find(why), std::string::npos) << expr << " → " << err;
+    EXPECT_NE(err.find("offset"), std::string::npos) << err;
+  }
+  EXPECT_NE(parse_error(R"(.s == "ab\q")").find("offset 9"), std::string::npos) << parse_error(R"(.s == "ab\q")");
+}
+
+namespace {
+using infer::vector::FilterBudget;
+using infer::vector::FilterLimitError;
+}  // namespace
+
+// The issue's operands: a 1,001-byte attribute searched for in a 20,000-byte literal. A quadratic search
+// takes ~20M steps per term; the linear one ~21K bytes, charged as such.
+TEST(Filter, SubstringSearchIsLinearAndCharged) {
+  const std::string attr = R"({"s": ")" + std::string(1000, 'a') + "b" + R"("})";
+  std::string expr = ".s in \"" + std::string(20000, 'a') + "\"";
+  for (int i = 0; i < 9; ++i) expr += " or .s in \"" + std::string(20000, 'a') + "\"";
+  const Filter f = Filter::parse(expr);
+  FilterBudget budget(UINT64_MAX);
+  EXPECT_FALSE(f.matches(attr, &budget));
+  const uint64_t per_element = budget.used();
+  EXPECT_GT(per_element, 10u * 21000 * infer::vector::kFilterSearchByteUnits);
+  EXPECT_LT(per_element, 10u * 21000 * infer::vector::kFilterSearchByteUnits + 4 * 1024 * 16);
+  // The estimate is of the same order as the charge.
+  EXPECT_GE(f.estimate_units(attr.size()), per_element / 2);
+  EXPECT_LE(f.estimate_units(attr.size()), per_element * 2);
+  // A match still matches: the needle at the end of a long haystack, and in the middle.
+  const std::string hay = std::string(20000, 'a') + "b";
+  EXPECT_TRUE(Filter::parse(".s in \"" + hay + "\"").matches(attr));
+  EXPECT_TRUE(Filter::parse("\"aab\" in .s").matches(attr));
+  EXPECT_FALSE(Filter::parse("\"ba\" in .s").matches(attr));
+  EXPECT_TRUE(Filter::parse("\"\" in .s").matches(attr));
+}
+
+TEST(Filter, BudgetStopsEvaluationPastItsLimit) {
+  const Filter f = Filter::parse(R"(.s == "x" or "abc" in .s)");
+  const std::string attr = R"({"s": "zzabczz"})";
+  FilterBudget budget(10000);
+  int evaluated = 0;
+  try {
+    for (;; ++evaluated) ASSERT_TRUE(f.matches(attr, &budget));
+  } catch (const FilterLimitError& e) {
+    EXPECT_NE(std::string(e.what()).find("FILTER work limit exceeded"), std::string::npos) << e.what();
+  }
+  EXPECT_GT(evaluated, 5);
+  EXPECT_LT(evaluated, 100);
+  EXPECT_GT(budget.used(), budget.limit());
+  // Without a budget nothing is counted or refused.
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(f.matches(attr));
+}
