@@ -38,6 +38,7 @@
 #include "redis/cluster_slots.h"
 #include "redis/generation_job.h"
 #include "redis/models.h"
+#include "redis/stats.h"
 #include "redis/token_keys.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_type.h"
@@ -394,7 +395,9 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       j->embedder, *query_text, engine::Pooling::Default, true, j->gen.deadline,
       [j](engine::Handle h) { j->cancellation->set(std::move(h)); },
       [j](const engine::SubmitError& refusal) {
-        j->error_code = refusal.kind == engine::SubmitError::Kind::Busy ? "BUSY" : "ERR";
+        const bool busy = refusal.kind == engine::SubmitError::Kind::Busy;
+        if (busy) ++stats().busy_replies;
+        j->error_code = busy ? "BUSY" : "ERR";
         j->error = refusal.message;
         unblock_generation(j);
       },
