@@ -15,6 +15,8 @@ std::vector<std::pair<std::string, CommandSetup>>& CommandRegistry::all() {
 int main(int argc, char** argv) {
   CLI::App app{"infer: LLM inference tools of redis-infer"};
   app.require_subcommand(1);
+  // --help shows each option's default (subcommands inherit this from the app).
+  app.option_defaults()->always_capture_default();
   auto& commands = infer::cli::CommandRegistry::all();
   std::sort(commands.begin(), commands.end(), [](auto& a, auto& b) { return a.first < b.first; });
   for (auto& [name, setup] : commands) setup(app);

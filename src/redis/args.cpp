@@ -44,6 +44,13 @@ bool parse_real(const RedisModuleString* s, double min, double max, std::string_
   return true;
 }
 
+bool GivenOnce::first(std::string_view keyword, std::string* err) {
+  for (std::string_view k : seen_)
+    if (k == keyword) return *err = std::string(keyword) + " given twice", false;
+  seen_.push_back(keyword);
+  return true;
+}
+
 int reply_error(RedisModuleCtx* ctx, const std::string& msg) {
   return reply_coded_error(ctx, "ERR", msg);
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "redis/module_api.h"
 
@@ -20,6 +21,16 @@ bool parse_int(const RedisModuleString* s, long long min, long long max, std::st
                std::string* err);
 bool parse_real(const RedisModuleString* s, double min, double max, std::string_view what, double* out,
                 std::string* err);
+
+// The single-valued keywords a command has seen: a second one is a mistake, never a silent override.
+class GivenOnce {
+ public:
+  // False (err: "<keyword> given twice") when `keyword` was given before; records it otherwise.
+  bool first(std::string_view keyword, std::string* err);
+
+ private:
+  std::vector<std::string_view> seen_;  // the callers' string literals
+};
 
 // Replies "-ERR <msg>" / "-<code> <msg>" (code: BUSY, TIMEOUT, WRONGTYPE ...), as one line.
 int reply_error(RedisModuleCtx* ctx, const std::string& msg);

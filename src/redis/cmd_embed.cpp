@@ -10,7 +10,8 @@
 // array of doubles.
 // STORE adds it to the vector set `key` as `element` (created Q8, M 16 when missing) from the module's
 // write queue on the main thread (write_queue.h: in order, never during a client pause or on a replica),
-// and replies like INFER.VADD (1 added, 0 updated). The add is replicated as a plain INFER.VADD with the
+// and replies like INFER.VADD: 1 when the element was added, 0 when an element of that name was
+// updated (its vector and, with SETATTR, attributes replaced). ARRAY cannot be combined with STORE. The add is replicated as a plain INFER.VADD with the
 // FP32 blob, so replicas and the AOF need no model. If the client disconnects or is unblocked before the
 // embedding is ready, nothing is stored.
 #include <chrono>
@@ -226,8 +227,11 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   RedisModuleString* store_key = nullptr;
   RedisModuleString* element = nullptr;
   std::optional<std::string> attrs;
+  GivenOnce once;
+  std::string err;
   for (int i = 3; i < argc; ++i) {
     if (is_word(argv[i], "POOLING")) {
+      if (!once.first("POOLING", &err)) return reply_error(ctx, err);
       if (++i >= argc) return reply_error(ctx, "POOLING needs a value (last, mean or cls)");
       if (is_word(argv[i], "mean"))
         pooling = engine::Pooling::Mean;
@@ -238,8 +242,10 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       else
         return reply_error(ctx, "POOLING must be last, mean or cls");
     } else if (is_word(argv[i], "NORMALIZE")) {
+      if (!once.first("NORMALIZE", &err)) return reply_error(ctx, err);
       normalize = true;
     } else if (is_word(argv[i], "ARRAY")) {
+      if (!once.first("ARRAY", &err)) return reply_error(ctx, err);
       array = true;
     } else if (is_word(argv[i], "STORE")) {
       if (store_key) return reply_error(ctx, "STORE given twice");
@@ -256,6 +262,8 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
                                   "' (POOLING last|mean|cls, NORMALIZE, ARRAY, STORE key element [SETATTR json])");
     }
   }
+  // STORE replies with the add's outcome, not the vector: ARRAY would be silently ignored.
+  if (array && store_key) return reply_error(ctx, "ARRAY and STORE cannot be combined: STORE replies 1 or 0, not the vector");
   auto model = models().find(view(argv[1]));
   if (!model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");
   if (store_key) {

@@ -72,7 +72,7 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
                p != OptionParse::NotOption) {
       if (p == OptionParse::Error) return false;
     } else {
-      *err = "unknown option '" + str(w) + "'";
+      *err = unknown_option(argv, i, a->options);
       return false;
     }
   }
@@ -179,16 +179,7 @@ int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (!model) return reply_error(ctx, "unknown model '" + str(a.model) + "' (see INFER.MODELS)");
   if (refuse_if_cannot_block(ctx, "INFER.GENERATE")) return REDISMODULE_OK;
 
-  int flags = rm::GetContextFlags(ctx);
-  if (a.options.stream_key) {
-    if (flags & REDISMODULE_CTX_FLAGS_SLAVE)
-      return reply_coded_error(ctx, "READONLY", "STREAM cannot write on a replica; generate without STREAM");
-    RedisModuleKey* k = rm::OpenKey(ctx, a.options.stream_key, REDISMODULE_READ);
-    int type = rm::KeyType(k);
-    rm::CloseKey(k);
-    if (type != REDISMODULE_KEYTYPE_EMPTY && type != REDISMODULE_KEYTYPE_STREAM)
-      return reply_coded_error(ctx, "WRONGTYPE", "STREAM key holds a value that is not a stream");
-  }
+  if (refuse_stream_key(ctx, a.options)) return REDISMODULE_OK;
 
   auto job = std::make_unique<GenerationJob>(model, "infer.generate");
   engine::Request req;

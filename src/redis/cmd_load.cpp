@@ -161,6 +161,12 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
                                   "' (THREADS, QUEUE, MAX-RUNNING, CONTEXT, WEIGHTS, DEVICE, GPU-LAYERS, VRAM-BUDGET)");
     }
   }
+  // They size the GPU's share of the model: on the CPU they would be silently ignored.
+  if (model->options.device.kind != model::DeviceKind::Cuda) {
+    for (int i = 3; i < argc; i += 2)
+      if (is_word(argv[i], "GPU-LAYERS") || is_word(argv[i], "VRAM-BUDGET"))
+        return reply_error(ctx, str(argv[i]) + " applies to DEVICE cuda only");
+  }
   if (std::string why; model->options.device.kind == model::DeviceKind::Cuda && !cuda::available(&why)) {
     const std::string refusal = "device cuda is not available: " + why;
     if (from_master) rm::Log(ctx, "warning", "infer: cannot load model '%s' as the master did: %s", name.c_str(), refusal.c_str());

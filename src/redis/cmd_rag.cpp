@@ -1,6 +1,9 @@
 // INFER.RAG model vset {QUERY text | FP32 blob | VALUES n v...} [QUESTION text] [COUNT k] [EF n]
 //   [FILTER expr] [FILTER-EF n] [DOCKEY attr] [TEMPLATE plain|chat] [MAXTOKENS n] [TEMP t] [TOPK k]
-//   [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms] [WITHSOURCES] [EMBEDDER name]
+//   [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms] [WITHSTATS] [STREAM key]
+//   [WITHSOURCES] [EMBEDDER name]
+// A vector query needs QUESTION (the text put to the model); a QUERY text is the question unless
+// QUESTION is given. Every option but STOP may be given once.
 //
 // One-command retrieval-augmented generation, in up to three steps:
 //   1. QUERY text is embedded off the main thread with the embedding model's default pooling, as
@@ -18,14 +21,15 @@
 // template with a system turn "Answer the question using the documents below.\n\n<documents>" and
 // a user turn holding the question; each document's ids go in without BOS/EOS, each followed by "\n\n".
 // TEMPLATE chat is the default when the model has a chat template.
-// The question is tokenised on the main thread (step 2): it may be at most infer.inline-max-bytes long.
 // COUNT defaults to 3 documents. TIMEOUT covers the whole command (embedding, retrieval, generation)
 // through the engine requests' deadline, never a Redis block timeout (see generation_job.h).
 // Documents: a hit without the DOCKEY attribute is skipped; so is one whose key is missing (evicted,
-// expired or deleted since it was indexed), which WITHSOURCES lists as "missing". A key the caller may
-// not read fails the command with NOPERM and is logged to ACL LOG, like Redis's own key denials.
-// Reply: the generated text; with WITHSOURCES a map {text, sources: [[element, score, key, status]...],
-// prompt_tokens}, status "used" or "missing".
+// expired or deleted since it was indexed), which WITHSOURCES lists as "missing", and one whose value
+// is no token list for the model (another type, a corrupt blob, another vocabulary), listed as
+// "invalid". A key the caller may not read fails the command with NOPERM and is logged to ACL LOG,
+// like Redis's own key denials; so does a key past the context (refused from its size).
+// Reply: the generated text; with WITHSOURCES or WITHSTATS a map {text, [WITHSTATS fields], sources:
+// [[element, score, key, status]...], prompt_tokens}, status "used", "missing" or "invalid".
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +39,7 @@
 #include "redis/generation_job.h"
 #include "redis/models.h"
 #include "redis/settings.h"
+#include "redis/stats.h"
 #include "redis/token_keys.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_type.h"
@@ -52,7 +57,7 @@ struct Source {
   std::string element;
   float score;
   std::string key;
-  bool missing;  // the key did not exist: nothing of it is in the prompt
+  const char* status;  // "used"; "missing" or "invalid": nothing of it is in the prompt
 };
 
 // The generation job plus what retrieval needs; replies like INFER.GENERATE, plus sources WITHSOURCES.
@@ -75,7 +80,7 @@ struct RagJob : GenerationJob {
       rm::ReplyWithStringBuffer(ctx, s.element.data(), s.element.size());
       rm::ReplyWithDouble(ctx, s.score);
       rm::ReplyWithStringBuffer(ctx, s.key.data(), s.key.size());
-      rm::ReplyWithCString(ctx, s.missing ? "missing" : "used");
+      rm::ReplyWithCString(ctx, s.status);
     }
     rm::ReplyWithCString(ctx, "prompt_tokens");
     rm::ReplyWithLongLong(ctx, static_cast<long long>(prompt_tokens));
@@ -137,16 +142,18 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
           job->error_code = "CROSSSLOT";
           err = "document key '" + key + "' is in another hash slot than the vector set (use a {hash tag})";
         } else if (!rm::KeyExists(ctx, kname)) {
-          job->sources.push_back({*h.name, h.score, key, true});  // checked after ACL: existence is data too
+          job->sources.push_back({*h.name, h.score, key, "missing"});  // checked after ACL: existence is data too
         } else {
           std::vector<int32_t> ids;  // one document past the context is refused before it is copied
           KeyError ke = read_token_key(ctx, kname, tok, &ids, static_cast<size_t>(job->model->engine->options().context));
-          if (ke) {
+          if (ke.bad_value) {  // one bad document must not fail the query: it is left out and listed
+            job->sources.push_back({*h.name, h.score, key, "invalid"});
+          } else if (ke) {
             job->error_code = ke.code;
             err = ke.message;
           } else {
             docs.push_back(std::move(ids));
-            job->sources.push_back({*h.name, h.score, key, false});
+            job->sources.push_back({*h.name, h.score, key, "used"});
           }
         }
         rm::FreeString(nullptr, kname);
@@ -238,76 +245,132 @@ void after_embedding(void* data) {
 
 }  // namespace
 
-int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc < 5) return rm::WrongArity(ctx);
-  auto job = std::make_unique<RagJob>(nullptr);
-  GenerationOptions options = default_generation_options();
-  job->search.count = 3;  // a few documents by default
-  std::string err;
-  RedisModuleString* query_arg = nullptr;
+namespace {
+
+// INFER.RAG's arguments, parsed without touching the keyspace (also for key-position queries).
+struct RagArgs {
+  RedisModuleString* query_text = nullptr;  // QUERY text: argv's, held by the embedding request
+  std::vector<float> query;  // the vector query (FP32 / VALUES)
+  std::optional<std::string> question;
+  vector::SearchOptions search;
+  std::optional<vector::Filter> filter;
   std::optional<std::string> template_name;
   std::optional<std::string> embedder_name;
-  int i = 3;
-  // The question is tokenised on the main thread, so its length is checked before it is even copied.
+  std::string dockey = "tokens";
+  bool with_sources = false;
+  GenerationOptions options;
+};
+
+// The question is tokenised on the main thread, so its length is checked before it is even copied.
+std::string question_too_long(const char* what, const RedisModuleString* text) {
   const auto inline_max = static_cast<size_t>(settings().inline_max_bytes);
-  auto too_long = [&](const char* what, const RedisModuleString* text) {
-    return reply_error(ctx, std::string(what) + " of " + std::to_string(view(text).size()) +
-                                " bytes is over infer.inline-max-bytes (" + std::to_string(inline_max) +
-                                "): INFER.RAG tokenises the question on the main thread; shorten it, give a "
-                                "shorter QUESTION, or raise infer.inline-max-bytes");
-  };
+  if (view(text).size() <= inline_max) return "";
+  return std::string(what) + " of " + std::to_string(view(text).size()) + " bytes is over infer.inline-max-bytes (" +
+         std::to_string(inline_max) +
+         "): INFER.RAG tokenises the question on the main thread; shorten it, give a shorter QUESTION, or raise "
+         "infer.inline-max-bytes";
+}
+
+bool parse(RedisModuleString** argv, int argc, RagArgs* a, std::string* err) {
+  a->options = default_generation_options();
+  a->search.count = 3;  // a few documents by default
+  int i = 3;
   if (is_word(argv[i], "QUERY")) {
-    query_arg = argv[i + 1];
+    a->query_text = argv[i + 1];
     i += 2;
   } else {
-    auto v = parse_vector(argv, argc, &i, &err);
-    if (!v) return reply_error(ctx, err);
-    job->query = std::move(*v);
+    auto v = parse_vector(argv, argc, &i, err);
+    if (!v) return false;
+    a->query = std::move(*v);
   }
-  bool question_given = false;
+  GivenOnce once;
   for (; i < argc; ++i) {
     RedisModuleString* w = argv[i];
     const bool has_value = i + 1 < argc;
     long long n = 0;
+    auto first = [&](const char* keyword) { return once.first(keyword, err); };
     if (is_word(w, "WITHSOURCES")) {
-      job->with_sources = true;
+      if (!first("WITHSOURCES")) return false;
+      a->with_sources = true;
     } else if (is_word(w, "QUESTION") && has_value) {
-      if (view(argv[i + 1]).size() > inline_max) return too_long("QUESTION", argv[i + 1]);
-      job->question = str(argv[++i]);
-      question_given = true;
+      if (!first("QUESTION")) return false;
+      if (*err = question_too_long("QUESTION", argv[i + 1]); !err->empty()) return false;
+      a->question = str(argv[++i]);
     } else if (is_word(w, "COUNT") && has_value) {
-      if (!parse_int(argv[++i], 1, 1000, "COUNT", &n, &err)) return reply_error(ctx, err);
-      job->search.count = static_cast<size_t>(n);
+      if (!first("COUNT") || !parse_int(argv[++i], 1, 1000, "COUNT", &n, err)) return false;
+      a->search.count = static_cast<size_t>(n);
     } else if (is_word(w, "EF") && has_value) {
-      if (!parse_int(argv[++i], 1, 1000000, "EF", &n, &err)) return reply_error(ctx, err);
-      job->search.ef = static_cast<size_t>(n);
+      if (!first("EF") || !parse_int(argv[++i], 1, 1000000, "EF", &n, err)) return false;
+      a->search.ef = static_cast<size_t>(n);
     } else if (is_word(w, "FILTER-EF") && has_value) {
-      if (!parse_int(argv[++i], 1, 100000000, "FILTER-EF", &n, &err)) return reply_error(ctx, err);
-      job->search.filter_ef = static_cast<size_t>(n);
+      if (!first("FILTER-EF") || !parse_int(argv[++i], 1, 100000000, "FILTER-EF", &n, err)) return false;
+      a->search.filter_ef = static_cast<size_t>(n);
     } else if (is_word(w, "FILTER") && has_value) {
+      if (!first("FILTER")) return false;
       try {
-        job->filter = vector::Filter::parse(view(argv[++i]));
+        a->filter = vector::Filter::parse(view(argv[++i]));
       } catch (const vector::FilterError& e) {
-        return reply_error(ctx, e.what());
+        return *err = e.what(), false;
       }
     } else if (is_word(w, "EMBEDDER") && has_value) {
-      embedder_name = str(argv[++i]);
+      if (!first("EMBEDDER")) return false;
+      a->embedder_name = str(argv[++i]);
     } else if (is_word(w, "DOCKEY") && has_value) {
-      job->dockey = str(argv[++i]);
+      if (!first("DOCKEY")) return false;
+      a->dockey = str(argv[++i]);
     } else if (is_word(w, "TEMPLATE") && has_value) {
-      template_name = str(argv[++i]);
-      if (template_name != "plain" && template_name != "chat") return reply_error(ctx, "TEMPLATE must be plain or chat");
-    } else if (OptionParse p = parse_generation_option(argv, argc, &i, &options, &err, kNoExtras);
+      if (!first("TEMPLATE")) return false;
+      a->template_name = str(argv[++i]);
+      if (a->template_name != "plain" && a->template_name != "chat") return *err = "TEMPLATE must be plain or chat", false;
+    } else if (!has_value && (is_word(w, "QUESTION") || is_word(w, "COUNT") || is_word(w, "EF") ||
+                              is_word(w, "FILTER-EF") || is_word(w, "FILTER") || is_word(w, "EMBEDDER") ||
+                              is_word(w, "DOCKEY") || is_word(w, "TEMPLATE"))) {
+      return *err = str(w) + " needs a value", false;
+    } else if (OptionParse p = parse_generation_option(argv, argc, &i, &a->options, err, kWithStats | kStream);
                p != OptionParse::Parsed) {
-      return reply_error(ctx, p == OptionParse::Error ? err : "unknown option '" + str(w) + "'");
+      if (p == OptionParse::NotOption) *err = unknown_option(argv, i, a->options);
+      return false;
     }
   }
-  if (job->filter) job->search.filter = &*job->filter;
-  if (query_arg && !question_given) {
-    if (view(query_arg).size() > inline_max) return too_long("QUERY text (the question without QUESTION)", query_arg);
-    job->question = str(query_arg);
+  if (!a->query_text && !a->question)
+    return *err = "a vector query (FP32 or VALUES) needs QUESTION text: the question put to the model", false;
+  return true;
+}
+
+// getkeys-api: the vector set, and the STREAM key when given (a keyword, so key specs cannot place it
+// for Redis 7.0's cluster routing and ACL checks).
+int report_keys(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 5) return REDISMODULE_OK;  // the command will fail anyway
+  rm::KeyAtPosWithFlags(ctx, 2, REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS);
+  RagArgs a;
+  std::string err;
+  if (parse(argv, argc, &a, &err) && a.options.stream_key_pos > 0)
+    rm::KeyAtPosWithFlags(ctx, a.options.stream_key_pos, REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT);
+  return REDISMODULE_OK;
+}
+
+}  // namespace
+
+int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (rm::IsKeysPositionRequest(ctx)) return report_keys(ctx, argv, argc);
+  if (argc < 5) return rm::WrongArity(ctx);
+  RagArgs a;
+  std::string err;
+  if (!parse(argv, argc, &a, &err)) return reply_error(ctx, err);
+  auto job = std::make_unique<RagJob>(nullptr);
+  job->query = std::move(a.query);
+  if (!a.question) {
+    if (err = question_too_long("QUERY text (the question without QUESTION)", a.query_text); !err.empty())
+      return reply_error(ctx, err);
   }
-  if (!query_arg && !question_given) return reply_error(ctx, "a vector query needs QUESTION text");
+  job->question = a.question ? *a.question : str(a.query_text);
+  job->search = a.search;
+  job->filter = std::move(a.filter);
+  if (job->filter) job->search.filter = &*job->filter;
+  job->dockey = std::move(a.dockey);
+  job->with_sources = a.with_sources;
+  RedisModuleString* query_text = a.query_text;
+  const GenerationOptions& options = a.options;
 
   job->model = models().find(view(argv[1]));
   if (!job->model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");
@@ -315,39 +378,42 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     return reply_error(ctx, "model '" + str(argv[1]) + "' is an embedding model: it cannot generate; " +
                                 "give it as EMBEDDER and a generating model first");
   job->embedder = job->model;
-  if (embedder_name) {
-    job->embedder = models().find(*embedder_name);
-    if (!job->embedder) return reply_error(ctx, "unknown EMBEDDER model '" + *embedder_name + "' (see INFER.MODELS)");
+  if (a.embedder_name) {
+    job->embedder = models().find(*a.embedder_name);
+    if (!job->embedder) return reply_error(ctx, "unknown EMBEDDER model '" + *a.embedder_name + "' (see INFER.MODELS)");
   }
   const tokenizer::Tokenizer& tok = job->model->engine->tokenizer();
-  job->chat = template_name ? *template_name == "chat" : !tok.chat_template().empty();
+  job->chat = a.template_name ? *a.template_name == "chat" : !tok.chat_template().empty();
   {
     VsetKey k(ctx, argv[2], REDISMODULE_READ);
     if (k.wrong_type) return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    const uint32_t want = query_arg ? static_cast<uint32_t>(job->embedder->engine->n_embd())
+    const uint32_t want = query_text ? static_cast<uint32_t>(job->embedder->engine->n_embd())
                                      : static_cast<uint32_t>(job->query.size());
     if (k.set && k.set->input_dim() != want)
       return reply_error(ctx, "vector dimension mismatch: the query has " + std::to_string(want) +
                                   " dimensions, the set takes " + std::to_string(k.set->input_dim()));
   }
   if (refuse_if_cannot_block(ctx, "INFER.RAG")) return REDISMODULE_OK;
+  if (refuse_stream_key(ctx, options)) return REDISMODULE_OK;
 
   configure_generation(ctx, job.get(), options);
   apply_generation_options(options, &job->gen);
   job->vset = rm::CreateStringFromString(nullptr, argv[2]);
   job->user = rm::GetCurrentUserName(ctx);
   auto* j = static_cast<RagJob*>(block_generation(ctx, std::move(job)));  // owned by the client now
-  if (!query_arg) {
+  if (!query_text) {
     retrieve_and_generate(ctx, j);
     return REDISMODULE_OK;
   }
   // The query is pooled as INFER.EMBED pools without POOLING (the model's pooling_type), as documents
   // stored with INFER.EMBED ... STORE are; normalising changes nothing for cosine search.
   submit_embedding(
-      j->embedder, query_arg, engine::Pooling::Default, true, j->gen.deadline,
+      j->embedder, query_text, engine::Pooling::Default, true, j->gen.deadline,
       [j](engine::Handle h) { j->cancellation->set(std::move(h)); },
       [j](const engine::SubmitError& refusal) {
-        j->error_code = refusal.kind == engine::SubmitError::Kind::Busy ? "BUSY" : "ERR";
+        const bool busy = refusal.kind == engine::SubmitError::Kind::Busy;
+        if (busy) ++stats().busy_replies;
+        j->error_code = busy ? "BUSY" : "ERR";
         j->error = refusal.message;
         unblock_generation(j);
       },

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <iterator>
 #include <utility>
 
@@ -19,6 +20,16 @@ namespace {
 constexpr const char* kSamplingKeywords[] = {"MAXTOKENS", "TEMP", "TOPK", "TOPP", "MINP",
                                              "REPEAT-PENALTY", "SEED", "STOP", "TIMEOUT"};
 constexpr int kMaxStops = 16;
+
+// A real in (0, max]: the one message for the whole range, as the docs give it.
+bool parse_above_zero(const RedisModuleString* v, double max, const char* what, double* out, std::string* err) {
+  std::string ignored;
+  if (parse_real(v, 0, max, what, out, &ignored) && *out > 0) return true;
+  char buf[96];
+  snprintf(buf, sizeof buf, "%s must be a number in (0, %g]", what, max);
+  *err = buf;
+  return false;
+}
 
 int reply_refusal(RedisModuleCtx* ctx, const engine::SubmitError& refusal) {
   if (refusal.kind == engine::SubmitError::Kind::Busy) {
@@ -180,14 +191,13 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
     ok = parse_int(v, 0, 1 << 24, "TOPK", &n, err);
     o->sampling.top_k = static_cast<int>(n);
   } else if (is_word(w, "TOPP")) {  // (0, 1]: the sampler's range (1 = off)
-    ok = parse_real(v, 0, 1, "TOPP", &d, err) && (d > 0 || (*err = "TOPP must be a number in (0, 1]", false));
+    ok = parse_above_zero(v, 1, "TOPP", &d, err);
     o->sampling.top_p = static_cast<float>(d);
   } else if (is_word(w, "MINP")) {
     ok = parse_real(v, 0, 1, "MINP", &d, err);
     o->sampling.min_p = static_cast<float>(d);
   } else if (is_word(w, "REPEAT-PENALTY")) {  // (0, 100]: the sampler divides by it (1 = off)
-    ok = parse_real(v, 0, 100, "REPEAT-PENALTY", &d, err) &&
-         (d > 0 || (*err = "REPEAT-PENALTY must be a number in (0, 100]", false));
+    ok = parse_above_zero(v, 100, "REPEAT-PENALTY", &d, err);
     o->sampling.repeat_penalty = static_cast<float>(d);
   } else if (is_word(w, "SEED")) {
     ok = parse_int(v, 0, LLONG_MAX, "SEED", &n, err);
@@ -199,10 +209,33 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
   } else if (is_word(w, "TIMEOUT")) {
     ok = parse_int(v, 0, INT_MAX, "TIMEOUT", &o->timeout_ms, err);  // infer.timeout-ms's range
   } else {  // STREAM
+    if (is_generation_option(v))  // "STREAM MAXTOKENS 3": the key is missing, not named MAXTOKENS
+      return *err = "STREAM needs a key: '" + str(v) + "' is an option, and a STREAM key may not be named like one",
+             OptionParse::Error;
     o->stream_key = v;
     o->stream_key_pos = *i;
   }
   return ok ? OptionParse::Parsed : OptionParse::Error;
+}
+
+bool refuse_stream_key(RedisModuleCtx* ctx, const GenerationOptions& o) {
+  if (!o.stream_key) return false;
+  if (rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_SLAVE) {
+    reply_coded_error(ctx, "READONLY", "STREAM cannot write on a replica; generate without STREAM");
+    return true;
+  }
+  RedisModuleKey* k = rm::OpenKey(ctx, o.stream_key, REDISMODULE_READ);
+  const int type = rm::KeyType(k);
+  rm::CloseKey(k);
+  if (type == REDISMODULE_KEYTYPE_EMPTY || type == REDISMODULE_KEYTYPE_STREAM) return false;
+  reply_coded_error(ctx, "WRONGTYPE", "STREAM key holds a value that is not a stream");
+  return true;
+}
+
+std::string unknown_option(RedisModuleString** argv, int i, const GenerationOptions& o) {
+  std::string e = "unknown option '" + str(argv[i]) + "'";
+  if (o.stream_key_pos == i - 1) e += " ('" + str(argv[i - 1]) + "' was taken as the STREAM key)";
+  return e;
 }
 
 void apply_generation_options(const GenerationOptions& o, engine::Request* req) {

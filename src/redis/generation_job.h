@@ -45,6 +45,13 @@ enum class OptionParse { NotOption, Parsed, Error };
 OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, GenerationOptions* o,
                                     std::string* err, unsigned extras);
 
+// "unknown option 'x'" for argv[i], naming the STREAM key when x follows it ("STREAM PROMPT x").
+std::string unknown_option(RedisModuleString** argv, int i, const GenerationOptions& o);
+
+// Refuses a STREAM that cannot be written: on a replica (-READONLY) or a key of another type
+// (-WRONGTYPE). Replies and returns true when refused; false without STREAM. Main thread.
+bool refuse_stream_key(RedisModuleCtx* ctx, const GenerationOptions& o);
+
 // Copies sampling, max tokens and stop strings into req, and sets its deadline to now + timeout.
 void apply_generation_options(const GenerationOptions& o, engine::Request* req);
 

@@ -41,6 +41,7 @@ KeyError read_token_key(RedisModuleCtx* ctx, RedisModuleString* key, const token
     rm::CloseKey(k);
     e.code = "WRONGTYPE";
     e.message = "token key '" + std::string(kname, klen) + "' does not hold a string";
+    e.bad_value = true;
     return e;
   }
   size_t len = 0;
@@ -55,7 +56,10 @@ KeyError read_token_key(RedisModuleCtx* ctx, RedisModuleString* key, const token
   // Copied out while the key is open and the lock is held (invariant 3).
   e = decode_token_bytes(data, len, tok, out);
   rm::CloseKey(k);
-  if (e) e.message = "token key '" + std::string(kname, klen) + "': " + e.message;
+  if (e) {
+    e.message = "token key '" + std::string(kname, klen) + "': " + e.message;
+    e.bad_value = true;
+  }
   return e;
 }
 

@@ -17,6 +17,7 @@ namespace infer::redis {
 struct KeyError {
   const char* code = "ERR";  // or "WRONGTYPE"
   std::string message;       // empty: no error
+  bool bad_value = false;    // the value is no token list for the model (another type, format, vocabulary)
   explicit operator bool() const { return !message.empty(); }
 };
 

@@ -26,7 +26,9 @@ constexpr uint64_t RO = REDISMODULE_CMD_KEY_RO, RW = REDISMODULE_CMD_KEY_RW, ACC
 
 // Static: the key-spec arrays stay valid for as long as Redis might look at them. One key each, and a
 // zeroed terminator.
-RedisModuleCommandKeySpec g_specs[7][2];
+RedisModuleCommandKeySpec g_specs[6][2];
+// INFER.RAG: the set, and the STREAM key after a keyword (getkeys-api gives its exact position).
+RedisModuleCommandKeySpec rag_specs[3];
 
 }  // namespace
 
@@ -42,8 +44,10 @@ int register_vector_commands(RedisModuleCtx* ctx) {
   g_specs[4][0] = index_key_spec("vector set (metadata only)", RO, 1);
   // STORE is searched from argv[3] so that the model name or text is never taken for the keyword.
   g_specs[5][0] = keyword_key_spec("vector set the embedding is added to", RW | UPDATE, "STORE", 3, 0);
-  g_specs[6][0] =
+  rag_specs[0] =
       index_key_spec("vector set searched; document keys found through it are ACL-checked", RO | ACCESS, 2);
+  rag_specs[1] = keyword_key_spec("stream the output is appended to",
+                                  RW | REDISMODULE_CMD_KEY_INSERT | REDISMODULE_CMD_KEY_VARIABLE_FLAGS, "STREAM", -1, 0);
 
   const CommandDef commands[] = {
       {"infer.vadd", guarded<cmd_vadd, kVadd>, "write deny-oom", -5, "Add or update an element of a vector set",
@@ -62,9 +66,9 @@ int register_vector_commands(RedisModuleCtx* ctx) {
       {"infer.embed", guarded<cmd_embed, kEmbed>, "deny-oom deny-script getkeys-api no-mandatory-keys", -3,
        "Embed text with a loaded model, optionally adding it to a vector set (blocks only the caller)",
        g_specs[5]},
-      {"infer.rag", guarded<cmd_rag, kRag>, "readonly deny-oom deny-script", -5,
+      {"infer.rag", guarded<cmd_rag, kRag>, "readonly deny-oom deny-script getkeys-api", -5,
        "Retrieve documents from a vector set and generate an answer from them (blocks only the caller)",
-       g_specs[6]},
+       rag_specs},
   };
   return create_commands(ctx, commands);
 }

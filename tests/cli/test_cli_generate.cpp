@@ -134,6 +134,19 @@ TEST_F(CliTest, GenerateForceFeedsExactlyThoseIds) {
   EXPECT_EQ(j["logits"][0][0][0], 432);
 }
 
+// --help states each option's default, as the README's table of the tool says it does.
+TEST_F(CliTest, HelpShowsTheDefaults) {
+  const auto r = run("generate --help");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* shown : {"-n,--n-predict INT=128", "--temp FLOAT=0.8", "--top-k INT=40", "--top-p FLOAT=0.95",
+                            "--min-p FLOAT=0.05", "--repeat-penalty FLOAT=1", "--repeat-last-n INT=64", "=2048",
+                            "--device TEXT:{cpu,cuda}=cpu"})
+    EXPECT_NE(r.out.find(shown), std::string::npos) << shown << " not in\n" << r.out;
+  const auto bench = run("bench --help");
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  EXPECT_NE(bench.out.find("-p,--n-prompt INT=512"), std::string::npos) << bench.out;
+}
+
 TEST_F(CliTest, BadArgumentsFailCleanlyWithAMessage) {
   INFER_REQUIRE_DIR(test::models_dir());
   const std::pair<std::string, std::string> cases[] = {

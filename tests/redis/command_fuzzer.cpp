@@ -294,7 +294,7 @@ class Gen {
     }
   }
 
-  void generation_options(Argv& a, bool rag) {
+  void generation_options(Argv& a) {
     for (int i = between(0, 4); i > 0; --i) {
       switch (below(10)) {
         case 0: a.insert(a.end(), {"MAXTOKENS", chance(0.9) ? num(1, 48) : num(100, 600)}); break;
@@ -306,9 +306,7 @@ class Gen {
         case 6: a.insert(a.end(), {"SEED", num(0, 1 << 30)}); break;
         case 7: a.insert(a.end(), {"STOP", word()}); break;
         case 8: a.insert(a.end(), {"TIMEOUT", num(1, 5000)}); break;
-        case 9:
-          if (!rag) a.push_back("WITHSTATS");
-          break;
+        case 9: a.push_back("WITHSTATS"); break;
       }
     }
   }
@@ -349,7 +347,7 @@ class Gen {
         break;
       default: a.insert(a.end(), {"PROMPT", text()});
     }
-    generation_options(a, false);
+    generation_options(a);
     if (stream) a.insert(a.end(), {"STREAM", stream_key()});
     return a;
   }
@@ -397,8 +395,9 @@ class Gen {
     if (chance(0.3)) a.insert(a.end(), {"DOCKEY", pick<std::string>({"tokens", "doc", "missing", ""})});
     if (chance(0.2)) a.insert(a.end(), {"TEMPLATE", pick<std::string>({"plain", "chat", "other"})});
     if (chance(0.2)) a.insert(a.end(), {"EF", num(1, 200)});
-    generation_options(a, true);
+    generation_options(a);
     if (chance(0.5)) a.push_back("WITHSOURCES");
+    if (chance(0.2)) a.insert(a.end(), {"STREAM", stream_key()});
     if (a.end() == std::find(a.begin(), a.end(), "MAXTOKENS")) a.insert(a.end(), {"MAXTOKENS", num(1, 24)});
     return a;
   }

@@ -114,6 +114,7 @@ std::vector<Args> keyed_commands(const std::string& tag) {
       {"INFER.GENERATE", "stories", "TOKENS", k, "MAXTOKENS", "4"},
       {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "4", "STREAM", out},
       {"INFER.RAG", "stories", kb, "QUERY", "cow", "MAXTOKENS", "4"},
+      {"INFER.RAG", "stories", kb, "QUERY", "cow", "MAXTOKENS", "4", "STREAM", out},
       {"INFER.VADD", kb, "VALUES", "3", "1", "0", "0", "v3"},
       {"INFER.VSIM", kb, "ELE", "cow"},
       {"INFER.VREM", kb, "cow"},
@@ -168,6 +169,7 @@ TEST_F(ClusterTest, EveryKeyedCommandOnANonOwnerGetsMovedLikeGet) {
   ASSERT_TRUE(starts_with(mget, "(error) CROSSSLOT")) << mget;
   EXPECT_EQ(on(owner, {"INFER.GENERATE", "stories", "TOKENS", tag + "tok", far, "MAXTOKENS", "4"}), mget);
   EXPECT_EQ(on(owner, {"INFER.GENERATE", "stories", "TOKENS", tag + "tok", "MAXTOKENS", "4", "STREAM", far}), mget);
+  EXPECT_EQ(on(owner, {"INFER.RAG", "stories", tag + "kb", "QUERY", "cow", "MAXTOKENS", "4", "STREAM", far}), mget);
   EXPECT_EQ(on(owner, {"INFER.EMBED", "stories", "cow", "STORE", far, "x"}), on(owner, {"GET", far}));
 }
 

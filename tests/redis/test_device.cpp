@@ -24,8 +24,10 @@ class DeviceTest : public SharedServerTest<DeviceTest> {
 TEST_F(DeviceTest, CpuModelsShowTheirDevice) {
   const std::string info = run({"INFER.INFO", "stories"});
   EXPECT_TRUE(contains(info, "device, cpu, backend, cpu, 1 threads, KV ")) << info;
-  ASSERT_EQ(run({"INFER.LOAD", "oncpu", "stories.gguf", "DEVICE", "cpu", "GPU-LAYERS", "auto", "VRAM-BUDGET", "0"}),
-            "OK");
+  // The GPU's options would be ignored on the CPU: refused, even at their defaults.
+  EXPECT_EQ(run({"INFER.LOAD", "oncpu", "stories.gguf", "DEVICE", "cpu", "GPU-LAYERS", "auto", "VRAM-BUDGET", "0"}),
+            "(error) ERR GPU-LAYERS applies to DEVICE cuda only");
+  ASSERT_EQ(run({"INFER.LOAD", "oncpu", "stories.gguf", "DEVICE", "cpu"}), "OK");
   EXPECT_TRUE(contains(run({"INFER.INFO", "oncpu"}), "device, cpu, backend, cpu, ")) << run({"INFER.INFO", "oncpu"});
   const std::string all = run({"INFO", "infer"});
   EXPECT_TRUE(contains(all, "infer_model_oncpu:queued=0,")) << all;

@@ -304,7 +304,7 @@ TEST_F(GenerateTest, BadInputGivesClearErrors) {
       {{"stories", "PROMPT", "x", "MAXTOKENS", "99999"}, "ERR MAXTOKENS must be an integer"},
       {{"stories", "PROMPT", "x", "TEMP", "-1"}, "ERR TEMP must be a number in [0, 100]"},
       {{"stories", "PROMPT", "x", "TEMP", "nan"}, "ERR TEMP must be a number"},
-      {{"stories", "PROMPT", "x", "TOPP", "1.5"}, "ERR TOPP must be a number in [0, 1]"},
+      {{"stories", "PROMPT", "x", "TOPP", "1.5"}, "ERR TOPP must be a number in (0, 1]"},
       {{"stories", "PROMPT", "x", "TOPK", "-3"}, "ERR TOPK must be an integer"},
       {{"stories", "PROMPT", "x", "SEED", "-3"}, "ERR SEED must be an integer"},
       {{"stories", "PROMPT", "x", "TIMEOUT", "soon"}, "ERR TIMEOUT must be an integer"},

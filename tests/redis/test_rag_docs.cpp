@@ -1,9 +1,11 @@
 // INFER.RAG's document keys as an operator meets them: a key evicted, expired or deleted since it was
-// indexed is skipped (like a hit without DOCKEY) and listed as "missing" in WITHSOURCES; a key the caller
+// indexed is skipped (like a hit without DOCKEY) and listed as "missing" in WITHSOURCES, one holding no
+// valid token list is skipped and listed as "invalid"; a key the caller
 // may not read fails the command with NOPERM and lands in ACL LOG, on both the QUERY path (retrieval after
 // the embedding, from a thread-safe context) and the vector path (retrieval in the command itself).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -98,6 +100,31 @@ TEST_F(RagDocs, ExpiredDocumentKeysAreMissingAndTheQuestionAloneIsThePrompt) {
   for (const auto& line : s) EXPECT_EQ(line.substr(line.size() - 8), " missing") << line;
   EXPECT_EQ(text(r.get()),
             run({"INFER.GENERATE", "stories", "PROMPT", question_prompt(q), "TEMP", "0", "MAXTOKENS", "16"}));
+}
+
+// A document whose value is no token list for the model (a corrupt blob, another type, a blob of
+// another vocabulary) is left out like a missing one and listed as "invalid": one bad key must not fail
+// every query that retrieves it.
+TEST_F(RagDocs, CorruptDocumentIsSkippedAndListedAsInvalid) {
+  const std::string len = run({"STRLEN", "doc:0"});
+  ASSERT_GT(std::stoll(len), 28);
+  ASSERT_EQ(run({"SETRANGE", "doc:0", "4", "XXXX"}), len);  // the ITOK magic
+  ASSERT_EQ(run({"DEL", "doc:1"}), "1");
+  ASSERT_EQ(run({"HSET", "doc:1", "f", "v"}), "1");
+  const std::string q = kDocs[2];
+  Reply r = command(c_.get(), {"INFER.RAG", "stories", "kb", "QUERY", q, "COUNT", "3", "TEMP", "0", "MAXTOKENS", "16",
+                               "WITHSOURCES"});
+  const auto s = sources(r.get());
+  ASSERT_EQ(s.size(), 3u) << show(r.get());
+  std::vector<std::string> sorted = s;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<std::string>{"e0 doc:0 invalid", "e1 doc:1 invalid", "e2 doc:2 used"}));
+  // The prompt holds only the valid document.
+  EXPECT_EQ(text(r.get()), run({"INFER.GENERATE", "stories", "TOKENS", "doc:2", "PROMPT", question_prompt(q), "TEMP",
+                                "0", "MAXTOKENS", "16"}));
+  // Without WITHSOURCES the query still answers.
+  const std::string plain = run({"INFER.RAG", "stories", "kb", "QUERY", q, "COUNT", "3", "TEMP", "0", "MAXTOKENS", "16"});
+  EXPECT_EQ(plain, text(r.get()));
 }
 
 TEST_F(RagDocs, DeniedDocumentKeyFailsWithNopermAndIsInAclLog) {
