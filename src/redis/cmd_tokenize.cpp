@@ -19,6 +19,10 @@
 namespace infer::redis {
 namespace {
 
+// The reply callback writes the ids on the main thread (invariant 4), about 20 ns each: more than this
+// many would hold it past the budget (MainThreadBudget.TokenizeRepliesAtMostTheReplyLimit).
+constexpr size_t kMaxReplyIds = 1 << 18;
+
 struct TokenizeJob : BlockedJob {
   TokenizeJob() : BlockedJob("infer.tokenize", "tokenisation") {}
   ~TokenizeJob() override {
@@ -48,6 +52,12 @@ struct TokenizeJob : BlockedJob {
     try {
       ids = model->engine->tokenizer().encode(text, opts);
       n_ids = ids.size();
+      if (!store && n_ids > kMaxReplyIds) {
+        error = "the text is " + std::to_string(n_ids) + " tokens, more than the " + std::to_string(kMaxReplyIds) +
+                " a reply may hold; STORE them in a key instead";
+        ids = {};
+        return;
+      }
       if (store) {
         const std::string bytes = make_token_blob(ids, model->engine->tokenizer());
         blob = rm::CreateString(nullptr, bytes.data(), bytes.size());

@@ -1,6 +1,7 @@
 // Grammar-aware command fuzzer: several clients send every INFER.* command with valid and mutated
 // arguments (wrong types, huge and negative numbers, missing values, repeated options, random bytes,
-// long FILTER expressions, keys of other types) to a real redis-server with the module, stories260K and
+// long FILTER expressions, megabyte texts, attributes and FILTER operands, keys of other types), some
+// inside MULTI/EXEC or EVAL, to a real redis-server with the module, stories260K and
 // a small MODEL-DIR, and sometimes close the connection right after sending or after a short delay.
 // The server must answer PING after every batch and, after a quiet period at the end, report no queued
 // or running jobs, no blocked clients and no KV pages held beyond the prefix cache's. On a crash or hang it prints the seed, the last commands sent
@@ -51,6 +52,7 @@ struct Options {
   int batch = 50;           // commands per client between PINGs
   double disconnect_p = 0.03;
   double mutate_p = 0.35;
+  double wrap_p = 0.08;      // sent inside MULTI/EXEC or EVAL
   bool show_errors = false;  // prints the error replies to unmutated commands (tuning the grammar)
 };
 
@@ -206,9 +208,9 @@ class Gen {
     switch (below(10)) {
       case 0: return "";
       case 1: return bytes(below(64));
-      case 2: {  // long text: goes to the background thread, and fills the context
+      case 2: {  // long text: goes to the background thread, fills the context, or passes the inline limit
         std::string s;
-        const size_t n = chance(0.8) ? 300 : 20000;
+        const size_t n = chance(0.8) ? 300 : chance(0.9) ? 20000 : pick<size_t>({300000, 2000000});
         while (s.size() < n) s += word() + " ";
         return s;
       }
@@ -224,7 +226,7 @@ class Gen {
   std::string attrs() {
     switch (below(12)) {
       case 0: return "";
-      case 1: return "not json";
+      case 1: return chance(0.9) ? "not json" : R"({"s": ")" + std::string(pick<size_t>({2000, 200000}), 'a') + "\"}";
       case 2: return "[1, 2]";
       case 3: return R"({"n": )" + std::string(between(1, 3000), '[') + "1" + "}";  // invalid: unclosed
       case 4: {
@@ -270,6 +272,12 @@ class Gen {
       case 2: return bytes(below(40));
       case 3: return "";
       case 4: return "1" + std::string(between(100, 1000), '0');
+      case 5: {  // long string operands against long attributes: the evaluator's work bound
+        std::string s;
+        for (int i = between(1, 10); i > 0; --i)
+          s += std::string(s.empty() ? "" : " or ") + ".s in \"" + std::string(pick<size_t>({100, 20000, 200000}), 'a') + "\"";
+        return s;
+      }
       default: return filter_expr(between(0, 6));
     }
   }
@@ -317,7 +325,7 @@ class Gen {
         {12, &Gen::generate}, {5, &Gen::generate_stream}, {8, &Gen::tokenize}, {5, &Gen::detokenize},
         {6, &Gen::embed},     {5, &Gen::rag},             {10, &Gen::vadd},    {10, &Gen::vsim},
         {3, &Gen::vrem},      {3, &Gen::vsetattr},        {4, &Gen::vread},    {2, &Gen::load},
-        {1, &Gen::unload},    {3, &Gen::admin_read},      {5, &Gen::plain}};
+        {1, &Gen::unload},    {3, &Gen::admin_read},      {5, &Gen::plain},    {1, &Gen::internal}};
     int total = 0;
     for (const auto& [w, f] : table) total += w;
     int x = static_cast<int>(below(static_cast<uint64_t>(total)));
@@ -473,6 +481,13 @@ class Gen {
     }
   }
 
+  // The master-to-replica records a client must not be able to send.
+  Argv internal() {
+    Argv a = {"INFER.STREAMSTATE", stream_key(), pick<std::string>({"OPEN", "DONE", "open", "x"})};
+    if (chance(0.7)) a.push_back(num(-1, 100));
+    return a;
+  }
+
   // Keys of other types for the WRONGTYPE paths, deletions, expiries.
   Argv plain() {
     switch (below(8)) {
@@ -574,8 +589,21 @@ void client_loop(int id, const Options& opt) {
       send_and_close(c, argv, g.chance(0.5) ? 0 : g.between(1, 50));
       ++g_disconnects;
     } else {
-      remember(id, argv, "");
-      Reply r = command(c.get(), argv);
+      // Inside MULTI or a script nothing may block: the inline forms and their limits.
+      const int wrap = g.chance(opt.wrap_p) ? g.between(1, 2) : 0;
+      remember(id, argv, wrap == 1 ? " in MULTI" : wrap == 2 ? " in EVAL" : "");
+      Reply r;
+      if (wrap == 1) {
+        Reply m = command(c.get(), {"MULTI"});
+        Reply q = m ? command(c.get(), argv) : nullptr;
+        r = q ? command(c.get(), {"EXEC"}) : nullptr;
+      } else if (wrap == 2) {
+        Argv eval = {"EVAL", "return redis.pcall(unpack(ARGV))", "0"};
+        eval.insert(eval.end(), argv.begin(), argv.end());
+        r = command(c.get(), eval);
+      } else {
+        r = command(c.get(), argv);
+      }
       if (!r) {
         ++g_io_errors;
         c.reset();
@@ -713,6 +741,11 @@ int run(int argc, char** argv) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   check_alive("end of run");
   check_quiet(60);
+  {
+    RedisConn c = g_server->connect(30000);
+    std::printf("command fuzzer: longest main-thread stall of any INFER command: %lld us\n",
+                info_field(c.get(), "infer", "infer_max_main_thread_stall_us"));
+  }
   std::printf("command fuzzer: seed %llu: %llu commands in %.0f s (%.0f/s), server alive, no jobs left\n",
               static_cast<unsigned long long>(opt.seed), static_cast<unsigned long long>(g_sent.load()), elapsed,
               static_cast<double>(g_sent.load()) / elapsed);

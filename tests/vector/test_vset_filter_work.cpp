@@ -155,8 +155,11 @@ TEST_F(VsetFilterWork, UnforeseenHeavyElementMovesToASearchThread) {
     send_command(c_.get(), {"INFER.VADD", "skew", "FP32", fp32(random_vec(8, rng)), "e" + std::to_string(i),
                             "SETATTR", R"({"s": "x"})"});
   for (int i = 0; i < 400; ++i) ASSERT_EQ(show(receive(c_.get()).get()), "1");
+  // Above the default infer.max-attribute-bytes, which an operator may raise.
+  ASSERT_EQ(run(c_.get(), {"CONFIG", "SET", "infer.max-attribute-bytes", "4mb"}), "OK");
   const std::string huge = R"({"s": ")" + std::string(3'000'000, 'y') + R"(z"})";
   ASSERT_EQ(run(c_.get(), {"INFER.VSETATTR", "skew", "e0", huge}), "1");
+  ASSERT_EQ(run(c_.get(), {"CONFIG", "SET", "infer.max-attribute-bytes", "512kb"}), "OK");
   // 30 elements inspected at the mean attribute size (7.5 KB) are expected to cost 5.4M units, under
   // half the main thread's limit; e0 alone costs 72M.
   const std::string r = run(c_.get(), {"INFER.VSIM", "skew", "ELE", "e0", "COUNT", "1", "FILTER-EF", "30", "FILTER",
