@@ -157,7 +157,7 @@ std::unique_ptr<VectorSet> load_records(uint32_t version, const std::function<st
     e.name = r.str();
     e.attrs = r.str();
     e.norm = r.get<float>();
-    if (!std::isfinite(e.norm) || e.norm < 0) throw VectorSetError("vector set element: bad norm");
+    if (!(e.norm >= 0 && e.norm <= kMaxVectorNorm)) throw VectorSetError("vector set element: bad norm");
     const uint8_t* vec = r.bytes(vec_bytes);
     if (!plausible_encoding(c.quant, vec, c.dim))
       throw VectorSetError("vector set element: the vector is not a unit vector in its encoding");

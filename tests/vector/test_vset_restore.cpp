@@ -178,6 +178,7 @@ TEST_F(VsetRestoreTest, ForgedFieldsAreRefused) {
       {"q8", "header one byte longer", [&](ModuleDump& d) { header(d) += '\0'; }},
       {"q8", "norm NaN", [&](ModuleDump& d) { vset::set<float>(elem(d, 0), layout(d, 0).norm, nan); }},
       {"q8", "norm infinite", [&](ModuleDump& d) { vset::set<float>(elem(d, 0), layout(d, 0).norm, inf); }},
+      {"q8", "norm above 1e38", [&](ModuleDump& d) { vset::set<float>(elem(d, 0), layout(d, 0).norm, 3e38f); }},
       {"q8", "norm negative", [&](ModuleDump& d) { vset::set<float>(elem(d, 0), layout(d, 0).norm, -1.0f); }},
       {"q8", "Q8 scale NaN", [&](ModuleDump& d) { vset::set<float>(elem(d, 0), layout(d, 0).vector, nan); }},
       {"q8", "Q8 scale infinite", [&](ModuleDump& d) { vset::set<float>(elem(d, 0), layout(d, 0).vector, inf); }},
