@@ -1,6 +1,5 @@
 #include "vector/serialize.h"
 
-#include <cmath>
 #include <cstring>
 
 namespace infer::vector {
