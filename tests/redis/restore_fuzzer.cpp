@@ -464,9 +464,13 @@ int run(int argc, char** argv) {
   char tmpl[] = "/tmp/infer-restore-fuzzer-XXXXXX";
   if (!mkdtemp(tmpl)) return 2;
   g_work_dir = tmpl;
+  // A sanitizer-built module reports into files here. Redis sizes a string by the length a payload
+  // declares and expects malloc to return NULL when it cannot (ztrymalloc), which ASan, preloaded into
+  // the server, must be told to do.
   for (const char* var : {"ASAN_OPTIONS", "UBSAN_OPTIONS"}) {
     const char* old = std::getenv(var);
-    const std::string v = std::string(old ? old : "") + (old && *old ? ":" : "") + "log_path=" + g_work_dir + "/sanitizer";
+    std::string v = std::string(old ? old : "") + (old && *old ? ":" : "") + "log_path=" + g_work_dir + "/sanitizer";
+    if (std::string(var) == "ASAN_OPTIONS") v += ":allocator_may_return_null=1";
     setenv(var, v.c_str(), 1);
   }
   g_server = std::make_unique<RedisServer>(RedisServerOptions{
