@@ -4,9 +4,10 @@
 # Usage: scripts/sanitize.sh [short|full]
 #   short (CI): ASan on the gguf, tokenizer, engine, redis and vector suites, TSan on the engine,
 #               redis and vector suites, the command fuzzer for 20,000 commands or 1 min, whichever
-#               comes first, 30 s of GGUF fuzzing.
+#               comes first, the RESTORE fuzzer for 60,000 payloads or 1 min, 30 s of GGUF fuzzing.
 #   full:       ASan on every suite but cli, TSan on the kernels, model, engine, redis and vector
-#               suites, the command fuzzer for 10 min, 10 min of GGUF fuzzing.
+#               suites, the command fuzzer for 10 min, the RESTORE fuzzer for 10 min, 10 min of GGUF
+#               fuzzing.
 # The suites that start redis-server load the sanitizer-built module into Debian's uninstrumented
 # server with the sanitizer's runtime preloaded (tests/redis/CMakeLists.txt), so the module's
 # threads run under ASan and TSan too. The instrumented presets build at -O1 -g1 (CMakePresets.json
@@ -19,9 +20,9 @@ scripts/setup.sh >/dev/null  # packages only matter here; the release build is c
 
 case "$mode" in
   short) asan_suites=(gguf tokenizer engine redis vector); tsan_suites=(engine redis vector); fuzz_seconds=30
-         command_fuzz=(--commands 20000 --minutes 1) ;;
+         command_fuzz=(--commands 20000 --minutes 1); restore_fuzz=(--payloads 60000 --minutes 1) ;;
   full)  asan_suites=(gguf tokenizer kernels model engine redis vector); tsan_suites=(kernels model engine redis vector)
-         fuzz_seconds=600; command_fuzz=(--minutes 10) ;;
+         fuzz_seconds=600; command_fuzz=(--minutes 10); restore_fuzz=(--minutes 10) ;;
   *) echo "usage: $0 [short|full]" >&2; exit 2 ;;
 esac
 
@@ -44,6 +45,10 @@ run_suites asan "${asan_suites[@]}"
 # seed, which `--seed` replays (scripts/fuzz_commands.sh runs it for longer).
 cmake --build --preset asan --target infer_command_fuzzer
 INFER_BUILD_DIR=$(realpath build/asan) build/asan/tests/redis/infer_command_fuzzer "${command_fuzz[@]}"
+# Mutated and truncated DUMP payloads of vector sets through RESTORE (scripts/fuzz_restore.sh runs it
+# for longer).
+cmake --build --preset asan --target infer_restore_fuzzer
+INFER_BUILD_DIR=$(realpath build/asan) build/asan/tests/redis/infer_restore_fuzzer "${restore_fuzz[@]}"
 unset ASAN_OPTIONS
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 run_suites tsan "${tsan_suites[@]}"

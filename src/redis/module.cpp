@@ -39,6 +39,9 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   // meet the next load: start from nothing, and undo the models if this load fails.
   redis::settings() = redis::Settings{};
   redis::models().clear();
+  // A damaged RDB value (RESTORE payload, file, full sync) is refused by the type's rdb_load instead
+  // of stopping Redis (vset_type.cpp).
+  rm::SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
   try {
     if (std::string err = redis::parse_module_args(argv, argc); !err.empty()) return fail(ctx, err);
     if (redis::register_commands(ctx) != REDISMODULE_OK) return fail(ctx, "cannot register commands");

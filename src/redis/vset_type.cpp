@@ -1,5 +1,7 @@
 #include "redis/vset_type.h"
 
+#include <algorithm>
+#include <cstring>
 #include <exception>
 #include <optional>
 #include <string>
@@ -15,28 +17,48 @@ RedisModuleType* g_type = nullptr;
 void* new_value(std::unique_ptr<vector::VectorSet> set) { return new VsetRef(std::make_shared<SharedVset>(std::move(set))); }
 const vector::VectorSet& set_of(const void* value) { return (*static_cast<const VsetRef*>(value))->set(); }
 
-// Every callback is noexcept: no C++ exception crosses into Redis.
+// Why a value cannot be loaded, naming its key: a warning while loading a file or a full sync (the
+// server then stops or drops the sync); verbose for RESTORE, whose client gets Redis's own error.
+void log_load_failure(RedisModuleIO* io, const char* why) {
+  const RedisModuleString* key = rm::GetKeyNameFromIO(io);
+  size_t len = 0;
+  const char* name = key ? rm::StringPtrLen(key, &len) : "?";
+  RedisModuleCtx* ctx = rm::GetContextFromIO(io);
+  const bool loading = ctx && (rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_LOADING);
+  rm::LogIOError(io, loading ? "warning" : "verbose", "infer: cannot load the vector set in key '%.*s': %s",
+                 static_cast<int>(std::min<size_t>(len ? len : std::strlen(name), 200)), name, why);
+}
+
+// Every callback is noexcept: no C++ exception crosses into Redis. The module sets
+// REDISMODULE_OPTIONS_HANDLE_IO_ERRORS (module.cpp): a short read marks `io` and returns empty values
+// instead of stopping Redis, and returning NULL makes Redis refuse the value.
 void* vset_rdb_load(RedisModuleIO* io, int encver) noexcept {
   try {
     const uint64_t records = rm::LoadUnsigned(io);
-    if (rm::IsIOError(io)) return nullptr;
+    if (rm::IsIOError(io)) throw vector::VectorSetError("short read");
     uint64_t read = 0;
-    auto set = vector::load_records(static_cast<uint32_t>(encver), [&]() -> std::optional<std::string> {
-      if (read >= records) return std::nullopt;
-      ++read;
-      size_t len = 0;
-      char* buf = rm::LoadStringBuffer(io, &len);
-      if (rm::IsIOError(io) || !buf) return std::nullopt;
-      std::string rec(buf, len);
-      rm::Free(buf);
-      return rec;
-    });
+    auto set = vector::load_records(
+        static_cast<uint32_t>(encver),
+        [&]() -> std::optional<std::string> {
+          if (read >= records) return std::nullopt;
+          ++read;
+          size_t len = 0;
+          char* buf = rm::LoadStringBuffer(io, &len);
+          if (rm::IsIOError(io) || !buf) {
+            if (buf) rm::Free(buf);
+            return std::nullopt;
+          }
+          std::string rec(buf, len);
+          rm::Free(buf);
+          return rec;
+        },
+        records);
     if (read != records) throw vector::VectorSetError("record count does not match the saved set");
     return new_value(std::move(set));
   } catch (const std::exception& e) {
-    rm::LogIOError(io, "warning", "infer: cannot load vector set: %s", e.what());
+    log_load_failure(io, rm::IsIOError(io) ? "short read or a value of the wrong kind" : e.what());
   } catch (...) {
-    rm::LogIOError(io, "warning", "infer: cannot load vector set");
+    log_load_failure(io, "unknown error");
   }
   return nullptr;
 }

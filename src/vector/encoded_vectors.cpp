@@ -72,6 +72,38 @@ void encode(Quant q, const float* x, size_t dim, uint8_t* out) {
   }
 }
 
+bool plausible_encoding(Quant q, const uint8_t* in, size_t dim) {
+  constexpr double kTolerance = 0.01;  // encode() is exact to float rounding; older data, subnormal norms
+  switch (q) {
+    case Quant::F32: {
+      double sum = 0;
+      for (size_t i = 0; i < dim; ++i) {
+        float x;
+        std::memcpy(&x, in + 4 * i, 4);
+        if (!std::isfinite(x)) return false;
+        sum += double(x) * x;
+      }
+      return sum == 0 || std::fabs(std::sqrt(sum) - 1) <= kTolerance;
+    }
+    case Quant::Q8: {
+      float scale;
+      std::memcpy(&scale, in, 4);
+      const auto* q8 = reinterpret_cast<const int8_t*>(in + 4);
+      int64_t sum_sq = 0;
+      for (size_t i = 0; i < dim; ++i) {
+        if (q8[i] == -128) return false;  // encode() clamps to ±127
+        sum_sq += int64_t(q8[i]) * q8[i];
+      }
+      if (!std::isfinite(scale) || scale < 0) return false;
+      if (sum_sq == 0 || scale == 0) return sum_sq == 0 && scale == 0;
+      return std::fabs(scale * std::sqrt(static_cast<double>(sum_sq)) - 1) <= kTolerance;
+    }
+    case Quant::Bin:
+      return true;  // any bit pattern is a vector of ±1/sqrt(dim)
+  }
+  return false;
+}
+
 void decode(Quant q, const uint8_t* in, size_t dim, float* out) {
   switch (q) {
     case Quant::F32:
@@ -181,12 +213,13 @@ DistanceFn distance_fn(Quant q) {
 
 float distance(Quant q, const uint8_t* a, const uint8_t* b, size_t dim) { return distance_fn(q)(a, b, dim); }
 
-float normalize(float* x, size_t dim) {
+double normalize(float* x, size_t dim) {
+  // In double throughout: the norm of finite floats can exceed the float range (3 × 3e38 components).
   double sum = 0;
   for (size_t i = 0; i < dim; ++i) sum += double(x[i]) * x[i];
-  const float norm = static_cast<float>(std::sqrt(sum));
+  const double norm = std::sqrt(sum);
   if (norm > 0)
-    for (size_t i = 0; i < dim; ++i) x[i] /= norm;
+    for (size_t i = 0; i < dim; ++i) x[i] = static_cast<float>(x[i] / norm);
   return norm;
 }
 

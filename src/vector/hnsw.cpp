@@ -11,8 +11,6 @@
 namespace infer::vector {
 
 namespace {
-constexpr int kMaxLevel = 16;
-
 uint64_t mix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -505,8 +503,14 @@ void Hnsw::restore_node(uint32_t id, int level, const uint8_t* encoded,
   if (level < 0 || level > kMaxLevel) throw std::runtime_error("node " + std::to_string(id) + ": bad level");
   if (out.size() != static_cast<size_t>(level) + 1)
     throw std::runtime_error("node " + std::to_string(id) + ": link levels do not match its level");
-  for (int lv = 0; lv <= level; ++lv)
+  for (int lv = 0; lv <= level; ++lv) {
     if (out[lv].size() > max_links(lv)) throw std::runtime_error("node " + std::to_string(id) + ": too many links");
+    // Removal unlinks one copy of each link: a repeated one would leave a stale incoming link behind.
+    std::vector<uint32_t> sorted = out[lv];
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      throw std::runtime_error("node " + std::to_string(id) + ": repeated link");
+  }
   if (contains(id)) throw std::runtime_error("node " + std::to_string(id) + " appears twice");
   while (slots() <= id) {  // slots not restored yet stay at level -1; finish_restore checks none is left
     const uint32_t hole = new_slot(0);

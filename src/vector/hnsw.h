@@ -41,6 +41,9 @@ class Hnsw {
   // Returns true when the node may be returned by a search.
   using Predicate = std::function<bool(uint32_t id)>;
 
+  // Node levels are 0..kMaxLevel.
+  static constexpr int kMaxLevel = 16;
+
   explicit Hnsw(const Params& p);
 
   // Inserts an encoded vector (encoded_size(quant, dim) bytes, copied) and returns its id. `ef`: beam

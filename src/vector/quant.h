@@ -25,6 +25,9 @@ size_t encoded_size(Quant q, size_t dim);
 
 // Encodes a unit-length vector `x` (dim = x.size()) into `out` (encoded_size bytes). No allocation.
 void encode(Quant q, const float* x, size_t dim, uint8_t* out);
+// True when `in` could be what encode() wrote: finite, unit length (within 1%) or all zero. Loaders use
+// it so that a forged vector cannot make distances NaN or unbounded.
+bool plausible_encoding(Quant q, const uint8_t* in, size_t dim);
 // Decodes back to floats (still unit length, up to quantisation error).
 void decode(Quant q, const uint8_t* in, size_t dim, float* out);
 
@@ -37,7 +40,12 @@ DistanceFn distance_fn(Quant q);
 // The scalar version, whatever the CPU (tests compare the two).
 DistanceFn reference_distance_fn(Quant q);
 
-// Scales `x` to unit length in place and returns the original L2 norm (0 leaves x unchanged).
-float normalize(float* x, size_t dim);
+// Scales `x` to unit length in place and returns the original L2 norm (0 leaves x unchanged). The norm
+// is a double: it may be beyond the float range even when every component is a finite float.
+double normalize(float* x, size_t dim);
+
+// The largest L2 norm a stored vector may have: its norm is kept as a float, and decoding multiplies
+// unit components (up to quantisation error, a little above 1) by it.
+inline constexpr double kMaxVectorNorm = 1e38;
 
 }  // namespace infer::vector

@@ -46,6 +46,7 @@ class Reader {
     const uint32_t n = get<uint32_t>();
     return std::string(reinterpret_cast<const char*>(bytes(n)), n);
   }
+  size_t remaining() const { return in_.size() - pos_; }
   void done() const {
     if (pos_ != in_.size()) throw VectorSetError(std::string(what_) + ": trailing bytes");
   }
@@ -109,7 +110,8 @@ uint64_t save_records(const VectorSet& set, const std::function<void(std::string
   return records;
 }
 
-std::unique_ptr<VectorSet> load_records(uint32_t version, const std::function<std::optional<std::string>()>& next) {
+std::unique_ptr<VectorSet> load_records(uint32_t version, const std::function<std::optional<std::string>()>& next,
+                                        std::optional<uint64_t> records) {
   if (version < 1 || version > kEncodingVersion)
     throw VectorSetError("unknown vector set encoding version " + std::to_string(version));
   auto header = next();
@@ -132,13 +134,16 @@ std::unique_ptr<VectorSet> load_records(uint32_t version, const std::function<st
   const auto slots = static_cast<uint32_t>(count);  // saved ids are dense
   if ((count == 0) != (entry < 0) || entry >= static_cast<int64_t>(slots))
     throw VectorSetError("vector set header: bad entry point");
-  auto set = std::make_unique<VectorSet>(c);  // validates dim, M, EF, REDUCE
+  if (records && *records != 1 + (c.projection_input_dim ? 1 : 0) + count)
+    throw VectorSetError("vector set header: the element count does not match the record count");
+  // Validates dim, M, EF, REDUCE; nothing is sized by the header's counts, only by the records read.
+  auto set = VectorSet::for_restore(c);
   if (c.projection_input_dim) {
     auto rec = next();
     if (!rec) throw VectorSetError("vector set: REDUCE matrix record missing");
-    if (rec->size() != set->projection().size() * sizeof(float))
+    if (rec->size() != size_t{c.projection_input_dim} * c.dim * sizeof(float))
       throw VectorSetError("vector set: REDUCE matrix record has the wrong size");
-    std::vector<float> m(set->projection().size());
+    std::vector<float> m(rec->size() / sizeof(float));
     std::memcpy(m.data(), rec->data(), rec->size());
     set->restore_projection(std::move(m));
   }
@@ -151,12 +156,18 @@ std::unique_ptr<VectorSet> load_records(uint32_t version, const std::function<st
     e.name = r.str();
     e.attrs = r.str();
     e.norm = r.get<float>();
+    if (!(e.norm >= 0 && e.norm <= kMaxVectorNorm)) throw VectorSetError("vector set element: bad norm");
     const uint8_t* vec = r.bytes(vec_bytes);
+    if (!plausible_encoding(c.quant, vec, c.dim))
+      throw VectorSetError("vector set element: the vector is not a unit vector in its encoding");
     const int level = r.get<uint8_t>();
+    if (level > Hnsw::kMaxLevel) throw VectorSetError("vector set element: bad level");
     std::vector<std::vector<uint32_t>> links(static_cast<size_t>(level) + 1);
-    for (auto& l : links) {
+    for (size_t lv = 0; lv < links.size(); ++lv) {
+      auto& l = links[lv];
       const uint32_t n = r.get<uint32_t>();
-      if (n > 2 * c.m) throw VectorSetError("vector set element: too many links");
+      if (n > (lv == 0 ? 2 * c.m : c.m)) throw VectorSetError("vector set element: too many links");
+      if (size_t{n} * sizeof(uint32_t) > r.remaining()) throw VectorSetError("vector set element: truncated");
       l.resize(n);
       for (auto& t : l) {
         t = r.get<uint32_t>();

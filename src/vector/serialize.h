@@ -1,7 +1,8 @@
 // The persistent form of a vector set (RDB values, tests): a header record followed by one record per
 // element, each a self-contained byte string, so that RDB saving streams node by node instead of
 // building one huge buffer in the fork child. Loading restores the graph as saved (no re-insertion)
-// and checks every count, length, id and link against the data; it trusts nothing.
+// and checks every count, length, id and link against the data, every norm and vector for being
+// finite and what encode() writes; it trusts nothing, and no allocation is sized by a saved count.
 //
 // Encoding versions (loaders keep accepting every older one):
 //   1: header, element records.
@@ -26,8 +27,11 @@ uint64_t record_count(const VectorSet& set);
 // Calls `emit` with the header then each record; returns the number of records.
 uint64_t save_records(const VectorSet& set, const std::function<void(std::string_view record)>& emit);
 // Reads records from `next` (nullopt: input ended early). Throws VectorSetError naming the problem.
+// `records`: how many records the container says follow (RDB), checked against the header before
+// anything is allocated.
 std::unique_ptr<VectorSet> load_records(uint32_t encoding_version,
-                                        const std::function<std::optional<std::string>()>& next);
+                                        const std::function<std::optional<std::string>()>& next,
+                                        std::optional<uint64_t> records = std::nullopt);
 
 // The same records concatenated with u32 length prefixes after a version word: one byte stream.
 std::string to_bytes(const VectorSet& set);

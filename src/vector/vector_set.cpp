@@ -26,19 +26,26 @@ Hnsw::Params index_params(const SetConfig& c) {
 }
 }  // namespace
 
-VectorSet::VectorSet(const SetConfig& cfg) : cfg_(cfg), index_(index_params(cfg)) {
-  if (cfg_.projection_input_dim) projection_ = make_projection(cfg_.projection_input_dim, cfg_.dim);
+VectorSet::VectorSet(const SetConfig& cfg) : VectorSet(cfg, true) {}
+
+VectorSet::VectorSet(const SetConfig& cfg, bool make_projection_now) : cfg_(cfg), index_(index_params(cfg)) {
+  if (cfg_.projection_input_dim && make_projection_now)
+    projection_ = make_projection(cfg_.projection_input_dim, cfg_.dim);
+}
+
+std::unique_ptr<VectorSet> VectorSet::for_restore(const SetConfig& cfg) {
+  return std::unique_ptr<VectorSet>(new VectorSet(cfg, false));
 }
 
 void VectorSet::restore_projection(std::vector<float> m) {
-  if (!cfg_.projection_input_dim || m.size() != projection_.size())
+  if (!cfg_.projection_input_dim || m.size() != size_t{cfg_.projection_input_dim} * cfg_.dim)
     throw VectorSetError("REDUCE matrix does not match the set's dimensions");
   for (float x : m)
     if (!std::isfinite(x)) throw VectorSetError("REDUCE matrix has a non-finite entry");
   projection_ = std::move(m);
 }
 
-float VectorSet::prepare(const std::vector<float>& v, bool projected, std::vector<uint8_t>* encoded) const {
+double VectorSet::prepare(const std::vector<float>& v, bool projected, std::vector<uint8_t>* encoded) const {
   const uint32_t want = projected ? cfg_.dim : input_dim();
   if (v.size() != want) {
     std::string msg = "vector dimension mismatch: got " + std::to_string(v.size()) + ", set has " + std::to_string(want);
@@ -52,7 +59,7 @@ float VectorSet::prepare(const std::vector<float>& v, bool projected, std::vecto
     project(projection_, cfg_.projection_input_dim, cfg_.dim, v.data(), unit.data());
   else
     unit = v;
-  const float norm = normalize(unit.data(), unit.size());
+  const double norm = normalize(unit.data(), unit.size());
   encoded->resize(encoded_size(cfg_.quant, cfg_.dim));
   encode(cfg_.quant, unit.data(), unit.size(), encoded->data());
   return norm;
@@ -66,7 +73,9 @@ void VectorSet::check_json(const std::string& json) {
 bool VectorSet::add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs,
                     uint32_t ef, bool projected) {
   std::vector<uint8_t> enc;
-  const float norm = prepare(v, projected, &enc);
+  const double norm = prepare(v, projected, &enc);
+  // A query may be that large (only its direction counts), a stored vector keeps its norm as a float.
+  if (norm > kMaxVectorNorm) throw VectorSetError("vector too large: its L2 norm must be at most 1e38");
   if (attrs) check_json(*attrs);
 
   std::string old_attrs;
@@ -80,7 +89,7 @@ bool VectorSet::add(std::string_view name, const std::vector<float>& v, const st
   if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
   Element& e = elems_[id];
   e.name = key;
-  e.norm = norm;
+  e.norm = static_cast<float>(norm);
   e.attrs = attrs ? *attrs : old_attrs;
   if (!e.attrs.empty()) ++n_attrs_;
   attr_bytes_ += e.attrs.size();
@@ -228,6 +237,7 @@ void VectorSet::restore_element(uint32_t id, Element e, int level, const uint8_t
 }
 
 void VectorSet::finish_restore(uint32_t entry, uint64_t insert_counter) {
+  if (cfg_.projection_input_dim && projection_.empty()) throw VectorSetError("REDUCE matrix missing");
   try {
     index_.finish_restore(entry);
   } catch (const std::runtime_error& e) {

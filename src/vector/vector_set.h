@@ -68,6 +68,9 @@ struct RawVector {
 class VectorSet {
  public:
   explicit VectorSet(const SetConfig& cfg);
+  // An empty set for serialize.cpp to fill: with REDUCE, its matrix comes from restore_projection(),
+  // not generated here (a forged header must not cost a 64 MiB matrix before its record is read).
+  static std::unique_ptr<VectorSet> for_restore(const SetConfig& cfg);
 
   const SetConfig& config() const { return cfg_; }
   // Size of the vectors add() and search() take: projection_input_dim with REDUCE, else dim.
@@ -85,7 +88,8 @@ class VectorSet {
   // vector (remove and insert again) and returns false. `attrs`: nullopt keeps the old attributes, ""
   // removes them, otherwise valid JSON. `ef`: build beam width for this insert (0: the set's).
   // `projected`: `v` is already reduced (config().dim floats; AOF rewrite of a REDUCE set). Throws
-  // VectorSetError (wrong dimension, non-finite component, bad JSON) before changing anything.
+  // VectorSetError (wrong dimension, non-finite component, L2 norm above kMaxVectorNorm, bad JSON) before
+  // changing anything.
   bool add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs = std::nullopt,
            uint32_t ef = 0, bool projected = false);
   // Returns false when the element is not there. Memory and graph links really go.
@@ -126,13 +130,15 @@ class VectorSet {
   void restore_element(uint32_t id, Element e, int level, const uint8_t* encoded, std::vector<std::vector<uint32_t>> links);
   void finish_restore(uint32_t entry, uint64_t insert_counter);
   // Restores the saved REDUCE matrix (dim × projection_input_dim finite floats; throws otherwise).
+  // Before any element: finish_restore() refuses a REDUCE set without its matrix.
   void restore_projection(std::vector<float> m);
 
  private:
   std::vector<SearchHit> run_search(const uint8_t* encoded_query, const SearchOptions& opt) const;
   // Checks the size of an incoming vector, projects it (REDUCE), normalises and encodes it; returns the norm.
-  float prepare(const std::vector<float>& v, bool projected, std::vector<uint8_t>* encoded) const;
+  double prepare(const std::vector<float>& v, bool projected, std::vector<uint8_t>* encoded) const;
   static void check_json(const std::string& json);
+  VectorSet(const SetConfig& cfg, bool make_projection_now);
 
   SetConfig cfg_;
   std::vector<float> projection_;

@@ -118,6 +118,16 @@ void RedisServer::start(const RedisServerOptions& opts) {
     _exit(127);
   }
   auto deadline = Clock::now() + std::chrono::milliseconds(opts.start_timeout_ms);
+  while (opts.expect_exit && Clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      exit_status_ = status;
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (opts.expect_exit) throw std::runtime_error("redis-server was expected to exit during startup:\n" + log());
   while (Clock::now() < deadline) {
     if (!alive()) throw std::runtime_error("redis-server exited during startup:\n" + log());
     redisContext* c = redisConnect("127.0.0.1", port_);

@@ -35,6 +35,9 @@ struct RedisServerOptions {
   bool load_module = true;
   int start_timeout_ms = 10000;
   bool seccomp_like_systemd = false;     // run under seccomp_exec (setpriority kills the server)
+  // A start meant to fail (a damaged data file): the constructor waits up to start_timeout_ms for the
+  // server to exit, keeps its wait status (exit_status()) and log, and throws only if it keeps running.
+  bool expect_exit = false;
 };
 
 // $INFER_BUILD_DIR/src/redis/redis_infer.so, else the path compiled in.
@@ -65,12 +68,15 @@ class RedisServer {
   RedisConn connect(int timeout_ms = 30000) const;
   // True while the process is running.
   bool alive() const;
+  // With expect_exit: the server's wait status (WIFEXITED, WIFSIGNALED ...); else -1.
+  int exit_status() const { return exit_status_; }
   std::string log() const;
 
  private:
   void start(const RedisServerOptions& opts);
   void stop();
   pid_t pid_ = -1;
+  int exit_status_ = -1;
   int port_ = 0;
   std::string dir_;
 };

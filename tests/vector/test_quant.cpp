@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -91,4 +92,43 @@ TEST(Quant, SimdDistanceMatchesScalarReference) {
         EXPECT_EQ(fast, ref) << quant_name(q) << " dim " << dim;
     }
   }
+}
+
+// Components near the float limit: the norm (here 5.2e38) is beyond float, the unit vector is exact.
+TEST(Quant, NormalizeHugeComponentsInDouble) {
+  std::vector<float> v = {3e38f, 3e38f, 3e38f};
+  const double norm = normalize(v.data(), v.size());
+  EXPECT_NEAR(norm / (3e38 * std::sqrt(3.0)), 1.0, 1e-6);
+  for (float x : v) EXPECT_NEAR(x, 1 / std::sqrt(3.0f), 1e-6);
+}
+
+// What encode() writes is plausible; forged scales, components and non-unit vectors are not.
+TEST(Quant, PlausibleEncoding) {
+  std::mt19937 rng(3);
+  for (Quant q : {Quant::F32, Quant::Q8, Quant::Bin}) {
+    auto v = random_unit(33, rng);
+    std::vector<uint8_t> enc(encoded_size(q, 33));
+    encode(q, v.data(), 33, enc.data());
+    EXPECT_TRUE(plausible_encoding(q, enc.data(), 33));
+    std::vector<float> zero(33, 0.0f);
+    encode(q, zero.data(), 33, enc.data());
+    EXPECT_TRUE(plausible_encoding(q, enc.data(), 33));
+  }
+  auto v = random_unit(8, rng);
+  std::vector<uint8_t> enc(encoded_size(Quant::Q8, 8));
+  encode(Quant::Q8, v.data(), 8, enc.data());
+  for (float scale : {std::nanf(""), INFINITY, -0.1f, 0.0f, 1e30f}) {
+    auto forged = enc;
+    std::memcpy(forged.data(), &scale, 4);
+    EXPECT_FALSE(plausible_encoding(Quant::Q8, forged.data(), 8)) << scale;
+  }
+  auto forged = enc;
+  forged[4] = static_cast<uint8_t>(-128);
+  EXPECT_FALSE(plausible_encoding(Quant::Q8, forged.data(), 8));
+  std::vector<float> f = {0.6f, 0.8f, 0.0f};
+  EXPECT_TRUE(plausible_encoding(Quant::F32, reinterpret_cast<const uint8_t*>(f.data()), 3));
+  f[2] = 0.5f;
+  EXPECT_FALSE(plausible_encoding(Quant::F32, reinterpret_cast<const uint8_t*>(f.data()), 3));
+  f[2] = std::nanf("");
+  EXPECT_FALSE(plausible_encoding(Quant::F32, reinterpret_cast<const uint8_t*>(f.data()), 3));
 }
