@@ -1,7 +1,7 @@
 // Grammar-aware command fuzzer: several clients send every INFER.* command with valid and mutated
 // arguments (wrong types, huge and negative numbers, missing values, repeated options, random bytes,
 // long FILTER expressions, megabyte texts, attributes and FILTER operands, keys of other types), some
-// inside MULTI/EXEC or EVAL, to a real redis-server with the module, stories260K and
+// inside MULTI/EXEC or EVAL, and RESTOREs of damaged vector-set DUMPs, to a real redis-server with the module, stories260K and
 // a small MODEL-DIR, and sometimes close the connection right after sending or after a short delay.
 // The server must answer PING after every batch and, after a quiet period at the end, report no queued
 // or running jobs, no blocked clients and no KV pages held beyond the prefix cache's. On a crash or hang it prints the seed, the last commands sent
@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "redis/dump_payload.h"
 #include "redis/redis_server.h"
 #include "support/data_dirs.h"
 
@@ -53,6 +54,7 @@ struct Options {
   double disconnect_p = 0.03;
   double mutate_p = 0.35;
   double wrap_p = 0.08;      // sent inside MULTI/EXEC or EVAL
+  double restore_p = 0.03;   // DUMP a vector set, damage the payload, RESTORE it elsewhere
   bool show_errors = false;  // prints the error replies to unmutated commands (tuning the grammar)
 };
 
@@ -62,7 +64,7 @@ std::unique_ptr<RedisServer> g_server;
 std::string g_work_dir;  // MODEL-DIR and sanitizer logs; outlives the server's own directory
 uint64_t g_seed = 0;
 std::atomic<bool> g_stop{false};
-std::atomic<uint64_t> g_sent{0}, g_disconnects{0}, g_errors{0}, g_io_errors{0};
+std::atomic<uint64_t> g_sent{0}, g_disconnects{0}, g_errors{0}, g_io_errors{0}, g_restores{0}, g_restored{0};
 
 std::mutex g_ring_mu;
 std::deque<std::string> g_ring;  // the last commands sent, for the crash report
@@ -518,6 +520,24 @@ class Gen {
     }
   }
 
+  // A DUMP payload damaged in its body (flipped, inserted or deleted bytes, or cut short) and resealed
+  // with a valid CRC, so that RESTORE hands it to the module's loader; sometimes left intact.
+  std::string damage_payload(std::string p) {
+    if (p.size() < 11 || chance(0.2)) return p;
+    std::string body = p.substr(0, p.size() - 10);
+    const std::string version = p.substr(p.size() - 10, 2);
+    for (int k = between(1, 4); k > 0 && !body.empty(); --k) {
+      const size_t at = 1 + below(body.size() - 1);  // never the type byte: Redis checks that itself
+      switch (below(4)) {
+        case 0: body[at] = static_cast<char>(body[at] ^ (1u << below(8))); break;
+        case 1: body.insert(at, bytes(between(1, 8))); break;
+        case 2: body.erase(at, between(1, 8)); break;
+        default: body.resize(at);
+      }
+    }
+    return seal_dump(body, version);
+  }
+
   // Replaces, deletes, repeats, truncates or inserts arguments (never the command name).
   void mutate(Argv& a) {
     const bool is_load = a[0] == "INFER.LOAD";
@@ -584,7 +604,26 @@ void client_loop(int id, const Options& opt) {
     const bool mutated = g.chance(opt.mutate_p);
     if (mutated) g.mutate(argv);
     const bool may_close = opt.stream_disconnects || !mentions_stream(argv);
-    if (may_close && g.chance(opt.disconnect_p)) {
+    if (g.chance(opt.restore_p)) {
+      // Vector sets come back through their type's loader: a damaged value must be an error reply.
+      const std::string from = g.vkey();
+      Reply dump = command(c.get(), {"DUMP", from});
+      if (dump && dump->type == REDIS_REPLY_STRING) {
+        argv = {"RESTORE", g.vkey(), "0", g.damage_payload(std::string(dump->str, dump->len)), "REPLACE"};
+        remember(id, argv, "");
+        ++g_restores;
+        Reply r = command(c.get(), argv);
+        if (r && r->type == REDIS_REPLY_STATUS) ++g_restored;
+        if (!r) {
+          ++g_io_errors;
+          c.reset();
+          check_alive("RESTORE got no reply");
+        }
+      } else if (!dump) {
+        c.reset();
+        check_alive("DUMP got no reply");
+      }
+    } else if (may_close && g.chance(opt.disconnect_p)) {
       remember(id, argv, ", closed after sending");
       send_and_close(c, argv, g.chance(0.5) ? 0 : g.between(1, 50));
       ++g_disconnects;
@@ -743,7 +782,9 @@ int run(int argc, char** argv) {
   check_quiet(60);
   {
     RedisConn c = g_server->connect(30000);
-    std::printf("command fuzzer: longest main-thread stall of any INFER command: %lld us\n",
+    std::printf("command fuzzer: %llu RESTOREs of vector-set DUMPs (%llu accepted); longest main-thread stall of "
+                "any INFER command: %lld us\n",
+                static_cast<unsigned long long>(g_restores.load()), static_cast<unsigned long long>(g_restored.load()),
                 info_field(c.get(), "infer", "infer_max_main_thread_stall_us"));
   }
   std::printf("command fuzzer: seed %llu: %llu commands in %.0f s (%.0f/s), server alive, no jobs left\n",
