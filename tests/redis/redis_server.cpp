@@ -228,6 +228,28 @@ Reply command(redisContext* c, const std::vector<std::string>& argv) {
   return Reply(static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data())));
 }
 
+std::string info_value(redisContext* c, const std::string& section, const std::string& field) {
+  const std::string info = show(command(c, {"INFO", section}).get());
+  const size_t at = info.find("\n" + field + ":");
+  if (at == std::string::npos) return "";
+  const size_t start = at + field.size() + 2;
+  return info.substr(start, info.find_first_of("\r\n", start) - start);
+}
+
+long long info_number(redisContext* c, const std::string& section, const std::string& field) {
+  const std::string v = info_value(c, section, field);
+  return v.empty() ? -1 : std::atoll(v.c_str());
+}
+
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 std::string show(const redisReply* r) {
   if (!r) return "(no reply)";
   switch (r->type) {

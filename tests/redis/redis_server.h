@@ -10,6 +10,8 @@
 #include <hiredis/hiredis.h>
 #include <sys/types.h>
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +93,11 @@ Reply receive(redisContext* c);
 std::string stories_model_dir();
 // Convenience for assertions: the reply as text ("(error) ...", "(nil)", integers, arrays as [a, b]).
 std::string show(const redisReply* r);
+// The value of `field` in `INFO section` as text ("" when absent), and as a number (-1 when absent).
+std::string info_value(redisContext* c, const std::string& section, const std::string& field);
+long long info_number(redisContext* c, const std::string& section, const std::string& field);
+// Polls `done` every 5 ms: true once it holds, false when `timeout` passes first.
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout = std::chrono::milliseconds(20000));
 
 // A parsed RESP3 value (type is the RESP3 type byte: + - : $ * % ~ , # _ = ( > |).
 struct Resp3Value {

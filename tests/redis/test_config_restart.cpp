@@ -19,22 +19,13 @@ namespace fs = std::filesystem;
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 std::string run(redisContext* c, const std::vector<std::string>& argv) { return show(command(c, argv).get()); }
 
-// The value of `field` in INFO infer, or "" when absent.
-std::string info_field(redisContext* c, const std::string& field) {
-  const std::string info = run(c, {"INFO", "infer"});
-  const size_t at = info.find("\n" + field + ":");
-  if (at == std::string::npos) return "";
-  const size_t start = at + field.size() + 2;
-  return info.substr(start, info.find_first_of("\r\n", start) - start);
-}
-
 const char* const kLeftOut = "infer: MODEL stories not loaded, the server starts without it: ";
 
 TEST(ConfigRestart, MaxMemoryBelowWhatTheLoadedModelsHoldIsRefused) {
   INFER_REQUIRE_DIR(models_dir());
   RedisServer server({.module_args = {"MODEL", "stories", stories_model_path()}});
   RedisConn c = server.connect();
-  const std::string held = info_field(c.get(), "infer_memory_bytes");
+  const std::string held = info_value(c.get(), "infer", "infer_memory_bytes");
   ASSERT_GT(std::stoll(held), 1024);
   const std::string r = run(c.get(), {"CONFIG", "SET", "infer.max-memory", "1kb"});
   EXPECT_TRUE(contains(r, "infer.max-memory 1024 is below the " + held + " bytes the loaded models hold (stories "))
@@ -48,7 +39,7 @@ TEST(ConfigRestart, MaxMemoryBelowWhatTheLoadedModelsHoldIsRefused) {
   EXPECT_EQ(run(c.get(), {"CONFIG", "SET", "infer.max-memory", "0"}), "OK");
   // Once the model is unloaded (and its engine gone) the small cap is accepted.
   ASSERT_EQ(run(c.get(), {"INFER.UNLOAD", "stories"}), "OK");
-  for (int i = 0; i < 500 && info_field(c.get(), "infer_memory_bytes") != "0"; ++i) usleep(10000);
+  for (int i = 0; i < 500 && info_value(c.get(), "infer", "infer_memory_bytes") != "0"; ++i) usleep(10000);
   EXPECT_EQ(run(c.get(), {"CONFIG", "SET", "infer.max-memory", "1kb"}), "OK");
 }
 

@@ -21,11 +21,6 @@ class LongTextsTest : public SharedServerTest<LongTextsTest> {
   static std::vector<std::string> module_args() { return {"MODEL", "stories", stories_model_path()}; }
 
  protected:
-  long long info_field(const std::string& field) {
-    const std::string info = run({"INFO", "infer"});
-    const size_t p = info.find("infer_" + field + ":");
-    return p == std::string::npos ? -1 : std::stoll(info.substr(p + field.size() + 7));
-  }
   // Milliseconds `argv` took to answer, with its reply in *out.
   double timed(redisContext* c, const std::vector<std::string>& argv, std::string* out) {
     const auto t0 = Clock::now();
@@ -176,7 +171,7 @@ TEST_F(LongTextsTest, LongArgumentsDoNotHoldTheMainThread) {
            {"INFER.GENERATE", "stories", "CHAT", "user", huge},
            {"INFER.EMBED", "stories", huge}})
     command(c_.get(), argv);
-  const long long stall_us = info_field("max_main_thread_stall_us");
+  const long long stall_us = info_number(c_.get(), "infer", "infer_max_main_thread_stall_us");
   std::printf("max_main_thread_stall_us %lld\n", stall_us);
   EXPECT_GE(stall_us, 0);
   EXPECT_LT(stall_us, kSanitizerBuild ? 500000 : 50000) << run({"INFER.STATS"});

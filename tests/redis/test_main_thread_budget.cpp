@@ -96,12 +96,6 @@ std::map<std::string, Timing> main_thread_timings(redisContext* c) {
   return out;
 }
 
-long long info_field(redisContext* c, const std::string& section, const std::string& field) {
-  const std::string info = show(command(c, {"INFO", section}).get());
-  const size_t p = info.find("\n" + field + ":");
-  return p == std::string::npos ? -1 : std::atoll(info.c_str() + p + field.size() + 2);
-}
-
 class MainThreadBudget : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -118,7 +112,7 @@ class MainThreadBudget : public ::testing::Test {
     INFER_REQUIRE_DIR(models_dir());
     c_ = server_->connect(120000);
     before_ = main_thread_timings(c_.get());
-    stall_before_ = info_field(c_.get(), "infer", "infer_max_main_thread_stall_us");
+    stall_before_ = info_number(c_.get(), "infer", "infer_max_main_thread_stall_us");
     pinger_ = std::make_unique<Pinger>(*server_);
   }
   // Every command and callback of this test stayed within the budget, and so did PING. The counters
@@ -132,7 +126,7 @@ class MainThreadBudget : public ::testing::Test {
       if (t.max_cpu_us == before_[name].max_cpu_us) continue;
       EXPECT_LE(t.max_cpu_us, kCpuBoundUs) << name << " held the main thread for " << t.max_cpu_us << " us of CPU";
     }
-    const long long stall = info_field(c_.get(), "infer", "infer_max_main_thread_stall_us");
+    const long long stall = info_number(c_.get(), "infer", "infer_max_main_thread_stall_us");
     EXPECT_GE(stall, 0);
     if (stall != stall_before_) {
       EXPECT_LT(stall, ping_bound_us) << "INFO infer's max_main_thread_stall_us";

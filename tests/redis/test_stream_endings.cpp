@@ -24,15 +24,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-bool wait_for(const std::function<bool()>& done, milliseconds timeout = milliseconds(20000)) {
-  const auto end = Clock::now() + timeout;
-  while (!done()) {
-    if (Clock::now() > end) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
-}
-
 std::string run(redisContext* c, const std::vector<std::string>& argv) { return show(command(c, argv).get()); }
 
 // The fields of the stream's last entry ("[finish, shutdown, tokens, 37]"), or "" when empty.
@@ -62,7 +53,7 @@ std::vector<std::string> module_args() { return {"MODEL", "stories", stories_mod
 // Starts a long STREAM generation on `c` (not waiting for its reply) and returns once `key` has an entry.
 void start_streaming(redisContext* c, redisContext* observer, const std::string& key) {
   send_command(c, {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "2000", "TEMP", "1", "STREAM", key});
-  ASSERT_TRUE(wait_for([&] { return xlen(observer, key) > 0; }));
+  ASSERT_TRUE(wait_until([&] { return xlen(observer, key) > 0; }));
 }
 
 // SHUTDOWN while a generation streams, then a restart from the files it left: the stream's last entry
@@ -80,16 +71,18 @@ void shutdown_and_restart(const std::vector<std::string>& persistence, bool paus
     // The first entry comes after 16 of 2,000 tokens: SHUTDOWN (or the pause) reaches the main
     // thread long before the niced engine threads could finish.
     start_streaming(generating.get(), admin.get(), "s:live");
-    if (paused) ASSERT_EQ(run(admin.get(), {"CLIENT", "PAUSE", "20000", "WRITE"}), "OK");
+    if (paused) {
+      ASSERT_EQ(run(admin.get(), {"CLIENT", "PAUSE", "20000", "WRITE"}), "OK");
+    }
     send_command(admin.get(), {"SHUTDOWN"});
-    ASSERT_TRUE(wait_for([&] { return !server.alive(); })) << server.log();
+    ASSERT_TRUE(wait_until([&] { return !server.alive(); })) << server.log();
     first_log = server.log();
   }
   EXPECT_NE(first_log.find("infer: SHUTDOWN ended 1 open stream with 'finish shutdown'"), std::string::npos)
       << first_log;
   RedisServer again({.module_args = module_args(), .server_args = server_args});
   RedisConn c = again.connect();
-  EXPECT_TRUE(wait_for([&] { return last_entry(c.get(), "s:live").rfind("[finish, shutdown, tokens, ", 0) == 0; }))
+  EXPECT_TRUE(wait_until([&] { return last_entry(c.get(), "s:live").rfind("[finish, shutdown, tokens, ", 0) == 0; }))
       << last_entry(c.get(), "s:live") << "\n" << again.log();
   // Exactly one finish entry: the stream's entries before it are text.
   Reply all = command(c.get(), {"XRANGE", "s:live", "-", "+"});
@@ -131,7 +124,7 @@ std::string open_stream_with_writes_paused(redisContext* generating, redisContex
     start_streaming(generating, m, key);
     EXPECT_EQ(run(m, {"CLIENT", "PAUSE", "20000", "WRITE"}), "OK");
     if (last_entry(m, key).rfind("[finish, ", 0) != 0) {
-      EXPECT_TRUE(wait_for([&] { return last_entry(r, key) == last_entry(m, key); }));
+      EXPECT_TRUE(wait_until([&] { return last_entry(r, key) == last_entry(m, key); }));
       return key;
     }
     EXPECT_EQ(run(m, {"CLIENT", "UNPAUSE"}), "OK");
@@ -149,7 +142,7 @@ TEST(StreamEndings, FailoverEndsTheStreamOnThePromotedReplica) {
   RedisServer replica({.module_args = module_args(),
                        .server_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
   RedisConn m = master.connect(), r = replica.connect(), generating = master.connect(), reader = replica.connect();
-  ASSERT_TRUE(wait_for([&] { return run(r.get(), {"INFO", "replication"}).find("master_link_status:up") != std::string::npos; }));
+  ASSERT_TRUE(wait_until([&] { return run(r.get(), {"INFO", "replication"}).find("master_link_status:up") != std::string::npos; }));
   const std::string key = open_stream_with_writes_paused(generating.get(), m.get(), r.get());
   ASSERT_FALSE(key.empty());
 
@@ -179,7 +172,7 @@ TEST(StreamEndings, FailoverEndsTheStreamOnThePromotedReplica) {
   Reply reply = receive(generating.get());
   ASSERT_TRUE(reply) << master.log();
   EXPECT_EQ(show(reply.get()).rfind("(error) ", 0), 0u) << show(reply.get());
-  ASSERT_TRUE(wait_for([&] { return last_entry(m.get(), key) == last_entry(r.get(), key); }))
+  ASSERT_TRUE(wait_until([&] { return last_entry(m.get(), key) == last_entry(r.get(), key); }))
       << last_entry(m.get(), key);
   Reply all = command(r.get(), {"XRANGE", key, "-", "+"});
   ASSERT_TRUE(all && all->type == REDIS_REPLY_ARRAY);
@@ -198,11 +191,11 @@ TEST(StreamEndings, PromotedReplicaEndsTheStreamItsMasterLeftOpen) {
   RedisServer replica({.module_args = module_args(),
                        .server_args = {"--replicaof", "127.0.0.1", std::to_string(master.port())}});
   RedisConn m = master.connect(), r = replica.connect(), generating = master.connect();
-  ASSERT_TRUE(wait_for([&] { return run(r.get(), {"INFO", "replication"}).find("master_link_status:up") != std::string::npos; }));
+  ASSERT_TRUE(wait_until([&] { return run(r.get(), {"INFO", "replication"}).find("master_link_status:up") != std::string::npos; }));
   const std::string key = open_stream_with_writes_paused(generating.get(), m.get(), r.get());
   ASSERT_FALSE(key.empty());
   ASSERT_EQ(run(r.get(), {"REPLICAOF", "NO", "ONE"}), "OK");
-  EXPECT_TRUE(wait_for([&] { return last_entry(r.get(), key).rfind("[finish, failover, tokens, ", 0) == 0; }))
+  EXPECT_TRUE(wait_until([&] { return last_entry(r.get(), key).rfind("[finish, failover, tokens, ", 0) == 0; }))
       << last_entry(r.get(), key) << "\n" << replica.log();
   EXPECT_NE(replica.log().find("infer: promoted to master: ended 1 stream"), std::string::npos) << replica.log();
 }
