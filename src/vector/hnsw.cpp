@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "vector/shrink.h"
 
 namespace infer::vector {
 
@@ -57,7 +56,9 @@ Hnsw::Hnsw(const Params& p)
     : p_(p),
       dist_(distance_fn(p.quant)),
       vec_bytes_(encoded_size(p.quant, p.dim)),
-      stride_((vec_bytes_ + 3) & ~size_t{3}) {
+      stride_((vec_bytes_ + 3) & ~size_t{3}),
+      vecs_(stride_),
+      links0_(1 + 2 * size_t{p.m}) {
   if (p_.m < 2) throw std::invalid_argument("HNSW M must be at least 2");
   if (p_.dim == 0) throw std::invalid_argument("vector dimension must be at least 1");
 }
@@ -188,8 +189,8 @@ void Hnsw::add_link(uint32_t from, uint32_t to, int level, std::vector<uint32_t>
 
 uint32_t Hnsw::new_slot(int level) {
   const uint32_t id = slots();
-  vecs_.resize(vecs_.size() + stride_);
-  links0_.resize(links0_.size() + 1 + 2 * p_.m);
+  vecs_.push_slot();
+  links0_.push_slot();
   upper_.emplace_back();
   in_.emplace_back();
   levels_.push_back(-1);
@@ -203,7 +204,7 @@ uint32_t Hnsw::new_slot(int level) {
 uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) {
   const int level = level_for_seed(level_seed, p_.m);
   const uint32_t id = new_slot(level);
-  std::copy(encoded, encoded + vec_bytes_, vecs_.data() + static_cast<size_t>(id) * stride_);
+  std::copy(encoded, encoded + vec_bytes_, vecs_.at(id));
   ++count_;
   if (count_ == 1) {
     entry_ = id;
@@ -402,7 +403,7 @@ void Hnsw::move_node(uint32_t from, uint32_t to) {
       rename(b + 1, b + 1 + b[0], from, to);
     }
   }
-  std::copy_n(vector(from), vec_bytes_, vecs_.data() + static_cast<size_t>(to) * stride_);
+  std::copy_n(vector(from), vec_bytes_, vecs_.at(to));
   std::copy_n(block(from, 0), 1 + 2 * p_.m, block(to, 0));
   upper_[to] = std::move(upper_[from]);
   in_[to] = std::move(in_[from]);
@@ -411,16 +412,11 @@ void Hnsw::move_node(uint32_t from, uint32_t to) {
 }
 
 void Hnsw::drop_last_slot() {
-  vecs_.resize(vecs_.size() - stride_);
-  links0_.resize(links0_.size() - (1 + 2 * p_.m));
+  vecs_.pop_slot();
+  links0_.pop_slot();
   upper_.pop_back();
   in_.pop_back();
   levels_.pop_back();
-  shrink_if_sparse(vecs_);
-  shrink_if_sparse(links0_);
-  shrink_if_sparse(upper_);
-  shrink_if_sparse(in_);
-  shrink_if_sparse(levels_);
 }
 
 std::vector<Hnsw::Hit> Hnsw::search(const uint8_t* q, size_t k, size_t ef, const Predicate* accept,
@@ -488,8 +484,8 @@ std::vector<Hnsw::Hit> Hnsw::brute_force(const uint8_t* q, size_t k, const Predi
 }
 
 size_t Hnsw::memory_bytes() const {
-  size_t bytes = sizeof(*this) + vecs_.capacity() + 4 * links0_.capacity() + levels_.capacity() +
-                 upper_.capacity() * sizeof(upper_[0]) + in_.capacity() * sizeof(in_[0]);
+  size_t bytes = sizeof(*this) + vecs_.memory_bytes() + links0_.memory_bytes() + levels_.size() +
+                 upper_.size() * sizeof(upper_[0]) + in_.size() * sizeof(in_[0]);
   for (const auto& u : upper_) bytes += 4 * u.capacity();
   for (const auto& levels : in_) {
     bytes += levels.capacity() * sizeof(levels[0]);
@@ -519,7 +515,7 @@ void Hnsw::restore_node(uint32_t id, int level, const uint8_t* encoded,
   levels_[id] = static_cast<int8_t>(level);
   upper_[id].assign(static_cast<size_t>(level) * (1 + p_.m), 0);
   in_[id].assign(static_cast<size_t>(level) + 1, {});
-  std::copy(encoded, encoded + vec_bytes_, vecs_.data() + static_cast<size_t>(id) * stride_);
+  std::copy(encoded, encoded + vec_bytes_, vecs_.at(id));
   for (int lv = 0; lv <= level; ++lv) {
     uint32_t* b = block(id, lv);
     b[0] = static_cast<uint32_t>(out[lv].size());

@@ -16,6 +16,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <span>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "vector/quant.h"
+#include "vector/slot_chunks.h"
 
 namespace infer::vector {
 
@@ -67,7 +69,7 @@ class Hnsw {
   size_t size() const { return count_; }
   uint32_t slots() const { return static_cast<uint32_t>(levels_.size()); }  // ids are < slots(); == size() but while restoring
   bool contains(uint32_t id) const { return id < levels_.size() && levels_[id] >= 0; }
-  const uint8_t* vector(uint32_t id) const { return vecs_.data() + static_cast<size_t>(id) * stride_; }
+  const uint8_t* vector(uint32_t id) const { return vecs_.at(id); }
   int level(uint32_t id) const { return levels_[id]; }
   std::span<const uint32_t> links(uint32_t id, int level) const {
     const uint32_t* b = block(id, level);
@@ -94,8 +96,7 @@ class Hnsw {
 
   // A node's links on one level: [count, id, id, ...] with room for max_links(level) ids.
   const uint32_t* block(uint32_t id, int level) const {
-    return level == 0 ? links0_.data() + static_cast<size_t>(id) * (1 + 2 * p_.m)
-                      : upper_[id].data() + static_cast<size_t>(level - 1) * (1 + p_.m);
+    return level == 0 ? links0_.at(id) : upper_[id].data() + static_cast<size_t>(level - 1) * (1 + p_.m);
   }
   uint32_t* block(uint32_t id, int level) { return const_cast<uint32_t*>(std::as_const(*this).block(id, level)); }
   float dist(const uint8_t* q, uint32_t id) const { return dist_(q, vector(id), p_.dim); }
@@ -128,11 +129,12 @@ class Hnsw {
   DistanceFn dist_;
   size_t vec_bytes_;                                // encoded_size(quant, dim)
   size_t stride_;                                   // vec_bytes_ rounded up to 4 (F32 alignment)
-  std::vector<uint8_t> vecs_;                       // slot · stride_
-  std::vector<uint32_t> links0_;                    // slot · (1 + 2m)
-  std::vector<std::vector<uint32_t>> upper_;        // per slot: levels 1..L, (1 + m) each
-  std::vector<std::vector<std::vector<uint32_t>>> in_;  // per slot, per level: nodes linking here
-  std::vector<int8_t> levels_;                      // per slot; -1 = not restored yet
+  // Per slot, in chunks or deques: a growing set never moves all its nodes at once (slot_chunks.h).
+  SlotChunks<uint8_t> vecs_;                        // stride_ bytes a slot
+  SlotChunks<uint32_t> links0_;                     // 1 + 2m a slot
+  std::deque<std::vector<uint32_t>> upper_;         // per slot: levels 1..L, (1 + m) each
+  std::deque<std::vector<std::vector<uint32_t>>> in_;  // per slot, per level: nodes linking here
+  std::deque<int8_t> levels_;                       // per slot; -1 = not restored yet
   size_t count_ = 0;
   uint32_t entry_ = 0;
   int max_level_ = -1;

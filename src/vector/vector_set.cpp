@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "vector/projection.h"
-#include "vector/shrink.h"
 
 namespace infer::vector {
 
@@ -110,7 +109,6 @@ bool VectorSet::remove(std::string_view name) {
     ids_[elems_[id].name] = id;
   }
   elems_.resize(index_.slots());
-  shrink_if_sparse(elems_);
   return true;
 }
 
@@ -215,7 +213,7 @@ void VectorSet::for_each(
 }
 
 size_t VectorSet::memory_bytes() const {
-  size_t bytes = sizeof(*this) + index_.memory_bytes() + elems_.capacity() * sizeof(Element);
+  size_t bytes = sizeof(*this) + index_.memory_bytes() + elems_.size() * sizeof(Element);
   for (const auto& e : elems_) bytes += e.name.capacity() + e.attrs.capacity();
   // Hash map: one node per element plus the bucket array.
   bytes += ids_.size() * (sizeof(std::string) + 32 + 16) + ids_.bucket_count() * sizeof(void*);

@@ -5,6 +5,7 @@
 // Thread-safety: none; the module calls it on Redis's main thread only.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -143,7 +144,7 @@ class VectorSet {
   SetConfig cfg_;
   std::vector<float> projection_;
   Hnsw index_;
-  std::vector<Element> elems_;                      // by node id
+  std::deque<Element> elems_;                       // by node id (a deque: growth moves no element)
   std::unordered_map<std::string, uint32_t> ids_;   // name → node id
   size_t n_attrs_ = 0;
   uint64_t attr_bytes_ = 0;                         // all elements' attributes, for the filter estimate

@@ -285,6 +285,16 @@ TEST_F(MainThreadBudget, VaddAndVsetattrAtTheirLargestArguments) {
   EXPECT_EQ(run({"INFER.VGETATTR", "budget:wide", "a"}).size(), at_limit.size());
 }
 
+TEST_F(MainThreadBudget, VaddAcrossAGrowthBoundaryOfAWideSet) {
+  // M 4096 gives every node 32 KiB of level-0 links: growing a flat buffer past 2,048 nodes would copy
+  // 64 MiB in one VADD.
+  for (int i = 0; i < 2100; ++i)
+    ASSERT_EQ(run({"INFER.VADD", "budget:m", "VALUES", "3", std::to_string(i % 11), std::to_string(i % 13),
+                   std::to_string(i % 17 + 1), "e" + std::to_string(i), "M", "4096"}),
+              "1");
+  EXPECT_EQ(run({"INFER.VCARD", "budget:m"}), "2100");
+}
+
 TEST_F(MainThreadBudget, GenerateFromManyTokenKeys) {
   // Ten thousand keys: the handler copies token keys on the main thread, and stops at the context.
   EXPECT_EQ(run({"INFER.TOKENIZE", "stories", "Once upon a time there was", "STORE", "budget:one"}), "7");
