@@ -511,6 +511,9 @@ Filter& Filter::operator=(Filter&&) noexcept = default;
 Filter::~Filter() = default;
 
 Filter Filter::parse(std::string_view expr) {
+  if (expr.size() > kFilterMaxBytes)
+    throw FilterError("FILTER expression of " + std::to_string(expr.size()) + " bytes is longer than " +
+                      std::to_string(kFilterMaxBytes));
   Parser p(expr);
   return Filter(p.parse_all());
 }

@@ -13,7 +13,8 @@
 // (literals, fields, array items and operators each count one; this bounds the work per element) and a
 // tree at most kFilterMaxDepth levels deep (each bracket, unary operator, ** and each operator of a
 // left-associative chain other than and/or adds a level; a whole and/or chain adds one). Attribute
-// values nested deeper than kFilterMaxDepth do not match.
+// values nested deeper than kFilterMaxDepth do not match. An expression is at most kFilterMaxBytes long:
+// it is parsed on Redis's main thread (MainThreadBudget.VsimFilterOfLongStringsOverLongAttributes).
 //
 // Work: evaluating over many elements is charged to a FilterBudget (attribute bytes parsed, operand bytes
 // compared, nodes visited, in work units); past its limit matches() throws FilterLimitError, so a search
@@ -34,6 +35,7 @@ namespace infer::vector {
 
 inline constexpr size_t kFilterMaxNodes = 4096;
 inline constexpr int kFilterMaxDepth = 200;
+inline constexpr size_t kFilterMaxBytes = size_t{1} << 20;
 
 // A malformed expression; what() names the problem and its byte offset.
 struct FilterError : std::runtime_error {

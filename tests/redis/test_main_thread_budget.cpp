@@ -240,6 +240,10 @@ TEST_F(MainThreadBudget, VsimFilterOfLongStringsOverLongAttributes) {
     ASSERT_TRUE(r);
     EXPECT_TRUE(r->type == REDIS_REPLY_ARRAY || r->type == REDIS_REPLY_ERROR) << show(r.get()).substr(0, 200);
   }
+  // An expression is parsed on the main thread: past 1 MiB it is refused.
+  const std::string huge = ".s in \"" + std::string(kBulk - 16, 'a') + "\"";
+  const std::string refused = run({"INFER.VSIM", "budget:v", "VALUES", "3", "1", "1", "1", "FILTER", huge});
+  EXPECT_NE(refused.find("bytes is longer than 1048576"), std::string::npos) << refused.substr(0, 200);
   // And through MULTI, where nothing can block.
   EXPECT_EQ(run({"MULTI"}), "OK");
   run({"INFER.VSIM", "budget:v", "VALUES", "3", "1", "1", "1", "COUNT", "1000", "FILTER", filter});

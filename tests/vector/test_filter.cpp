@@ -58,6 +58,10 @@ TEST(Filter, RejectsMalformedExpressions) {
   }
   std::string deep(5000, '(');
   EXPECT_THROW(Filter::parse(deep), FilterError);
+  // One byte past kFilterMaxBytes is refused from its length; the longest accepted string literal parses.
+  const std::string at_limit = "\"" + std::string(infer::vector::kFilterMaxBytes - 2, 'a') + "\"";
+  EXPECT_NO_THROW(Filter::parse(at_limit));
+  EXPECT_THROW(Filter::parse(at_limit + " "), FilterError);
   try {
     Filter::parse(".a == 1 )");
   } catch (const FilterError& e) {
