@@ -317,6 +317,10 @@ bool parse(RedisModuleString** argv, int argc, RagArgs* a, std::string* err) {
       a->embedder_name = str(argv[++i]);
     } else if (is_word(w, "DOCKEY") && has_value) {
       if (!first("DOCKEY")) return false;
+      if (view(argv[i + 1]).size() > kMaxNameBytes)
+        return *err = "DOCKEY of " + std::to_string(view(argv[i + 1]).size()) + " bytes is longer than " +
+                      std::to_string(kMaxNameBytes),
+               false;
       a->dockey = str(argv[++i]);
     } else if (is_word(w, "TEMPLATE") && has_value) {
       if (!first("TEMPLATE")) return false;

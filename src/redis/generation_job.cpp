@@ -20,6 +20,10 @@ namespace {
 constexpr const char* kSamplingKeywords[] = {"MAXTOKENS", "TEMP", "TOPK", "TOPP", "MINP",
                                              "REPEAT-PENALTY", "SEED", "STOP", "TIMEOUT"};
 constexpr int kMaxStops = 16;
+// Stop strings are copied and matched against the text as it grows: longer ones cost the main thread
+// copies of megabytes (MainThreadBudget.LongNamesAndStopStringsAreRefused) and could never match a
+// generation's text in practice.
+constexpr size_t kMaxStopBytes = 4096;
 
 // A real in (0, max]: the one message for the whole range, as the docs give it.
 bool parse_above_zero(const RedisModuleString* v, double max, const char* what, double* out, std::string* err) {
@@ -205,6 +209,8 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
   } else if (is_word(w, "STOP")) {
     if (view(v).empty()) return *err = "STOP string must not be empty", OptionParse::Error;
     if (static_cast<int>(o->stop.size()) >= kMaxStops) return *err = "at most 16 STOP strings", OptionParse::Error;
+    if (view(v).size() > kMaxStopBytes)
+      return *err = "STOP string of " + std::to_string(view(v).size()) + " bytes is longer than 4096", OptionParse::Error;
     o->stop.push_back(str(v));
   } else if (is_word(w, "TIMEOUT")) {
     ok = parse_int(v, 0, INT_MAX, "TIMEOUT", &o->timeout_ms, err);  // infer.timeout-ms's range

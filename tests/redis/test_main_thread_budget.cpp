@@ -299,6 +299,33 @@ TEST_F(MainThreadBudget, VaddAcrossAGrowthBoundaryOfAWideSet) {
   EXPECT_EQ(run({"INFER.VCARD", "budget:m"}), "2100");
 }
 
+TEST_F(MainThreadBudget, LongNamesAndStopStringsAreRefused) {
+  // Element names, RAG's DOCKEY and STOP strings are copied and hashed or matched on the main thread.
+  const std::string big(kBulk, 'x');
+  EXPECT_EQ(run({"INFER.VADD", "budget:n", "VALUES", "3", "1", "2", "3", "a"}), "1");
+  const std::string name_error = "element name of " + std::to_string(kBulk) + " bytes is longer than 65536";
+  for (const auto& argv : std::vector<std::vector<std::string>>{
+           {"INFER.VADD", "budget:n", "VALUES", "3", "1", "2", "3", big},
+           {"INFER.VSIM", "budget:n", "ELE", big},
+           {"INFER.VREM", "budget:n", big},
+           {"INFER.VEMB", "budget:n", big},
+           {"INFER.VGETATTR", "budget:n", big},
+           {"INFER.VSETATTR", "budget:n", big, "{}"},
+           {"INFER.EMBED", "stories", "Once", "STORE", "budget:kb", big}}) {
+    const std::string r = run(argv);
+    EXPECT_NE(r.find(name_error), std::string::npos) << argv[0] << ": " << r.substr(0, 200);
+  }
+  EXPECT_EQ(run({"INFER.VADD", "budget:n", "VALUES", "3", "1", "2", "3", std::string(65536, 'y')}), "1");
+  const std::string rag = run({"INFER.RAG", "stories", "budget:n", "VALUES", "3", "1", "2", "3", "QUESTION", "hi",
+                               "DOCKEY", big, "MAXTOKENS", "2"});
+  EXPECT_NE(rag.find("DOCKEY of " + std::to_string(kBulk) + " bytes is longer than 65536"), std::string::npos) << rag;
+  std::vector<std::string> gen = {"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "2"};
+  for (int i = 0; i < 16; ++i) gen.insert(gen.end(), {"STOP", big});
+  const std::string stop = show(command(c_.get(), gen).get());
+  EXPECT_NE(stop.find("STOP string of " + std::to_string(kBulk) + " bytes is longer than 4096"), std::string::npos)
+      << stop.substr(0, 200);
+}
+
 TEST_F(MainThreadBudget, GenerateFromManyTokenKeys) {
   // Ten thousand keys: the handler copies token keys on the main thread, and stops at the context.
   EXPECT_EQ(run({"INFER.TOKENIZE", "stories", "Once upon a time there was", "STORE", "budget:one"}), "7");
