@@ -42,6 +42,16 @@ Pooling default_pooling(int pooling_type) {
   }
 }
 
+}  // namespace
+
+std::string device_unavailable(const model::DeviceOptions& device) {
+  std::string why;
+  if (device.kind == model::DeviceKind::Cuda && !cuda::available(&why)) return "device cuda is not available: " + why;
+  return "";
+}
+
+namespace {
+
 class EngineImpl final : public Engine {
  public:
   explicit EngineImpl(const EngineOptions& opts) : opts_(opts) {
@@ -49,8 +59,7 @@ class EngineImpl final : public Engine {
     lo.mmap = opts_.mmap;
     lo.context = opts_.context;  // as requested: LongRoPE's factor choice follows llama.cpp's n_ctx_seq
     check_options(opts_);  // before the model is read
-    if (std::string why; opts_.device.kind == model::DeviceKind::Cuda && !cuda::available(&why))
-      throw std::runtime_error("device cuda is not available: " + why);
+    if (std::string why = device_unavailable(opts_.device); !why.empty()) throw std::runtime_error(why);
     model_ = model::Model::load(opts_.model_path, lo);
     tok_ = tokenizer::Tokenizer::from_gguf(model_->file());
     const model::HParams& hp = model_->hparams();

@@ -174,6 +174,10 @@ struct EngineStats {
   DecodeProfile decode_profile;  // all zero unless EngineOptions::profile
 };
 
+// "" when `device` can run a model in this build on this machine, else why not (hosts refuse a load
+// before starting it, without reaching into the device layer themselves).
+std::string device_unavailable(const model::DeviceOptions& device);
+
 class Engine {
  public:
   // Loads the model and makes its backend (EngineOptions::device) with the KV pool; throws

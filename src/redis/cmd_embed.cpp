@@ -252,7 +252,7 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       if (i + 2 >= argc) return reply_error(ctx, "STORE needs a key and an element name: STORE key element [SETATTR json]");
       store_key = argv[++i];
       element = argv[++i];
-      if (std::string e = name_length_error(ctx, "element name", element); !e.empty()) return reply_error(ctx, e);
+      if (std::string e = element_name_error(ctx, element); !e.empty()) return reply_error(ctx, e);
       if (i + 2 < argc && is_word(argv[i + 1], "SETATTR")) {
         if (std::string e = attribute_size_error(ctx, view(argv[i + 2]).size()); !e.empty()) return reply_error(ctx, e);
         attrs = str(argv[i + 2]);

@@ -14,7 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "cuda/cuda_backend.h"
 #include "redis/admin_acl.h"
 #include "redis/args.h"
 #include "redis/blocked_call.h"
@@ -167,8 +166,7 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       if (is_word(argv[i], "GPU-LAYERS") || is_word(argv[i], "VRAM-BUDGET"))
         return reply_error(ctx, str(argv[i]) + " applies to DEVICE cuda only");
   }
-  if (std::string why; model->options.device.kind == model::DeviceKind::Cuda && !cuda::available(&why)) {
-    const std::string refusal = "device cuda is not available: " + why;
+  if (std::string refusal = engine::device_unavailable(model->options.device); !refusal.empty()) {
     if (from_master) rm::Log(ctx, "warning", "infer: cannot load model '%s' as the master did: %s", name.c_str(), refusal.c_str());
     return reply_error(ctx, refusal);
   }

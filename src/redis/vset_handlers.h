@@ -48,11 +48,11 @@ void submit_embedding(std::shared_ptr<const LoadedModel> model, RedisModuleStrin
 std::optional<std::vector<float>> parse_vector(RedisModuleString** argv, int argc, int* i, std::string* err);
 // True when argv[i] starts a vector (FP32 or VALUES).
 bool is_vector_start(RedisModuleString* arg);
-// "" when `name` (an element name, or RAG's DOCKEY attribute name) is at most kMaxNameBytes long, else the
-// error naming `what`. Names are copied and hashed on the main thread; writes from the master or the AOF
-// are never refused.
+// The longest element name (and RAG DOCKEY attribute name) a client may give: names are copied and
+// hashed on the main thread. element_name_error: "" when `name` fits, else the error; writes from the
+// master or the AOF are never refused.
 inline constexpr size_t kMaxNameBytes = 65536;
-std::string name_length_error(RedisModuleCtx* ctx, const char* what, const RedisModuleString* name);
+std::string element_name_error(RedisModuleCtx* ctx, const RedisModuleString* name);
 // "" when a client may set attributes of `bytes` (infer.max-attribute-bytes), else the error. Writes
 // from the master or the AOF are never refused: a replica must apply what its master did.
 std::string attribute_size_error(RedisModuleCtx* ctx, size_t bytes);

@@ -143,7 +143,7 @@ int cmd_vsim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   int i = 2;
   std::string err;
   if (is_word(argv[i], "ELE")) {
-    if (std::string e = name_length_error(ctx, "element name", argv[i + 1]); !e.empty()) return reply_error(ctx, e);
+    if (std::string e = element_name_error(ctx, argv[i + 1]); !e.empty()) return reply_error(ctx, e);
     job->element = str(argv[i + 1]);
     i += 2;
   } else {
@@ -187,7 +187,7 @@ int cmd_vemb(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (k.wrong_type) return reply_wrongtype(ctx);
   if (!k.set) return rm::ReplyWithNull(ctx);
   if (raw) {
-    if (std::string e = name_length_error(ctx, "element name", argv[2]); !e.empty()) return reply_error(ctx, e);
+    if (std::string e = element_name_error(ctx, argv[2]); !e.empty()) return reply_error(ctx, e);
     auto r = k.set->raw(view(argv[2]));
     if (!r) return rm::ReplyWithNull(ctx);
     const bool q8 = r->quant == vector::Quant::Q8;
@@ -198,7 +198,7 @@ int cmd_vemb(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     if (q8) rm::ReplyWithDouble(ctx, r->range);
     return REDISMODULE_OK;
   }
-  if (std::string e = name_length_error(ctx, "element name", argv[2]); !e.empty()) return reply_error(ctx, e);
+  if (std::string e = element_name_error(ctx, argv[2]); !e.empty()) return reply_error(ctx, e);
   auto v = k.set->embedding(view(argv[2]));
   if (!v) return rm::ReplyWithNull(ctx);
   rm::ReplyWithArray(ctx, static_cast<long>(v->size()));
@@ -256,7 +256,7 @@ int cmd_vgetattr(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   VsetKey k(ctx, argv[1], REDISMODULE_READ);
   if (k.wrong_type) return reply_wrongtype(ctx);
   if (!k.set) return rm::ReplyWithNull(ctx);
-  if (std::string e = name_length_error(ctx, "element name", argv[2]); !e.empty()) return reply_error(ctx, e);
+  if (std::string e = element_name_error(ctx, argv[2]); !e.empty()) return reply_error(ctx, e);
   auto a = k.set->attributes(view(argv[2]));
   return reply_attrs(ctx, a ? *a : std::string());
 }

@@ -13,17 +13,22 @@ namespace {
 int reply_wrongtype(RedisModuleCtx* ctx) { return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE); }
 }  // namespace
 
-std::string name_length_error(RedisModuleCtx* ctx, const char* what, const RedisModuleString* name) {
+namespace {
+// A replica applies what its master (or the AOF) did, whatever its own limits.
+bool from_master_or_aof(RedisModuleCtx* ctx) {
+  return rm::GetContextFlags(ctx) & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING);
+}
+}  // namespace
+
+std::string element_name_error(RedisModuleCtx* ctx, const RedisModuleString* name) {
   const size_t bytes = view(name).size();
-  if (bytes <= kMaxNameBytes || (rm::GetContextFlags(ctx) & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)))
-    return "";
-  return std::string(what) + " of " + std::to_string(bytes) + " bytes is longer than " + std::to_string(kMaxNameBytes);
+  if (bytes <= kMaxNameBytes || from_master_or_aof(ctx)) return "";
+  return "element name of " + std::to_string(bytes) + " bytes is longer than " + std::to_string(kMaxNameBytes);
 }
 
 std::string attribute_size_error(RedisModuleCtx* ctx, size_t bytes) {
   const auto limit = static_cast<size_t>(settings().max_attribute_bytes);
-  if (bytes <= limit || (rm::GetContextFlags(ctx) & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)))
-    return "";
+  if (bytes <= limit || from_master_or_aof(ctx)) return "";
   return "attributes of " + std::to_string(bytes) + " bytes exceed infer.max-attribute-bytes (" +
          std::to_string(limit) + ")";
 }
@@ -51,7 +56,7 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (!vec) return reply_error(ctx, err);
   if (i >= argc) return reply_error(ctx, "missing element name after the vector");
   RedisModuleString* element = argv[i++];
-  if (std::string e = name_length_error(ctx, "element name", element); !e.empty()) return reply_error(ctx, e);
+  if (std::string e = element_name_error(ctx, element); !e.empty()) return reply_error(ctx, e);
   std::optional<vector::Quant> quant;
   std::optional<uint32_t> m, ef;
   std::optional<std::string> attrs;
@@ -134,7 +139,7 @@ int cmd_vrem(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3) return rm::WrongArity(ctx);
   VsetKey k(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
   if (k.wrong_type) return reply_wrongtype(ctx);
-  if (std::string e = name_length_error(ctx, "element name", argv[2]); !e.empty()) return reply_error(ctx, e);
+  if (std::string e = element_name_error(ctx, argv[2]); !e.empty()) return reply_error(ctx, e);
   if (!k.set || !k.set->remove(view(argv[2]))) return rm::ReplyWithLongLong(ctx, 0);
   if (k.set->size() == 0) rm::DeleteKey(k.key);
   rm::ReplicateVerbatim(ctx);
@@ -146,7 +151,7 @@ int cmd_vrem(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 int cmd_vsetattr(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 4) return rm::WrongArity(ctx);
   if (std::string e = attribute_size_error(ctx, view(argv[3]).size()); !e.empty()) return reply_error(ctx, e);
-  if (std::string e = name_length_error(ctx, "element name", argv[2]); !e.empty()) return reply_error(ctx, e);
+  if (std::string e = element_name_error(ctx, argv[2]); !e.empty()) return reply_error(ctx, e);
   VsetKey k(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
   if (k.wrong_type) return reply_wrongtype(ctx);
   bool done = false;
