@@ -3,6 +3,7 @@
 // caches compiled grammars by content.
 #include "redis/output_constraint.h"
 
+#include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 
 namespace infer::redis {
