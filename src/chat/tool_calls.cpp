@@ -191,11 +191,102 @@ Reply scan_markers(std::string_view text, std::string_view marker, size_t from, 
 }
 
 // --- Hermes: <tool_call>{"name": ..., "arguments": ...}</tool_call> ---------------------------------
+
+// An argument written as text (the XML forms below): JSON where it is a number, boolean, null, array or
+// object, else the text itself as a string.
+ordered_json xml_argument_value(std::string_view text) {
+  if (text.starts_with('\n')) text.remove_prefix(1);
+  if (text.ends_with('\n')) text.remove_suffix(1);
+  auto value = parse_json(text);
+  if (value && !value->is_string()) return *value;
+  return std::string(text);
+}
+
+// Text between `open` and `close` at `pos` (after whitespace): the inside and one past `close`.
+std::optional<std::pair<std::string_view, size_t>> tagged_at(std::string_view text, size_t pos, std::string_view open,
+                                                             std::string_view close) {
+  pos = skip_space(text, pos);
+  if (!starts_with_at(text, pos, open)) return std::nullopt;
+  size_t end = text.find(close, pos + open.size());
+  if (end == npos) return std::nullopt;
+  return std::make_pair(text.substr(pos + open.size(), end - pos - open.size()), end + close.size());
+}
+
+// The XML bodies other <tool_call> templates teach: <function=N><parameter=K>\nV\n</parameter></function>
+// (Qwen 3.5, Nemotron, StepFun) and N<arg_key>K</arg_key><arg_value>V</arg_value> (GLM 4.7, Laguna).
+// The call and one past its body (before </tool_call>).
+std::optional<ObjectCall> xml_call_at(std::string_view text, size_t pos) {
+  pos = skip_space(text, pos);
+  ordered_json args = ordered_json::object();
+  ToolCall call;
+  if (starts_with_at(text, pos, "<function=")) {
+    size_t name_end = text.find('>', pos);
+    if (name_end == npos) return std::nullopt;
+    call.name = std::string(trim(text.substr(pos + 10, name_end - pos - 10)));
+    pos = name_end + 1;
+    while (true) {
+      size_t at = skip_space(text, pos);
+      if (starts_with_at(text, at, "</function>")) {
+        pos = at + 11;
+        break;
+      }
+      if (!starts_with_at(text, at, "<parameter=")) return std::nullopt;
+      size_t key_end = text.find('>', at);
+      size_t value_end = key_end == npos ? npos : text.find("</parameter>", key_end);
+      if (value_end == npos) return std::nullopt;
+      args[std::string(trim(text.substr(at + 11, key_end - at - 11)))] =
+          xml_argument_value(text.substr(key_end + 1, value_end - key_end - 1));
+      pos = value_end + 12;
+    }
+  } else {
+    size_t name_end = pos;
+    while (name_end < text.size() && is_name_char(text[name_end])) ++name_end;
+    call.name = std::string(text.substr(pos, name_end - pos));
+    pos = name_end;
+    while (auto key = tagged_at(text, pos, "<arg_key>", "</arg_key>")) {
+      auto value = tagged_at(text, key->second, "<arg_value>", "</arg_value>");
+      if (!value) return std::nullopt;
+      args[std::string(trim(key->first))] = xml_argument_value(value->first);
+      pos = value->second;
+    }
+    // A bare word is a call only when the tag closes right after it.
+    if (!starts_with_at(text, skip_space(text, pos), "</tool_call>")) return std::nullopt;
+  }
+  if (call.name.empty()) return std::nullopt;
+  call.arguments = args.dump();
+  return ObjectCall{std::move(call), pos};
+}
+
+// <tool_calls> holding a JSON array of calls (Apriel) or call objects one after another (MiniMax M1).
+Reply parse_tool_calls_block(std::string_view text) {
+  constexpr std::string_view close = "</tool_calls>";
+  return scan_markers(text, "<tool_calls>", after_reasoning(text),
+                      [&](std::string_view t, size_t body, std::vector<ToolCall>& calls) -> size_t {
+                        std::vector<ToolCall> found;
+                        size_t pos = skip_space(t, body);
+                        if (auto array = array_calls_at(t, pos, {"name", "arguments", "id"})) {
+                          found = std::move(array->calls);
+                          pos = array->end;
+                        } else {
+                          while (auto object = object_call_at(t, pos, {"name", "arguments", "id"})) {
+                            found.push_back(std::move(object->call));
+                            pos = object->end;
+                          }
+                        }
+                        pos = skip_space(t, pos);
+                        if (found.empty() || !starts_with_at(t, pos, close)) return npos;
+                        for (auto& call : found) calls.push_back(std::move(call));
+                        return pos + close.size();
+                      });
+}
+
 Reply parse_hermes(std::string_view text) {
   constexpr std::string_view close = "</tool_call>";
+  if (text.find("<tool_calls>") != npos) return parse_tool_calls_block(text);
   return scan_markers(text, "<tool_call>", after_reasoning(text),
                       [&](std::string_view t, size_t body, std::vector<ToolCall>& calls) -> size_t {
                         auto found = object_call_at(t, body, {"name", "arguments"});
+                        if (!found) found = xml_call_at(t, body);
                         if (!found) return npos;
                         size_t after = skip_space(t, found->end);
                         if (starts_with_at(t, after, close)) after += close.size();
@@ -599,6 +690,7 @@ ToolCallFormat detect_tool_call_format(std::string_view source) {
   if (has("[TOOL_CALLS]")) return ToolCallFormat::Mistral;
   if (has("<|tool_call|>")) return ToolCallFormat::Granite;
   if (has("tool▁call▁begin") || has("｜DSML｜")) return ToolCallFormat::DeepSeek;
+  if (has("<tool_calls>")) return ToolCallFormat::Hermes;
   if (has("<|START_ACTION|>") || (has("Action:") && has("tool_name"))) return ToolCallFormat::CommandR;
   if (has(">>>") && has("recipient")) return ToolCallFormat::Functionary;
   if (has("to=functions.") || has("<|call|>")) return ToolCallFormat::GptOss;

@@ -1,7 +1,12 @@
 // Tool calls out of generated text, in the format a model's chat template teaches it.
 //
 // Each family writes calls its own way (the shipped templates in shared/chat-templates show them):
-//   Hermes       <tool_call>{"name": N, "arguments": {...}}</tool_call>      (Hermes 2/3, Qwen 2.5/3, Granite 4)
+//   Hermes       <tool_call>{"name": N, "arguments": {...}}</tool_call>      (Hermes 2/3, Qwen 2.5/3, Granite 4),
+//                and the XML bodies other <tool_call> templates teach:
+//                <function=N><parameter=K>V</parameter></function>           (Qwen 3.5, Nemotron, StepFun)
+//                N<arg_key>K</arg_key><arg_value>V</arg_value>             (GLM 4.7, Laguna)
+//                <tool_calls>[{"name": N, "arguments": {...}, "id": I}]</tool_calls> (Apriel),
+//                <tool_calls>{...}\n{...}</tool_calls>                     (MiniMax M1)
 //   Llama3       {"name": N, "parameters": {...}}, or after <|python_tag|>  (Llama 3.1-3.3)
 //   Mistral      [TOOL_CALLS][{"name": N, "arguments": {...}, "id": I}]     (Nemo)
 //                [TOOL_CALLS]N[CALL_ID]I[ARGS]{...}, [CALL_ID] optional    (Small 3.2, Ministral 3)

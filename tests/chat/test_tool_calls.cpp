@@ -5,10 +5,12 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "support/data_dirs.h"
 
@@ -61,6 +63,9 @@ TEST(ToolCallFormatDetect, ShippedTemplatesMapToTheirFormats) {
       {"llama-cpp-deepseek-r1", F::DeepSeek},
       {"deepseek-ai-DeepSeek-V3.2", F::DeepSeek},
       {"deepseek-ai-DeepSeek-V4", F::DeepSeek},
+      {"unsloth-Apriel-1.5", F::Hermes},
+      {"Apriel-1.6-15b-Thinker-fixed", F::Hermes},
+      {"MiniMax-M1", F::Hermes},
       {"google-gemma-2-2b-it", F::None},
       {"microsoft-Phi-3.5-mini-instruct", F::None},
   };
@@ -82,6 +87,78 @@ TEST(ToolCallFormatName, NamesEveryFormat) {
   EXPECT_EQ(tool_call_format_name(F::CommandR), "command-r");
   EXPECT_EQ(tool_call_format_name(F::GptOss), "gpt-oss");
   EXPECT_EQ(tool_call_format_name(F::None), "none");
+}
+
+// Every shipped template's own rendering of an assistant turn with a call (cases.json "tools_call":
+// get_weather, city Paris, unit celsius), from the Jinja2 oracle's output between the user's question and
+// the tool's result, parses back into that call in the format detected from the template.
+TEST(ParseTemplateRenderings, EveryToolTemplateReadsBackItsOwnCall) {
+  const std::filesystem::path expected = templates_dir().parent_path() / "expected.jsonl";
+  INFER_REQUIRE_DIR(templates_dir());
+  // Templates whose rendering of this case holds no call in a format they teach (the turn is dropped,
+  // or written in a syntax outside this module's formats).
+  const std::set<std::string> no_call = {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
+                                         "ibm-granite-granite-3.3-2B-Instruct.jinja", "MiniMax-M3.jinja"};
+  std::ifstream in(expected);
+  std::string line;
+  int checked = 0;
+  while (std::getline(in, line)) {
+    auto entry = nlohmann::json::parse(line);
+    if (entry["case"] != "tools_call" || !entry.contains("output")) continue;
+    const std::string name = entry["template"];
+    const F format = detect_tool_call_format(template_source(name.substr(0, name.size() - 6)));
+    if (format == F::None) continue;
+    const std::string output = entry["output"];
+    size_t from = output.find("Weather in Paris?");
+    size_t to = output.find("18", from);
+    ASSERT_NE(from, std::string::npos) << name;
+    std::string_view turn = std::string_view(output).substr(from + 17, to - from - 17);
+    if (format == F::Llama3) {  // a Llama reply is nothing but the call: cut the turn out of its headers
+      turn = turn.substr(turn.find("assistant<|end_header_id|>\n\n") + 28);
+      turn = turn.substr(0, turn.find("<|eot_id|>"));
+    }
+    auto reply = parse_tool_calls(format, turn);
+    if (no_call.count(name)) {
+      EXPECT_TRUE(reply.tool_calls.empty()) << name;
+      continue;
+    }
+    ++checked;
+    ASSERT_EQ(reply.tool_calls.size(), 1u) << name << " (" << tool_call_format_name(format) << ")";
+    expect_call(reply.tool_calls[0], "get_weather", R"({"city":"Paris","unit":"celsius"})");
+  }
+  EXPECT_GE(checked, 25);
+}
+
+TEST(ParseHermes, XmlFunctionBodies) {
+  auto reply = parse_tool_calls(F::Hermes,
+                                "<tool_call>\n<function=search>\n<parameter=query>\nred fish\n</parameter>\n"
+                                "<parameter=k>\n3\n</parameter>\n<parameter=filters>\n{\"lang\": [\"en\"]}\n"
+                                "</parameter>\n</function>\n</tool_call>");
+  ASSERT_EQ(reply.tool_calls.size(), 1u);
+  expect_call(reply.tool_calls[0], "search", R"({"query":"red fish","k":3,"filters":{"lang":["en"]}})");
+  auto glm = parse_tool_calls(F::Hermes, "<tool_call>now</tool_call><tool_call>f<arg_key>a</arg_key>"
+                                         "<arg_value>true</arg_value></tool_call>");
+  ASSERT_EQ(glm.tool_calls.size(), 2u);
+  expect_call(glm.tool_calls[0], "now", "{}");
+  expect_call(glm.tool_calls[1], "f", R"({"a":true})");
+  std::string unfinished = "<tool_call>\n<function=search>\n<parameter=query>\nred";
+  EXPECT_EQ(parse_tool_calls(F::Hermes, unfinished).content, unfinished);
+  std::string prose = "<tool_call>is how I would start a call</tool_call>";
+  EXPECT_TRUE(parse_tool_calls(F::Hermes, prose).tool_calls.empty());
+}
+
+TEST(ParseHermes, ToolCallsBlocks) {
+  auto apriel = parse_tool_calls(F::Hermes, "Checking.\n<tool_calls>[{\"name\": \"a\", \"arguments\": {}, \"id\": "
+                                            "\"call_1\"}, {\"name\": \"b\", \"arguments\": {\"x\": 1}}]</tool_calls>");
+  EXPECT_EQ(apriel.content, "Checking.");
+  ASSERT_EQ(apriel.tool_calls.size(), 2u);
+  EXPECT_EQ(apriel.tool_calls[0].id, "call_1");
+  expect_call(apriel.tool_calls[1], "b", R"({"x":1})");
+  auto minimax = parse_tool_calls(F::Hermes, "<tool_calls>\n{\"name\": \"a\", \"arguments\": {}}\n"
+                                             "{\"name\": \"b\", \"arguments\": {}}\n</tool_calls>");
+  ASSERT_EQ(minimax.tool_calls.size(), 2u);
+  std::string unclosed = "<tool_calls>[{\"name\": \"a\", \"arguments\": {}}]";
+  EXPECT_EQ(parse_tool_calls(F::Hermes, unclosed).content, unclosed);
 }
 
 // --- Hermes / Qwen ---------------------------------------------------------------------------------
