@@ -60,12 +60,11 @@ size_t ChatInputs::hold(GenerationJob* job, const ChatOptions& o) {
 
 std::string ChatInputs::render(const engine::Engine& engine, GenerationJob* job) const {
   engine::ChatRequest c;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
   if (!messages.empty()) {
-    c.messages = engine::normalize_messages(engine::parse_chat_json("MESSAGES", messages));
+    list = engine::parse_chat_json("MESSAGES", messages);
   } else {
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& [role, text] : pairs) list.push_back({{"role", role}, {"content", text}});
-    c.messages = engine::normalize_messages(list);
   }
   if (!tools.empty()) {
     c.tools = engine::parse_chat_json("TOOLS", tools);
@@ -79,7 +78,13 @@ std::string ChatInputs::render(const engine::Engine& engine, GenerationJob* job)
         throw engine::ChatError(std::string("CHATARGS may not set '") + reserved + "': the command sets it");
   }
   c.template_name = template_name;
-  std::string text = engine::render_chat(engine.chat_templates(), engine.tokenizer(), c, &job->chat_template);
+  std::string text;
+  try {
+    c.messages = engine::normalize_messages(list);
+    text = engine::render_chat(engine.chat_templates(), engine.tokenizer(), c, &job->chat_template);
+  } catch (const engine::ChatError& e) {
+    throw engine::ChatError(keyword + ": " + e.what());
+  }
   job->tools = std::move(c.tools);
   return text;
 }

@@ -42,7 +42,7 @@ ChatParse parse_chat_option(RedisModuleString** argv, int argc, int* i, ChatOpti
 
 // A chat held by the job for the background: CHAT pairs or MESSAGES, with TOOLS, CHATARGS, TEMPLATE.
 struct ChatInputs {
-  const char* keyword = "CHAT";  // how errors start: "CHAT: ...", "MESSAGES: ..."
+  std::string keyword = "CHAT";  // how rendering errors start: "CHAT: ...", "MESSAGES: ..."
   std::vector<std::pair<std::string_view, std::string_view>> pairs;  // CHAT role text ...
   std::string_view messages;   // MESSAGES' JSON (empty when CHAT)
   std::string_view tools;      // TOOLS' JSON ("" when absent)
@@ -52,8 +52,8 @@ struct ChatInputs {
   // Holds the options' strings in `job` (main thread) and returns how many bytes were held.
   size_t hold(GenerationJob* job, const ChatOptions& o);
   // Background thread: parses the JSON and renders the chat through the model's template (or a built-in
-  // format); records the tools and the template used on the job. Throws engine::ChatError, whose
-  // message the caller prefixes with `keyword`.
+  // format); records the tools and the template used on the job. Throws engine::ChatError: bad JSON
+  // names its option ("TOOLS is not valid JSON: ..."), anything else starts with `keyword`.
   std::string render(const engine::Engine& engine, GenerationJob* job) const;
 };
 

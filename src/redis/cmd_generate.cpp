@@ -158,7 +158,7 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, Generation
       try {
         text = chat.render(e, job);
       } catch (const engine::ChatError& ex) {
-        return std::string(chat.keyword) + ": " + ex.what();
+        return std::string(ex.what());
       }
       // A rendering that cannot fit is refused before it is tokenised, and tokenising stops soon after
       // the context is used up.
@@ -167,7 +167,7 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, Generation
       bool complete = true;
       r.prompt_ids = t.encode_at_most(text, e.max_prompt_tokens(false), engine::chat_encode_options(t, text), &complete);
       if (!complete) return e.refuse_prompt_length(r.prompt_ids.size(), false, true);
-      if (r.prompt_ids.empty()) return std::string(chat.keyword) + ": the chat template rendered an empty prompt";
+      if (r.prompt_ids.empty()) return chat.keyword + ": the chat template rendered an empty prompt";
       return std::string();
     };
   } else {

@@ -239,7 +239,7 @@ void render_chat_pieces(RagJob* job) {
   }
   const size_t at = text.find(kDocsMark);
   if (at == std::string::npos)
-    throw engine::ChatError("the chat template dropped the system text that holds the documents");
+    throw engine::ChatError(in.keyword + ": the chat template dropped the system text that holds the documents");
   const std::string head = text.substr(0, at);
   tokenizer::EncodeOptions continued;  // text that continues the assembled ids
   continued.add_special = false;
@@ -272,8 +272,7 @@ void retrieve_when_ready(RedisModuleCtx* ctx, RagJob* job) {
     try {
       render_chat_pieces(job);
     } catch (const engine::ChatError& e) {
-      job->error = "TEMPLATE " + (job->chat_inputs.template_name.empty() ? std::string("chat") : job->chat_inputs.template_name) +
-                   ": " + e.what();
+      job->error = e.what();
     } catch (const std::exception& e) {
       job->error = std::string("cannot assemble the prompt: ") + e.what();
     }
@@ -470,6 +469,7 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (job->chat) {
     job->chat_inputs.hold(job.get(), a.chat_options);
     if (a.template_name && *a.template_name != "chat") job->chat_inputs.template_name = *a.template_name;
+    job->chat_inputs.keyword = "TEMPLATE " + (a.template_name ? *a.template_name : std::string("chat"));
   }
   {
     VsetKey k(ctx, argv[2], REDISMODULE_READ);
