@@ -16,6 +16,7 @@ packages=(
   nlohmann-json3-dev                # JSON output, reference files, vector-set attributes
   libhnswlib-dev                    # vector-set index
   libhiredis-dev                    # test client
+  python3-jsonschema python3-jinja2 # test oracles: schema-constrained output, chat-template renderings
   redis-server redis-tools          # the host (Redis 7.0) and redis-cli
 )
 

@@ -1,5 +1,7 @@
 // `infer generate`: one prompt, one continuation, streamed to stdout (or one JSON object with --json).
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -33,7 +35,11 @@ struct GenerateArgs {
   int threads = 1;
   int context = 2048;
   bool chat = false;
-  std::string chat_template;  // family name; empty: detect from the model
+  std::string chat_template;  // a template's name (tokenizer.chat_template.<name>) or a built-in format
+  std::string system;         // a system turn first
+  std::string messages_file;  // a JSON array of messages
+  std::string tools_file;     // a JSON array of tools
+  std::string chat_args;      // a JSON object of template variables
   bool json = false;
   bool mmap = false;
   std::string logits;  // "", "N" or "all"
@@ -86,7 +92,43 @@ nlohmann::json logits_json(const std::vector<engine::TopLogits>& rows) {
   return out;
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + path);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+bool wants_chat(const GenerateArgs& a) {
+  return a.chat || !a.chat_template.empty() || !a.system.empty() || !a.messages_file.empty() || !a.tools_file.empty() ||
+         !a.chat_args.empty();
+}
+
+// The conversation of the chat flags: --system, the --messages file's turns, then -p as a user turn.
+engine::ChatRequest chat_request(const GenerateArgs& a) {
+  engine::ChatRequest c;
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
+  if (!a.messages_file.empty()) {
+    auto file = engine::parse_chat_json("--messages " + a.messages_file, read_file(a.messages_file));
+    if (!file.is_array()) throw engine::ChatError("--messages " + a.messages_file + " must hold a JSON array");
+    for (auto& m : file) messages.push_back(std::move(m));
+  }
+  if (!a.prompt.empty()) messages.push_back({{"role", "user"}, {"content", a.prompt}});
+  c.messages = engine::normalize_messages(messages);
+  if (!a.tools_file.empty()) {
+    c.tools = engine::parse_chat_json("--tools " + a.tools_file, read_file(a.tools_file));
+    if (!c.tools.is_array()) throw engine::ChatError("--tools " + a.tools_file + " must hold a JSON array");
+  }
+  if (!a.chat_args.empty()) {
+    c.extra = engine::parse_chat_json("--chat-args", a.chat_args);
+    if (!c.extra.is_object()) throw engine::ChatError("--chat-args must be a JSON object");
+  }
+  c.template_name = a.chat_template;
+  return c;
+}
+
 void run_generate(const GenerateArgs& a) {
+  if (a.prompt.empty() && a.messages_file.empty()) throw std::invalid_argument("-p/--prompt or --messages is required");
   engine::GenerateOptions g;
   auto& s = g.sampling;
   s.temperature = a.temp;
@@ -112,7 +154,7 @@ void run_generate(const GenerateArgs& a) {
   lo.context = a.context;
   auto model = model::Model::load(a.model, lo);
   auto tok = tokenizer::Tokenizer::from_gguf(model->file());
-  auto prompt = engine::tokenize_prompt(*tok, a.prompt, a.chat || !a.chat_template.empty(), a.chat_template);
+  auto prompt = wants_chat(a) ? engine::tokenize_chat(*tok, chat_request(a)) : engine::tokenize_prompt(*tok, a.prompt, false);
   engine::GeneratorOptions go;
   go.threads = a.threads;
   go.context = a.context;
@@ -154,7 +196,7 @@ void setup_generate(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate a continuation of a prompt");
   cmd->add_option("-m,--model", args->model, "GGUF model file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-p,--prompt", args->prompt, "prompt text")->required();
+  cmd->add_option("-p,--prompt", args->prompt, "prompt text (with --chat: the last user turn)");
   cmd->add_option("-n,--n-predict", args->n, "tokens to generate at most (0: prompt logits only)");
   cmd->add_option("--temp", args->temp, "temperature (0 = greedy)");
   cmd->add_option("--top-k", args->top_k, "top-k (<= 0: off)");
@@ -168,8 +210,18 @@ void setup_generate(CLI::App& app) {
   cmd->add_option("-t,--threads", args->threads, "compute threads")->check(CLI::Range(1, 1024));
   cmd->add_option("-c,--ctx-size", args->context, "context size in tokens")->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--stop", args->stop, "stop string (repeatable); not included in the output");
-  cmd->add_flag("--chat", args->chat, "wrap the prompt in the model's chat template");
-  cmd->add_option("--chat-template", args->chat_template, "chat format by name (chatml, llama3, ...); implies --chat");
+  cmd->add_flag("--chat", args->chat, "render the prompt as a user turn through the model's chat template");
+  cmd->add_option("--chat-template", args->chat_template,
+                  "the model's template tokenizer.chat_template.NAME (e.g. tool_use), or a built-in format for a "
+                  "model without one (chatml, llama3, ...); implies --chat");
+  cmd->add_option("--system", args->system, "a system turn before the conversation; implies --chat");
+  cmd->add_option("--messages", args->messages_file,
+                  "JSON file: an array of OpenAI chat messages (before -p's user turn); implies --chat")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--tools", args->tools_file, "JSON file: an array of OpenAI tools for the template; implies --chat")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--chat-args", args->chat_args,
+                  "JSON object of extra template variables, e.g. '{\"enable_thinking\": false}'; implies --chat");
   cmd->add_flag("--json", args->json, "print one JSON object instead of streaming text");
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->add_option("--logits", args->logits, "with --json: top N logits (or 'all') per prompt position and step");

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cuda/cuda_backend.h"
+#include "engine/chat_prompt.h"
 #include "engine/engine.h"
 #include "engine/memory_plan.h"
 #include "engine/sampler.h"
@@ -62,6 +63,7 @@ class EngineImpl final : public Engine {
     if (std::string why = device_unavailable(opts_.device); !why.empty()) throw std::runtime_error(why);
     model_ = model::Model::load(opts_.model_path, lo);
     tok_ = tokenizer::Tokenizer::from_gguf(model_->file());
+    chat_templates_ = std::make_unique<ModelChatTemplates>(*tok_);
     const model::HParams& hp = model_->hparams();
     // Resolve the plan (threads, per-sequence cap, pool size in whole pages) the way hosts see it.
     const MemoryPlan plan = plan_memory(hp, model_->file().file_size(), opts_);
@@ -165,6 +167,7 @@ class EngineImpl final : public Engine {
   int n_embd() const override { return model_->hparams().n_embd; }
   bool can_generate() const override { return model_->hparams().has_classifier(); }
   const tokenizer::Tokenizer& tokenizer() const override { return *tok_; }
+  const ModelChatTemplates& chat_templates() const override { return *chat_templates_; }
   const EngineOptions& options() const override { return opts_; }
   const std::string& backend_description() const override { return description_; }
 
@@ -172,6 +175,7 @@ class EngineImpl final : public Engine {
   EngineOptions opts_;
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<tokenizer::Tokenizer> tok_;
+  std::unique_ptr<ModelChatTemplates> chat_templates_;
   std::unique_ptr<kernels::ThreadPool> pool_;
   std::unique_ptr<model::Backend> backend_;  // after the pool: a CpuBackend computes on it
   std::string description_;

@@ -20,6 +20,8 @@
 
 namespace infer::engine {
 
+class ModelChatTemplates;  // chat_prompt.h
+
 struct SamplingParams {
   float temperature = 0.8f;  // 0 → greedy
   int top_k = 40;            // <= 0: off
@@ -207,6 +209,8 @@ class Engine {
   virtual bool can_generate() const = 0;  // false for embedding models (bert): they only embed
   // The tokenizer (thread-safe, immutable) and model facts, for front ends.
   virtual const tokenizer::Tokenizer& tokenizer() const = 0;
+  // The model's chat templates, parsed when the engine was created (chat_prompt.h).
+  virtual const ModelChatTemplates& chat_templates() const = 0;
   virtual const EngineOptions& options() const = 0;
   // The backend's one-line description (device, mode, memory plan), fixed at create.
   virtual const std::string& backend_description() const = 0;

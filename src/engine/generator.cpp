@@ -6,7 +6,6 @@
 
 #include "cuda/cuda_backend.h"
 #include "engine/decode_step.h"
-#include "tokenizer/chat_template.h"
 
 namespace infer::engine {
 
@@ -160,18 +159,15 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
 std::vector<int32_t> tokenize_prompt(const tokenizer::Tokenizer& tok, const std::string& text, bool chat,
                                      const std::string& template_name) {
   if (!chat) return tok.encode(text, tokenizer::EncodeOptions{true, true});
-  tokenizer::ChatFamily family;
-  if (!template_name.empty()) {
-    auto f = tokenizer::chat_family_from_name(template_name);
-    if (!f) throw std::runtime_error("unknown chat template name '" + template_name + "'");
-    family = *f;
-  } else if (tok.chat_template().empty()) {
-    throw std::runtime_error("the model has no chat template (tokenizer.chat_template); name one to use chat");
-  } else {
-    family = tokenizer::require_chat_family(tok.chat_template());
-  }
-  const std::string prompt = tokenizer::apply_chat_template(family, {{"user", text}}, true);
-  return tok.encode(prompt, tokenizer::EncodeOptions{true, true});
+  ChatRequest c;
+  c.messages = normalize_messages(nlohmann::ordered_json::array({{{"role", "user"}, {"content", text}}}));
+  c.template_name = template_name;
+  return tokenize_chat(tok, c);
+}
+
+std::vector<int32_t> tokenize_chat(const tokenizer::Tokenizer& tok, const ChatRequest& chat) {
+  const std::string text = render_chat(ModelChatTemplates(tok), tok, chat);
+  return tok.encode(text, chat_encode_options(tok, text));
 }
 
 }  // namespace infer::engine

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/chat_prompt.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
 #include "kernels/thread_pool.h"
@@ -106,10 +107,15 @@ class Generator {
 };
 
 // Tokenises `text` for `tok` (BOS per the vocab, special tokens parsed). With `chat`, wraps it as one
-// user turn with the assistant prompt open, in the chat family named by `template_name` ("chatml",
-// "llama3", ...; see tokenizer/chat_template.h) or else detected from the vocab's template; throws
-// std::runtime_error for an unknown name, a vocab without a template, or a template not recognised.
+// user turn with the assistant prompt open, as tokenize_chat does; `template_name` picks a template
+// ("" the model's default). Throws std::runtime_error (ChatError) when the chat cannot be rendered.
 std::vector<int32_t> tokenize_prompt(const tokenizer::Tokenizer& tok, const std::string& text, bool chat,
                                      const std::string& template_name = "");
+
+// The prompt ids of a chat, as the server makes them (chat_prompt.h): rendered through the model's
+// template (parsed here, once per call), or the built-in format `chat.template_name` names for a model
+// without one, then tokenised with special tokens parsed and BOS only when the rendering lacks it.
+// Throws ChatError.
+std::vector<int32_t> tokenize_chat(const tokenizer::Tokenizer& tok, const ChatRequest& chat);
 
 }  // namespace infer::engine

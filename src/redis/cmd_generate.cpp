@@ -1,21 +1,25 @@
-// INFER.GENERATE model {text | PROMPT text | TOKENS key [key ...] [PROMPT suffix] | CHAT role text ...}
+// INFER.GENERATE model {text | PROMPT text | TOKENS key [key ...] [PROMPT suffix] | CHAT role text ... |
+//   MESSAGES json} [TOOLS json] [CHATARGS json] [TEMPLATE name]
 //   [MAXTOKENS n] [TEMP t] [TOPK k] [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms]
 //   [WITHSTATS] [STREAM key]
 //
 // The handler parses, copies token keys out of the keyspace and hands the request to
 // start_generation (generation_job.h), which blocks the client, submits, and replies from the result.
+// A chat (CHAT or MESSAGES) is rendered through the model's chat template and tokenised on the
+// background thread (chat_args.h).
 #include "redis/args.h"
+#include "redis/chat_args.h"
 #include "redis/commands.h"
 #include "redis/generation_job.h"
 #include "redis/models.h"
 #include "redis/token_keys.h"
-#include "tokenizer/chat_template.h"
 
 namespace infer::redis {
 namespace {
 
 bool is_keyword(const RedisModuleString* s) {
-  return is_word(s, "PROMPT") || is_word(s, "TOKENS") || is_word(s, "CHAT") || is_generation_option(s);
+  return is_word(s, "PROMPT") || is_word(s, "TOKENS") || is_word(s, "CHAT") || is_chat_option(s) ||
+         is_generation_option(s);
 }
 
 struct GenerateArgs {
@@ -24,6 +28,7 @@ struct GenerateArgs {
   std::vector<RedisModuleString*> token_keys;
   std::vector<int> token_key_pos;
   std::vector<std::pair<RedisModuleString*, RedisModuleString*>> chat;
+  ChatOptions chat_options;  // MESSAGES, TOOLS, CHATARGS, TEMPLATE
   GenerationOptions options;
 };
 
@@ -47,11 +52,13 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
     } else if (is_word(w, "PROMPT")) {
       if (seen_prompt) return *err = "PROMPT given twice", false;
       if (!a->chat.empty()) return *err = "PROMPT cannot be combined with CHAT", false;
+      if (a->chat_options.messages) return *err = "PROMPT cannot be combined with MESSAGES", false;
       seen_prompt = true;
       if (!(a->prompt = value("PROMPT"))) return false;
     } else if (is_word(w, "TOKENS")) {
       if (!a->token_keys.empty()) return *err = "TOKENS given twice", false;
       if (!a->chat.empty()) return *err = "TOKENS cannot be combined with CHAT", false;
+      if (a->chat_options.messages) return *err = "TOKENS cannot be combined with MESSAGES", false;
       if (seen_prompt) return *err = "TOKENS must come before PROMPT (the prompt is a suffix to the tokens)", false;
       while (i + 1 < argc && !is_keyword(argv[i + 1])) {
         a->token_keys.push_back(argv[++i]);
@@ -61,6 +68,7 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
     } else if (is_word(w, "CHAT")) {
       if (!a->chat.empty()) return *err = "CHAT given twice", false;
       if (seen_prompt || !a->token_keys.empty()) return *err = "CHAT cannot be combined with PROMPT or TOKENS", false;
+      if (a->chat_options.messages) return *err = "CHAT cannot be combined with MESSAGES", false;
       while (i + 2 < argc && !is_keyword(argv[i + 1])) {
         a->chat.emplace_back(argv[i + 1], argv[i + 2]);
         i += 2;
@@ -68,6 +76,14 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
       if (a->chat.empty()) return *err = "CHAT needs role/text pairs", false;
       if (i + 1 < argc && !is_keyword(argv[i + 1]))  // a last role without its text
         return *err = "CHAT needs role/text pairs: role '" + str(argv[i + 1]) + "' has no text", false;
+    } else if (ChatParse c = parse_chat_option(argv, argc, &i, &a->chat_options, err,
+                                               {"MESSAGES", "TOOLS", "CHATARGS", "TEMPLATE"});
+               c != ChatParse::NotOption) {
+      if (c == ChatParse::Error) return false;
+      if (a->chat_options.messages && argv[i] == a->chat_options.messages) {
+        if (!a->chat.empty()) return *err = "MESSAGES cannot be combined with CHAT", false;
+        if (seen_prompt || !a->token_keys.empty()) return *err = "MESSAGES cannot be combined with PROMPT or TOKENS", false;
+      }
     } else if (OptionParse p = parse_generation_option(argv, argc, &i, &a->options, err, kWithStats | kStream);
                p != OptionParse::NotOption) {
       if (p == OptionParse::Error) return false;
@@ -76,9 +92,14 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
       return false;
     }
   }
-  if (!seen_prompt && a->token_keys.empty() && a->chat.empty()) {
-    *err = "one of PROMPT text, TOKENS key [key ...] or CHAT role text ... is required";
+  const ChatOptions& c = a->chat_options;
+  if (!seen_prompt && a->token_keys.empty() && a->chat.empty() && !c.messages) {
+    *err = "one of PROMPT text, TOKENS key [key ...], CHAT role text ... or MESSAGES json is required";
     return false;
+  }
+  if (a->chat.empty() && !c.messages) {
+    for (const auto& [given, name] : {std::pair{c.tools, "TOOLS"}, {c.chat_args, "CHATARGS"}, {c.template_name, "TEMPLATE"}})
+      if (given) return *err = std::string(name) + " needs a chat: CHAT role text ... or MESSAGES json", false;
   }
   return true;
 }
@@ -124,24 +145,30 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, Generation
         return check_fits_context(m, r.prompt_ids.size(), max_tokens, complete ? "" : "at least ");
       };
     }
-  } else if (!a.chat.empty()) {
-    if (tok.chat_template().empty()) return "CHAT: the model has no chat template; use PROMPT";
-    auto family = tokenizer::detect_chat_family(tok.chat_template());
-    if (!family) return "CHAT: the model's chat template is of an unknown family; use PROMPT";
-    std::vector<std::pair<std::string_view, std::string_view>> chat;
+  } else if (!a.chat.empty() || a.chat_options.messages) {
+    ChatInputs chat;
     for (const auto& [role, text] : a.chat) {
-      chat.emplace_back(job->hold(role), job->hold(text));
-      *text_bytes += chat.back().first.size() + chat.back().second.size();
+      chat.pairs.emplace_back(job->hold(role), job->hold(text));
+      *text_bytes += chat.pairs.back().first.size() + chat.pairs.back().second.size();
     }
-    *prepare = [family = *family, chat = std::move(chat)](engine::Request& r) {
-      std::vector<tokenizer::ChatMessage> messages;
-      for (const auto& [role, text] : chat) messages.push_back({std::string(role), std::string(text)});
+    *text_bytes += chat.hold(job, a.chat_options);
+    *prepare = [&m, job, chat = std::move(chat)](engine::Request& r) {
+      const engine::Engine& e = *m.engine;
+      std::string text;
       try {
-        r.prompt_text = tokenizer::apply_chat_template(family, messages, /*add_generation_prompt=*/true);
-      } catch (const std::invalid_argument& e) {
-        return std::string("CHAT: ") + e.what();
+        text = chat.render(e, job);
+      } catch (const engine::ChatError& ex) {
+        return std::string(ex.what());
       }
-      return std::string();  // tokenised inside Engine::submit
+      // A rendering that cannot fit is refused before it is tokenised, and tokenising stops soon after
+      // the context is used up.
+      if (std::string why = e.refuse_prompt_text(text, false); !why.empty()) return why;
+      const tokenizer::Tokenizer& t = e.tokenizer();
+      bool complete = true;
+      r.prompt_ids = t.encode_at_most(text, e.max_prompt_tokens(false), engine::chat_encode_options(t, text), &complete);
+      if (!complete) return e.refuse_prompt_length(r.prompt_ids.size(), false, true);
+      if (r.prompt_ids.empty()) return chat.keyword + ": the chat template rendered an empty prompt";
+      return std::string();
     };
   } else {
     const std::string_view held = job->hold(a.prompt);

@@ -1,7 +1,7 @@
 // INFER.RAG model vset {QUERY text | FP32 blob | VALUES n v...} [QUESTION text] [COUNT k] [EF n]
-//   [FILTER expr] [FILTER-EF n] [DOCKEY attr] [TEMPLATE plain|chat] [MAXTOKENS n] [TEMP t] [TOPK k]
-//   [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms] [WITHSTATS] [STREAM key]
-//   [WITHSOURCES] [EMBEDDER name]
+//   [FILTER expr] [FILTER-EF n] [DOCKEY attr] [TEMPLATE plain|chat|name] [TOOLS json] [CHATARGS json]
+//   [MAXTOKENS n] [TEMP t] [TOPK k] [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms]
+//   [WITHSTATS] [STREAM key] [WITHSOURCES] [EMBEDDER name]
 // A vector query needs QUESTION (the text put to the model); a QUERY text is the question unless
 // QUESTION is given. Every option but STOP may be given once.
 //
@@ -10,6 +10,8 @@
 //      INFER.EMBED without POOLING embeds documents (skipped for a vector query). The embedding model
 //      is EMBEDDER name (a dedicated embedder such as a bert model, which embeds far better than a
 //      chat model's last hidden state) or, without EMBEDDER, the generating model itself;
+//   1b. a chat prompt (TEMPLATE chat) is rendered through the model's chat template and its text around
+//      the documents tokenised, off the main thread (needs only the question);
 //   2. on the main thread, in one step (a consistent snapshot): search the set, take each hit's
 //      document key from its attribute DOCKEY (default "tokens"), check the caller may read it (ACL)
 //      and that it lives in the set's hash slot (cluster), copy its token blob out, and assemble the
@@ -18,9 +20,12 @@
 // Prompt layout. TEMPLATE plain (the default when the model has no chat template): the documents' ids
 // in rank order, then the text "\n\nQuestion: <question>\nAnswer:" tokenised without BOS, which is exactly
 // what INFER.GENERATE TOKENS k1 k2 ... PROMPT "<that text>" builds. TEMPLATE chat: the model's chat
-// template with a system turn "Answer the question using the documents below.\n\n<documents>" and
-// a user turn holding the question; each document's ids go in without BOS/EOS, each followed by "\n\n".
-// TEMPLATE chat is the default when the model has a chat template.
+// template (engine/chat_prompt.h) with a system turn "Answer the question using the documents
+// below.\n\n<documents>" and a user turn holding the question; each document's ids go in without
+// BOS/EOS, each followed by "\n\n". A template that refuses a system turn gets one user turn holding
+// the system text, the documents, then the question. TEMPLATE name: chat through the model's template
+// tokenizer.chat_template.<name> (or a built-in format of that name); TOOLS and CHATARGS go to the
+// template. TEMPLATE chat is the default when the model has a chat template.
 // COUNT defaults to 3 documents. TIMEOUT covers the whole command (embedding, retrieval, generation)
 // through the engine requests' deadline, never a Redis block timeout (see generation_job.h).
 // Documents: a hit without the DOCKEY attribute is skipped; so is one whose key is missing (evicted,
@@ -35,6 +40,8 @@
 #include <nlohmann/json.hpp>
 
 #include "redis/args.h"
+#include "redis/background.h"
+#include "redis/chat_args.h"
 #include "redis/cluster_slots.h"
 #include "redis/generation_job.h"
 #include "redis/models.h"
@@ -43,7 +50,6 @@
 #include "redis/token_keys.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_type.h"
-#include "tokenizer/chat_template.h"
 
 namespace infer::redis {
 namespace {
@@ -95,6 +101,10 @@ struct RagJob : GenerationJob {
   std::optional<vector::Filter> filter;
   std::string dockey = "tokens";
   bool chat = false;
+  ChatInputs chat_inputs;  // TEMPLATE name, TOOLS, CHATARGS (the turns are made from the question)
+  // The chat prompt's token pieces around the documents, made off the main thread before step 2.
+  bool chat_ready = false;
+  std::vector<int32_t> chat_head, chat_separator, chat_tail;
   engine::Request gen;  // sampling, max_tokens, stop, deadline; then the prompt
   bool with_sources = false;
   // Results of step 2.
@@ -168,9 +178,6 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
   }
   // Assemble (no keyspace access from here on).
   std::vector<int32_t>& ids = job->gen.prompt_ids;
-  tokenizer::EncodeOptions no_special;  // for text that continues the assembled ids
-  no_special.add_special = false;
-  no_special.continuation = true;
   try {
     if (!job->chat) {
       for (const auto& d : docs) ids.insert(ids.end(), d.begin(), d.end());
@@ -179,23 +186,13 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
       auto q = tok.encode(std::string(kPlainSuffixHead) + job->question + kPlainSuffixTail, o);
       ids.insert(ids.end(), q.begin(), q.end());
     } else {
-      auto family = tokenizer::detect_chat_family(tok.chat_template());
-      if (!family) {
-        job->error = "TEMPLATE chat: the model's chat template is missing or of an unknown family";
-        return false;
-      }
-      std::string text = tokenizer::apply_chat_template(
-          *family, {{"system", std::string(kChatSystem) + kDocsMark}, {"user", job->question}}, true);
-      const size_t at = text.find(kDocsMark);
-      ids = tok.encode(text.substr(0, at));
-      const auto sep = tok.encode("\n\n", no_special);
+      ids = job->chat_head;
       for (const auto& d : docs) {
         for (int32_t id : d)
           if (id != tok.bos() && id != tok.eos()) ids.push_back(id);
-        ids.insert(ids.end(), sep.begin(), sep.end());
+        ids.insert(ids.end(), job->chat_separator.begin(), job->chat_separator.end());
       }
-      auto rest = tok.encode(text.substr(at + std::char_traits<char>::length(kDocsMark)), no_special);
-      ids.insert(ids.end(), rest.begin(), rest.end());
+      ids.insert(ids.end(), job->chat_tail.begin(), job->chat_tail.end());
     }
   } catch (const std::exception& e) {
     job->error = std::string("cannot assemble the prompt: ") + e.what();
@@ -220,6 +217,75 @@ void retrieve_and_generate(RedisModuleCtx* ctx, RagJob* job) {
   submit_generation(job, std::move(job->gen));
 }
 
+// Step 1b on a background thread: the chat rendered with a marker where the documents go, and the text
+// before and after it tokenised (special tokens parsed; BOS only when the rendering lacks it).
+void render_chat_pieces(RagJob* job) {
+  const engine::Engine& e = *job->model->engine;
+  const tokenizer::Tokenizer& tok = e.tokenizer();
+  const std::string system = std::string(kChatSystem) + kDocsMark;
+  const std::string user_with_documents = system + job->question;
+  ChatInputs in = job->chat_inputs;
+  in.pairs = {{"system", system}, {"user", job->question}};
+  std::string text;
+  try {
+    text = in.render(e, job);
+  } catch (const engine::ChatError& with_system) {
+    in.pairs = {{"user", user_with_documents}};  // e.g. Gemma's "System role not supported"
+    try {
+      text = in.render(e, job);
+    } catch (const engine::ChatError&) {
+      throw with_system;
+    }
+  }
+  const size_t at = text.find(kDocsMark);
+  if (at == std::string::npos)
+    throw engine::ChatError(in.keyword + ": the chat template dropped the system text that holds the documents");
+  const std::string head = text.substr(0, at);
+  tokenizer::EncodeOptions continued;  // text that continues the assembled ids
+  continued.add_special = false;
+  continued.continuation = true;
+  job->chat_head = tok.encode(head, engine::chat_encode_options(tok, head));
+  job->chat_separator = tok.encode("\n\n", continued);
+  job->chat_tail = tok.encode(text.substr(at + std::char_traits<char>::length(kDocsMark)), continued);
+}
+
+// Main thread (event-loop one-shot) after the chat's pieces are made.
+void after_chat_render(void* data) {
+  auto* job = static_cast<RagJob*>(data);
+  try {
+    if (!job->error.empty()) return unblock_generation(job);
+    RedisModuleCtx* ctx = rm::GetThreadSafeContext(job->bc);
+    retrieve_and_generate(ctx, job);
+    rm::FreeThreadSafeContext(ctx);
+  } catch (const std::exception& e) {
+    job->error = std::string("internal error: ") + e.what();
+    unblock_generation(job);
+  }
+}
+
+// Step 2 once the query is known: a chat's pieces are made first (off the main thread), then back here.
+void retrieve_when_ready(RedisModuleCtx* ctx, RagJob* job) {
+  if (!job->chat || job->chat_ready) return retrieve_and_generate(ctx, job);
+  job->chat_ready = true;
+  const size_t bytes = job->question.size() + job->chat_inputs.tools.size() + job->chat_inputs.chat_args.size();
+  const bool queued = run_in_background(bytes, [job] {
+    try {
+      render_chat_pieces(job);
+    } catch (const engine::ChatError& e) {
+      job->error = e.what();
+    } catch (const std::exception& e) {
+      job->error = std::string("cannot assemble the prompt: ") + e.what();
+    }
+    rm::EventLoopAddOneShot(after_chat_render, job);
+  });
+  if (!queued) {
+    ++stats().busy_replies;
+    job->error_code = "BUSY";
+    job->error = "too many requests waiting to be submitted; retry later";
+    unblock_generation(job);
+  }
+}
+
 // Main thread (event-loop one-shot) after the query embedding is done.
 void after_embedding(void* data) {
   auto* job = static_cast<RagJob*>(data);
@@ -235,7 +301,7 @@ void after_embedding(void* data) {
     job->result = engine::Result{};
     // A context bound to the blocked client reads keys in the client's database.
     RedisModuleCtx* ctx = rm::GetThreadSafeContext(job->bc);
-    retrieve_and_generate(ctx, job);
+    retrieve_when_ready(ctx, job);
     rm::FreeThreadSafeContext(ctx);
   } catch (const std::exception& e) {
     job->error = std::string("internal error: ") + e.what();
@@ -254,7 +320,8 @@ struct RagArgs {
   std::optional<std::string> question;
   vector::SearchOptions search;
   std::optional<vector::Filter> filter;
-  std::optional<std::string> template_name;
+  std::optional<std::string> template_name;  // plain, chat or a template's name
+  ChatOptions chat_options;                   // TOOLS, CHATARGS
   std::optional<std::string> embedder_name;
   std::string dockey = "tokens";
   bool with_sources = false;
@@ -324,12 +391,18 @@ bool parse(RedisModuleString** argv, int argc, RagArgs* a, std::string* err) {
       a->dockey = str(argv[++i]);
     } else if (is_word(w, "TEMPLATE") && has_value) {
       if (!first("TEMPLATE")) return false;
+      if (view(argv[i + 1]).empty() || view(argv[i + 1]).size() > kMaxTemplateNameBytes)
+        return *err = "TEMPLATE must be plain, chat or the name of a chat template (1 to " +
+                      std::to_string(kMaxTemplateNameBytes) + " bytes)",
+               false;
       a->template_name = str(argv[++i]);
-      if (a->template_name != "plain" && a->template_name != "chat") return *err = "TEMPLATE must be plain or chat", false;
     } else if (!has_value && (is_word(w, "QUESTION") || is_word(w, "COUNT") || is_word(w, "EF") ||
                               is_word(w, "FILTER-EF") || is_word(w, "FILTER") || is_word(w, "EMBEDDER") ||
                               is_word(w, "DOCKEY") || is_word(w, "TEMPLATE"))) {
       return *err = str(w) + " needs a value", false;
+    } else if (ChatParse c = parse_chat_option(argv, argc, &i, &a->chat_options, err, {"TOOLS", "CHATARGS"});
+               c != ChatParse::NotOption) {
+      if (c == ChatParse::Error) return false;
     } else if (OptionParse p = parse_generation_option(argv, argc, &i, &a->options, err, kWithStats | kStream);
                p != OptionParse::Parsed) {
       if (p == OptionParse::NotOption) *err = unknown_option(argv, i, a->options);
@@ -338,6 +411,9 @@ bool parse(RedisModuleString** argv, int argc, RagArgs* a, std::string* err) {
   }
   if (!a->query_text && !a->question)
     return *err = "a vector query (FP32 or VALUES) needs QUESTION text: the question put to the model", false;
+  if (a->template_name == "plain" && (a->chat_options.tools || a->chat_options.chat_args))
+    return *err = std::string(a->chat_options.tools ? "TOOLS" : "CHATARGS") + " needs a chat: TEMPLATE plain has none",
+           false;
   return true;
 }
 
@@ -386,8 +462,15 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     job->embedder = models().find(*a.embedder_name);
     if (!job->embedder) return reply_error(ctx, "unknown EMBEDDER model '" + *a.embedder_name + "' (see INFER.MODELS)");
   }
-  const tokenizer::Tokenizer& tok = job->model->engine->tokenizer();
-  job->chat = a.template_name ? *a.template_name == "chat" : !tok.chat_template().empty();
+  // Without TEMPLATE: chat when the model has a template of its own (or TOOLS/CHATARGS ask for one).
+  const bool has_template = job->model->engine->chat_templates().find("") != nullptr;
+  job->chat = a.template_name ? *a.template_name != "plain"
+                              : has_template || a.chat_options.tools || a.chat_options.chat_args;
+  if (job->chat) {
+    job->chat_inputs.hold(job.get(), a.chat_options);
+    if (a.template_name && *a.template_name != "chat") job->chat_inputs.template_name = *a.template_name;
+    job->chat_inputs.keyword = "TEMPLATE " + (a.template_name ? *a.template_name : std::string("chat"));
+  }
   {
     VsetKey k(ctx, argv[2], REDISMODULE_READ);
     if (k.wrong_type) return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
@@ -406,7 +489,7 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   job->user = rm::GetCurrentUserName(ctx);
   auto* j = static_cast<RagJob*>(block_generation(ctx, std::move(job)));  // owned by the client now
   if (!query_text) {
-    retrieve_and_generate(ctx, j);
+    retrieve_when_ready(ctx, j);
     return REDISMODULE_OK;
   }
   // The query is pooled as INFER.EMBED pools without POOLING (the model's pooling_type), as documents

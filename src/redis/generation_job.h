@@ -11,6 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "engine/chat_prompt.h"
 #include "redis/blocked_call.h"
 #include "redis/models.h"
 #include "redis/module_api.h"
@@ -94,6 +97,11 @@ struct GenerationJob : BlockedJob {
   const char* error_code = "ERR";              // error set: replied instead of the result
   std::string error;
   engine::Result result;   // written by on_done before complete()
+  // A chat's tools (null without TOOLS) and the model template it was rendered through (nullptr for a
+  // built-in format or no chat; it lives as long as `model`). Written off the main thread while the
+  // prompt is prepared, before submit; read after completion.
+  nlohmann::ordered_json tools;
+  const engine::ChatTemplateEntry* chat_template = nullptr;
 
  private:
   std::vector<RedisModuleString*> held_;  // freed with the job, on the main thread

@@ -175,6 +175,9 @@ class VocabTokenizer final : public Tokenizer {
   bool pre_tokenizer_unknown() const override { return vocab_.pre_unknown; }
   uint64_t fingerprint() const override { return vocab_.fingerprint; }
   const std::string& chat_template() const override { return vocab_.chat_template; }
+  const std::vector<std::pair<std::string, std::string>>& named_chat_templates() const override {
+    return vocab_.named_chat_templates;
+  }
 
  private:
   void check(TokenId id) const {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gguf/file.h"
@@ -92,6 +93,8 @@ class Tokenizer {
   virtual uint64_t fingerprint() const = 0;
   // tokenizer.chat_template, empty when absent.
   virtual const std::string& chat_template() const = 0;
+  // The named variants, tokenizer.chat_template.<name> (e.g. "tool_use"): (name, text) in file order.
+  virtual const std::vector<std::pair<std::string, std::string>>& named_chat_templates() const = 0;
 };
 
 }  // namespace infer::tokenizer

@@ -339,6 +339,10 @@ Vocab load_vocab(const gguf::File& file) {
   mark_end_of_generation(vocab);
   list_special_tokens(file, vocab);
   vocab.chat_template = file.get_string("tokenizer.chat_template", "");
+  constexpr std::string_view kNamedPrefix = "tokenizer.chat_template.";
+  for (const auto& [key, value] : file.metadata())
+    if (key.size() > kNamedPrefix.size() && key.compare(0, kNamedPrefix.size(), kNamedPrefix) == 0)
+      vocab.named_chat_templates.emplace_back(key.substr(kNamedPrefix.size()), file.get_string(key));
   vocab.fingerprint = vocab_fingerprint(vocab.model_name, vocab.pre_name_file, texts, declared_types, merges);
   return vocab;
 }

@@ -59,6 +59,8 @@ struct Vocab {
   std::vector<bool> eog;                // indexed by id
   std::vector<TokenId> special_tokens;  // Control/UserDefined/Unknown, longest text first
   std::string chat_template;
+  // tokenizer.chat_template.<name> (e.g. tool_use): name → template text, in file order.
+  std::vector<std::pair<std::string, std::string>> named_chat_templates;
   uint64_t fingerprint = 0;
 
   int n_vocab() const { return static_cast<int>(tokens.size()); }

@@ -47,6 +47,11 @@ struct Visited {
 };
 thread_local Visited t_visited;
 thread_local Visited t_walk_back;  // unreached_ancestors(), which runs between searches of an insert
+thread_local Visited t_link_marks;  // set_links() and remove(): membership of one link list at a time
+// Nodes that repair() proved reachable (or, for the node a walk started from, took as reachable past the
+// walk bound) on the level being repaired, so that later walks stop at them. Valid until a link is taken away: set_links() then
+// clears them (a new epoch), since a removed link can cut a proven node off.
+thread_local Visited t_reached;
 
 using MinHeap = std::priority_queue<std::pair<float, uint32_t>, std::vector<std::pair<float, uint32_t>>, std::greater<>>;
 using MaxHeap = std::priority_queue<std::pair<float, uint32_t>>;
@@ -154,14 +159,25 @@ std::vector<uint32_t> Hnsw::select(const std::vector<Pair>& cands, size_t max) c
 }
 
 void Hnsw::set_links(uint32_t id, int level, const std::vector<uint32_t>& links) {
+  // Linear in the two lists (marks, not searches): at a large M a list holds thousands of links.
   uint32_t* b = block(id, level);
   const std::span<const uint32_t> old(b + 1, b[0]);
+  Visited& marks = t_link_marks;
+  marks.begin(slots());
+  for (uint32_t nw : links) marks.seen(nw);
+  bool dropped = false;
   for (uint32_t o : old)
-    if (std::find(links.begin(), links.end(), o) == links.end()) erase_one(in_[o][level], id);
+    if (marks.mark[o] != marks.epoch) {
+      erase_one(in_[o][level], id);
+      dropped = true;
+    }
+  marks.begin(slots());
+  for (uint32_t o : old) marks.seen(o);
   for (uint32_t nw : links)
-    if (std::find(old.begin(), old.end(), nw) == old.end()) in_[nw][level].push_back(id);
+    if (marks.mark[nw] != marks.epoch) in_[nw][level].push_back(id);
   b[0] = static_cast<uint32_t>(links.size());
   std::copy(links.begin(), links.end(), b + 1);
+  if (dropped) t_reached.begin(slots());  // a proven path may have used the link
 }
 
 void Hnsw::add_link(uint32_t from, uint32_t to, int level, std::vector<uint32_t>* dropped) {
@@ -234,33 +250,14 @@ uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) 
 
 std::optional<uint32_t> Hnsw::remove(uint32_t id) {
   if (!contains(id)) throw std::out_of_range("HNSW remove: no node " + std::to_string(id));
-  // Nodes that may have lost their last incoming link on each level: the removed node's neighbours and
-  // those its in-neighbours dropped when their merged lists were pruned.
+  // Nodes that may have lost their last incoming link on each level: the removed node's neighbours
+  // (reconnect() takes no other link away).
   std::vector<std::vector<uint32_t>> at_risk(static_cast<size_t>(levels_[id]) + 1);
   for (int lv = 0; lv <= levels_[id]; ++lv) {
     const std::vector<uint32_t> pointing = in_[id][lv];
-    const auto onward_span = links(id, lv);
-    const std::vector<uint32_t> onward(onward_span.begin(), onward_span.end());
-    at_risk[lv] = onward;
-    for (uint32_t p : pointing) {
-      // Reconnect p through the removed node's neighbours, so nothing reachable only via it is lost.
-      std::vector<uint32_t> merged;
-      for (uint32_t x : links(p, lv))
-        if (x != id) merged.push_back(x);
-      for (uint32_t x : onward)
-        if (x != p && std::find(merged.begin(), merged.end(), x) == merged.end()) merged.push_back(x);
-      if (merged.size() > max_links(lv)) {
-        std::vector<Pair> cands;
-        cands.reserve(merged.size());
-        for (uint32_t x : merged) cands.emplace_back(dist(vector(p), x), x);
-        std::sort(cands.begin(), cands.end());
-        auto kept = select(cands, max_links(lv));
-        for (uint32_t x : merged)
-          if (std::find(kept.begin(), kept.end(), x) == kept.end()) at_risk[lv].push_back(x);
-        merged = std::move(kept);
-      }
-      set_links(p, lv, merged);
-    }
+    const auto onward = links(id, lv);
+    at_risk[lv].assign(onward.begin(), onward.end());
+    reconnect(id, lv, pointing, reconnection_pool(id, lv));
     set_links(id, lv, {});
   }
   --count_;
@@ -289,10 +286,95 @@ std::optional<uint32_t> Hnsw::remove(uint32_t id) {
   return moved;
 }
 
+std::vector<uint32_t> Hnsw::reconnection_pool(uint32_t id, int lv) const {
+  // The removed node's out-links nearest to it (all of them up to kReconnectPool): its neighbours'
+  // replacements come from these. Past the distance budget, the first ones (a node's own links come
+  // first, nearest first).
+  const auto out = links(id, lv);
+  std::vector<uint32_t> pool(out.begin(), out.end());
+  if (pool.size() <= kReconnectPool) return pool;
+  if (pool.size() > distance_budget()) {
+    pool.resize(kReconnectPool);
+    return pool;
+  }
+  std::vector<Pair> by_distance;
+  by_distance.reserve(pool.size());
+  for (uint32_t o : pool) by_distance.emplace_back(dist(vector(id), o), o);
+  std::nth_element(by_distance.begin(), by_distance.begin() + kReconnectPool, by_distance.end());
+  pool.clear();
+  for (size_t i = 0; i < kReconnectPool; ++i) pool.push_back(by_distance[i].second);
+  return pool;
+}
+
+void Hnsw::reconnect(uint32_t id, int lv, const std::vector<uint32_t>& pointing, const std::vector<uint32_t>& pool) {
+  // Each node p that linked to the removed one keeps its other links and takes, from the pool, the
+  // candidates the selection heuristic accepts (closer to p than to any link p has), up to its room;
+  // it never gives a link up, so nothing else is put at risk and no list grows past what the
+  // heuristic wants. That costs up to |pool| x (links of p) distances; once the removal's distance
+  // budget cannot pay for it, p just replaces its link to the removed node with the pool's candidate
+  // nearest to it, and past that with one taken in turn, so that every p keeps as many links as it had.
+  size_t budget = distance_budget();
+  size_t turn = 0;
+  Visited& marks = t_link_marks;
+  std::vector<uint32_t> next;
+  std::vector<Pair> cands;
+  for (uint32_t p : pointing) {
+    const auto old = links(p, lv);
+    next.clear();
+    marks.begin(slots());
+    for (uint32_t x : old)
+      if (x != id) {
+        next.push_back(x);
+        marks.seen(x);
+      }
+    marks.seen(p);
+    marks.seen(id);
+    cands.clear();
+    const size_t room = max_links(lv) - next.size();  // at least 1: the link to `id` is gone
+    const size_t full_cost = pool.size() * (next.size() + std::min(room, pool.size()) + 1);
+    const bool measure = budget >= pool.size();
+    if (measure) {
+      for (uint32_t c : pool)
+        if (marks.mark[c] != marks.epoch) cands.emplace_back(dist(vector(p), c), c);
+      budget -= pool.size();
+      std::sort(cands.begin(), cands.end());
+    } else {
+      for (size_t k = 0; k < pool.size(); ++k) {
+        const uint32_t c = pool[(turn + k) % pool.size()];
+        if (marks.mark[c] != marks.epoch) {
+          cands.emplace_back(0.0f, c);
+          turn = turn + k + 1;
+          break;
+        }
+      }
+    }
+    if (measure && budget >= full_cost) {
+      const size_t before = next.size();
+      for (const auto& [d, c] : cands) {
+        if (next.size() - before >= room) break;
+        bool good = true;
+        for (uint32_t k : next) {
+          --budget;
+          if (dist(vector(c), k) < d) {
+            good = false;
+            break;
+          }
+        }
+        if (good) next.push_back(c);
+      }
+      if (next.size() == before && !cands.empty()) next.push_back(cands.front().second);
+    } else if (!cands.empty()) {
+      next.push_back(cands.front().second);
+    }
+    set_links(p, lv, next);
+  }
+}
+
 void Hnsw::repair(const std::vector<std::vector<uint32_t>>& at_risk, uint32_t skip) {
   // From the top level down: a node is reachable on a level when it is reached from the nodes of the
   // level above, which are repaired first.
   for (int lv = static_cast<int>(at_risk.size()) - 1; lv >= 0; --lv) {
+    t_reached.begin(slots());  // proofs hold for one level
     std::vector<uint32_t> queue = at_risk[lv];
     std::sort(queue.begin(), queue.end());  // a removal lists many nodes more than once
     queue.erase(std::unique(queue.begin(), queue.end()), queue.end());
@@ -314,20 +396,35 @@ void Hnsw::repair(const std::vector<std::vector<uint32_t>>& at_risk, uint32_t sk
 
 std::vector<uint32_t> Hnsw::unreached_ancestors(uint32_t x, int lv) const {
   // Walk the incoming links back from x. Reaching the entry point, a node that also lives on a higher
-  // level (the walk down from the entry reaches those), or the walk's bound counts as reachable; running
-  // out of ancestors first proves that nothing leads to x, and the ancestors found are the island.
+  // level (the walk down from the entry reaches those), a node an earlier walk proved reachable, or the
+  // walk's bound counts as reachable; running out of ancestors first proves that nothing leads to x, and
+  // the ancestors found are the island. A walk that ends reachable marks the path it found (t_reached),
+  // so the many at-risk nodes of one removal mostly stop at their first step.
   constexpr size_t kMaxWalk = 1024;
   Visited& vis = t_walk_back;
+  Visited& reached = t_reached;
   vis.begin(slots());
-  if (x == entry_ || levels_[x] > lv) return {};
+  if (x == entry_ || levels_[x] > lv || reached.mark[x] == reached.epoch) return {};
   std::vector<uint32_t> found{x};
+  std::vector<uint32_t> parent{0};  // index in `found` of the node each one leads to
   vis.seen(x);
   for (size_t i = 0; i < found.size(); ++i) {
     const uint32_t n = found[i];
     for (uint32_t a : in_[n][lv])
       if (!vis.seen(a)) {
-        if (a == entry_ || levels_[a] > lv || found.size() >= kMaxWalk) return {};
+        if (found.size() >= kMaxWalk) {  // taken as reachable: x, not the nodes on the way (an island may lead to x)
+          reached.mark[x] = reached.epoch;
+          return {};
+        }
+        if (a == entry_ || levels_[a] > lv || reached.mark[a] == reached.epoch) {
+          for (size_t j = i;; j = parent[j]) {  // a leads to n, n to ... to x: all reachable
+            reached.mark[found[j]] = reached.epoch;
+            if (j == 0) break;
+          }
+          return {};
+        }
         found.push_back(a);
+        parent.push_back(static_cast<uint32_t>(i));
       }
   }
   return found;

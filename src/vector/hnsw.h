@@ -111,6 +111,14 @@ class Hnsw {
   // every candidate already kept. `cands` must be sorted by distance to the base.
   std::vector<uint32_t> select(const std::vector<Pair>& cands, size_t max) const;
   void set_links(uint32_t id, int level, const std::vector<uint32_t>& links);
+  // Removal: a removed node's neighbours are reconnected through at most kReconnectPool of its
+  // out-links, and one removal spends at most distance_budget() distances on it per level, so that its
+  // cost is bounded whatever M and the dimension are.
+  static constexpr size_t kReconnectPool = 32;
+  static constexpr size_t kReconnectBytes = size_t{24} << 20;  // vector bytes compared per level
+  size_t distance_budget() const { return kReconnectBytes / (vec_bytes_ + 64); }
+  std::vector<uint32_t> reconnection_pool(uint32_t id, int level) const;
+  void reconnect(uint32_t id, int level, const std::vector<uint32_t>& pointing, const std::vector<uint32_t>& pool);
   // Links from → to; when `from` is full, prunes its links with select() and appends the targets it
   // dropped (possibly `to`) to `dropped`.
   void add_link(uint32_t from, uint32_t to, int level, std::vector<uint32_t>* dropped = nullptr);

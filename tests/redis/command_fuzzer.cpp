@@ -355,6 +355,12 @@ class Gen {
         a.push_back("CHAT");
         for (int i = between(1, 3); i > 0; --i) a.insert(a.end(), {pick<std::string>({"system", "user", "assistant", "bot"}), text()});
         break;
+      case 5:  // a chat as JSON, well-formed or not, with the other chat options now and then
+        a.insert(a.end(), {"MESSAGES", pick<std::string>({R"([{"role":"user","content":"hi"}])", "[", "[]", text()})});
+        if (chance(0.3)) a.insert(a.end(), {"TOOLS", pick<std::string>({"[]", "{", text()})});
+        if (chance(0.3)) a.insert(a.end(), {"CHATARGS", pick<std::string>({R"({"enable_thinking":false})", "[1]", text()})});
+        if (chance(0.3)) a.insert(a.end(), {"TEMPLATE", pick<std::string>({"default", "tool_use", "chatml", text()})});
+        break;
       default: a.insert(a.end(), {"PROMPT", text()});
     }
     generation_options(a);

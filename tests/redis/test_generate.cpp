@@ -315,7 +315,7 @@ TEST_F(GenerateTest, BadInputGivesClearErrors) {
       {{"stories", "TOKENS", "list"}, "WRONGTYPE token key 'list' does not hold a string"},
       {{"stories", "TOKENS", "str"}, "ERR token key 'str': token data: 3 bytes"},
       {{"stories", "PROMPT", "x", "TOKENS", "str"}, "ERR TOKENS must come before PROMPT"},
-      {{"stories", "CHAT", "user", "hello"}, "ERR CHAT: the model has no chat template; use PROMPT"},
+      {{"stories", "CHAT", "user", "hello"}, "ERR CHAT: the model has no chat template (tokenizer.chat_template); name a built-in format"},
       {{"stories", "CHAT", "user"}, "ERR CHAT needs role/text pairs"},
       {{"stories", "PROMPT", "x", "STREAM", "s", "STREAM", "t"}, "ERR STREAM given twice"},
       // The option ranges are the sampler's and the configs' (TOPP 0 and REPEAT-PENALTY 0 were accepted

@@ -299,6 +299,25 @@ TEST_F(MainThreadBudget, VaddAcrossAGrowthBoundaryOfAWideSet) {
   EXPECT_EQ(run({"INFER.VCARD", "budget:m"}), "2100");
 }
 
+TEST_F(MainThreadBudget, VremAtTheLargestM) {
+  // A removal reconnects the removed element's neighbours and checks that each stays reachable; at a
+  // large M nothing bounds a node's links but M itself, so every VREM must bound its own work. 3,000
+  // 3-d elements at M 256 and M 4096, all but 100 removed in insertion order (links pile up on the
+  // survivors), each VREM within the budget; every survivor is still found.
+  for (const char* m : {"256", "4096"}) {
+    const std::string key = std::string("budget:rm") + m;
+    for (int i = 0; i < 3000; ++i)
+      ASSERT_EQ(run({"INFER.VADD", key, "VALUES", "3", std::to_string(i % 11), std::to_string(i % 13),
+                     std::to_string(i % 17 + 1), "e" + std::to_string(i), "M", m}),
+                "1");
+    for (int i = 0; i < 2900; ++i) ASSERT_EQ(run({"INFER.VREM", key, "e" + std::to_string(i)}), "1") << m << " " << i;
+    Reply all = command(c_.get(), {"INFER.VSIM", key, "VALUES", "3", "1", "2", "3", "COUNT", "200", "EF", "1000"});
+    ASSERT_TRUE(all);
+    ASSERT_EQ(all->type, REDIS_REPLY_ARRAY);
+    EXPECT_EQ(all->elements, 100u) << "M " << m;
+  }
+}
+
 TEST_F(MainThreadBudget, LongNamesAndStopStringsAreRefused) {
   // Element names, RAG's DOCKEY and STOP strings are copied and hashed or matched on the main thread.
   const std::string big(kBulk, 'x');

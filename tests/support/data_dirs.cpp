@@ -1,6 +1,7 @@
 #include "support/data_dirs.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <cstring>
 
 #ifndef INFER_SOURCE_DIR
@@ -18,6 +19,10 @@ std::string from_env(const char* name, const char* fallback_under_shared) {
 std::string models_dir() { return from_env("INFER_MODELS_DIR", "models"); }
 std::string vectors_dir() { return from_env("INFER_VECTORS_DIR", "tokenizer-vectors"); }
 std::string reference_dir() { return from_env("INFER_REFERENCE_DIR", "reference"); }
+std::string chat_templates_dir() {
+  if (const char* v = std::getenv("INFER_CHAT_TEMPLATES_DIR"); v && *v) return v;
+  return (std::filesystem::path(models_dir()).parent_path() / "chat-templates").string();
+}
 
 bool in_ci() {
   const char* v = std::getenv("CI");

@@ -12,6 +12,8 @@ std::string models_dir();
 std::string vectors_dir();
 // INFER_REFERENCE_DIR, default <repo>/../shared/reference.
 std::string reference_dir();
+// INFER_CHAT_TEMPLATES_DIR, default: beside the models dir (<models>/../chat-templates).
+std::string chat_templates_dir();
 
 // True when running under CI (CI=true): a missing data dir is then a failure, not a skip.
 bool in_ci();
