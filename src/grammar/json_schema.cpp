@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "grammar/gbnf_writer.h"
@@ -230,8 +231,9 @@ class Converter {
 
   std::string run() {
     const std::string root = rules_.reserve("root");
+    claim_ = root;
     std::string body = visit(root_, "", "root");
-    rules_.define(root, body);
+    if (claim_ != kClaimed) rules_.define(root, body);
     return rules_.text();
   }
 
@@ -541,6 +543,8 @@ class Converter {
 
   std::string visit(const Json& s, const std::string& ptr, const std::string& hint) {
     DepthGuard guard(depth_, ptr);
+    // Only the schema itself may take the claimed rule, none of its parts.
+    const std::string claim = std::exchange(claim_, "");
     if (s.is_boolean()) {
       if (!s.get<bool>()) fail("schema false accepts nothing", ptr);
       return prim("value");
@@ -559,6 +563,11 @@ class Converter {
     if (std::find(types.begin(), types.end(), "number") != types.end())
       types.erase(std::remove(types.begin(), types.end(), "integer"), types.end());
     std::vector<std::string> alts;
+    if (types.size() == 1 && (types[0] == "object" || types[0] == "array") && !claim.empty()) {
+      const std::string name = types[0] == "object" ? object_of(c, ptr, hint, claim) : array_of(c, ptr, hint, claim);
+      claim_ = kClaimed;
+      return name;
+    }
     for (const auto& t : types) alts.push_back(typed(t, c, ptr, types.size() == 1 ? hint : hint + "-" + t));
     return gbnf_alt(alts);
   }
@@ -582,7 +591,13 @@ class Converter {
     const std::string last = pointer.substr(pointer.rfind('/') == std::string::npos ? 0 : pointer.rfind('/') + 1);
     const std::string name = rules_.reserve(last.empty() ? "ref" : last);
     ref_rules_[pointer] = name;
+    claim_ = name;
     std::string body = visit(target, pointer, name);
+    if (claim_ == kClaimed) {
+      claim_.clear();
+      return name;
+    }
+    claim_.clear();
     if (body == name) fail("$ref " + ref.dump() + " refers only to itself", ptr + "/$ref");
     rules_.define(name, body);
     return name;
@@ -693,7 +708,8 @@ class Converter {
     return gbnf_alt(alts);
   }
 
-  std::string array_of(const Json& c, const std::string& ptr, const std::string& hint) {
+  // `rule`: the rule to define (reserved by the caller), or "" for a new one.
+  std::string array_of(const Json& c, const std::string& ptr, const std::string& hint, const std::string& rule = "") {
     if (c.contains("items") && c.at("items").is_array())
       fail("items as an array (a tuple, before draft 2020-12) is not supported: use prefixItems", ptr + "/items");
     if (c.contains("prefixItems") && !c.at("prefixItems").is_array()) fail("prefixItems must be an array", ptr + "/prefixItems");
@@ -711,7 +727,7 @@ class Converter {
     if (items.is_boolean() && !items.get<bool>()) max = std::min<uint64_t>(max.value_or(k), k);
     if (max && *max < min) fail("no array length satisfies minItems, maxItems and the items allowed", ptr);
     if (max && *max < k) k = static_cast<size_t>(*max);
-    const std::string name = rules_.reserve(hint);
+    const std::string name = rule.empty() ? rules_.reserve(hint) : rule;
     const std::string comma = gbnf_seq({gbnf_literal(","), prim("sp")});
     // Positions from k on: items, as many as the bounds leave.
     std::string tail;
@@ -744,7 +760,7 @@ class Converter {
     bool required;
   };
 
-  std::string object_of(const Json& c, const std::string& ptr, const std::string& hint) {
+  std::string object_of(const Json& c, const std::string& ptr, const std::string& hint, const std::string& rule = "") {
     const Json props = c.contains("properties") ? c.at("properties") : Json::object();
     if (!props.is_object()) fail("properties must be an object", ptr + "/properties");
     const Json required = c.contains("required") ? c.at("required") : Json::array();
@@ -767,7 +783,7 @@ class Converter {
       names.push_back(n);
       members.push_back({n, extra, ptr + "/additionalProperties", true});
     }
-    const std::string name = rules_.reserve(hint);
+    const std::string name = rule.empty() ? rules_.reserve(hint) : rule;
     const std::string comma = gbnf_seq({gbnf_literal(","), prim("sp")});
     std::vector<std::string> kv;    // member text, "" for a member that may not appear
     std::vector<bool> needed;
@@ -854,6 +870,10 @@ class Converter {
   GbnfRules rules_;
   std::map<std::string, std::string> ref_rules_;  // JSON pointer → its rule
   int depth_ = 0;
+  // A rule reserved for the schema about to be visited (the root, a $ref target): an object or array
+  // schema defines it directly instead of a rule of its own, and sets claim_ to kClaimed.
+  std::string claim_;
+  static constexpr const char* kClaimed = "\x01claimed";
 };
 
 }  // namespace
