@@ -42,6 +42,9 @@ struct GenerateOptions {
   // ties lowest id first).
   int logits_top_n = 0;
   bool capture_prompt_logits = false;  // one list per prompt position (predicting the next token)
+  // Constrained decoding, as Request::grammar (engine.h); needs the Generator's tokenizer, and no
+  // teacher forcing.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 using TopLogits = std::vector<std::pair<int32_t, float>>;

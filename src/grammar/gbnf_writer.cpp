@@ -151,19 +151,17 @@ std::string GbnfRules::reserve(std::string_view hint) {
   while (!base.empty() && base.back() == '-') base.pop_back();
   if (base.empty()) base = "r";
   std::string name = base;
-  for (int n = 2; has(name); ++n) name = base + "-" + std::to_string(n);
+  unsigned& n = next_suffix_.try_emplace(base, 2).first->second;
+  while (has(name)) name = base + "-" + std::to_string(n++);
+  index_.emplace(name, rules_.size());
   rules_.emplace_back(name, "");
   return name;
 }
 
 void GbnfRules::define(const std::string& name, std::string body) {
-  for (auto& [n, b] : rules_) {
-    if (n == name) {
-      b = std::move(body);
-      return;
-    }
-  }
-  throw std::logic_error("GbnfRules::define: rule " + name + " was not reserved");
+  const auto it = index_.find(name);
+  if (it == index_.end()) throw std::logic_error("GbnfRules::define: rule " + name + " was not reserved");
+  rules_[it->second].second = std::move(body);
 }
 
 std::string GbnfRules::add(std::string_view hint, std::string body) {
@@ -172,9 +170,7 @@ std::string GbnfRules::add(std::string_view hint, std::string body) {
   return name;
 }
 
-bool GbnfRules::has(const std::string& name) const {
-  return std::any_of(rules_.begin(), rules_.end(), [&](const auto& r) { return r.first == name; });
-}
+bool GbnfRules::has(const std::string& name) const { return index_.contains(name); }
 
 std::string GbnfRules::text() const {
   std::string out;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,8 @@ class GbnfRules {
 
  private:
   std::vector<std::pair<std::string, std::string>> rules_;
+  std::unordered_map<std::string, size_t> index_;        // name → position in rules_
+  std::unordered_map<std::string, unsigned> next_suffix_;  // base name → the next "-N" to try
 };
 
 }  // namespace infer::grammar

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "grammar/gbnf_writer.h"
@@ -26,6 +27,8 @@ using Json = nlohmann::ordered_json;
 constexpr int kMaxDepth = 128;                          // schema nesting and $ref-through-allOf merging
 constexpr int64_t kMaxBound = 9'999'999'999'999'999;    // 16 digits: what `integer` generates at most
 constexpr int kIntegerDigits = 16;
+constexpr size_t kMaxMerges = 20000;                    // merge steps for allOf / $ref with siblings
+constexpr uint64_t kMaxCount = 10000;                   // minLength, maxLength, minItems, maxItems
 
 const std::set<std::string, std::less<>> kAnnotations = {"title",   "description", "$schema",    "$id",
                                                          "default", "examples",    "$comment",   "deprecated",
@@ -35,6 +38,9 @@ const std::set<std::string, std::less<>> kKeywords = {
     "prefixItems", "minItems", "maxItems", "anyOf",                "oneOf",     "allOf",     "$ref",
     "$defs",    "definitions", "minLength", "maxLength",           "pattern",   "format",    "minimum",
     "maximum",  "exclusiveMinimum", "exclusiveMaximum"};
+const Json kTrue = true;
+const Json kEmptyObject = Json::object();
+const Json kEmptyArray = Json::array();
 const std::vector<std::string> kAllTypes = {"object", "array", "string", "number", "integer", "boolean", "null"};
 
 std::string where(const std::string& ptr) { return " at #" + ptr; }
@@ -78,11 +84,13 @@ void check_keywords(const Json& s, const std::string& ptr) {
 std::optional<uint64_t> count_keyword(const Json& s, const char* key, const std::string& ptr) {
   if (!s.contains(key)) return std::nullopt;
   const Json& v = s.at(key);
-  if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) return v.get<uint64_t>();
-  if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == std::floor(v.get<double>()) &&
-      v.get<double>() < 1e15)
-    return static_cast<uint64_t>(v.get<double>());
-  fail(std::string(key) + " must be a non-negative integer", ptr + "/" + key);
+  const bool integral = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0) ||
+                        (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == std::floor(v.get<double>()));
+  if (!integral) fail(std::string(key) + " must be a non-negative integer", ptr + "/" + key);
+  // A grammar repeats an element at most this often (each repetition is grammar state).
+  if (v.get<double>() > static_cast<double>(kMaxCount))
+    fail(std::string(key) + " above " + std::to_string(kMaxCount) + " is not supported", ptr + "/" + key);
+  return v.get<uint64_t>();
 }
 
 std::vector<std::string> types_of(const Json& s, const std::string& ptr) {
@@ -230,8 +238,9 @@ class Converter {
 
   std::string run() {
     const std::string root = rules_.reserve("root");
+    claim_ = root;
     std::string body = visit(root_, "", "root");
-    rules_.define(root, body);
+    if (claim_ != kClaimed) rules_.define(root, body);
     return rules_.text();
   }
 
@@ -390,6 +399,8 @@ class Converter {
 
   // A schema accepting what both accept; `false` when one of them is `false`.
   Json merge(const Json& a_in, const Json& b_in, const std::string& ptr, int depth) {
+    // $refs are copied into merges: allOf over references to allOfs could grow exponentially.
+    if (++merges_ > kMaxMerges) fail("allOf/$ref merging grows past " + std::to_string(kMaxMerges) + " steps", ptr);
     if (a_in.is_boolean() && !a_in.get<bool>()) return false;
     if (b_in.is_boolean() && !b_in.get<bool>()) return false;
     if (a_in.is_boolean()) return flatten(b_in, ptr, depth + 1);
@@ -541,12 +552,18 @@ class Converter {
 
   std::string visit(const Json& s, const std::string& ptr, const std::string& hint) {
     DepthGuard guard(depth_, ptr);
+    // Only the schema itself may take the claimed rule, none of its parts.
+    const std::string claim = std::exchange(claim_, "");
     if (s.is_boolean()) {
       if (!s.get<bool>()) fail("schema false accepts nothing", ptr);
       return prim("value");
     }
     check_keywords(s, ptr);
-    const Json c = constraints_of(s);
+    // Annotations dropped; a copy only when there are any (schemas can be large and deep).
+    Json stripped;
+    const bool annotated = std::any_of(s.items().begin(), s.items().end(), [](const auto& kv) { return !is_meaningful(kv.key()); });
+    if (annotated) stripped = constraints_of(s);
+    const Json& c = annotated ? stripped : s;
     if (c.contains("$ref") && c.size() == 1) return ref_rule(c.at("$ref"), ptr);
     if (c.contains("$ref") || c.contains("allOf")) {
       const Json merged = flatten(c, ptr, 0);
@@ -559,6 +576,11 @@ class Converter {
     if (std::find(types.begin(), types.end(), "number") != types.end())
       types.erase(std::remove(types.begin(), types.end(), "integer"), types.end());
     std::vector<std::string> alts;
+    if (types.size() == 1 && (types[0] == "object" || types[0] == "array") && !claim.empty()) {
+      const std::string name = types[0] == "object" ? object_of(c, ptr, hint, claim) : array_of(c, ptr, hint, claim);
+      claim_ = kClaimed;
+      return name;
+    }
     for (const auto& t : types) alts.push_back(typed(t, c, ptr, types.size() == 1 ? hint : hint + "-" + t));
     return gbnf_alt(alts);
   }
@@ -582,7 +604,13 @@ class Converter {
     const std::string last = pointer.substr(pointer.rfind('/') == std::string::npos ? 0 : pointer.rfind('/') + 1);
     const std::string name = rules_.reserve(last.empty() ? "ref" : last);
     ref_rules_[pointer] = name;
+    claim_ = name;
     std::string body = visit(target, pointer, name);
+    if (claim_ == kClaimed) {
+      claim_.clear();
+      return name;
+    }
+    claim_.clear();
     if (body == name) fail("$ref " + ref.dump() + " refers only to itself", ptr + "/$ref");
     rules_.define(name, body);
     return name;
@@ -693,14 +721,15 @@ class Converter {
     return gbnf_alt(alts);
   }
 
-  std::string array_of(const Json& c, const std::string& ptr, const std::string& hint) {
+  // `rule`: the rule to define (reserved by the caller), or "" for a new one.
+  std::string array_of(const Json& c, const std::string& ptr, const std::string& hint, const std::string& rule = "") {
     if (c.contains("items") && c.at("items").is_array())
       fail("items as an array (a tuple, before draft 2020-12) is not supported: use prefixItems", ptr + "/items");
     if (c.contains("prefixItems") && !c.at("prefixItems").is_array()) fail("prefixItems must be an array", ptr + "/prefixItems");
     const uint64_t min = count_keyword(c, "minItems", ptr).value_or(0);
     std::optional<uint64_t> max = count_keyword(c, "maxItems", ptr);
-    const Json prefix = c.contains("prefixItems") ? c.at("prefixItems") : Json::array();
-    const Json items = c.contains("items") ? c.at("items") : Json(true);
+    const Json& prefix = c.contains("prefixItems") ? c.at("prefixItems") : kEmptyArray;
+    const Json& items = c.contains("items") ? c.at("items") : kTrue;
     size_t k = prefix.size();
     for (size_t i = 0; i < prefix.size(); ++i)
       if (prefix[i].is_boolean() && !prefix[i].get<bool>()) {
@@ -711,7 +740,7 @@ class Converter {
     if (items.is_boolean() && !items.get<bool>()) max = std::min<uint64_t>(max.value_or(k), k);
     if (max && *max < min) fail("no array length satisfies minItems, maxItems and the items allowed", ptr);
     if (max && *max < k) k = static_cast<size_t>(*max);
-    const std::string name = rules_.reserve(hint);
+    const std::string name = rule.empty() ? rules_.reserve(hint) : rule;
     const std::string comma = gbnf_seq({gbnf_literal(","), prim("sp")});
     // Positions from k on: items, as many as the bounds leave.
     std::string tail;
@@ -739,18 +768,18 @@ class Converter {
 
   struct Member {
     std::string name;
-    Json schema;
+    const Json* schema;
     std::string ptr;
     bool required;
   };
 
-  std::string object_of(const Json& c, const std::string& ptr, const std::string& hint) {
-    const Json props = c.contains("properties") ? c.at("properties") : Json::object();
+  std::string object_of(const Json& c, const std::string& ptr, const std::string& hint, const std::string& rule = "") {
+    const Json& props = c.contains("properties") ? c.at("properties") : kEmptyObject;
     if (!props.is_object()) fail("properties must be an object", ptr + "/properties");
-    const Json required = c.contains("required") ? c.at("required") : Json::array();
+    const Json& required = c.contains("required") ? c.at("required") : kEmptyArray;
     if (!required.is_array() || !std::all_of(required.begin(), required.end(), [](const Json& r) { return r.is_string(); }))
       fail("required must be an array of strings", ptr + "/required");
-    const Json extra = c.contains("additionalProperties") ? c.at("additionalProperties") : Json(true);
+    const Json& extra = c.contains("additionalProperties") ? c.at("additionalProperties") : kTrue;
     const bool extra_allowed = !(extra.is_boolean() && !extra.get<bool>());
     auto is_required = [&](const std::string& n) { return std::find(required.begin(), required.end(), n) != required.end(); };
 
@@ -758,24 +787,24 @@ class Converter {
     std::vector<std::string> names;
     for (const auto& [k, v] : props.items()) {
       names.push_back(k);
-      members.push_back({k, v, ptr + "/properties/" + pointer_token(k), is_required(k)});
+      members.push_back({k, &v, ptr + "/properties/" + pointer_token(k), is_required(k)});
     }
     for (const auto& r : required) {
       const std::string n = r.get<std::string>();
       if (props.contains(n) || std::find(names.begin(), names.end(), n) != names.end()) continue;
       if (!extra_allowed) fail("required property \"" + n + "\" is not in properties and additionalProperties is false", ptr);
       names.push_back(n);
-      members.push_back({n, extra, ptr + "/additionalProperties", true});
+      members.push_back({n, &extra, ptr + "/additionalProperties", true});
     }
-    const std::string name = rules_.reserve(hint);
+    const std::string name = rule.empty() ? rules_.reserve(hint) : rule;
     const std::string comma = gbnf_seq({gbnf_literal(","), prim("sp")});
     std::vector<std::string> kv;    // member text, "" for a member that may not appear
     std::vector<bool> needed;
     for (const auto& m : members) {
-      const bool forbidden = m.schema.is_boolean() && !m.schema.get<bool>();
+      const bool forbidden = m.schema->is_boolean() && !m.schema->get<bool>();
       if (forbidden && m.required) fail("required property \"" + m.name + "\" is forbidden by its schema", m.ptr);
       std::string text = forbidden ? "" : gbnf_seq({gbnf_literal(Json(m.name).dump() + ":"), prim("sp"),
-                                                    visit(m.schema, m.ptr, hint + "-" + m.name)});
+                                                    visit(*m.schema, m.ptr, hint + "-" + m.name)});
       if (text.size() > 80) text = rules_.add(hint + "-" + m.name + "-member", text);  // written once, named often
       kv.push_back(text);
       needed.push_back(m.required);
@@ -785,23 +814,41 @@ class Converter {
       const std::string value = visit(extra, ptr + "/additionalProperties", hint + "-value");
       extra_kv = gbnf_seq({other_key(names, hint), gbnf_literal(":"), prim("sp"), value});
     }
-    // after[i]: members i.. when one was written before them (so each starts with a comma).
-    std::vector<std::string> after(kv.size() + 1);
-    after[kv.size()] = extra_kv.empty() ? "" : gbnf_repeat(gbnf_seq({comma, extra_kv}), 0, std::nullopt);
-    for (size_t i = kv.size(); i-- > 0;) {
-      const std::string piece = kv[i].empty() ? "" : gbnf_seq({comma, kv[i]});
-      after[i] = gbnf_seq({needed[i] ? piece : gbnf_repeat(piece, 0, 1), after[i + 1]});
-    }
-    // The first member written: any optional one up to and including the first required one.
-    std::vector<std::string> firsts;
-    bool reached_required = false;
-    for (size_t i = 0; i < kv.size() && !reached_required; ++i) {
+    // The members that may come first: any optional one up to and including the first required one.
+    std::vector<size_t> first_candidates;
+    for (size_t i = 0; i < kv.size(); ++i) {
       if (kv[i].empty()) continue;
-      firsts.push_back(gbnf_seq({kv[i], after[i + 1]}));
-      reached_required = needed[i];
+      first_candidates.push_back(i);
+      if (needed[i]) break;
     }
+    const bool reached_required = !first_candidates.empty() && needed[first_candidates.back()];
+    // after(i): members i.. when one was written before them (so each starts with a comma). Written out
+    // for each first candidate when they are few; as a chain of rules when many, which keeps the
+    // grammar linear in the number of members.
+    const std::string extras_tail = extra_kv.empty() ? "" : gbnf_repeat(gbnf_seq({comma, extra_kv}), 0, std::nullopt);
+    auto member_after = [&](size_t i) {
+      const std::string piece = kv[i].empty() ? "" : gbnf_seq({comma, kv[i]});
+      return needed[i] ? piece : gbnf_repeat(piece, 0, 1);
+    };
+    std::vector<std::string> after(kv.size() + 1);
+    after[kv.size()] = extras_tail;
+    if (first_candidates.size() <= 4) {
+      for (const size_t c : first_candidates) {
+        std::vector<std::string> parts;
+        for (size_t j = c + 1; j < kv.size(); ++j) parts.push_back(member_after(j));
+        parts.push_back(extras_tail);
+        after[c + 1] = gbnf_seq(parts);
+      }
+    } else {
+      for (size_t i = kv.size(); i-- > 1;) {
+        const std::string body = gbnf_seq({member_after(i), after[i + 1]});
+        after[i] = body.empty() || gbnf_is_term(body) ? body : rules_.add(hint + "-rest", body);
+      }
+    }
+    std::vector<std::string> firsts;
+    for (const size_t c : first_candidates) firsts.push_back(gbnf_seq({kv[c], after[c + 1]}));
     if (!reached_required) {
-      if (!extra_kv.empty()) firsts.push_back(gbnf_seq({extra_kv, after[kv.size()]}));
+      if (!extra_kv.empty()) firsts.push_back(gbnf_seq({extra_kv, extras_tail}));
       firsts.push_back("");
     }
     rules_.define(name, gbnf_seq({gbnf_literal("{"), gbnf_alt(firsts), gbnf_literal("}")}));
@@ -854,6 +901,11 @@ class Converter {
   GbnfRules rules_;
   std::map<std::string, std::string> ref_rules_;  // JSON pointer → its rule
   int depth_ = 0;
+  size_t merges_ = 0;
+  // A rule reserved for the schema about to be visited (the root, a $ref target): an object or array
+  // schema defines it directly instead of a rule of its own, and sets claim_ to kClaimed.
+  std::string claim_;
+  static constexpr const char* kClaimed = "\x01claimed";
 };
 
 }  // namespace

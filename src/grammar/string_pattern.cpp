@@ -17,7 +17,8 @@
 namespace infer::grammar {
 namespace {
 
-constexpr uint64_t kMaxRepeat = 100000;
+constexpr uint64_t kMaxRepeat = 10000;
+constexpr int kMaxGroupDepth = 64;  // the parser recurses per group
 
 struct CharSet {
   std::vector<CodePointRange> ranges;  // sorted, disjoint after normalise()
@@ -331,6 +332,7 @@ class PatternParser {
   }
 
   std::string group() {
+    if (++group_depth_ > kMaxGroupDepth) unsupported("nesting of groups deeper than " + std::to_string(kMaxGroupDepth));
     if (peek() == '?') {
       const char k = peek(1);
       if (k == ':') {
@@ -360,6 +362,7 @@ class PatternParser {
       }
       ++i_;  // '|'
     }
+    --group_depth_;
     std::string out = gbnf_alt(alts);
     return out.empty() || gbnf_is_term(out) ? out : "(" + out + ")";
   }
@@ -429,6 +432,7 @@ class PatternParser {
   std::string_view p_;
   std::string any_;
   size_t i_ = 0;
+  int group_depth_ = 0;
 };
 
 }  // namespace

@@ -104,6 +104,11 @@ TEST(Gbnf, JsonValueGrammar) {
 TEST(Gbnf, RejectsInvalidUtf8Text) {
   EXPECT_FALSE(accepts(R"(root ::= [^x]*)", "a\xC3"));
   EXPECT_FALSE(accepts(R"(root ::= [^x]*)", "a\x80"));
+  EXPECT_FALSE(accepts(R"(root ::= "[")", "\xF0\x80\x81\x9B"));  // overlong '['
+  EXPECT_FALSE(accepts(R"(root ::= "[")", "\xC1\x9B"));
+  EXPECT_FALSE(accepts(R"(root ::= [^x]*)", "\xED\xA0\x80"));     // a surrogate
+  EXPECT_FALSE(accepts(R"(root ::= [^x]*)", "\xF4\x90\x80\x80")); // above U+10FFFF
+  EXPECT_TRUE(accepts(R"(root ::= [^x]*)", "\xF4\x8F\xBF\xBF\xED\x9F\xBF\xE0\xA0\x80"));
 }
 
 TEST(Gbnf, LastDefinitionOfARuleWins) {

@@ -81,6 +81,43 @@ TEST(JsonSchemaGbnf, RefusesBadValues) {
             "items as an array (a tuple, before draft 2020-12) is not supported: use prefixItems at #/items");
 }
 
+TEST(JsonSchemaGbnf, RefusesCountsAndNestingPastTheLimits) {
+  EXPECT_EQ(refusal(R"({"type":"string","maxLength":10001})"), "maxLength above 10000 is not supported at #/maxLength");
+  EXPECT_EQ(refusal(R"({"type":"array","minItems":1e12})"), "minItems above 10000 is not supported at #/minItems");
+  const std::string deep_pattern = std::string(100000, '(') + std::string(100000, ')');
+  EXPECT_EQ(refusal((R"({"type":"string","pattern":")" + deep_pattern + "\"}").c_str()),
+            "pattern: unsupported nesting of groups deeper than 64 at offset 65 at #/pattern");
+  std::string deep_schema;
+  for (int i = 0; i < 100000; ++i) deep_schema += R"({"items":)";
+  deep_schema += "{}" + std::string(100000, '}');
+  EXPECT_EQ(refusal(deep_schema.c_str()).rfind("schema nested deeper than 128 at #/items/items/", 0), 0u);
+}
+
+TEST(JsonSchemaGbnf, GrammarGrowsLinearlyWithOptionalMembers) {
+  Json props = Json::object();
+  for (int i = 0; i < 4000; ++i) props.push_back({"p" + std::to_string(i), {{"type", "boolean"}}});
+  const std::string g = json_schema_to_gbnf(Json{{"type", "object"}, {"properties", props}, {"additionalProperties", false}});
+  EXPECT_LT(g.size(), 4000u * 150);  // about 110 bytes a member: linear
+}
+
+TEST(JsonSchemaGbnf, RefusesExponentialAllOfExpansion) {
+  Json defs = Json::object();
+  defs["d0"] = {{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}};
+  for (int i = 1; i < 40; ++i) {
+    const std::string prev = "#/$defs/d" + std::to_string(i - 1);
+    defs["d" + std::to_string(i)] = {{"allOf", Json::array({{{"$ref", prev}}, {{"$ref", prev}}})}};
+  }
+  const std::string e = [&] {
+    try {
+      json_schema_to_gbnf(Json{{"$defs", defs}, {"$ref", "#/$defs/d39"}});
+    } catch (const SchemaError& err) {
+      return std::string(err.what());
+    }
+    return std::string("(accepted)");
+  }();
+  EXPECT_NE(e.find("allOf/$ref merging grows past 20000 steps"), std::string::npos) << e;
+}
+
 TEST(JsonSchemaGbnf, RefusesUnsupportedPatternConstructs) {
   EXPECT_EQ(refusal(R"J({"type":"string","pattern":"(a)\\1"})J"),
             "pattern: unsupported backreference or octal escape \\1 at offset 4 at #/pattern");

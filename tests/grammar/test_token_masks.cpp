@@ -156,6 +156,12 @@ TEST(TokenMasks, CodePointSplitAcrossByteTokens) {
   EXPECT_FALSE(m.accept(a8));
   ASSERT_TRUE(m.accept(a9));
   EXPECT_TRUE(m.complete());
+  // Overlong forms are not text: '[' spelled F0 80 81 9B in byte tokens is refused at its second byte.
+  auto bracket = compile_grammar(R"(root ::= "[")", *tok);
+  GrammarMatcher b(bracket);
+  EXPECT_FALSE(b.allowed()->allows(tok->find_token("<0xF0>")));
+  EXPECT_FALSE(b.allowed()->allows(tok->find_token("<0xC1>")));
+  EXPECT_FALSE(b.accept(tok->find_token("<0xF0>")));
 }
 
 TEST(TokenMasks, CompiledGrammarsAreCachedByTextAndVocabulary) {
