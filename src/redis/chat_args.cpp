@@ -8,7 +8,7 @@
 namespace infer::redis {
 namespace {
 
-constexpr const char* kChatOptions[] = {"MESSAGES", "TOOLS", "CHATARGS", "TEMPLATE"};
+constexpr const char* kChatOptions[] = {"MESSAGES", "TOOLS", "CHATARGS", "TEMPLATE", "TOOLCHOICE"};
 
 // Template variables the command itself sets: CHATARGS may not replace them.
 constexpr const char* kReservedVariables[] = {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"};
@@ -30,12 +30,16 @@ ChatParse parse_chat_option(RedisModuleString** argv, int argc, int* i, ChatOpti
   if (*i + 1 >= argc) return *err = std::string(name) + " needs a value", ChatParse::Error;
   RedisModuleString* v = argv[++*i];
   const std::string_view n(name);
-  RedisModuleString** slot = n == "MESSAGES" ? &o->messages
-                             : n == "TOOLS"  ? &o->tools
+  RedisModuleString** slot = n == "MESSAGES"   ? &o->messages
+                             : n == "TOOLS"    ? &o->tools
                              : n == "CHATARGS" ? &o->chat_args
-                                               : &o->template_name;
+                             : n == "TEMPLATE" ? &o->template_name
+                                               : &o->tool_choice;
   if (*slot) return *err = std::string(name) + " given twice", ChatParse::Error;
-  const size_t limit = n == "CHATARGS" ? kMaxChatArgsBytes : n == "TEMPLATE" ? kMaxTemplateNameBytes : kMaxChatJsonBytes;
+  const size_t limit = n == "CHATARGS"     ? kMaxChatArgsBytes
+                       : n == "TEMPLATE"   ? kMaxTemplateNameBytes
+                       : n == "TOOLCHOICE" ? kMaxToolChoiceBytes
+                                           : kMaxChatJsonBytes;
   const size_t size = view(v).size();
   if (size > limit)
     return *err = std::string(name) + " of " + std::to_string(size) + " bytes is longer than " + std::to_string(limit),
@@ -43,6 +47,16 @@ ChatParse parse_chat_option(RedisModuleString** argv, int argc, int* i, ChatOpti
   if (size == 0) return *err = std::string(name) + " must not be empty", ChatParse::Error;
   *slot = v;
   return ChatParse::Parsed;
+}
+
+std::string check_tool_choice(const ChatOptions& o, const GenerationOptions& g) {
+  if (!o.tool_choice) return "";
+  if (!o.tools) return "TOOLCHOICE needs TOOLS";
+  ToolChoice choice;
+  if (std::string why = parse_tool_choice(view(o.tool_choice), &choice); !why.empty()) return why;
+  if (choice.constrains() && g.constraint != OutputConstraint::None)
+    return "TOOLCHOICE " + str(o.tool_choice) + " cannot be combined with FORMAT, JSONSCHEMA or GRAMMAR";
+  return "";
 }
 
 size_t ChatInputs::hold(GenerationJob* job, const ChatOptions& o) {
@@ -55,6 +69,7 @@ size_t ChatInputs::hold(GenerationJob* job, const ChatOptions& o) {
   if (o.tools) bytes += (tools = job->hold(o.tools)).size();
   if (o.chat_args) bytes += (chat_args = job->hold(o.chat_args)).size();
   if (o.template_name) template_name = str(o.template_name);
+  if (o.tool_choice) parse_tool_choice(view(o.tool_choice), &tool_choice);  // checked by check_tool_choice
   return bytes;
 }
 
@@ -86,6 +101,7 @@ std::string ChatInputs::render(const engine::Engine& engine, GenerationJob* job)
     throw engine::ChatError(keyword + ": " + e.what());
   }
   job->tools = std::move(c.tools);
+  job->tool_choice = tool_choice;
   return text;
 }
 

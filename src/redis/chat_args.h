@@ -1,5 +1,5 @@
 // The chat options INFER.GENERATE and INFER.RAG share: MESSAGES <json>, TOOLS <json>, CHATARGS <json>,
-// TEMPLATE <name>. The handler only records them (O(1), sizes checked); their JSON is parsed and the
+// TEMPLATE <name>, TOOLCHOICE auto|none|required|<name> (tool_reply.h). The handler only records them (O(1), sizes checked); their JSON is parsed and the
 // template rendered off the main thread by ChatInputs::render (engine/chat_prompt.h does the work).
 #pragma once
 #include <cstddef>
@@ -11,6 +11,7 @@
 #include "engine/chat_prompt.h"
 #include "engine/engine.h"
 #include "redis/module_api.h"
+#include "redis/tool_reply.h"
 
 namespace infer::redis {
 
@@ -29,9 +30,10 @@ struct ChatOptions {
   RedisModuleString* tools = nullptr;
   RedisModuleString* chat_args = nullptr;
   RedisModuleString* template_name = nullptr;
+  RedisModuleString* tool_choice = nullptr;
 };
 
-// True when s is MESSAGES, TOOLS, CHATARGS or TEMPLATE.
+// True when s is MESSAGES, TOOLS, CHATARGS, TEMPLATE or TOOLCHOICE.
 bool is_chat_option(const RedisModuleString* s);
 
 enum class ChatParse { NotOption, Parsed, Error };
@@ -39,6 +41,11 @@ enum class ChatParse { NotOption, Parsed, Error };
 // *i on its value; checks sizes and repeats. Error: err says why.
 ChatParse parse_chat_option(RedisModuleString** argv, int argc, int* i, ChatOptions* o, std::string* err,
                             const std::vector<std::string_view>& allowed);
+
+struct GenerationOptions;
+// What TOOLCHOICE cannot go with, checked once the command is parsed: it needs TOOLS, and a constraining
+// choice (required, a name) excludes FORMAT, JSONSCHEMA and GRAMMAR. "" or the error.
+std::string check_tool_choice(const ChatOptions& o, const GenerationOptions& g);
 
 // A chat held by the job for the background: CHAT pairs or MESSAGES, with TOOLS, CHATARGS, TEMPLATE.
 struct ChatInputs {
@@ -48,11 +55,12 @@ struct ChatInputs {
   std::string_view tools;      // TOOLS' JSON ("" when absent)
   std::string_view chat_args;  // CHATARGS' JSON ("" when absent)
   std::string template_name;   // "" when absent
+  ToolChoice tool_choice;      // auto when absent
 
   // Holds the options' strings in `job` (main thread) and returns how many bytes were held.
   size_t hold(GenerationJob* job, const ChatOptions& o);
   // Background thread: parses the JSON and renders the chat through the model's template (or a built-in
-  // format); records the tools and the template used on the job. Throws engine::ChatError: bad JSON
+  // format); records the tools, the tool choice and the template used on the job. Throws engine::ChatError: bad JSON
   // names its option ("TOOLS is not valid JSON: ..."), anything else starts with `keyword`.
   std::string render(const engine::Engine& engine, GenerationJob* job) const;
 };

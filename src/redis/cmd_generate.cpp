@@ -1,5 +1,5 @@
 // INFER.GENERATE model {text | PROMPT text | TOKENS key [key ...] [PROMPT suffix] | CHAT role text ... |
-//   MESSAGES json} [TOOLS json] [CHATARGS json] [TEMPLATE name]
+//   MESSAGES json} [TOOLS json [TOOLCHOICE auto|none|required|name]] [CHATARGS json] [TEMPLATE name]
 //   [MAXTOKENS n] [TEMP t] [TOPK k] [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms]
 //   [WITHSTATS] [STREAM key]
 //
@@ -77,7 +77,7 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
       if (i + 1 < argc && !is_keyword(argv[i + 1]))  // a last role without its text
         return *err = "CHAT needs role/text pairs: role '" + str(argv[i + 1]) + "' has no text", false;
     } else if (ChatParse c = parse_chat_option(argv, argc, &i, &a->chat_options, err,
-                                               {"MESSAGES", "TOOLS", "CHATARGS", "TEMPLATE"});
+                                               {"MESSAGES", "TOOLS", "CHATARGS", "TEMPLATE", "TOOLCHOICE"});
                c != ChatParse::NotOption) {
       if (c == ChatParse::Error) return false;
       if (a->chat_options.messages && argv[i] == a->chat_options.messages) {
@@ -101,6 +101,7 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
     for (const auto& [given, name] : {std::pair{c.tools, "TOOLS"}, {c.chat_args, "CHATARGS"}, {c.template_name, "TEMPLATE"}})
       if (given) return *err = std::string(name) + " needs a chat: CHAT role text ... or MESSAGES json", false;
   }
+  if (std::string why = check_tool_choice(c, a->options); !why.empty()) return *err = why, false;
   return true;
 }
 

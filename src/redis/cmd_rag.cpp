@@ -1,5 +1,5 @@
 // INFER.RAG model vset {QUERY text | FP32 blob | VALUES n v...} [QUESTION text] [COUNT k] [EF n]
-//   [FILTER expr] [FILTER-EF n] [DOCKEY attr] [TEMPLATE plain|chat|name] [TOOLS json] [CHATARGS json]
+//   [FILTER expr] [FILTER-EF n] [DOCKEY attr] [TEMPLATE plain|chat|name] [TOOLS json [TOOLCHOICE c]] [CHATARGS json]
 //   [MAXTOKENS n] [TEMP t] [TOPK k] [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms]
 //   [WITHSTATS] [STREAM key] [WITHSOURCES] [EMBEDDER name]
 // A vector query needs QUESTION (the text put to the model); a QUERY text is the question unless
@@ -321,7 +321,7 @@ struct RagArgs {
   vector::SearchOptions search;
   std::optional<vector::Filter> filter;
   std::optional<std::string> template_name;  // plain, chat or a template's name
-  ChatOptions chat_options;                   // TOOLS, CHATARGS
+  ChatOptions chat_options;                   // TOOLS, CHATARGS, TOOLCHOICE
   std::optional<std::string> embedder_name;
   std::string dockey = "tokens";
   bool with_sources = false;
@@ -400,7 +400,8 @@ bool parse(RedisModuleString** argv, int argc, RagArgs* a, std::string* err) {
                               is_word(w, "FILTER-EF") || is_word(w, "FILTER") || is_word(w, "EMBEDDER") ||
                               is_word(w, "DOCKEY") || is_word(w, "TEMPLATE"))) {
       return *err = str(w) + " needs a value", false;
-    } else if (ChatParse c = parse_chat_option(argv, argc, &i, &a->chat_options, err, {"TOOLS", "CHATARGS"});
+    } else if (ChatParse c = parse_chat_option(argv, argc, &i, &a->chat_options, err,
+                                               {"TOOLS", "CHATARGS", "TOOLCHOICE"});
                c != ChatParse::NotOption) {
       if (c == ChatParse::Error) return false;
     } else if (OptionParse p = parse_generation_option(argv, argc, &i, &a->options, err, kWithStats | kStream);
@@ -414,6 +415,7 @@ bool parse(RedisModuleString** argv, int argc, RagArgs* a, std::string* err) {
   if (a->template_name == "plain" && (a->chat_options.tools || a->chat_options.chat_args))
     return *err = std::string(a->chat_options.tools ? "TOOLS" : "CHATARGS") + " needs a chat: TEMPLATE plain has none",
            false;
+  if (std::string why = check_tool_choice(a->chat_options, a->options); !why.empty()) return *err = why, false;
   return true;
 }
 

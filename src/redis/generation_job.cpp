@@ -46,10 +46,11 @@ int reply_refusal(RedisModuleCtx* ctx, const engine::SubmitError& refusal) {
   return reply_error(ctx, refusal.message);
 }
 
-void reply_stats_fields(RedisModuleCtx* ctx, const engine::Result& r) {
+// `finish`: the result's reason, or "tool_calls" when the reply carries calls.
+void reply_stats_fields(RedisModuleCtx* ctx, const engine::Result& r, const char* finish) {
   const engine::Timings& t = r.timings;
   rm::ReplyWithCString(ctx, "finish");
-  rm::ReplyWithCString(ctx, engine::finish_reason_name(r.finish));
+  rm::ReplyWithCString(ctx, finish);
   const std::pair<const char*, long long> counts[] = {{"prompt_tokens", t.prompt_tokens},
                                                       {"cached_tokens", t.cached_tokens},
                                                       {"generated_tokens", t.generated_tokens},
@@ -85,6 +86,17 @@ engine::Callbacks callbacks_for(GenerationJob* job) {
   cb.on_done = [job](engine::Result&& r) {
     // Engine thread. After complete() the job belongs to the main thread: touch nothing after it.
     job->result = std::move(r);
+    const bool finished = job->result.finish == engine::FinishReason::Stop ||
+                          job->result.finish == engine::FinishReason::Length;
+    if (finished && job->tools.is_array() && job->tool_choice.kind != ToolChoice::Kind::None) {
+      try {
+        job->tool_reply = parse_result_tool_calls(job->model->engine->tokenizer(),
+                                                  job->chat_template ? &job->chat_template->source : nullptr,
+                                                  job->result);
+      } catch (const std::exception&) {
+        job->tool_reply.reset();  // out of memory while parsing: the text is the reply
+      }
+    }
     unblock_generation(job);
   };
   return cb;
@@ -109,12 +121,25 @@ int GenerationJob::reply(RedisModuleCtx* ctx) {
       break;
   }
   const int extra = extra_reply_fields();
-  if (!with_stats && extra == 0) return rm::ReplyWithStringBuffer(ctx, r.text.data(), r.text.size());
-  rm::ReplyWithMap(ctx, 1 + (with_stats ? kStatsFields : 0) + extra);
+  if (!with_stats && extra == 0 && !tool_reply) return rm::ReplyWithStringBuffer(ctx, r.text.data(), r.text.size());
+  // With calls: text is the content around them, then tool_calls, and finish tool_calls (with the stats
+  // when WITHSTATS has them).
+  const int tool_fields = tool_reply ? (with_stats ? 1 : 2) : 0;
+  rm::ReplyWithMap(ctx, 1 + (with_stats ? kStatsFields : 0) + extra + tool_fields);
+  const std::string& text = tool_reply ? tool_reply->content : r.text;
   rm::ReplyWithCString(ctx, "text");
-  rm::ReplyWithStringBuffer(ctx, r.text.data(), r.text.size());
-  if (with_stats) reply_stats_fields(ctx, r);
+  rm::ReplyWithStringBuffer(ctx, text.data(), text.size());
+  const char* finish = tool_reply ? "tool_calls" : engine::finish_reason_name(r.finish);
+  if (with_stats) reply_stats_fields(ctx, r, finish);
   reply_extra_fields(ctx);
+  if (tool_reply) {
+    rm::ReplyWithCString(ctx, "tool_calls");
+    reply_tool_calls(ctx, tool_reply->tool_calls);
+    if (!with_stats) {
+      rm::ReplyWithCString(ctx, "finish");
+      rm::ReplyWithCString(ctx, finish);
+    }
+  }
   return REDISMODULE_OK;
 }
 
@@ -132,8 +157,10 @@ std::string_view GenerationJob::hold(RedisModuleString* arg) {
 bool GenerationJob::has_writes() const { return stream && !refusal && error.empty(); }
 
 void GenerationJob::write(RedisModuleCtx* ctx, Writable writable) {
-  const char* reason = unblocked ? "cancelled" : engine::finish_reason_name(result.finish);
-  stream->finish(ctx, writable, reason, result.timings.generated_tokens);
+  const char* reason = unblocked ? "cancelled" : tool_reply ? "tool_calls" : engine::finish_reason_name(result.finish);
+  std::vector<std::pair<std::string, std::string>> fields;
+  if (tool_reply && !unblocked) fields.emplace_back("tool_calls", tool_calls_json(tool_reply->tool_calls));
+  stream->finish(ctx, writable, reason, result.timings.generated_tokens, fields);
   if (!error.empty()) return;
   if (writable == Writable::Replica) {
     error_code = "READONLY";
@@ -316,6 +343,20 @@ std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long 
 
 namespace {
 
+// TOOLCHOICE required or a name: the output is one call, in the template's format, to the tools the chat
+// offered (rendering recorded them on the job). "" or why not.
+std::string constrain_to_tool_call(const GenerationJob& job, engine::Request& req) {
+  std::string gbnf;
+  try {
+    gbnf = tool_choice_grammar(job.chat_template ? &job.chat_template->source : nullptr, job.tools, job.tool_choice);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  std::string why = constrain_request(*job.model, OutputConstraint::Grammar, gbnf, req);
+  if (why.rfind("GRAMMAR: ", 0) == 0) why = "TOOLCHOICE: " + why.substr(9);
+  return why;
+}
+
 // The background half of a submit: prepare the prompt, compile the output constraint, submit. A refusal
 // unblocks the job. Once submit succeeds the request may finish and the job be freed at any time: only
 // the cancellation (shared) is touched after it.
@@ -330,6 +371,7 @@ auto background_submit(GenerationJob* job, engine::Request req, PreparePrompt pr
     }
     if (why.empty() && job->constraint != OutputConstraint::None)
       why = constrain_request(*job->model, job->constraint, job->constraint_text, req);
+    if (why.empty() && job->tool_choice.constrains()) why = constrain_to_tool_call(*job, req);
     if (!why.empty()) {
       job->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(why), 0};
       return unblock_generation(job);
@@ -364,7 +406,7 @@ int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, 
 }
 
 void submit_generation(GenerationJob* job, engine::Request req) {
-  if (job->constraint != OutputConstraint::None) {  // compiled off the main thread
+  if (job->constraint != OutputConstraint::None || job->tool_choice.constrains()) {  // compiled off the main thread
     job->counted_before_submit = true;
     if (!run_in_background(job->constraint_text.size(), background_submit(job, std::move(req), {}))) {
       job->counted_before_submit = false;

@@ -18,6 +18,7 @@
 #include "redis/models.h"
 #include "redis/module_api.h"
 #include "redis/stream_writer.h"
+#include "redis/tool_reply.h"
 
 namespace infer::redis {
 
@@ -102,6 +103,10 @@ struct GenerationJob : BlockedJob {
   // prompt is prepared, before submit; read after completion.
   nlohmann::ordered_json tools;
   const engine::ChatTemplateEntry* chat_template = nullptr;
+  ToolChoice tool_choice;  // TOOLCHOICE, recorded with the tools
+  // The calls parsed from the result (tool_reply.h), set by on_done when there are any: the reply and the
+  // STREAM's final entry carry them.
+  std::optional<chat::ParsedReply> tool_reply;
 
  private:
   std::vector<RedisModuleString*> held_;  // freed with the job, on the main thread

@@ -78,7 +78,8 @@ bool StreamWriter::may_write(RedisModuleCtx* ctx, bool propagate) {
   return false;
 }
 
-void StreamWriter::finish(RedisModuleCtx* ctx, Writable writable, const char* reason, long long n_tokens) {
+void StreamWriter::finish(RedisModuleCtx* ctx, Writable writable, const char* reason, long long n_tokens,
+                          const std::vector<std::pair<std::string, std::string>>& fields) {
   if (finished_) return;
   flush(ctx, writable, /*wait=*/true);  // the engine has stopped appending: the lock is free or about to be
   if (finished_) return;  // the flush found the slot moving or gone
@@ -89,7 +90,7 @@ void StreamWriter::finish(RedisModuleCtx* ctx, Writable writable, const char* re
     return;
   }
   SelectedDb in_clients_db(ctx, db_);
-  if (may_write(ctx, /*propagate=*/true)) write_stream_entry(ctx, key_, maxlen_, "finish", reason, n_tokens, true);
+  if (may_write(ctx, /*propagate=*/true)) write_stream_entry(ctx, key_, maxlen_, "finish", reason, n_tokens, true, fields);
 }
 
 bool StreamWriter::end_now(RedisModuleCtx* ctx, const char* reason, bool propagate) {

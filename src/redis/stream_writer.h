@@ -11,7 +11,8 @@
 // records the stream as open (or done) for replicas and the AOF (stream_registry.h), so that the
 // stream ends with a `finish` entry after a SHUTDOWN, a restart or a failover too.
 //
-// Entry fields: `text <chunk>`; the last entry is `finish <reason> tokens <n>`. In a cluster, when the
+// Entry fields: `text <chunk>`; the last entry is `finish <reason> tokens <n>` (plus `tool_calls <json>`
+// when the reply has calls, tool_reply.h). In a cluster, when the
 // key's slot starts migrating away the stream ends at once with `finish moved` and the generation is
 // cancelled (the key may leave with the next MIGRATE); when the slot is already gone nothing more can
 // be written here, the server log says so and moved() gives the redirection for the reply.
@@ -20,6 +21,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "redis/blocked_call.h"
 #include "redis/module_api.h"
@@ -39,7 +42,9 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
   // Main thread, from the write queue (`ctx`: the queue's context): write what is buffered, then the
   // final entry. On a node that became a replica nothing is written and the server log says so.
   // Idempotent.
-  void finish(RedisModuleCtx* ctx, Writable writable, const char* reason, long long n_tokens);
+  // `fields`: more field/value pairs for the final entry (tool_calls).
+  void finish(RedisModuleCtx* ctx, Writable writable, const char* reason, long long n_tokens,
+              const std::vector<std::pair<std::string, std::string>>& fields = {});
 
   // Main thread: ends the stream now with `finish <reason> tokens <n>` (n: the tokens written so far)
   // and stops the generation (SHUTDOWN). `propagate`: as in write_stream_entry (stream_registry.h).
