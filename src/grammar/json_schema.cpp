@@ -922,6 +922,4 @@ std::string json_schema_text_to_gbnf(std::string_view schema_text) {
   return json_schema_to_gbnf(schema);
 }
 
-std::string json_value_gbnf() { return json_schema_to_gbnf(Json(true)); }
-
 }  // namespace infer::grammar

@@ -49,7 +49,4 @@ std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 // The same for a schema given as JSON text; text that is not JSON throws SchemaError naming the byte offset.
 std::string json_schema_text_to_gbnf(std::string_view schema_text);
 
-// The grammar of any JSON value (what `FORMAT json` asks for): json_schema_to_gbnf of the schema `true`.
-std::string json_value_gbnf();
-
 }  // namespace infer::grammar
