@@ -1,5 +1,6 @@
 #include "grammar/compiled_grammar.h"
 
+#include <chrono>
 #include <list>
 
 namespace infer::grammar {
@@ -21,6 +22,10 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
 uint64_t CompiledGrammar::masks_computed() const {
   std::lock_guard lock(mu_);
   return computed_;
+}
+double CompiledGrammar::mask_compute_seconds() const {
+  std::lock_guard lock(mu_);
+  return compute_s_;
 }
 uint64_t CompiledGrammar::masks_cached() const {
   std::lock_guard lock(mu_);
@@ -67,7 +72,9 @@ std::shared_ptr<const TokenMask> CompiledGrammar::mask(const Position& at) const
     ++cached_;
     return it->second;
   }
+  const auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<const TokenMask> m = walk(at);
+  compute_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++computed_;
   const size_t mask_bytes = m->bits.size() * sizeof(uint64_t) + 64;
   if ((masks_.size() + 1) * mask_bytes > kMaskCacheBytes) masks_.clear();  // holders keep theirs

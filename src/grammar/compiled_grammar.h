@@ -42,6 +42,7 @@ class CompiledGrammar {
   // Masks computed (cache misses) and served from the cache, for tests and benchmarks.
   uint64_t masks_computed() const;
   uint64_t masks_cached() const;
+  double mask_compute_seconds() const;  // time spent computing the masks_computed() ones
 
   // Where a matcher is: the recogniser's state and a code point begun but not finished.
   struct Position {
@@ -66,6 +67,7 @@ class CompiledGrammar {
   mutable RecognizerStates states_;
   mutable std::unordered_map<uint64_t, std::shared_ptr<const TokenMask>> masks_;
   mutable uint64_t computed_ = 0, cached_ = 0;
+  mutable double compute_s_ = 0;
 };
 
 // Parses `gbnf` (GrammarError on a bad grammar) and joins it to `tok`'s vocabulary trie. The result is

@@ -3,6 +3,7 @@
 // caches compiled grammars by content.
 #include "redis/output_constraint.h"
 
+#include "grammar/compiled_grammar.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 
@@ -10,21 +11,26 @@ namespace infer::redis {
 
 std::string constrain_request(const LoadedModel& m, OutputConstraint kind, std::string_view text,
                               engine::Request& req) {
-  std::string gbnf;
+  if (kind == OutputConstraint::None) return "";
   const char* option = kind == OutputConstraint::Schema ? "JSONSCHEMA" : kind == OutputConstraint::Grammar ? "GRAMMAR" : "FORMAT";
   try {
-    switch (kind) {
-      case OutputConstraint::None: return "";
-      case OutputConstraint::Json: gbnf = grammar::json_value_gbnf(); break;
-      case OutputConstraint::Schema: gbnf = grammar::json_schema_text_to_gbnf(text); break;
-      case OutputConstraint::Grammar: gbnf.assign(text); break;
+    std::string converted;
+    std::string_view gbnf = text;
+    if (kind == OutputConstraint::Json) {
+      gbnf = grammar::json_value_gbnf();
+    } else if (kind == OutputConstraint::Schema) {
+      converted = grammar::json_schema_text_to_gbnf(text);
+      gbnf = converted;
     }
+    req.grammar = grammar::compile_grammar(gbnf, m.engine->tokenizer());
   } catch (const grammar::SchemaError& e) {
     return std::string(option) + ": " + e.what();
+  } catch (const grammar::GrammarError& e) {
+    // For JSONSCHEMA the converter wrote the grammar: a position in it would mean nothing to the caller.
+    if (kind == OutputConstraint::Schema) return std::string(option) + ": cannot compile the schema's grammar: " + e.what();
+    return std::string(option) + ": " + e.what();
   }
-  (void)m;
-  (void)req;
-  return std::string(option) + ": constrained decoding is not available in this build";
+  return "";
 }
 
 }  // namespace infer::redis
