@@ -360,6 +360,8 @@ class Gen {
         if (chance(0.3)) a.insert(a.end(), {"TOOLS", pick<std::string>({"[]", "{", text()})});
         if (chance(0.3)) a.insert(a.end(), {"CHATARGS", pick<std::string>({R"({"enable_thinking":false})", "[1]", text()})});
         if (chance(0.3)) a.insert(a.end(), {"TEMPLATE", pick<std::string>({"default", "tool_use", "chatml", text()})});
+        if (chance(0.3))
+          a.insert(a.end(), {"TOOLCHOICE", pick<std::string>({"auto", "none", "required", "get_weather", text()})});
         break;
       default: a.insert(a.end(), {"PROMPT", text()});
     }
