@@ -90,7 +90,7 @@ engine::Callbacks callbacks_for(GenerationJob* job) {
                           job->result.finish == engine::FinishReason::Length;
     if (finished && job->tools.is_array() && job->tool_choice.kind != ToolChoice::Kind::None) {
       try {
-        job->tool_reply = parse_result_tool_calls(job->model->engine->tokenizer(),
+        job->tool_reply = engine::parse_result_tool_calls(job->model->engine->tokenizer(),
                                                   job->chat_template ? &job->chat_template->source : nullptr,
                                                   job->result);
       } catch (const std::exception&) {

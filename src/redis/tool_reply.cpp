@@ -55,27 +55,6 @@ std::string tool_choice_grammar(const std::string* template_source, const nlohma
   }
 }
 
-std::optional<chat::ParsedReply> parse_result_tool_calls(const tokenizer::Tokenizer& tok,
-                                                         const std::string* template_source,
-                                                         const engine::Result& result) {
-  const chat::ToolCallFormat format = format_of(template_source);
-  if (format == chat::ToolCallFormat::None) return std::nullopt;
-  chat::ParsedReply parsed = chat::parse_tool_calls(format, result.text);
-  if (!parsed.tool_calls.empty()) return parsed;
-  // The same ids with control tokens written out ([TOOL_CALLS], <|python_tag|>, <｜tool▁calls▁begin｜>).
-  std::string with_control;
-  bool any_control = false;
-  for (int32_t id : result.ids) {
-    std::string kept = tok.token_to_piece(id, /*remove_special=*/false);
-    if (!any_control && kept != tok.token_to_piece(id, /*remove_special=*/true)) any_control = true;
-    with_control += kept;
-  }
-  if (!any_control) return std::nullopt;
-  parsed = chat::parse_tool_calls(format, with_control);
-  if (parsed.tool_calls.empty()) return std::nullopt;
-  return parsed;
-}
-
 void reply_tool_calls(RedisModuleCtx* ctx, const std::vector<chat::ToolCall>& calls) {
   rm::ReplyWithArray(ctx, static_cast<long>(calls.size()));
   for (const chat::ToolCall& call : calls) {

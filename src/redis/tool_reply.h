@@ -15,9 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/tool_calls.h"
-#include "engine/engine.h"
+#include "engine/reply_tool_calls.h"
 #include "redis/module_api.h"
-#include "tokenizer/tokenizer.h"
 
 namespace infer::redis {
 
@@ -39,13 +38,6 @@ std::string parse_tool_choice(std::string_view value, ToolChoice* out);
 // for the user ("TOOLCHOICE get_time: no tool of that name").
 std::string tool_choice_grammar(const std::string* template_source, const nlohmann::ordered_json& tools,
                                 const ToolChoice& choice);
-
-// The calls in `result` when it is worth parsing (tools offered, TOOLCHOICE not none, a template that
-// teaches a format); nullopt when there are none. Where a format's markers are control tokens, which the
-// generated text leaves out, the ids are read again with them kept. Any thread.
-std::optional<chat::ParsedReply> parse_result_tool_calls(const tokenizer::Tokenizer& tok,
-                                                         const std::string* template_source,
-                                                         const engine::Result& result);
 
 // Main thread: the calls as a reply array of maps {id, type, name, arguments}.
 void reply_tool_calls(RedisModuleCtx* ctx, const std::vector<chat::ToolCall>& calls);
