@@ -90,9 +90,8 @@ engine::Callbacks callbacks_for(GenerationJob* job) {
                           job->result.finish == engine::FinishReason::Length;
     if (finished && job->tools.is_array() && job->tool_choice.kind != ToolChoice::Kind::None) {
       try {
-        job->tool_reply = engine::parse_result_tool_calls(job->model->engine->tokenizer(),
-                                                  job->chat_template ? &job->chat_template->source : nullptr,
-                                                  job->result);
+        const std::string* source = job->chat_template ? &job->chat_template->source : nullptr;
+        job->tool_reply = engine::parse_result_tool_calls(job->model->engine->tokenizer(), source, job->result);
       } catch (const std::exception&) {
         job->tool_reply.reset();  // out of memory while parsing: the text is the reply
       }
