@@ -72,7 +72,7 @@ engine::Callbacks callbacks_for(GenerationJob* job) {
   engine::Callbacks cb;
   if (job->stream) {
     std::shared_ptr<StreamWriter> stream = job->stream;
-    cb.on_token = [stream](int32_t, const std::string& piece) {
+    cb.on_token = [stream](int32_t, const std::string& piece, const engine::TokenLogprobs*) {
       try {
         stream->append(piece);
       } catch (...) {
