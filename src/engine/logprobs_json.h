@@ -4,15 +4,18 @@
 // a character split across tokens, become U+FFFD when dumped with error_handler_t::replace); "bytes"
 // holds the piece's exact bytes. A logprob of -inf is dumped as null.
 #pragma once
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 
 namespace infer::engine {
 
-nlohmann::ordered_json logprobs_json(const TokenLogprobs& e);
+// As a JSON value (its keys sorted, as nlohmann::json keeps them).
+nlohmann::json logprobs_json(const TokenLogprobs& e);
 
-// One entry as compact JSON, invalid UTF-8 replaced (see above).
+// One entry as compact JSON, keys in the order above, invalid UTF-8 replaced (see above).
 std::string dump_logprobs_json(const TokenLogprobs& e);
 
 }  // namespace infer::engine
