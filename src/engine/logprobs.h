@@ -2,11 +2,13 @@
 // row and its most likely tokens, for the DecodeStep of a request that asked for them.
 //
 // Numerics: log p(i) = x_i - (m + log sum_j exp(x_j - m)) with m the row's maximum, the exponentials
-// summed in double, so the sum neither overflows nor loses the small terms. NaN logits count as -inf
-// (as in the Sampler). A row without a finite maximum gives 0 to the tokens at the maximum, -inf elsewhere.
+// summed in double by the vectorised softmax (kernels/ops.h), so the sum neither overflows nor loses
+// the small terms, and x_i - lse is taken in double: a very unlikely token gets its true value, never
+// -inf. NaN logits count as -inf (as in the Sampler). A row without a finite maximum gives 0 to the
+// tokens at the maximum, -inf elsewhere.
 //
-// Cost: two passes over the row (its maximum with the n best, then the sum); nothing is allocated per
-// row but the pieces of the entry filled in.
+// Cost: a copy of the row, the softmax over it and a pass for the n best; the copy is sized once, nothing
+// else is allocated per row but the pieces of the entry filled in.
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -37,6 +39,9 @@ class LogprobRow {
   double max_ = 0;  // the row's maximum logit
   double lse_ = 0;  // log sum exp of the row
   std::vector<std::pair<int32_t, float>> top_;  // (id, logit), best first
+  std::vector<float> probs_;  // the row, NaN as -inf, then its softmax
+
+  void select_top(int n_vocab, size_t n);
 };
 
 }  // namespace infer::engine
