@@ -13,6 +13,7 @@
 #include "cli/command_registry.h"
 #include "cli/device_flags.h"
 #include "engine/generator.h"
+#include "engine/logprobs_json.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -43,6 +44,7 @@ struct GenerateArgs {
   bool json = false;
   bool mmap = false;
   std::string logits;  // "", "N" or "all"
+  int logprobs = -1;   // -1: not asked
   std::string force;   // "ID,ID,..."
   std::vector<std::string> stop;
   DeviceArgs device;
@@ -146,6 +148,8 @@ void run_generate(const GenerateArgs& a) {
   g.stop = a.stop;
   g.logits_top_n = parse_logits(a.logits);
   g.capture_prompt_logits = g.logits_top_n != 0;
+  if (a.logprobs != -1 && !a.json) throw std::invalid_argument("--logprobs needs --json");
+  g.logprobs = a.logprobs;
   if (!a.force.empty()) g.force = parse_ids(a.force);
   const model::DeviceOptions device = device_options(a.device);
 
@@ -182,6 +186,11 @@ void run_generate(const GenerateArgs& a) {
     if (g.logits_top_n != 0) {
       j["prompt_logits"] = logits_json(r.prompt_logits);
       j["logits"] = logits_json(r.step_logits);
+    }
+    if (g.logprobs >= 0) {
+      auto lp = nlohmann::json::array();
+      for (const engine::TokenLogprobs& e : r.logprobs) lp.push_back(engine::logprobs_json(e));
+      j["logprobs"] = std::move(lp);
     }
     std::puts(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -225,6 +234,10 @@ void setup_generate(CLI::App& app) {
   cmd->add_flag("--json", args->json, "print one JSON object instead of streaming text");
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->add_option("--logits", args->logits, "with --json: top N logits (or 'all') per prompt position and step");
+  cmd->add_option("--logprobs", args->logprobs,
+                  "with --json: each generated token's log-probability and the N (0-20) most likely "
+                  "alternatives, from the model's distribution before sampling")
+      ->check(CLI::Range(0, engine::kMaxLogprobs));
   cmd->add_option("--force", args->force, "teacher forcing: feed these ids (ID,ID,...) as the generated tokens");
   add_device_flags(cmd, args->device);
   cmd->callback([args] { run_generate(*args); });

@@ -11,11 +11,13 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/text_stream.h"
 #include "tokenizer/tokenizer.h"
@@ -39,8 +41,17 @@ class DecodeStep {
   DecodeStep(const SamplingParams& sampling, int n_vocab, const tokenizer::Tokenizer* tok,
              std::vector<std::string> stop, bool end_on_eog, std::function<void(const std::string&)> on_text);
 
+  // Per-token log-probabilities (Request::logprobs): from now on sample() and score() also fill
+  // logprobs() from the raw row, before anything else looks at it. Throws std::invalid_argument unless
+  // 0 <= n_top <= kMaxLogprobs.
+  void enable_logprobs(int n_top);
+
   // The next id from one row of logits, given every token so far (prompt included).
-  int32_t sample(const float* logits, std::span<const int32_t> history) { return sampler_.sample(logits, history); }
+  int32_t sample(const float* logits, std::span<const int32_t> history);
+  // Teacher forcing: fills logprobs() for `id` as if it had been sampled from `logits`.
+  void score(const float* logits, int32_t id);
+  // The entry of the token last sampled or scored; null unless enable_logprobs was called.
+  TokenLogprobs* logprobs() { return logprob_row_ ? &logprobs_ : nullptr; }
   // Takes the id as generated: what it does to the text (on_text receives what becomes final).
   Outcome take(int32_t id);
   // End of generation: releases the text held back (see TextStream::finish).
@@ -51,6 +62,9 @@ class DecodeStep {
 
  private:
   Sampler sampler_;
+  int n_vocab_;
+  std::optional<LogprobRow> logprob_row_;
+  TokenLogprobs logprobs_;
   const tokenizer::Tokenizer* tok_;
   bool end_on_eog_;
   TextStream text_;

@@ -126,7 +126,7 @@ int end_inherited_streams(RedisModuleCtx* ctx, const char* reason, bool propagat
 }
 
 bool write_stream_entry(RedisModuleCtx* ctx, const std::string& key, long long maxlen, const char* field,
-                        const std::string& value, long long tokens, bool propagate) {
+                        const std::string& value, long long tokens, bool propagate, const std::string& logprobs) {
   const bool finish = std::string_view(field) == "finish";
   std::vector<RedisModuleString*> args;
   auto add = [&](const std::string& a) { args.push_back(rm::CreateString(ctx, a.data(), a.size())); };
@@ -142,6 +142,10 @@ bool write_stream_entry(RedisModuleCtx* ctx, const std::string& key, long long m
   if (finish) {
     add("tokens");
     add(std::to_string(tokens));
+  }
+  if (!logprobs.empty()) {
+    add("logprobs");
+    add(logprobs);
   }
   // "!": replicated and written to the AOF (when `ctx` is freed), notified like a client's XADD.
   RedisModuleCallReply* r = rm::Call(ctx, "XADD", propagate ? "!v" : "v", args.data(), args.size());
