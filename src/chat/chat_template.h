@@ -27,8 +27,9 @@ struct TemplateError : std::runtime_error {
 // Work limits for one render; the defaults suit every real template by orders of magnitude.
 struct TemplateLimits {
   std::size_t max_output_bytes = 64u << 20;   // the rendering itself
-  std::uint64_t max_steps = 50'000'000;        // statements and expressions evaluated
+  std::uint64_t max_steps = 5'000'000;         // statements, expressions and elements built
   int max_call_depth = 200;                    // nested macro calls
+  int max_depth = 500;                         // nested statements, expressions and calls while rendering
 };
 
 // The local time strftime_now() formats: seconds since the Unix epoch, as the local clock reads.

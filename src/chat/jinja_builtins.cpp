@@ -956,10 +956,11 @@ std::vector<std::pair<std::string, Value>> make_globals() {
     for (auto& [k, v] : a.keyword) items.emplace_back(Value::string(k), v);
     return Value::make_dict(std::move(items));
   }));
-  g.emplace_back("namespace", Value::callable("namespace", [](Interpreter&, CallArgs& a) {
+  g.emplace_back("namespace", Value::callable("namespace", [](Interpreter& in, CallArgs& a) {
     Value v;
     v.type = Type::Namespace;
     v.ns = std::make_shared<NamespaceData>();
+    in.track(v.ns);
     if (!a.positional.empty() && a.positional[0].is_dict())
       for (const auto& [k, val] : a.positional[0].entries()) v.ns->attrs.emplace_back(to_str(k), val);
     for (auto& [k, val] : a.keyword) {

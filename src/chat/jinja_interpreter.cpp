@@ -12,6 +12,10 @@ namespace infer::chat::jinja {
 
 Interpreter::Interpreter(const TemplateLimits& limits, ClockFn clock) : limits_(limits), clock_(std::move(clock)) {}
 
+Interpreter::~Interpreter() {
+  for (auto& ns : namespaces_) ns->attrs.clear();
+}
+
 Value* Interpreter::Scope::find(const std::string& name) {
   for (Scope* s = this; s; s = s->parent)
     for (auto it = s->vars.rbegin(); it != s->vars.rend(); ++it)
@@ -64,6 +68,18 @@ Interpreter::Flow Interpreter::exec(const Body& body, std::string& out) {
 }
 
 namespace {
+// Counts one level of nesting for as long as it lives; hostile templates must not exhaust the stack.
+struct Nest {
+  int& depth;
+  Nest(int& d, int limit) : depth(d) {
+    if (++depth > limit) {
+      --depth;
+      fail("RecursionError", "the template nests deeper than " + std::to_string(limit) + " levels while rendering");
+    }
+  }
+  ~Nest() { --depth; }
+};
+
 // Restores the interpreter's scope when a block ends, also on errors.
 template <class T>
 struct Restore {
@@ -86,6 +102,7 @@ Value apply_filters(Interpreter& in, const std::vector<ExprPtr>& filters, Value 
 
 Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
   count_steps();
+  Nest nest(depth_, limits_.max_depth);
   switch (s.kind) {
     case StmtKind::Text:
       out += s.text;
@@ -184,10 +201,15 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, std::string& out) {
   } else {
     items = seq.items();
   }
-  if (items.empty()) return exec(s.else_body, out) == Flow::Break ? Flow::Normal : Flow::Normal;
+  if (items.empty()) {
+    loop_scope.vars.clear();
+    exec(s.else_body, out);
+    return Flow::Normal;
+  }
   const std::int64_t n = std::int64_t(items.size());
   for (std::int64_t k = 0; k < n; ++k) {
     count_steps();
+    loop_scope.vars.clear();  // as in Jinja2, what one iteration sets is gone in the next
     assign(*s.target, items[std::size_t(k)]);
     std::vector<std::pair<Value, Value>> loop = {
         {Value::string("index"), Value::integer(k + 1)},
@@ -426,7 +448,7 @@ std::string percent_format(const std::string& format, const Value& args) {
 }
 }  // namespace
 
-Value binary_op(const std::string& op, const Value& a, const Value& b) {
+Value binary_op(const std::string& op, const Value& a, const Value& b, std::size_t max_bytes) {
   if (a.is_undefined()) a.raise_undefined();
   if (b.is_undefined()) b.raise_undefined();
   const bool numbers = a.is_number() && b.is_number();
@@ -469,8 +491,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     const Value& count = int_like(a) ? a : b;
     if (int_like(count) && (seq.is_string() || (seq.is_list() && seq.list_kind() == ListKind::List))) {
       std::int64_t n = std::max<std::int64_t>(0, as_int(count));
-      std::size_t unit = seq.is_string() ? seq.s.size() : seq.items().size() * 16;
-      if (unit && std::uint64_t(n) > (std::uint64_t(1) << 30) / unit)
+      std::size_t unit = seq.is_string() ? seq.s.size() : seq.items().size() * sizeof(Value);
+      if (unit && std::uint64_t(n) > max_bytes / unit)
         fail("MemoryError", "repetition result too large");
       if (seq.is_string()) {
         std::string out;
@@ -541,7 +563,7 @@ Value Interpreter::eval_binary(const Expr& e) {
     check_size(s.size());
     return Value::string(std::move(s));
   }
-  Value r = binary_op(op, left, right);
+  Value r = binary_op(op, left, right, limits_.max_output_bytes);
   if (r.is_string()) check_size(r.s.size());
   if (r.is_list()) count_steps(r.items().size());
   return r;
@@ -569,6 +591,7 @@ Value Interpreter::eval_compare(const Expr& e) {
 
 Value Interpreter::eval(const Expr& e) {
   count_steps();
+  Nest nest(depth_, limits_.max_depth);
   switch (e.kind) {
     case ExprKind::Literal: return e.literal;
     case ExprKind::Name: return lookup(e.name);
