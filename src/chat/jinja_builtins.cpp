@@ -506,6 +506,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
          if (!v.is_number()) fail("TypeError", "type " + type_name(v) + " doesn't define __round__ method");
          double p = std::pow(10.0, double(a.get_or(0, "precision", Value::integer(0)).i));
          std::string method = to_str(a.get_or(1, "method", Value::string("common")));
+         if (method == "common" && v.type == Type::Int) return v;  // Python's round(int, n) stays an int
          double x = v.as_double() * p;
          double r = method == "floor" ? std::floor(x) : method == "ceil" ? std::ceil(x) : std::nearbyint(x);
          return Value::real(r / p);
@@ -970,7 +971,8 @@ std::vector<std::pair<std::string, Value>> make_globals() {
     return v;
   }));
   g.emplace_back("raise_exception", Value::callable("raise_exception", [](Interpreter&, CallArgs& a) -> Value {
-    fail("raise_exception", a.positional.empty() ? "" : to_str(a.positional[0]));
+    if (a.positional.empty()) fail("TypeError", "raise_exception() missing 1 required positional argument: 'msg'");
+    fail("raise_exception", to_str(a.positional[0]));
   }));
   g.emplace_back("strftime_now", Value::callable("strftime_now", [](Interpreter& in, CallArgs& a) {
     std::string format = a.positional.empty() ? "" : to_str(a.positional[0]);

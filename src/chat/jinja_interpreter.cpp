@@ -385,10 +385,11 @@ Value Interpreter::eval_slice(const Expr& e) {
     for (std::size_t k : indices(std::int64_t(cps.size()))) part += cps[k];
     return Value::string(utf8_encode(part));
   }
-  if (obj.is_list() && (obj.list_kind() == ListKind::List || obj.list_kind() == ListKind::Tuple)) {
+  if (obj.is_list() && (obj.list_kind() == ListKind::List || obj.list_kind() == ListKind::Tuple ||
+                        obj.list_kind() == ListKind::Range)) {
     std::vector<Value> part;
     for (std::size_t k : indices(std::int64_t(obj.items().size()))) part.push_back(obj.items()[k]);
-    return Value::make_list(std::move(part), obj.list_kind());
+    return Value::make_list(std::move(part), obj.list_kind() == ListKind::Range ? ListKind::List : obj.list_kind());
   }
   return Value::undefined_attr(obj, Value::string("slice"));
 }
