@@ -120,7 +120,11 @@ b'.splitlines() }}|{{ 'aXa'.count('a') }})~", R"~({})~", R"~(x|a|a|a|['a', 'b', 
     {"UnknownFilterFails", R"~({% if x %}{{ 1|nosuchfilter }}{% endif %})~", R"~({"x": true})~", R"~(ERROR TemplateRuntimeError: No filter named 'nosuchfilter' found.)~"},
     {"RangeTooBigFails", R"~({{ range(1000000)|length }})~", R"~({})~", R"~(ERROR OverflowError: Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).)~"},
     {"NoneIsNotIterable", R"~({% for x in none %}{% endfor %})~", R"~({})~", R"~(ERROR TypeError: 'NoneType' object is not iterable)~"},
-    {"CallingStringFails", R"~({{ 'a'() }})~", R"~({})~", R"~(ERROR TypeError: 'str' object is not callable)~"},};
+    {"CallingStringFails", R"~({{ 'a'() }})~", R"~({})~", R"~(ERROR TypeError: 'str' object is not callable)~"},    {"RangeSlices", R"~({{ range(5)[1:3]|list }})~", R"~({})~", R"~([1, 2])~"},
+    {"RoundOfIntStaysInt", R"~({{ 5|round }} {{ 2.5|round }})~", R"~({})~", R"~(5 2.0)~"},
+    {"LoopBodyStartsAfreshEachIteration", R"~({% for i in [1, 2, 3] %}[{{ y }}]{% if i == 1 %}{% set y = 'set' %}{% endif %}{% endfor %})~", R"~({})~", R"~([][][])~"},
+    {"MacroSeesTopLevelNotLoopVariables", R"~({% macro m() %}{{ z }}{% endmacro %}{% for i in [1] %}{% set z = 'loop' %}{{ m() }}{% endfor %}{% set z = 'top' %}{{ m() }})~", R"~({})~", R"~(top)~"},
+};
 
 class JinjaConstruct : public ::testing::TestWithParam<Case> {};
 
