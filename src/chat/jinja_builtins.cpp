@@ -233,7 +233,7 @@ std::vector<Value> select_items(Interpreter& in, const Value& seq, const CallArg
   CallArgs test_args;
   for (std::size_t k = test_at + 1; k < args.positional.size(); ++k) test_args.positional.push_back(args.positional[k]);
   test_args.keyword = args.keyword;
-  for (const Value& item : in.iterate(seq).items()) {
+  for (const Value iterated = in.iterate(seq); const Value& item : iterated.items()) {
     in.count_steps();
     Value subject = by_attr ? attribute_of(in, item, attribute) : item;
     bool ok = test.empty() ? truthy(subject) : apply_test(in, test, subject, test_args);
@@ -386,7 +386,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
          Value attribute = a.get_or(1, "attribute", Value::none());
          std::string out;
          bool first = true;
-         for (const Value& item : in.iterate(v).items()) {
+         for (const Value iterated = in.iterate(v); const Value& item : iterated.items()) {
            if (!first) out += sep;
            first = false;
            out += to_str(attribute.is_none() ? item : attribute_of(in, item, to_str(attribute)));
@@ -515,7 +515,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
          bool case_sensitive = truthy(a.get_or(0, "case_sensitive", Value::boolean(false)));
          Value attribute = a.get_or(1, "attribute", Value::none());
          std::vector<Value> out, seen;
-         for (const Value& item : in.iterate(v).items()) {
+         for (const Value iterated = in.iterate(v); const Value& item : iterated.items()) {
            Value key = sort_key(attribute.is_none() ? item : attribute_of(in, item, to_str(attribute)), case_sensitive);
            bool dup = false;
            for (const Value& s : seen) dup = dup || equals(s, key);
@@ -546,7 +546,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
       {"sum", [](Interpreter& in, const Value& v, const CallArgs& a) {
          Value attribute = a.get_or(0, "attribute", Value::none());
          Value total = a.get_or(1, "start", Value::integer(0));
-         for (const Value& item : in.iterate(v).items())
+         for (const Value iterated = in.iterate(v); const Value& item : iterated.items())
            total = binary_op("+", total, attribute.is_none() ? item : attribute_of(in, item, to_str(attribute)));
          return total;
        }},
@@ -832,7 +832,7 @@ Value str_method(Interpreter& in, const std::string& s, const std::string& name,
   if (name == "join") {
     std::string out;
     bool first = true;
-    for (const Value& item : in.iterate(pos_arg(0, "iterable")).items()) {
+    for (const Value iterated = in.iterate(pos_arg(0, "iterable")); const Value& item : iterated.items()) {
       if (!first) out += s;
       first = false;
       if (!item.is_string()) fail("TypeError", "sequence item: expected str instance, " + type_name(item) + " found");

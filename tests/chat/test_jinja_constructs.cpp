@@ -124,6 +124,7 @@ b'.splitlines() }}|{{ 'aXa'.count('a') }})~", R"~({})~", R"~(x|a|a|a|['a', 'b', 
     {"RoundOfIntStaysInt", R"~({{ 5|round }} {{ 2.5|round }})~", R"~({})~", R"~(5 2.0)~"},
     {"LoopBodyStartsAfreshEachIteration", R"~({% for i in [1, 2, 3] %}[{{ y }}]{% if i == 1 %}{% set y = 'set' %}{% endif %}{% endfor %})~", R"~({})~", R"~([][][])~"},
     {"MacroSeesTopLevelNotLoopVariables", R"~({% macro m() %}{{ z }}{% endmacro %}{% for i in [1] %}{% set z = 'loop' %}{{ m() }}{% endfor %}{% set z = 'top' %}{{ m() }})~", R"~({})~", R"~(top)~"},
+    {"FiltersIterateStringsAndDicts", R"~({{ {'a': 1, 'b': 0}|select|list }} {{ '-'.join('abc') }} {{ 'abc'|join('.') }} {{ 'cab'|sort|join }} {{ 'hello'|unique|join }} {{ {'b': 1, 'a': 2}|max }})~", R"~({})~", R"~(['a', 'b'] a-b-c a.b.c abc helo b)~"},
 };
 
 class JinjaConstruct : public ::testing::TestWithParam<Case> {};
