@@ -187,6 +187,31 @@ Value Interpreter::iterate(const Value& v) {
   }
 }
 
+// Jinja's `loop` object for iteration `k`. Out of line: its temporaries would otherwise sit in every
+// nested for's stack frame.
+[[gnu::noinline]] static Value loop_object(const std::vector<Value>& items, std::int64_t k) {
+  const std::int64_t n = std::int64_t(items.size());
+  std::vector<std::pair<Value, Value>> loop;
+  loop.reserve(12);
+  auto add = [&](const char* key, Value v) { loop.emplace_back(Value::string(key), std::move(v)); };
+  add("index", Value::integer(k + 1));
+  add("index0", Value::integer(k));
+  add("revindex", Value::integer(n - k));
+  add("revindex0", Value::integer(n - k - 1));
+  add("first", Value::boolean(k == 0));
+  add("last", Value::boolean(k == n - 1));
+  add("length", Value::integer(n));
+  add("depth", Value::integer(1));
+  add("depth0", Value::integer(0));
+  if (k > 0) add("previtem", items[std::size_t(k - 1)]);
+  if (k + 1 < n) add("nextitem", items[std::size_t(k + 1)]);
+  add("cycle", Value::callable("cycle", [k](Interpreter&, CallArgs& a) {
+        if (a.positional.empty()) fail("TypeError", "no items for cycling given");
+        return a.positional[std::size_t(k) % a.positional.size()];
+      }));
+  return Value::make_dict(std::move(loop));
+}
+
 Interpreter::Flow Interpreter::exec_for(const Stmt& s, std::string& out) {
   Value seq = iterate(eval(*s.expr));
   Scope loop_scope{{}, scope_};
@@ -211,24 +236,7 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, std::string& out) {
     count_steps();
     loop_scope.vars.clear();  // as in Jinja2, what one iteration sets is gone in the next
     assign(*s.target, items[std::size_t(k)]);
-    std::vector<std::pair<Value, Value>> loop = {
-        {Value::string("index"), Value::integer(k + 1)},
-        {Value::string("index0"), Value::integer(k)},
-        {Value::string("revindex"), Value::integer(n - k)},
-        {Value::string("revindex0"), Value::integer(n - k - 1)},
-        {Value::string("first"), Value::boolean(k == 0)},
-        {Value::string("last"), Value::boolean(k == n - 1)},
-        {Value::string("length"), Value::integer(n)},
-        {Value::string("depth"), Value::integer(1)},
-        {Value::string("depth0"), Value::integer(0)},
-    };
-    if (k > 0) loop.emplace_back(Value::string("previtem"), items[std::size_t(k - 1)]);
-    if (k + 1 < n) loop.emplace_back(Value::string("nextitem"), items[std::size_t(k + 1)]);
-    loop.emplace_back(Value::string("cycle"), Value::callable("cycle", [k](Interpreter&, CallArgs& a) {
-                        if (a.positional.empty()) fail("TypeError", "no items for cycling given");
-                        return a.positional[std::size_t(k) % a.positional.size()];
-                      }));
-    loop_scope.set("loop", Value::make_dict(std::move(loop)));
+    loop_scope.set("loop", loop_object(items, k));
     Flow f = exec(s.body, out);
     if (f == Flow::Break) break;
   }

@@ -2,6 +2,8 @@
 // instead of crashing, hanging or exhausting memory; one parsed template renders on many threads at once.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <thread>
 #include <vector>
 
@@ -119,6 +121,60 @@ TEST(ChatTemplateThreads, OneTemplateRendersOnManyThreadsAtOnce) {
     for (int k = 0; k <= t; ++k) want += "<user>" + std::to_string(t);
     EXPECT_EQ(results[std::size_t(t)], want + std::to_string(t + 1));
   }
+}
+
+}  // namespace
+}  // namespace infer::chat
+
+namespace infer::chat {
+namespace {
+
+// Worker threads (Redis's, the engine's) may have small stacks; sanitizers multiply the frames' size.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr std::size_t kSmallStack = 16u << 20;
+#else
+constexpr std::size_t kSmallStack = 1u << 20;
+#endif
+
+// Renders `source` on a thread with a `stack_bytes` stack; returns the error ("" when it rendered).
+std::string error_on_small_stack(const std::string& source, std::size_t stack_bytes) {
+  struct Job {
+    std::string source, error;
+  } job{source, ""};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, stack_bytes);
+  pthread_t thread;
+  pthread_create(
+      &thread, &attr,
+      [](void* p) -> void* {
+        auto* j = static_cast<Job*>(p);
+        j->error = error_of(j->source);
+        return nullptr;
+      },
+      &job);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  return job.error;
+}
+
+TEST(ChatTemplateLimits, DeepestRecursionFitsInASmallThreadStack) {
+  // Each nesting limit reached at its deepest, on a 1 MiB stack: macro calls, render depth (a recursive
+  // call inside nested blocks), and the parser's nesting.
+  EXPECT_EQ(error_on_small_stack("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", kSmallStack),
+            "RecursionError: macro calls nest deeper than 200");
+  std::string blocks, ends;
+  for (int k = 0; k < 40; ++k) {
+    blocks += "{% for i in [1] %}{% if true %}";
+    ends += "{% endif %}{% endfor %}";
+  }
+  EXPECT_EQ(error_on_small_stack("{% macro f(n) %}" + blocks + "{{ f(n + 1) }}" + ends + "{% endmacro %}{{ f(0) }}",
+                                 kSmallStack),
+            "RecursionError: the template nests deeper than 500 levels while rendering");
+  std::string nested = "1";
+  for (int k = 0; k < 1000; ++k) nested = "(" + nested + " + 1)";
+  EXPECT_NE(error_on_small_stack(blocks + "{{ " + nested + " }}" + ends, kSmallStack).find("nests deeper than 200"),
+            std::string::npos);
 }
 
 }  // namespace
