@@ -283,7 +283,10 @@ Value to_int(const Value& v, const Value& fallback, std::int64_t base) {
   switch (v.type) {
     case Type::Int: return v;
     case Type::Bool: return Value::integer(v.b);
-    case Type::Float: return std::isfinite(v.f) ? Value::integer(std::int64_t(v.f)) : fallback;
+    case Type::Float:
+      if (!std::isfinite(v.f)) return fallback;
+      if (std::fabs(v.f) >= 9.2e18) fail("OverflowError", "int too large to convert");
+      return Value::integer(std::int64_t(v.f));
     case Type::String: {
       std::string s = py_strip(v.s, Value::none(), true, true);
       s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
@@ -292,7 +295,7 @@ Value to_int(const Value& v, const Value& fallback, std::int64_t base) {
         long long n = std::stoll(s, &used, int(base));
         if (used == s.size()) return Value::integer(n);
         double d = std::stod(s, &used);
-        if (used == s.size()) return Value::integer(std::int64_t(d));
+        if (used == s.size() && std::fabs(d) < 9.2e18) return Value::integer(std::int64_t(d));
       } catch (const std::exception&) {
       }
       return fallback;

@@ -203,8 +203,15 @@ Value Interpreter::iterate(const Value& v) {
   add("length", Value::integer(n));
   add("depth", Value::integer(1));
   add("depth0", Value::integer(0));
-  if (k > 0) add("previtem", items[std::size_t(k - 1)]);
-  if (k + 1 < n) add("nextitem", items[std::size_t(k + 1)]);
+  auto missing = [](const char* hint) {
+    Value u = Value::undefined();
+    auto info = std::make_shared<UndefinedInfo>(*u.undef);
+    info->hint = hint;
+    u.undef = std::move(info);
+    return u;
+  };
+  add("previtem", k > 0 ? items[std::size_t(k - 1)] : missing("there is no previous item"));
+  add("nextitem", k + 1 < n ? items[std::size_t(k + 1)] : missing("there is no next item"));
   add("cycle", Value::callable("cycle", [k](Interpreter&, CallArgs& a) {
         if (a.positional.empty()) fail("TypeError", "no items for cycling given");
         return a.positional[std::size_t(k) % a.positional.size()];
@@ -449,7 +456,10 @@ std::string percent_format(const std::string& format, const Value& args) {
     const Value& v = values[next++];
     if (c == 's') out += to_str(v);
     else if (c == 'r') out += to_repr(v);
-    else if (c == 'd' || c == 'i') out += std::to_string(v.type == Type::Float ? std::int64_t(v.f) : as_int(v));
+    else if (c == 'd' || c == 'i') {
+      if (v.type == Type::Float && !(std::fabs(v.f) < 9.2e18)) fail("OverflowError", "cannot convert float to integer");
+      out += std::to_string(v.type == Type::Float ? std::int64_t(v.f) : as_int(v));
+    }
     else fail("ValueError", std::string("unsupported format character '") + c + "'");
   }
   if (next < values.size()) fail("TypeError", "not all arguments converted during string formatting");
@@ -542,11 +552,11 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, std::size
   if (op == "**") {
     if (!numbers) unsupported(op, a, b);
     if (ints && as_int(b) >= 0) {
-      std::int64_t base = as_int(a), r = 1;
-      for (std::int64_t k = 0; k < as_int(b); ++k) {
+      std::int64_t base = as_int(a), exponent = as_int(b), r = 1;
+      if (base == 0 || base == 1) return Value::integer(exponent == 0 ? 1 : base);
+      if (base == -1) return Value::integer(exponent % 2 ? -1 : 1);
+      for (std::int64_t k = 0; k < exponent; ++k)  // |base| >= 2 overflows within 63 steps
         if (__builtin_mul_overflow(r, base, &r)) fail("OverflowError", "integer result too large");
-        if (r == 0 || r == 1) break;
-      }
       return Value::integer(r);
     }
     return Value::real(std::pow(a.as_double(), b.as_double()));

@@ -125,6 +125,8 @@ b'.splitlines() }}|{{ 'aXa'.count('a') }})~", R"~({})~", R"~(x|a|a|a|['a', 'b', 
     {"LoopBodyStartsAfreshEachIteration", R"~({% for i in [1, 2, 3] %}[{{ y }}]{% if i == 1 %}{% set y = 'set' %}{% endif %}{% endfor %})~", R"~({})~", R"~([][][])~"},
     {"MacroSeesTopLevelNotLoopVariables", R"~({% macro m() %}{{ z }}{% endmacro %}{% for i in [1] %}{% set z = 'loop' %}{{ m() }}{% endfor %}{% set z = 'top' %}{{ m() }})~", R"~({})~", R"~(top)~"},
     {"FiltersIterateStringsAndDicts", R"~({{ {'a': 1, 'b': 0}|select|list }} {{ '-'.join('abc') }} {{ 'abc'|join('.') }} {{ 'cab'|sort|join }} {{ 'hello'|unique|join }} {{ {'b': 1, 'a': 2}|max }})~", R"~({})~", R"~(['a', 'b'] a-b-c a.b.c abc helo b)~"},
+    {"PowersAndLoopEdges", R"~({{ (-1) ** 3 }} {{ (-1) ** 4 }} {{ 0 ** 0 }} {{ 1 ** 99 }} {{ (-2) ** 3 }} {{ 2 ** 62 }} {% for x in [1, 2] %}[{{ loop.previtem is defined }}{{ loop.nextitem is defined }}]{% endfor %})~", R"~({})~", R"~(-1 1 1 1 -8 4611686018427387904 [FalseTrue][TrueFalse])~"},
+    {"FirstPrevItemAttributeFails", R"~({% for x in [1] %}{{ loop.previtem.role }}{% endfor %})~", R"~({})~", R"~(ERROR UndefinedError: there is no previous item)~"},
 };
 
 class JinjaConstruct : public ::testing::TestWithParam<Case> {};
