@@ -207,10 +207,6 @@ Value attribute_of(Interpreter& in, Value item, const std::string& attribute) {
   }
 }
 
-std::string sort_key_string(const Value& v, bool case_sensitive) {
-  return case_sensitive ? v.s : py_lower(v.s);
-}
-
 Value sort_key(const Value& v, bool case_sensitive) {
   return v.is_string() && !case_sensitive ? Value::string(py_lower(v.s)) : v;
 }
