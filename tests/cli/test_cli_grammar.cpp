@@ -93,5 +93,19 @@ TEST_F(CliGrammarTest, BenchReportsConstrainedAndUnconstrainedDecode) {
   EXPECT_GE(j["grammar_masks_cached"].get<int>() + j["grammar_masks_computed"].get<int>(), 32);
 }
 
+TEST_F(CliGrammarTest, ServeBenchConstrainsEachClientWithItsGrammar) {
+  const std::string a = write("a.gbnf", "root ::= [a-z]{1,6}\n");
+  const std::string b = write("b.gbnf", "root ::= [0-9]{1,6}\n");
+  auto r = run("serve-bench -m " + stories_ + " --concurrency 2 --prompt-tokens 8 --gen-tokens 16 --rounds 1 -t 1 --json"
+               " --grammar " + a + " --grammar " + b);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_GT(rows[0]["decode_tps"].get<double>(), 0);
+  r = run("serve-bench -m " + stories_ + " --concurrency 1 --grammar " + write("bad.gbnf", "root ::= (\n"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--grammar"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace infer
