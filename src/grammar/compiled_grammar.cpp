@@ -100,9 +100,22 @@ std::shared_ptr<TokenMask> CompiledGrammar::walk(const Position& at) const {
   frames[0] = at;
   const size_t n = v.n_nodes();
   const auto& ids = v.token_ids();
+  // The summaries decode paths from a token's start: they hold when the walk starts between code points.
+  const bool summaries = at.partial.remain == 0;
   for (size_t i = 0; i < n;) {
     const uint16_t d = v.depth(i);
     const Position& from = frames[d - 1];
+    // A subtree whose every character loops on this state: all its tokens, without the walk.
+    if (summaries && v.subtree_well_formed(i)) {
+      const RecognizerStates::Loops& loops = states_.loops(from.state);
+      const auto& sub = v.subtree_ascii(i);
+      if ((sub[0] & ~loops.ascii[0]) == 0 && (sub[1] & ~loops.ascii[1]) == 0 && (loops.wide || !v.subtree_has_wide(i))) {
+        const uint32_t end = v.subtree_end(i);
+        for (uint32_t k = v.tokens_begin(i); k < v.tokens_begin(end); ++k) allow(ids[k]);
+        i = end;
+        continue;
+      }
+    }
     Position to = from;
     uint32_t cp;
     const uint8_t b = v.byte(i);

@@ -60,12 +60,15 @@ class Grammar {
     if (cp < 128) return (ascii_[pos][cp >> 6] >> (cp & 63)) & 1;
     return matches_slow(pos, cp);
   }
-  // Whether the Chars element at `pos` matches some code point in [lo, hi].
+  // Whether the Chars element at `pos` matches some code point in [lo, hi]; every one of them.
   bool matches_some(uint32_t pos, uint32_t lo, uint32_t hi) const;
+  bool matches_all(uint32_t pos, uint32_t lo, uint32_t hi) const;
 
  private:
   friend class GrammarBuilder;
   bool matches_slow(uint32_t pos, uint32_t cp) const;
+  bool ranges_cover(const Element& e, uint32_t lo, uint32_t hi) const;  // e's ranges hold all of [lo, hi]
+  bool ranges_meet(const Element& e, uint32_t lo, uint32_t hi) const;   // e's ranges hold some of it
 
   std::vector<std::vector<uint32_t>> rules_;
   std::vector<std::string> names_;

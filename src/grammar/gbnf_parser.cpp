@@ -453,22 +453,32 @@ bool Grammar::matches_slow(uint32_t pos, uint32_t cp) const {
   return in != e.negated;
 }
 
-bool Grammar::matches_some(uint32_t pos, uint32_t lo, uint32_t hi) const {
-  const Element& e = elements_[pos];
-  if (!e.negated) {
-    for (uint32_t k = e.ranges_begin; k < e.ranges_end; ++k)
-      if (ranges_[k].lo <= hi && ranges_[k].hi >= lo) return true;
-    return false;
-  }
-  // Negated: some point of [lo, hi] is outside the (sorted, merged) ranges.
+bool Grammar::ranges_meet(const Element& e, uint32_t lo, uint32_t hi) const {
+  for (uint32_t k = e.ranges_begin; k < e.ranges_end; ++k)
+    if (ranges_[k].lo <= hi && ranges_[k].hi >= lo) return true;
+  return false;
+}
+
+bool Grammar::ranges_cover(const Element& e, uint32_t lo, uint32_t hi) const {
+  // The ranges are sorted and merged: walk them from lo until a gap or past hi.
   uint64_t cur = lo;
   for (uint32_t k = e.ranges_begin; k < e.ranges_end; ++k) {
     if (ranges_[k].hi < cur) continue;
-    if (ranges_[k].lo > cur) return cur <= hi;
+    if (ranges_[k].lo > cur) return false;
     cur = uint64_t(ranges_[k].hi) + 1;
-    if (cur > hi) return false;
+    if (cur > hi) return true;
   }
-  return cur <= hi;
+  return cur > hi;
+}
+
+bool Grammar::matches_some(uint32_t pos, uint32_t lo, uint32_t hi) const {
+  const Element& e = elements_[pos];
+  return e.negated ? !ranges_cover(e, lo, hi) : ranges_meet(e, lo, hi);
+}
+
+bool Grammar::matches_all(uint32_t pos, uint32_t lo, uint32_t hi) const {
+  const Element& e = elements_[pos];
+  return e.negated ? !ranges_meet(e, lo, hi) : ranges_cover(e, lo, hi);
 }
 
 }  // namespace infer::grammar
