@@ -1,5 +1,6 @@
 #include "grammar/compiled_grammar.h"
 
+#include <atomic>
 #include <chrono>
 #include <list>
 
@@ -7,8 +8,12 @@ namespace infer::grammar {
 
 namespace {
 
-constexpr size_t kMaskCacheBytes = size_t(64) << 20;  // per grammar; over it the cache starts again
+// Cached masks: at most 64 MiB per grammar and 256 MiB for all of them (a 152k-token mask is 19 KiB);
+// a grammar over either starts its own cache again (masks in use stay alive with their holders).
+constexpr size_t kMaskCacheBytes = size_t(64) << 20;
+constexpr size_t kAllMasksBytes = size_t(256) << 20;
 constexpr size_t kGrammarsKept = 64;
+std::atomic<size_t> all_mask_bytes{0};
 
 uint64_t mask_key(const CompiledGrammar::Position& at) {
   return (uint64_t(at.state) << 32) | (uint64_t(at.partial.remain) << 24) | at.partial.value;
@@ -18,6 +23,8 @@ uint64_t mask_key(const CompiledGrammar::Position& at) {
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_ptr<const VocabTrie> vocab, std::string text)
     : grammar_(std::move(g)), vocab_(std::move(vocab)), text_(std::move(text)), states_(grammar_) {}
+
+CompiledGrammar::~CompiledGrammar() { all_mask_bytes -= mask_bytes_; }
 
 uint64_t CompiledGrammar::masks_computed() const {
   std::lock_guard lock(mu_);
@@ -77,8 +84,14 @@ std::shared_ptr<const TokenMask> CompiledGrammar::mask(const Position& at) const
   compute_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++computed_;
   const size_t mask_bytes = m->bits.size() * sizeof(uint64_t) + 64;
-  if ((masks_.size() + 1) * mask_bytes > kMaskCacheBytes) masks_.clear();  // holders keep theirs
+  if (mask_bytes_ + mask_bytes > kMaskCacheBytes || all_mask_bytes.load() + mask_bytes > kAllMasksBytes) {
+    all_mask_bytes -= mask_bytes_;
+    mask_bytes_ = 0;
+    masks_.clear();
+  }
   masks_.emplace(key, m);
+  mask_bytes_ += mask_bytes;
+  all_mask_bytes += mask_bytes;
   return m;
 }
 
