@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -19,7 +20,9 @@
 
 #include "cli/command_registry.h"
 #include "cli/device_flags.h"
+#include "cli/grammar_flags.h"
 #include "cuda/cuda_backend.h"
+#include "engine/decode_step.h"
 #include "engine/engine.h"
 #include "engine/generator.h"
 #include "gguf/tensor_type.h"
@@ -27,6 +30,7 @@
 #include "kernels/kernel_report.h"
 #include "kernels/thread_pool.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace infer::cli {
 namespace {
@@ -43,6 +47,7 @@ struct BenchArgs {
   bool mmap = false;
   int embed = 0;        // tokens per sequence of the embedding benchmark; 0: pp/tg instead
   int embed_seqs = 32;  // sequences per repetition
+  std::string grammar_file;  // GBNF: tg also runs constrained, alternating with unconstrained
   DeviceArgs device;
 };
 
@@ -206,7 +211,52 @@ void run_bench(const BenchArgs& a) {
     gen.forward(context.data(), a.depth, 0);
   }
 
-  std::vector<double> pp, tg;
+  // --grammar: decode goes through the engine's DecodeStep (sampler at its defaults, seed 1), once
+  // unconstrained and once constrained per repetition, alternating; a text the grammar ends starts a
+  // new one (a new matcher of the same compiled grammar: its cached masks stay).
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  if (!a.grammar_file.empty()) {
+    const std::string text = read_grammar_file(a.grammar_file);
+    tok = tokenizer::Tokenizer::from_gguf(model->file());
+    const auto t0 = std::chrono::steady_clock::now();
+    grammar = grammar::compile_grammar(text, *tok);
+    std::fprintf(stderr, "bench: grammar compiled in %.1f ms (vocabulary trie: %zu nodes)\n", seconds_since(t0) * 1e3,
+                 grammar->vocab().n_nodes());
+  }
+  double step_s = 0, plain_step_s = 0;  // time in sample() and take(): constrained runs, unconstrained ones
+  int texts_ended = 0;
+  std::string sample_text;
+  auto decode_steps = [&](const std::shared_ptr<const grammar::CompiledGrammar>& g) {
+    engine::SamplingParams sp;
+    sp.seed = 1;
+    std::optional<engine::DecodeStep> step;
+    std::vector<int32_t> history;
+    auto fresh = [&] {
+      step.emplace(sp, hp.n_vocab, tok.get(), std::vector<std::string>{}, true, nullptr, g);
+      history.clear();
+    };
+    fresh();
+    int32_t id = prompt[0];
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < a.n; ++i) {
+      const float* logits = gen.forward(&id, 1, a.depth + i);
+      const auto ts = std::chrono::steady_clock::now();
+      id = step->sample(logits, history);
+      history.push_back(id);
+      const bool ended = step->take(id) != engine::DecodeStep::Outcome::Continue;
+      (g ? step_s : plain_step_s) += seconds_since(ts);
+      if (ended) {
+        if (g) ++texts_ended;
+        if (g && sample_text.empty()) sample_text = step->text();
+        fresh();
+      }
+    }
+    if (g && sample_text.empty()) sample_text = step->text();
+    return a.n / seconds_since(t0);
+  };
+
+  std::vector<double> pp, tg, tg_grammar;
   for (int r = 0; r < a.reps; ++r) {
     if (a.p > 0) {
       auto t0 = std::chrono::steady_clock::now();
@@ -214,7 +264,12 @@ void run_bench(const BenchArgs& a) {
       pp.push_back(a.p / seconds_since(t0));
       std::fprintf(stderr, "bench: pp%d rep %d/%d: %.2f tok/s\n", a.p, r + 1, a.reps, pp.back());
     }
-    if (a.n > 0) {
+    if (a.n > 0 && grammar) {
+      tg.push_back(decode_steps(nullptr));
+      tg_grammar.push_back(decode_steps(grammar));
+      std::fprintf(stderr, "bench: tg%d rep %d/%d: %.2f tok/s, with the grammar %.2f tok/s\n", a.n, r + 1, a.reps,
+                   tg.back(), tg_grammar.back());
+    } else if (a.n > 0) {
       int32_t tok = prompt[0];
       auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < a.n; ++i) {
@@ -240,7 +295,10 @@ void run_bench(const BenchArgs& a) {
     bw_gbs = kernels::measure_read_bandwidth_gbs(probe_pool, size_t(a.probe_mib) << 20, 3);
   }
 
-  const Stat pps = stat_of(pp), tgs = stat_of(tg);
+  const Stat pps = stat_of(pp), tgs = stat_of(tg), tggs = stat_of(tg_grammar);
+  const double grammar_ratio = tgs.mean > 0 ? tggs.mean / tgs.mean : 0;
+  const double grammar_ms_per_token = tg_grammar.empty() ? 0 : step_s * 1e3 / (double(a.n) * double(tg_grammar.size()));
+  const double plain_ms_per_token = tg_grammar.empty() ? 0 : plain_step_s * 1e3 / (double(a.n) * double(tg_grammar.size()));
   const uint64_t per_token = weight_bytes_per_token(*model);
   const double tg_gbs = double(per_token) * tgs.mean / 1e9;
   const double share = bw_gbs > 0 ? tg_gbs / bw_gbs : 0;
@@ -264,6 +322,18 @@ void run_bench(const BenchArgs& a) {
       j["hbm_bandwidth_gbs"] = bw_gbs;
       j["h2d_bandwidth_gbs"] = h2d_gbs;
       j["streamed_bytes"] = gen.backend().streamed_bytes_per_pass();
+    }
+    if (grammar) {
+      j["grammar"] = a.grammar_file;
+      j["tg_grammar_tps"] = tggs.mean;
+      j["tg_grammar_tps_stddev"] = tggs.stddev;
+      j["tg_grammar_ratio"] = grammar_ratio;
+      j["grammar_step_ms"] = grammar_ms_per_token;
+      j["plain_step_ms"] = plain_ms_per_token;
+      j["grammar_mask_compute_ms"] = grammar->mask_compute_seconds() * 1e3;
+      j["grammar_masks_computed"] = grammar->masks_computed();
+      j["grammar_masks_cached"] = grammar->masks_cached();
+      j["grammar_texts_ended"] = texts_ended;
     }
     j["tg_weight_gbs"] = tg_gbs;
     j["tg_bandwidth_share"] = share;
@@ -295,6 +365,16 @@ void run_bench(const BenchArgs& a) {
   if (a.n > 0)
     std::printf("| %s | %.1f MiB | %d | tg%d%s | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.n, at.c_str(),
                 tgs.mean, tgs.stddev);
+  if (grammar) {
+    std::printf("| %s | %.1f MiB | %d | tg%d%s grammar | %.2f ± %.2f |\n", a.model.c_str(), mib, a.threads, a.n,
+                at.c_str(), tggs.mean, tggs.stddev);
+    std::printf("grammar %s: %.3f of unconstrained decode; sampling %.3f ms/token with the grammar, %.3f without; "
+                "masks computed %llu (%.1f ms in all), cached %llu; %d texts ended; first text: %s\n",
+                a.grammar_file.c_str(), grammar_ratio, grammar_ms_per_token, plain_ms_per_token,
+                static_cast<unsigned long long>(grammar->masks_computed()), grammar->mask_compute_seconds() * 1e3,
+                static_cast<unsigned long long>(grammar->masks_cached()), texts_ended,
+                nlohmann::json(sample_text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
   std::printf("backend: %s\n", gen.backend().description().c_str());
   std::printf("weights: %s, %d matrices in the interleaved layout (decode streams: %d)\n",
               a.mmap ? "mapped file (--mmap)" : "copied into huge pages", model->interleaved_matrices(),
@@ -328,6 +408,10 @@ void setup_bench(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--embed-seqs", args->embed_seqs, "sequences per repetition of --embed")->check(CLI::Range(1, 4096));
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
+  cmd->add_option("--grammar", args->grammar_file,
+                  "GBNF grammar file: tg runs through the sampler (defaults, seed 1) unconstrained and constrained, "
+                  "alternating, and reports both and their ratio")
+      ->check(CLI::ExistingFile);
   add_device_flags(cmd, args->device);
   cmd->callback([args] { run_bench(*args); });
 }

@@ -11,6 +11,7 @@
 #include "engine/memory_plan.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
+#include "grammar/compiled_grammar.h"
 
 namespace infer::engine {
 
@@ -122,6 +123,9 @@ class EngineImpl final : public Engine {
         return invalid(e.what());
       }
     }
+    if (req.grammar && req.embedding) return invalid("a grammar constrains generation: an embedding has none");
+    if (req.grammar && req.grammar->vocab().fingerprint() != tok_->fingerprint())
+      return invalid("the grammar was compiled for another vocabulary than the model's");
     if (req.embedding && req.pooling == Pooling::Default) req.pooling = default_pooling(hp.pooling_type);
     if (std::string why = refuse_prompt_length(req.prompt_ids.size(), req.embedding, false); !why.empty())
       return invalid(why);

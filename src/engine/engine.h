@@ -18,6 +18,10 @@
 #include "model/pass_profile.h"
 #include "tokenizer/tokenizer.h"
 
+namespace infer::grammar {
+class CompiledGrammar;
+}
+
 namespace infer::engine {
 
 class ModelChatTemplates;  // chat_prompt.h
@@ -79,6 +83,10 @@ struct Request {
   int priority = 0;                      // higher first; FIFO within a priority
   int logprobs = -1;                     // -1 off; 0..kMaxLogprobs: each generated token's log-probability
                                          // and this many alternatives (Result::logprobs)
+  // Constrained decoding (grammar/compiled_grammar.h), compiled for this engine's vocabulary; null:
+  // none. Only tokens that keep the text a prefix of the grammar's language are drawn, end-of-generation
+  // only where it may end, and its completion ends the request (FinishReason::Stop).
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 struct Timings {

@@ -104,7 +104,10 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
                                 ") exceed the context of " + std::to_string(n_ctx_));
   const bool forced = !opts.force.empty();
   // Teacher forcing feeds every forced id: no stop strings, no end-of-generation tokens.
-  DecodeStep step(opts.sampling, n_vocab, tok_, forced ? std::vector<std::string>{} : opts.stop, !forced, on_text);
+  if (opts.grammar && (forced || !tok_))
+    throw std::invalid_argument("a grammar needs the tokenizer and no forced tokens");
+  DecodeStep step(opts.sampling, n_vocab, tok_, forced ? std::vector<std::string>{} : opts.stop, !forced, on_text,
+                  opts.grammar);
   if (opts.logprobs != -1) step.enable_logprobs(opts.logprobs);  // throws outside [0, kMaxLogprobs]
 
   GenerateResult res;

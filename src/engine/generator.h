@@ -45,6 +45,9 @@ struct GenerateOptions {
   // Per-token log-probabilities (as Request::logprobs): -1 off; 0..kMaxLogprobs alternatives per token.
   // Forced tokens are scored too.
   int logprobs = -1;
+  // Constrained decoding, as Request::grammar (engine.h); needs the Generator's tokenizer, and no
+  // teacher forcing.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 using TopLogits = std::vector<std::pair<int32_t, float>>;

@@ -119,9 +119,25 @@ void Sampler::select_top_k(int k) {
   }
 }
 
-int32_t Sampler::sample(const float* logits, std::span<const int32_t> history) {
+int32_t Sampler::sample(const float* logits, std::span<const int32_t> history, std::span<const uint64_t> allowed) {
   const auto& p = params_;
-  for (int i = 0; i < n_vocab_; ++i) work_[i] = std::isnan(logits[i]) ? -INFINITY : logits[i];
+  if (allowed.empty()) {
+    for (int i = 0; i < n_vocab_; ++i) work_[i] = std::isnan(logits[i]) ? -INFINITY : logits[i];
+  } else {
+    // A word at a time: in most words of a constrained row every token is allowed or none is.
+    for (int w = 0; w * 64 < n_vocab_; ++w) {
+      const int begin = w * 64, end = std::min(n_vocab_, begin + 64);
+      const uint64_t bits = size_t(w) < allowed.size() ? allowed[size_t(w)] : 0;
+      if (bits == 0) {
+        std::fill(work_.begin() + begin, work_.begin() + end, -INFINITY);
+      } else if (bits == ~uint64_t(0)) {
+        for (int i = begin; i < end; ++i) work_[i] = std::isnan(logits[i]) ? -INFINITY : logits[i];
+      } else {
+        for (int i = begin; i < end; ++i)
+          work_[i] = ((bits >> (i - begin)) & 1) && !std::isnan(logits[i]) ? logits[i] : -INFINITY;
+      }
+    }
+  }
   apply_penalties(history);
   survivors_.clear();
 

@@ -35,8 +35,11 @@ class Sampler {
 
   // Picks the next token from `logits` (n_vocab floats, not modified). `history` is every token of
   // the sequence so far (prompt and generated); penalties look at its last penalty_last_n entries
-  // (-1: all of it, 0: none).
-  int32_t sample(const float* logits, std::span<const int32_t> history);
+  // (-1: all of it, 0: none). A non-empty `allowed` (bit i of word i / 64 set: token i may be drawn;
+  // ids past its end may not) masks the logits first, before penalties and every filter, so that a
+  // constrained draw costs what an unconstrained one does; at least one allowed token is the caller's
+  // to ensure.
+  int32_t sample(const float* logits, std::span<const int32_t> history, std::span<const uint64_t> allowed = {});
 
   // The candidate list after the last sample(): (id, probability) of every token that survived the
   // filters, most probable first; probabilities sum to 1. Greedy leaves the single chosen token.

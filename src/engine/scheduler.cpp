@@ -256,7 +256,7 @@ void Scheduler::admit() {
       s->pooled.assign(size_t(n_embd_) * size_t(req.pooling == Pooling::None ? s->n_prompt : 1), 0.0);
     else
       s->decode.emplace(req.sampling, n_vocab_, &tok_, req.stop, true,
-                        [seq = s.get()](const std::string& text) { seq->piece += text; });
+                        [seq = s.get()](const std::string& text) { seq->piece += text; }, req.grammar);
     if (!req.embedding && req.logprobs >= 0) {
       s->decode->enable_logprobs(req.logprobs);  // the range was checked by submit
       s->result.logprobs.reserve(size_t(s->p->max_len - s->n_prompt));
@@ -421,7 +421,7 @@ void Scheduler::take_draw(Sequence& s, const Draw& d) {
     ++local_.tokens_generated;
     ++window_tokens_;
     if (s.p->cb.on_token) s.p->cb.on_token(id, s.piece, logprobs);
-    if (outcome == DecodeStep::Outcome::StopString)
+    if (outcome == DecodeStep::Outcome::StopString || outcome == DecodeStep::Outcome::GrammarComplete)
       finish(s, FinishReason::Stop);
     else if (int(s.tokens.size()) >= s.p->max_len)
       finish(s, FinishReason::Length);
