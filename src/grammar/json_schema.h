@@ -5,7 +5,7 @@
 // (false or a schema; absent or true = any value under any other key), `enum`, `const`, `items`,
 // `prefixItems`, `minItems`, `maxItems`, `anyOf`, `oneOf`, `allOf` (merged into one schema), local `$ref`
 // (any JSON pointer into the document, usually into `$defs` / `definitions`; recursive references become
-// recursive rules), string `minLength`, `maxLength`, `pattern`, `format` (date, time, date-time, uuid),
+// recursive rules; one that reaches itself before any text is refused), string `minLength`, `maxLength`, `pattern`, `format` (date, time, date-time, uuid),
 // `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (numeric forms). Annotations (`title`,
 // `description`, `$schema`, `$id`, `default`, `examples`, `$comment`, `deprecated`, `readOnly`,
 // `writeOnly`) are ignored; any other keyword throws SchemaError naming it.

@@ -128,6 +128,11 @@ TEST(JsonSchemaGbnf, RefusesUnsupportedPatternConstructs) {
   EXPECT_EQ(refusal(R"J({"type":"string","pattern":"a{2,1}"})J"), "pattern: repetition {m,n} with n < m at offset 6 at #/pattern");
 }
 
+TEST(JsonSchemaGbnf, RefusesARefThatReachesItselfBeforeAnyText) {
+  EXPECT_EQ(refusal(R"({"$defs":{"loop":{"anyOf":[{"$ref":"#/$defs/loop"},{"type":"null"}]}},"$ref":"#/$defs/loop"})"),
+            "a $ref reaches itself before any text is written (rule 'loop' of the grammar)");
+}
+
 TEST(JsonSchemaGbnf, RefusesAllOfThatCannotMerge) {
   EXPECT_EQ(refusal(R"({"allOf":[{"type":"string"},{"type":"integer"}]})"),
             "allOf: types \"string\" and \"integer\" have nothing in common at #/allOf/1");
