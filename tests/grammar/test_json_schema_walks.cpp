@@ -51,10 +51,11 @@ TEST(JsonSchemaWalks, RandomTokenTextsOfEverySchemaValidate) {
   for (const auto& c : test::schema_corpus()) {
     const auto g = compile_grammar(json_schema_to_gbnf(c.schema), *tok);
     std::vector<std::string> texts;
-    for (int walk = 0; walk < 30; ++walk) {
+    for (int walk = 0; walk < 30; ++walk)
       if (std::string t = random_walk(g, rng, 300); !t.empty()) texts.push_back(std::move(t));
+    if (c.bounded) {
+      EXPECT_EQ(texts.size(), 30u) << c.name << ": a walk of a bounded schema did not end";
     }
-    if (c.bounded) EXPECT_EQ(texts.size(), 30u) << c.name << ": a walk of a bounded schema did not end";
     for (const auto& t : texts) EXPECT_TRUE(grammar_accepts(g->grammar(), t)) << c.name << ": " << t;
     const auto verdicts = test::python_schema_verdicts(c.schema, texts);
     for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(verdicts[i], "") << c.name << ": " << texts[i];
