@@ -23,7 +23,9 @@ namespace infer::grammar {
 
 // A grammar that cannot be used: what() is "line L, column C: <what is wrong>" (1-based; the column
 // counts bytes) for a syntax error, an undefined rule (named), a missing `root` rule, a bad escape, a
-// bad repetition count, or left recursion (the rule named), which the recogniser cannot run.
+// bad repetition count (above 2000, or a maximum below the minimum), left recursion (the rule named),
+// which the recogniser cannot run, groups nested deeper than 256, or a chain of more than 1000 rules
+// each starting the one before (limits that keep any text from exhausting a thread's stack).
 struct GrammarError : std::runtime_error {
   GrammarError(int line, int column, const std::string& what);
   int line, column;
