@@ -28,6 +28,7 @@ using Json = nlohmann::ordered_json;
 constexpr int kMaxDepth = 128;                          // schema nesting and $ref-through-allOf merging
 constexpr int64_t kMaxBound = 9'999'999'999'999'999;    // 16 digits: what `integer` generates at most
 constexpr int kIntegerDigits = 16;
+constexpr size_t kMaxProperties = 512;
 constexpr size_t kMaxMerges = 20000;                    // merge steps for allOf / $ref with siblings
 constexpr uint64_t kMaxCount = 10000;                   // minLength, maxLength, minItems, maxItems
 
@@ -786,6 +787,9 @@ class Converter {
     const bool extra_allowed = !(extra.is_boolean() && !extra.get<bool>());
     auto is_required = [&](const std::string& n) { return std::find(required.begin(), required.end(), n) != required.end(); };
 
+    // Optional members are a chain of rules that may match nothing; the recogniser bounds such chains.
+    if (props.size() > kMaxProperties)
+      fail("more than " + std::to_string(kMaxProperties) + " properties in one object are not supported", ptr + "/properties");
     std::vector<Member> members;
     std::vector<std::string> names;
     for (const auto& [k, v] : props.items()) {

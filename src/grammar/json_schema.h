@@ -24,7 +24,7 @@
 // * + ? {m} {m,} {m,n} (lazy forms too), and ^ $ at the ends of the pattern or of a top-level alternative.
 // Backreferences, lookaround, word boundaries, flags and possessive quantifiers are refused by name.
 // Counts (`minLength`, `maxLength`, `minItems`, `maxItems`, {m,n} in patterns) are at most 10000, groups
-// nest at most 64 deep and schemas at most 128.
+// nest at most 64 deep, schemas at most 128, and an object has at most 512 properties.
 //
 // Thread-safety: pure functions.
 #pragma once
