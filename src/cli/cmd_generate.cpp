@@ -49,6 +49,7 @@ struct GenerateArgs {
   std::string force;   // "ID,ID,..."
   std::vector<std::string> stop;
   std::string grammar_file;  // GBNF
+  std::string json_schema_file;
   DeviceArgs device;
 };
 
@@ -154,14 +155,14 @@ void run_generate(const GenerateArgs& a) {
   g.logprobs = a.logprobs;
   if (!a.force.empty()) g.force = parse_ids(a.force);
   const model::DeviceOptions device = device_options(a.device);
-  const std::string grammar_text = a.grammar_file.empty() ? "" : read_grammar_file(a.grammar_file);
+  const std::string grammar_text = read_constraint_flags(a.grammar_file, a.json_schema_file);
 
   model::LoadOptions lo;
   lo.mmap = a.mmap;
   lo.context = a.context;
   auto model = model::Model::load(a.model, lo);
   auto tok = tokenizer::Tokenizer::from_gguf(model->file());
-  if (!a.grammar_file.empty()) g.grammar = grammar::compile_grammar(grammar_text, *tok);
+  if (!grammar_text.empty()) g.grammar = grammar::compile_grammar(grammar_text, *tok);
   auto prompt = wants_chat(a) ? engine::tokenize_chat(*tok, chat_request(a)) : engine::tokenize_prompt(*tok, a.prompt, false);
   engine::GeneratorOptions go;
   go.threads = a.threads;
@@ -243,10 +244,15 @@ void setup_generate(CLI::App& app) {
                   "alternatives, from the model's distribution before sampling")
       ->check(CLI::Range(0, engine::kMaxLogprobs));
   cmd->add_option("--force", args->force, "teacher forcing: feed these ids (ID,ID,...) as the generated tokens");
-  cmd->add_option("--grammar", args->grammar_file,
+  auto* grammar_flag = cmd->add_option("--grammar", args->grammar_file,
                   "GBNF grammar file (llama.cpp's format): the output is a sentence of its language; generation "
                   "stops where the language ends")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--json-schema", args->json_schema_file,
+                  "JSON schema file: the output is JSON the schema accepts (keywords: docs/redis.md, Constrained "
+                  "output); generation stops where it is complete")
+      ->check(CLI::ExistingFile)
+      ->excludes(grammar_flag);
   add_device_flags(cmd, args->device);
   cmd->callback([args] { run_generate(*args); });
 }

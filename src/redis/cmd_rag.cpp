@@ -1,7 +1,8 @@
 // INFER.RAG model vset {QUERY text | FP32 blob | VALUES n v...} [QUESTION text] [COUNT k] [EF n]
 //   [FILTER expr] [FILTER-EF n] [DOCKEY attr] [TEMPLATE plain|chat|name] [TOOLS json] [CHATARGS json]
 //   [MAXTOKENS n] [TEMP t] [TOPK k] [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms]
-//   [LOGPROBS n] [WITHSTATS] [STREAM key] [WITHSOURCES] [EMBEDDER name]
+//   [LOGPROBS n] [FORMAT json | JSONSCHEMA schema | GRAMMAR gbnf] [WITHSTATS] [STREAM key] [WITHSOURCES]
+//   [EMBEDDER name]
 // A vector query needs QUESTION (the text put to the model); a QUERY text is the question unless
 // QUESTION is given. Every option but STOP may be given once.
 //

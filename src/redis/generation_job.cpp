@@ -10,6 +10,7 @@
 
 #include "redis/args.h"
 #include "redis/background.h"
+#include "redis/output_constraint.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
 #include "redis/stream_registry.h"
@@ -19,6 +20,7 @@ namespace {
 
 constexpr const char* kSamplingKeywords[] = {"MAXTOKENS", "TEMP", "TOPK", "TOPP", "MINP",
                                              "REPEAT-PENALTY", "SEED", "STOP", "TIMEOUT", "LOGPROBS"};
+constexpr const char* kConstraintKeywords[] = {"FORMAT", "JSONSCHEMA", "GRAMMAR"};
 constexpr int kMaxStops = 16;
 // Stop strings are copied and matched against the text as it grows: longer ones cost the main thread
 // copies of megabytes (MainThreadBudget.LongNamesAndStopStringsAreRefused) and could never match a
@@ -184,13 +186,49 @@ GenerationOptions default_generation_options() {
 bool is_generation_option(const RedisModuleString* s) {
   for (const char* k : kSamplingKeywords)
     if (is_word(s, k)) return true;
+  for (const char* k : kConstraintKeywords)
+    if (is_word(s, k)) return true;
   return is_word(s, "WITHSTATS") || is_word(s, "STREAM");
 }
+
+namespace {
+
+// FORMAT json | JSONSCHEMA text | GRAMMAR text at argv[*i] (a constraint keyword). Only checks that
+// need no parsing happen here: the text is parsed and compiled off the main thread.
+OptionParse parse_constraint_option(RedisModuleString** argv, int argc, int* i, GenerationOptions* o,
+                                    std::string* err) {
+  RedisModuleString* w = argv[*i];
+  const char* name = is_word(w, "FORMAT") ? "FORMAT" : is_word(w, "JSONSCHEMA") ? "JSONSCHEMA" : "GRAMMAR";
+  if (*i + 1 >= argc) return *err = std::string(name) + " needs a value", OptionParse::Error;
+  const OutputConstraint kind = name[0] == 'F' ? OutputConstraint::Json
+                                : name[0] == 'J' ? OutputConstraint::Schema
+                                                 : OutputConstraint::Grammar;
+  if (o->constraint == kind) return *err = std::string(name) + " given twice", OptionParse::Error;
+  if (o->constraint != OutputConstraint::None)
+    return *err = "FORMAT, JSONSCHEMA and GRAMMAR exclude each other: give one", OptionParse::Error;
+  RedisModuleString* v = argv[++*i];
+  if (kind == OutputConstraint::Json) {
+    if (!is_word(v, "json")) return *err = "FORMAT must be json", OptionParse::Error;
+  } else {
+    if (view(v).empty()) return *err = std::string(name) + " must not be empty", OptionParse::Error;
+    if (view(v).size() > kMaxConstraintBytes)
+      return *err = std::string(name) + " of " + std::to_string(view(v).size()) + " bytes is longer than " +
+                    std::to_string(kMaxConstraintBytes),
+             OptionParse::Error;
+    o->constraint_text = v;
+  }
+  o->constraint = kind;
+  return OptionParse::Parsed;
+}
+
+}  // namespace
 
 OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, GenerationOptions* o,
                                     std::string* err, unsigned extras) {
   const Settings& s = settings();
   RedisModuleString* w = argv[*i];
+  for (const char* k : kConstraintKeywords)
+    if (is_word(w, k)) return parse_constraint_option(argv, argc, i, o, err);
   if ((extras & kWithStats) && is_word(w, "WITHSTATS")) {
     if (o->with_stats) return *err = "WITHSTATS given twice", OptionParse::Error;
     o->with_stats = true;
@@ -284,6 +322,8 @@ void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const Generat
   job->timeout_ms = o.timeout_ms;
   job->with_stats = o.with_stats;
   job->logprobs = o.logprobs;
+  job->constraint = o.constraint;
+  if (o.constraint_text) job->constraint_text = job->hold(o.constraint_text);
   if (o.stream_key) {
     job->stream = std::make_shared<StreamWriter>(o.stream_key, rm::GetSelectedDb(ctx), settings().stream_maxlen,
                                                  job->cancellation, o.logprobs >= 0);
@@ -304,23 +344,22 @@ std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long 
          std::to_string(max_tokens) + " exceeds the context of " + std::to_string(m.engine->options().context);
 }
 
-int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, engine::Request req,
-                     size_t text_bytes, PreparePrompt prepare) {
-  GenerationJob* job = block_generation(ctx, std::move(owned));
-  engine::Callbacks cb = callbacks_for(job);
-  // Tokenising (prompt text, suffix) and Engine::submit (validation, queueing, waking the scheduler)
-  // run on a background thread: the main thread only parses, copies token keys and blocks the
-  // client, which keeps its time per command small and independent of the prompt. A refusal there
-  // (BUSY included) is replied by on_reply. Once submit succeeds the request may finish and the job be
-  // freed at any time: only the cancellation (shared) is touched after it.
-  auto task = [job, cancellation = job->cancellation, req = std::move(req), cb = std::move(cb),
-               prepare = std::move(prepare)]() mutable {
+namespace {
+
+// The background half of a submit: prepare the prompt, compile the output constraint, submit. A refusal
+// unblocks the job. Once submit succeeds the request may finish and the job be freed at any time: only
+// the cancellation (shared) is touched after it.
+auto background_submit(GenerationJob* job, engine::Request req, PreparePrompt prepare) {
+  return [job, cancellation = job->cancellation, req = std::move(req), cb = callbacks_for(job),
+          prepare = std::move(prepare)]() mutable {
     std::string why;
     try {
       if (prepare) why = prepare(req);
     } catch (const std::exception& e) {
       why = std::string("cannot tokenise the prompt: ") + e.what();
     }
+    if (why.empty() && job->constraint != OutputConstraint::None)
+      why = constrain_request(*job->model, job->constraint, job->constraint_text, req);
     if (!why.empty()) {
       job->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(why), 0};
       return unblock_generation(job);
@@ -333,8 +372,20 @@ int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, 
       cancellation->set(std::get<engine::Handle>(submitted));
     }
   };
+}
+
+}  // namespace
+
+int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, engine::Request req,
+                     size_t text_bytes, PreparePrompt prepare) {
+  GenerationJob* job = block_generation(ctx, std::move(owned));
+  // Tokenising (prompt text, suffix), compiling a grammar and Engine::submit (validation, queueing,
+  // waking the scheduler) run on a background thread: the main thread only parses, copies token keys
+  // and blocks the client, which keeps its time per command small and independent of the prompt. A
+  // refusal there (BUSY included) is replied by on_reply.
+  auto task = background_submit(job, std::move(req), std::move(prepare));
   job->counted_before_submit = true;
-  if (!run_in_background(text_bytes, std::move(task))) {
+  if (!run_in_background(text_bytes + job->constraint_text.size(), std::move(task))) {
     abort_blocked(job);
     return reply_coded_error(ctx, "BUSY", "too many requests waiting to be submitted; retry later");
   }
@@ -343,6 +394,17 @@ int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, 
 }
 
 void submit_generation(GenerationJob* job, engine::Request req) {
+  if (job->constraint != OutputConstraint::None) {  // compiled off the main thread
+    job->counted_before_submit = true;
+    if (!run_in_background(job->constraint_text.size(), background_submit(job, std::move(req), {}))) {
+      job->counted_before_submit = false;
+      job->refusal = engine::SubmitError{engine::SubmitError::Kind::Busy,
+                                         "too many requests waiting to be submitted", 10};
+      return unblock_generation(job);
+    }
+    ++stats().generate_requests;
+    return;
+  }
   auto submitted = job->model->engine->submit(std::move(req), callbacks_for(job));
   if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
     job->refusal = *refusal;  // no callback will run: the job is still ours

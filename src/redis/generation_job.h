@@ -21,7 +21,14 @@
 
 namespace infer::redis {
 
-// MAXTOKENS TEMP TOPK TOPP MINP REPEAT-PENALTY SEED STOP TIMEOUT LOGPROBS [WITHSTATS] [STREAM key].
+// The language the output is constrained to: FORMAT json (any JSON value), JSONSCHEMA <schema>,
+// GRAMMAR <gbnf>; at most one per command.
+enum class OutputConstraint { None, Json, Schema, Grammar };
+// The longest JSONSCHEMA or GRAMMAR text accepted, in bytes.
+inline constexpr size_t kMaxConstraintBytes = 256 * 1024;
+
+// MAXTOKENS TEMP TOPK TOPP MINP REPEAT-PENALTY SEED STOP TIMEOUT LOGPROBS FORMAT JSONSCHEMA GRAMMAR [WITHSTATS]
+// [STREAM key].
 struct GenerationOptions {
   engine::SamplingParams sampling;
   long long max_tokens = 0;  // tokens
@@ -31,6 +38,8 @@ struct GenerationOptions {
   bool with_stats = false;
   RedisModuleString* stream_key = nullptr;  // the handler's argv: valid during the handler only
   int stream_key_pos = -1;                  // its argv index, for key-position queries
+  OutputConstraint constraint = OutputConstraint::None;
+  RedisModuleString* constraint_text = nullptr;  // JSONSCHEMA / GRAMMAR value: the handler's argv
   unsigned given = 0;                       // the single-valued options parsed so far (bit per keyword)
 };
 
@@ -83,6 +92,8 @@ struct GenerationJob : BlockedJob {
   bool with_stats = false;
   int logprobs = -1;  // LOGPROBS given (>= 0): the map reply gets a `logprobs` field
   std::shared_ptr<StreamWriter> stream;
+  OutputConstraint constraint = OutputConstraint::None;
+  std::string_view constraint_text;  // held (hold()): compiled on a background thread before submit
   std::optional<engine::SubmitError> refusal;  // submit refused after blocking: replied
   bool counted_before_submit = false;          // generate_requests counted when queued in the background
   const char* error_code = "ERR";              // error set: replied instead of the result
@@ -98,7 +109,8 @@ struct GenerationJob : BlockedJob {
   std::vector<RedisModuleString*> held_;  // freed with the job, on the main thread
 };
 
-// Sets job's options (timeout, WITHSTATS, LOGPROBS, STREAM writer in the client's database). Main thread.
+// Sets job's options (timeout, WITHSTATS, LOGPROBS, STREAM writer in the client's database, the output
+// constraint's text held). Main thread.
 void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const GenerationOptions& o);
 
 // Blocks the client (no Redis timeout) and hands it the job; returns the job, owned by the client
@@ -113,8 +125,9 @@ void unblock_generation(GenerationJob* job);
 // a suffix to tokenise, chat messages), before it is submitted; returns "" or why the request is refused.
 using PreparePrompt = std::function<std::string(engine::Request& req)>;
 
-// INFER.GENERATE's path: blocks the client, then runs `prepare` (if any) and submits req on a
-// background thread, in the lane of `text_bytes` (the text prepare and submit tokenise; background.h).
+// INFER.GENERATE's path: blocks the client, then runs `prepare` (if any), compiles the job's output
+// constraint (if any) and submits req on a background thread, in the lane of `text_bytes` (the text
+// prepare and submit tokenise, plus the constraint's; background.h).
 // Refusals are replied by the reply callback. Main thread; returns REDISMODULE_OK.
 int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job, engine::Request req,
                      size_t text_bytes, PreparePrompt prepare = {});
@@ -125,7 +138,8 @@ std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long 
                                const char* qualifier = "");
 
 // Submits req for a job already blocked (INFER.RAG after retrieval); a refusal unblocks the job and is
-// replied by the reply callback. Main thread.
+// replied by the reply callback. With an output constraint, compiling it and the submit run on a
+// background thread. Main thread.
 void submit_generation(GenerationJob* job, engine::Request req);
 
 }  // namespace infer::redis

@@ -106,6 +106,36 @@ TEST_F(CliTest, GenerateJsonHasTheFieldsAndReferenceIds) {
   EXPECT_GE(j["logits"][0][0][1].get<double>(), j["logits"][0][1][1].get<double>());
 }
 
+// --json-schema: the output is JSON the schema accepts and ends by itself; a bad schema fails before
+// the model loads, naming the keyword; --grammar excludes it. bench measures decode under it.
+TEST_F(CliTest, GenerateAndBenchTakeAJsonSchema) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  const auto schema = tmp_ / "schema.json";
+  std::ofstream(schema) << R"({"type":"object","properties":{"n":{"type":"integer","minimum":1,"maximum":9},)"
+                           R"("s":{"enum":["x","y"]}},"required":["n","s"],"additionalProperties":false})";
+  auto r = run("generate -m " + stories_ + " -p 'Once' -n 100 --temp 1 -s 4 --json --json-schema " + schema.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["finish_reason"], "stop");
+  const auto value = nlohmann::json::parse(j["text"].get<std::string>());
+  EXPECT_GE(value["n"].get<int>(), 1);
+  EXPECT_LE(value["n"].get<int>(), 9);
+  EXPECT_TRUE(value["s"] == "x" || value["s"] == "y") << value;
+  std::ofstream(tmp_ / "bad.json") << R"({"type":"string","format":"email"})";
+  r = run("generate -m " + stories_ + " -p 'Once' --json-schema " + (tmp_ / "bad.json").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--json-schema " + (tmp_ / "bad.json").string() +
+                       ": unsupported format \"email\" (supported: date, time, date-time, uuid) at #/format"),
+            std::string::npos)
+      << r.err;
+  r = run("generate -m " + stories_ + " -p 'Once' --json-schema " + schema.string() + " --grammar " + schema.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("excludes"), std::string::npos) << r.err;
+  r = run("bench -m " + stories_ + " -p 0 -n 16 -r 1 --probe-mib 1 --json --json-schema " + schema.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["tg_grammar_tps"].get<double>(), 0);
+}
+
 TEST_F(CliTest, GenerateStreamsTextAndReportsSpeedOnStderr) {
   INFER_REQUIRE_DIR(test::models_dir());
   auto r = run("generate -m " + stories_ + " -p 'Once upon a time' -n 8 --temp 0 -t 2");
