@@ -12,8 +12,24 @@ struct ChatTemplate::Impl {
   TemplateLimits limits;
 };
 
+namespace {
+// Errors from the standard library (a number out of range, memory) reach callers as TemplateError too.
+template <class F>
+auto guarded(F&& f) {
+  try {
+    return f();
+  } catch (const TemplateError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw TemplateError("MemoryError: the template needs more memory than is available");
+  } catch (const std::exception& e) {
+    throw TemplateError(std::string("TemplateRuntimeError: ") + e.what());
+  }
+}
+}  // namespace
+
 ChatTemplate::ChatTemplate(std::string_view source) : impl_(std::make_unique<Impl>()) {
-  impl_->body = jinja::parse_template(source);
+  impl_->body = guarded([&] { return jinja::parse_template(source); });
 }
 ChatTemplate::~ChatTemplate() = default;
 ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
@@ -31,8 +47,10 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const n
   variables.emplace_back("eos_token", Value::string(eos_token));
   if (extra.is_object())
     for (auto it = extra.begin(); it != extra.end(); ++it) variables.emplace_back(it.key(), Value::from_json(it.value()));
-  jinja::Interpreter interpreter(impl_->limits, impl_->clock);
-  return interpreter.render(impl_->body, std::move(variables));
+  return guarded([&] {
+    jinja::Interpreter interpreter(impl_->limits, impl_->clock);
+    return interpreter.render(impl_->body, std::move(variables));
+  });
 }
 
 void ChatTemplate::set_clock(ClockFn clock) { impl_->clock = std::move(clock); }

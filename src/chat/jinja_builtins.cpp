@@ -207,10 +207,6 @@ Value attribute_of(Interpreter& in, Value item, const std::string& attribute) {
   }
 }
 
-std::string sort_key_string(const Value& v, bool case_sensitive) {
-  return case_sensitive ? v.s : py_lower(v.s);
-}
-
 Value sort_key(const Value& v, bool case_sensitive) {
   return v.is_string() && !case_sensitive ? Value::string(py_lower(v.s)) : v;
 }
@@ -233,7 +229,7 @@ std::vector<Value> select_items(Interpreter& in, const Value& seq, const CallArg
   CallArgs test_args;
   for (std::size_t k = test_at + 1; k < args.positional.size(); ++k) test_args.positional.push_back(args.positional[k]);
   test_args.keyword = args.keyword;
-  for (const Value& item : in.iterate(seq).items()) {
+  for (const Value iterated = in.iterate(seq); const Value& item : iterated.items()) {
     in.count_steps();
     Value subject = by_attr ? attribute_of(in, item, attribute) : item;
     bool ok = test.empty() ? truthy(subject) : apply_test(in, test, subject, test_args);
@@ -283,7 +279,10 @@ Value to_int(const Value& v, const Value& fallback, std::int64_t base) {
   switch (v.type) {
     case Type::Int: return v;
     case Type::Bool: return Value::integer(v.b);
-    case Type::Float: return std::isfinite(v.f) ? Value::integer(std::int64_t(v.f)) : fallback;
+    case Type::Float:
+      if (!std::isfinite(v.f)) return fallback;
+      if (std::fabs(v.f) >= 9.2e18) fail("OverflowError", "int too large to convert");
+      return Value::integer(std::int64_t(v.f));
     case Type::String: {
       std::string s = py_strip(v.s, Value::none(), true, true);
       s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
@@ -292,7 +291,7 @@ Value to_int(const Value& v, const Value& fallback, std::int64_t base) {
         long long n = std::stoll(s, &used, int(base));
         if (used == s.size()) return Value::integer(n);
         double d = std::stod(s, &used);
-        if (used == s.size()) return Value::integer(std::int64_t(d));
+        if (used == s.size() && std::fabs(d) < 9.2e18) return Value::integer(std::int64_t(d));
       } catch (const std::exception&) {
       }
       return fallback;
@@ -386,7 +385,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
          Value attribute = a.get_or(1, "attribute", Value::none());
          std::string out;
          bool first = true;
-         for (const Value& item : in.iterate(v).items()) {
+         for (const Value iterated = in.iterate(v); const Value& item : iterated.items()) {
            if (!first) out += sep;
            first = false;
            out += to_str(attribute.is_none() ? item : attribute_of(in, item, to_str(attribute)));
@@ -506,6 +505,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
          if (!v.is_number()) fail("TypeError", "type " + type_name(v) + " doesn't define __round__ method");
          double p = std::pow(10.0, double(a.get_or(0, "precision", Value::integer(0)).i));
          std::string method = to_str(a.get_or(1, "method", Value::string("common")));
+         if (method == "common" && v.type == Type::Int) return v;  // Python's round(int, n) stays an int
          double x = v.as_double() * p;
          double r = method == "floor" ? std::floor(x) : method == "ceil" ? std::ceil(x) : std::nearbyint(x);
          return Value::real(r / p);
@@ -514,7 +514,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
          bool case_sensitive = truthy(a.get_or(0, "case_sensitive", Value::boolean(false)));
          Value attribute = a.get_or(1, "attribute", Value::none());
          std::vector<Value> out, seen;
-         for (const Value& item : in.iterate(v).items()) {
+         for (const Value iterated = in.iterate(v); const Value& item : iterated.items()) {
            Value key = sort_key(attribute.is_none() ? item : attribute_of(in, item, to_str(attribute)), case_sensitive);
            bool dup = false;
            for (const Value& s : seen) dup = dup || equals(s, key);
@@ -545,7 +545,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
       {"sum", [](Interpreter& in, const Value& v, const CallArgs& a) {
          Value attribute = a.get_or(0, "attribute", Value::none());
          Value total = a.get_or(1, "start", Value::integer(0));
-         for (const Value& item : in.iterate(v).items())
+         for (const Value iterated = in.iterate(v); const Value& item : iterated.items())
            total = binary_op("+", total, attribute.is_none() ? item : attribute_of(in, item, to_str(attribute)));
          return total;
        }},
@@ -831,7 +831,7 @@ Value str_method(Interpreter& in, const std::string& s, const std::string& name,
   if (name == "join") {
     std::string out;
     bool first = true;
-    for (const Value& item : in.iterate(pos_arg(0, "iterable")).items()) {
+    for (const Value iterated = in.iterate(pos_arg(0, "iterable")); const Value& item : iterated.items()) {
       if (!first) out += s;
       first = false;
       if (!item.is_string()) fail("TypeError", "sequence item: expected str instance, " + type_name(item) + " found");
@@ -956,10 +956,11 @@ std::vector<std::pair<std::string, Value>> make_globals() {
     for (auto& [k, v] : a.keyword) items.emplace_back(Value::string(k), v);
     return Value::make_dict(std::move(items));
   }));
-  g.emplace_back("namespace", Value::callable("namespace", [](Interpreter&, CallArgs& a) {
+  g.emplace_back("namespace", Value::callable("namespace", [](Interpreter& in, CallArgs& a) {
     Value v;
     v.type = Type::Namespace;
     v.ns = std::make_shared<NamespaceData>();
+    in.track(v.ns);
     if (!a.positional.empty() && a.positional[0].is_dict())
       for (const auto& [k, val] : a.positional[0].entries()) v.ns->attrs.emplace_back(to_str(k), val);
     for (auto& [k, val] : a.keyword) {
@@ -969,7 +970,8 @@ std::vector<std::pair<std::string, Value>> make_globals() {
     return v;
   }));
   g.emplace_back("raise_exception", Value::callable("raise_exception", [](Interpreter&, CallArgs& a) -> Value {
-    fail("raise_exception", a.positional.empty() ? "" : to_str(a.positional[0]));
+    if (a.positional.empty()) fail("TypeError", "raise_exception() missing 1 required positional argument: 'msg'");
+    fail("raise_exception", to_str(a.positional[0]));
   }));
   g.emplace_back("strftime_now", Value::callable("strftime_now", [](Interpreter& in, CallArgs& a) {
     std::string format = a.positional.empty() ? "" : to_str(a.positional[0]);

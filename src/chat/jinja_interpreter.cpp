@@ -12,6 +12,10 @@ namespace infer::chat::jinja {
 
 Interpreter::Interpreter(const TemplateLimits& limits, ClockFn clock) : limits_(limits), clock_(std::move(clock)) {}
 
+Interpreter::~Interpreter() {
+  for (auto& ns : namespaces_) ns->attrs.clear();
+}
+
 Value* Interpreter::Scope::find(const std::string& name) {
   for (Scope* s = this; s; s = s->parent)
     for (auto it = s->vars.rbegin(); it != s->vars.rend(); ++it)
@@ -64,6 +68,18 @@ Interpreter::Flow Interpreter::exec(const Body& body, std::string& out) {
 }
 
 namespace {
+// Counts one level of nesting for as long as it lives; hostile templates must not exhaust the stack.
+struct Nest {
+  int& depth;
+  Nest(int& d, int limit) : depth(d) {
+    if (++depth > limit) {
+      --depth;
+      fail("RecursionError", "the template nests deeper than " + std::to_string(limit) + " levels while rendering");
+    }
+  }
+  ~Nest() { --depth; }
+};
+
 // Restores the interpreter's scope when a block ends, also on errors.
 template <class T>
 struct Restore {
@@ -86,6 +102,7 @@ Value apply_filters(Interpreter& in, const std::vector<ExprPtr>& filters, Value 
 
 Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, std::string& out) {
   count_steps();
+  Nest nest(depth_, limits_.max_depth);
   switch (s.kind) {
     case StmtKind::Text:
       out += s.text;
@@ -170,6 +187,38 @@ Value Interpreter::iterate(const Value& v) {
   }
 }
 
+// Jinja's `loop` object for iteration `k`. Out of line: its temporaries would otherwise sit in every
+// nested for's stack frame.
+[[gnu::noinline]] static Value loop_object(const std::vector<Value>& items, std::int64_t k) {
+  const std::int64_t n = std::int64_t(items.size());
+  std::vector<std::pair<Value, Value>> loop;
+  loop.reserve(12);
+  auto add = [&](const char* key, Value v) { loop.emplace_back(Value::string(key), std::move(v)); };
+  add("index", Value::integer(k + 1));
+  add("index0", Value::integer(k));
+  add("revindex", Value::integer(n - k));
+  add("revindex0", Value::integer(n - k - 1));
+  add("first", Value::boolean(k == 0));
+  add("last", Value::boolean(k == n - 1));
+  add("length", Value::integer(n));
+  add("depth", Value::integer(1));
+  add("depth0", Value::integer(0));
+  auto missing = [](const char* hint) {
+    Value u = Value::undefined();
+    auto info = std::make_shared<UndefinedInfo>(*u.undef);
+    info->hint = hint;
+    u.undef = std::move(info);
+    return u;
+  };
+  add("previtem", k > 0 ? items[std::size_t(k - 1)] : missing("there is no previous item"));
+  add("nextitem", k + 1 < n ? items[std::size_t(k + 1)] : missing("there is no next item"));
+  add("cycle", Value::callable("cycle", [k](Interpreter&, CallArgs& a) {
+        if (a.positional.empty()) fail("TypeError", "no items for cycling given");
+        return a.positional[std::size_t(k) % a.positional.size()];
+      }));
+  return Value::make_dict(std::move(loop));
+}
+
 Interpreter::Flow Interpreter::exec_for(const Stmt& s, std::string& out) {
   Value seq = iterate(eval(*s.expr));
   Scope loop_scope{{}, scope_};
@@ -184,29 +233,17 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, std::string& out) {
   } else {
     items = seq.items();
   }
-  if (items.empty()) return exec(s.else_body, out) == Flow::Break ? Flow::Normal : Flow::Normal;
+  if (items.empty()) {
+    loop_scope.vars.clear();
+    exec(s.else_body, out);
+    return Flow::Normal;
+  }
   const std::int64_t n = std::int64_t(items.size());
   for (std::int64_t k = 0; k < n; ++k) {
     count_steps();
+    loop_scope.vars.clear();  // as in Jinja2, what one iteration sets is gone in the next
     assign(*s.target, items[std::size_t(k)]);
-    std::vector<std::pair<Value, Value>> loop = {
-        {Value::string("index"), Value::integer(k + 1)},
-        {Value::string("index0"), Value::integer(k)},
-        {Value::string("revindex"), Value::integer(n - k)},
-        {Value::string("revindex0"), Value::integer(n - k - 1)},
-        {Value::string("first"), Value::boolean(k == 0)},
-        {Value::string("last"), Value::boolean(k == n - 1)},
-        {Value::string("length"), Value::integer(n)},
-        {Value::string("depth"), Value::integer(1)},
-        {Value::string("depth0"), Value::integer(0)},
-    };
-    if (k > 0) loop.emplace_back(Value::string("previtem"), items[std::size_t(k - 1)]);
-    if (k + 1 < n) loop.emplace_back(Value::string("nextitem"), items[std::size_t(k + 1)]);
-    loop.emplace_back(Value::string("cycle"), Value::callable("cycle", [k](Interpreter&, CallArgs& a) {
-                        if (a.positional.empty()) fail("TypeError", "no items for cycling given");
-                        return a.positional[std::size_t(k) % a.positional.size()];
-                      }));
-    loop_scope.set("loop", Value::make_dict(std::move(loop)));
+    loop_scope.set("loop", loop_object(items, k));
     Flow f = exec(s.body, out);
     if (f == Flow::Break) break;
   }
@@ -363,10 +400,11 @@ Value Interpreter::eval_slice(const Expr& e) {
     for (std::size_t k : indices(std::int64_t(cps.size()))) part += cps[k];
     return Value::string(utf8_encode(part));
   }
-  if (obj.is_list() && (obj.list_kind() == ListKind::List || obj.list_kind() == ListKind::Tuple)) {
+  if (obj.is_list() && (obj.list_kind() == ListKind::List || obj.list_kind() == ListKind::Tuple ||
+                        obj.list_kind() == ListKind::Range)) {
     std::vector<Value> part;
     for (std::size_t k : indices(std::int64_t(obj.items().size()))) part.push_back(obj.items()[k]);
-    return Value::make_list(std::move(part), obj.list_kind());
+    return Value::make_list(std::move(part), obj.list_kind() == ListKind::Range ? ListKind::List : obj.list_kind());
   }
   return Value::undefined_attr(obj, Value::string("slice"));
 }
@@ -418,7 +456,10 @@ std::string percent_format(const std::string& format, const Value& args) {
     const Value& v = values[next++];
     if (c == 's') out += to_str(v);
     else if (c == 'r') out += to_repr(v);
-    else if (c == 'd' || c == 'i') out += std::to_string(v.type == Type::Float ? std::int64_t(v.f) : as_int(v));
+    else if (c == 'd' || c == 'i') {
+      if (v.type == Type::Float && !(std::fabs(v.f) < 9.2e18)) fail("OverflowError", "cannot convert float to integer");
+      out += std::to_string(v.type == Type::Float ? std::int64_t(v.f) : as_int(v));
+    }
     else fail("ValueError", std::string("unsupported format character '") + c + "'");
   }
   if (next < values.size()) fail("TypeError", "not all arguments converted during string formatting");
@@ -426,7 +467,7 @@ std::string percent_format(const std::string& format, const Value& args) {
 }
 }  // namespace
 
-Value binary_op(const std::string& op, const Value& a, const Value& b) {
+Value binary_op(const std::string& op, const Value& a, const Value& b, std::size_t max_bytes) {
   if (a.is_undefined()) a.raise_undefined();
   if (b.is_undefined()) b.raise_undefined();
   const bool numbers = a.is_number() && b.is_number();
@@ -469,8 +510,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     const Value& count = int_like(a) ? a : b;
     if (int_like(count) && (seq.is_string() || (seq.is_list() && seq.list_kind() == ListKind::List))) {
       std::int64_t n = std::max<std::int64_t>(0, as_int(count));
-      std::size_t unit = seq.is_string() ? seq.s.size() : seq.items().size() * 16;
-      if (unit && std::uint64_t(n) > (std::uint64_t(1) << 30) / unit)
+      std::size_t unit = seq.is_string() ? seq.s.size() : seq.items().size() * sizeof(Value);
+      if (unit && std::uint64_t(n) > max_bytes / unit)
         fail("MemoryError", "repetition result too large");
       if (seq.is_string()) {
         std::string out;
@@ -511,11 +552,11 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   if (op == "**") {
     if (!numbers) unsupported(op, a, b);
     if (ints && as_int(b) >= 0) {
-      std::int64_t base = as_int(a), r = 1;
-      for (std::int64_t k = 0; k < as_int(b); ++k) {
+      std::int64_t base = as_int(a), exponent = as_int(b), r = 1;
+      if (base == 0 || base == 1) return Value::integer(exponent == 0 ? 1 : base);
+      if (base == -1) return Value::integer(exponent % 2 ? -1 : 1);
+      for (std::int64_t k = 0; k < exponent; ++k)  // |base| >= 2 overflows within 63 steps
         if (__builtin_mul_overflow(r, base, &r)) fail("OverflowError", "integer result too large");
-        if (r == 0 || r == 1) break;
-      }
       return Value::integer(r);
     }
     return Value::real(std::pow(a.as_double(), b.as_double()));
@@ -541,7 +582,7 @@ Value Interpreter::eval_binary(const Expr& e) {
     check_size(s.size());
     return Value::string(std::move(s));
   }
-  Value r = binary_op(op, left, right);
+  Value r = binary_op(op, left, right, limits_.max_output_bytes);
   if (r.is_string()) check_size(r.s.size());
   if (r.is_list()) count_steps(r.items().size());
   return r;
@@ -569,6 +610,7 @@ Value Interpreter::eval_compare(const Expr& e) {
 
 Value Interpreter::eval(const Expr& e) {
   count_steps();
+  Nest nest(depth_, limits_.max_depth);
   switch (e.kind) {
     case ExprKind::Literal: return e.literal;
     case ExprKind::Name: return lookup(e.name);

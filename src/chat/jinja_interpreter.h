@@ -13,6 +13,7 @@ namespace infer::chat::jinja {
 class Interpreter {
  public:
   Interpreter(const TemplateLimits& limits, ClockFn clock);
+  ~Interpreter();  // empties every namespace made, breaking reference cycles such as `ns.self = ns`
 
   // Renders `body` with `variables` (messages, tools, ...) beside the globals.
   std::string render(const Body& body, std::vector<std::pair<std::string, Value>> variables);
@@ -27,6 +28,7 @@ class Interpreter {
   void count_steps(std::uint64_t n = 1);  // TemplateError past limits.max_steps
   void check_size(std::size_t bytes) const;  // TemplateError past limits.max_output_bytes
   const TemplateLimits& limits() const { return limits_; }
+  void track(std::shared_ptr<NamespaceData> ns) { namespaces_.push_back(std::move(ns)); }
 
  private:
   struct Scope {
@@ -56,9 +58,12 @@ class Interpreter {
   Scope* scope_ = &root_;
   std::uint64_t steps_ = 0;
   int call_depth_ = 0;
+  int depth_ = 0;
+  std::vector<std::shared_ptr<NamespaceData>> namespaces_;
 };
 
 // Python's binary operators on values (+ - * / // % **), with Python's errors.
-Value binary_op(const std::string& op, const Value& a, const Value& b);
+// `max_bytes` bounds what repetition (`'x' * n`, `[x] * n`) may build.
+Value binary_op(const std::string& op, const Value& a, const Value& b, std::size_t max_bytes = 64u << 20);
 
 }  // namespace infer::chat::jinja

@@ -181,10 +181,12 @@ class Lexer {
       if (balance.empty()) {
         if (variable) {
           if (src_.compare(k, 3, "-}}") == 0 || src_.compare(k, 2, "}}") == 0) {
+            Token end{TokenKind::VarEnd, "", 0, 0};
+            place(end, k);
             bool strip = src_[k] == '-';
             k += strip ? 3 : 2;
             if (strip) while (k < src_.size() && is_space(src_[k])) ++k;
-            tokens_.push_back({TokenKind::VarEnd, "", 0, 0});
+            tokens_.push_back(end);
             line_starting = src_[k - 1] == '\n';
             pos_ = k;
             return;

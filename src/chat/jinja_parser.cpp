@@ -1,5 +1,7 @@
 // Recursive-descent parser for Jinja2 templates, following Jinja2's grammar and operator precedence:
 // conditional < or < and < not < comparisons < + - < ~ < * / // % < ** < unary < filters and tests.
+#include <cerrno>
+#include <cstdlib>
 #include <set>
 
 #include "chat/jinja_ast.h"
@@ -9,6 +11,16 @@ namespace infer::chat::jinja {
 namespace {
 
 constexpr int kMaxNesting = 200;  // hostile templates: nested brackets, blocks and operators
+
+// Integers past int64 become floats (Python would keep them exact; no template needs that).
+Value number_literal(const std::string& text, bool integer) {
+  errno = 0;
+  if (integer) {
+    long long v = std::strtoll(text.c_str(), nullptr, 10);
+    if (errno != ERANGE) return Value::integer(v);
+  }
+  return Value::real(std::strtod(text.c_str(), nullptr));
+}
 
 class Parser {
  public:
@@ -462,15 +474,11 @@ class Parser {
         return e;
       }
       case TokenKind::Int:
-        try {
-          e->literal = Value::integer(std::stoll(t.text));
-        } catch (const std::exception&) {
-          e->literal = Value::real(std::stod(t.text));
-        }
+        e->literal = number_literal(t.text, true);
         advance();
         return e;
       case TokenKind::Float:
-        e->literal = Value::real(std::stod(t.text));
+        e->literal = number_literal(t.text, false);
         advance();
         return e;
       case TokenKind::Op:
@@ -531,7 +539,7 @@ class Parser {
       if (cur().kind == TokenKind::Int) {
         auto item = node(ExprKind::GetItem);
         auto index = node(ExprKind::Literal);
-        index->literal = Value::integer(std::stoll(cur().text));
+        index->literal = number_literal(cur().text, true);
         advance();
         item->args.push_back(std::move(obj));
         item->args.push_back(std::move(index));

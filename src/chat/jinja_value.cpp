@@ -46,10 +46,27 @@ void Value::raise_undefined() const {
   fail(undef->kind, undef->message());
 }
 
+namespace {
+int depth_of(const Value& v) {
+  if (v.type == Type::List) return v.list->depth;
+  if (v.type == Type::Dict) return v.dict->depth;
+  return 0;
+}
+
+int checked_depth(int child_depth) {
+  if (child_depth + 1 > kMaxValueDepth)
+    fail("RecursionError", "values nest deeper than " + std::to_string(kMaxValueDepth) + " levels");
+  return child_depth + 1;
+}
+}  // namespace
+
 Value Value::make_list(std::vector<Value> items, ListKind kind) {
   Value v;
   v.type = Type::List;
   auto data = std::make_shared<ListData>();
+  int child = 0;
+  for (const auto& item : items) child = std::max(child, depth_of(item));
+  data->depth = checked_depth(child);
   data->items = std::move(items);
   data->kind = kind;
   v.list = std::move(data);
@@ -60,6 +77,9 @@ Value Value::make_dict(std::vector<std::pair<Value, Value>> items) {
   Value v;
   v.type = Type::Dict;
   auto data = std::make_shared<DictData>();
+  int child = 0;
+  for (const auto& [key, value] : items) child = std::max({child, depth_of(key), depth_of(value)});
+  data->depth = checked_depth(child);
   data->items = std::move(items);
   v.dict = std::move(data);
   return v;
@@ -335,7 +355,12 @@ std::string to_str(const Value& v) {
   }
 }
 
-std::string to_repr(const Value& v) {
+static std::string repr_at(const Value& v, int depth);
+
+std::string to_repr(const Value& v) { return repr_at(v, 0); }
+
+static std::string repr_at(const Value& v, int depth) {
+  if (depth > kMaxValueDepth) fail("RecursionError", "maximum recursion depth exceeded while getting the repr of an object");
   switch (v.type) {
     case Type::Undefined: return "";
     case Type::None: return "None";
@@ -365,7 +390,7 @@ std::string to_repr(const Value& v) {
       std::string out = open;
       for (std::size_t k = 0; k < v.items().size(); ++k) {
         if (k) out += ", ";
-        out += to_repr(v.items()[k]);
+        out += repr_at(v.items()[k], depth + 1);
       }
       return out + close;
     }
@@ -375,7 +400,7 @@ std::string to_repr(const Value& v) {
       for (const auto& [k, val] : v.entries()) {
         if (!first) out += ", ";
         first = false;
-        out += to_repr(k) + ": " + to_repr(val);
+        out += repr_at(k, depth + 1) + ": " + repr_at(val, depth + 1);
       }
       return out + "}";
     }
@@ -385,7 +410,7 @@ std::string to_repr(const Value& v) {
       for (const auto& [k, val] : v.ns->attrs) {
         if (!first) out += ", ";
         first = false;
-        out += string_repr(k) + ": " + to_repr(val);
+        out += string_repr(k) + ": " + repr_at(val, depth + 1);
       }
       return out + "}>";
     }

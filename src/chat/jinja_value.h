@@ -83,13 +83,18 @@ struct Value {
   void check_defined() const { if (type == Type::Undefined) raise_undefined(); }
 };
 
+// Containers nest at most this deep, so that printing, comparing and freeing them cannot exhaust the stack.
+constexpr int kMaxValueDepth = 512;
+
 struct ListData {
   std::vector<Value> items;
   ListKind kind = ListKind::List;
+  int depth = 1;
 };
 
 struct DictData {
   std::vector<std::pair<Value, Value>> items;
+  int depth = 1;
   const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
 };

@@ -48,6 +48,7 @@ struct BenchArgs {
   int embed = 0;        // tokens per sequence of the embedding benchmark; 0: pp/tg instead
   int embed_seqs = 32;  // sequences per repetition
   std::string grammar_file;  // GBNF: tg also runs constrained, alternating with unconstrained
+  std::string json_schema_file;  // the same with a JSON schema's grammar
   DeviceArgs device;
 };
 
@@ -216,8 +217,9 @@ void run_bench(const BenchArgs& a) {
   // new one (a new matcher of the same compiled grammar: its cached masks stay).
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
-  if (!a.grammar_file.empty()) {
-    const std::string text = read_grammar_file(a.grammar_file);
+  const std::string constraint_file = a.grammar_file.empty() ? a.json_schema_file : a.grammar_file;
+  if (!constraint_file.empty()) {
+    const std::string text = read_constraint_flags(a.grammar_file, a.json_schema_file);
     tok = tokenizer::Tokenizer::from_gguf(model->file());
     const auto t0 = std::chrono::steady_clock::now();
     grammar = grammar::compile_grammar(text, *tok);
@@ -324,7 +326,7 @@ void run_bench(const BenchArgs& a) {
       j["streamed_bytes"] = gen.backend().streamed_bytes_per_pass();
     }
     if (grammar) {
-      j["grammar"] = a.grammar_file;
+      j["grammar"] = constraint_file;
       j["tg_grammar_tps"] = tggs.mean;
       j["tg_grammar_tps_stddev"] = tggs.stddev;
       j["tg_grammar_ratio"] = grammar_ratio;
@@ -370,7 +372,7 @@ void run_bench(const BenchArgs& a) {
                 at.c_str(), tggs.mean, tggs.stddev);
     std::printf("grammar %s: %.3f of unconstrained decode; sampling %.3f ms/token with the grammar, %.3f without; "
                 "masks computed %llu (%.1f ms in all), cached %llu; %d texts ended; first text: %s\n",
-                a.grammar_file.c_str(), grammar_ratio, grammar_ms_per_token, plain_ms_per_token,
+                constraint_file.c_str(), grammar_ratio, grammar_ms_per_token, plain_ms_per_token,
                 static_cast<unsigned long long>(grammar->masks_computed()), grammar->mask_compute_seconds() * 1e3,
                 static_cast<unsigned long long>(grammar->masks_cached()), texts_ended,
                 nlohmann::json(sample_text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -408,10 +410,14 @@ void setup_bench(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--embed-seqs", args->embed_seqs, "sequences per repetition of --embed")->check(CLI::Range(1, 4096));
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
-  cmd->add_option("--grammar", args->grammar_file,
+  auto* grammar_flag = cmd->add_option("--grammar", args->grammar_file,
                   "GBNF grammar file: tg runs through the sampler (defaults, seed 1) unconstrained and constrained, "
                   "alternating, and reports both and their ratio")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--json-schema", args->json_schema_file,
+                  "JSON schema file: as --grammar, with the schema's grammar (what INFER.GENERATE JSONSCHEMA decodes under)")
+      ->check(CLI::ExistingFile)
+      ->excludes(grammar_flag);
   add_device_flags(cmd, args->device);
   cmd->callback([args] { run_bench(*args); });
 }

@@ -14,6 +14,7 @@
 #include "cli/device_flags.h"
 #include "cli/grammar_flags.h"
 #include "engine/generator.h"
+#include "engine/logprobs_json.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -44,9 +45,11 @@ struct GenerateArgs {
   bool json = false;
   bool mmap = false;
   std::string logits;  // "", "N" or "all"
+  int logprobs = -1;   // -1: not asked
   std::string force;   // "ID,ID,..."
   std::vector<std::string> stop;
   std::string grammar_file;  // GBNF
+  std::string json_schema_file;
   DeviceArgs device;
 };
 
@@ -148,16 +151,18 @@ void run_generate(const GenerateArgs& a) {
   g.stop = a.stop;
   g.logits_top_n = parse_logits(a.logits);
   g.capture_prompt_logits = g.logits_top_n != 0;
+  if (a.logprobs != -1 && !a.json) throw std::invalid_argument("--logprobs needs --json");
+  g.logprobs = a.logprobs;
   if (!a.force.empty()) g.force = parse_ids(a.force);
   const model::DeviceOptions device = device_options(a.device);
-  const std::string grammar_text = a.grammar_file.empty() ? "" : read_grammar_file(a.grammar_file);
+  const std::string grammar_text = read_constraint_flags(a.grammar_file, a.json_schema_file);
 
   model::LoadOptions lo;
   lo.mmap = a.mmap;
   lo.context = a.context;
   auto model = model::Model::load(a.model, lo);
   auto tok = tokenizer::Tokenizer::from_gguf(model->file());
-  if (!a.grammar_file.empty()) g.grammar = grammar::compile_grammar(grammar_text, *tok);
+  if (!grammar_text.empty()) g.grammar = grammar::compile_grammar(grammar_text, *tok);
   auto prompt = wants_chat(a) ? engine::tokenize_chat(*tok, chat_request(a)) : engine::tokenize_prompt(*tok, a.prompt, false);
   engine::GeneratorOptions go;
   go.threads = a.threads;
@@ -186,6 +191,11 @@ void run_generate(const GenerateArgs& a) {
     if (g.logits_top_n != 0) {
       j["prompt_logits"] = logits_json(r.prompt_logits);
       j["logits"] = logits_json(r.step_logits);
+    }
+    if (g.logprobs >= 0) {
+      auto lp = nlohmann::json::array();
+      for (const engine::TokenLogprobs& e : r.logprobs) lp.push_back(engine::logprobs_json(e));
+      j["logprobs"] = std::move(lp);
     }
     std::puts(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -229,11 +239,20 @@ void setup_generate(CLI::App& app) {
   cmd->add_flag("--json", args->json, "print one JSON object instead of streaming text");
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->add_option("--logits", args->logits, "with --json: top N logits (or 'all') per prompt position and step");
+  cmd->add_option("--logprobs", args->logprobs,
+                  "with --json: each generated token's log-probability and the N (0-20) most likely "
+                  "alternatives, from the model's distribution before sampling")
+      ->check(CLI::Range(0, engine::kMaxLogprobs));
   cmd->add_option("--force", args->force, "teacher forcing: feed these ids (ID,ID,...) as the generated tokens");
-  cmd->add_option("--grammar", args->grammar_file,
+  auto* grammar_flag = cmd->add_option("--grammar", args->grammar_file,
                   "GBNF grammar file (llama.cpp's format): the output is a sentence of its language; generation "
                   "stops where the language ends")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--json-schema", args->json_schema_file,
+                  "JSON schema file: the output is JSON the schema accepts (keywords: docs/redis.md, Constrained "
+                  "output); generation stops where it is complete")
+      ->check(CLI::ExistingFile)
+      ->excludes(grammar_flag);
   add_device_flags(cmd, args->device);
   cmd->callback([args] { run_generate(*args); });
 }

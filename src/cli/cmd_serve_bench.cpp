@@ -27,6 +27,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/device_flags.h"
+#include "cli/grammar_flags.h"
 #include "engine/engine.h"
 
 namespace infer::cli {
@@ -46,6 +47,8 @@ struct ServeBenchArgs {
   bool json = false;
   bool mmap = false;
   bool profile = false;
+  std::vector<std::string> grammar_files;  // GBNF; client k's requests use file k mod their count
+  std::vector<std::string> grammar_texts;  // read from grammar_files before the first level
   DeviceArgs device;
   model::DeviceOptions device_options;  // resolved from `device` before the first level
 };
@@ -100,11 +103,13 @@ double median(std::vector<double> v) {
 }
 
 // Submits one request and waits for its result (the bench is a closed-loop client).
-engine::Result run_one(engine::Engine& e, std::vector<int32_t> prompt, int gen_tokens, uint64_t seed) {
+engine::Result run_one(engine::Engine& e, std::vector<int32_t> prompt, int gen_tokens, uint64_t seed,
+                       std::shared_ptr<const grammar::CompiledGrammar> grammar = nullptr) {
   engine::Request r;
   r.prompt_ids = std::move(prompt);
   r.max_tokens = gen_tokens;
   r.sampling.seed = seed;
+  r.grammar = std::move(grammar);
   auto done = std::make_shared<std::promise<engine::Result>>();
   auto fut = done->get_future();
   engine::Callbacks cb;
@@ -164,6 +169,9 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
 
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < c * a.rounds; ++i) prompts.push_back(make_prompt());
+  // Compiled once per text and vocabulary (cached): a later level finds the masks the first computed.
+  std::vector<std::shared_ptr<const grammar::CompiledGrammar>> grammars;
+  for (const std::string& text : a.grammar_texts) grammars.push_back(grammar::compile_grammar(text, e->tokenizer()));
   std::vector<engine::Result> results(prompts.size());
   std::vector<std::exception_ptr> errors(static_cast<size_t>(c));
   const auto t0 = std::chrono::steady_clock::now();
@@ -173,7 +181,8 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
       try {
         for (int r = 0; r < a.rounds; ++r) {
           const size_t i = size_t(k * a.rounds + r);
-          results[i] = run_one(*e, prompts[i], a.gen_tokens, 100 + i);
+          results[i] = run_one(*e, prompts[i], a.gen_tokens, 100 + i,
+                               grammars.empty() ? nullptr : grammars[size_t(k) % grammars.size()]);
         }
       } catch (...) {
         errors[size_t(k)] = std::current_exception();
@@ -336,6 +345,7 @@ void run_serve_bench(ServeBenchArgs a) {
     throw std::invalid_argument("serve-bench: --shared-prefix must be in [0, --prompt-tokens)");
   const std::vector<int> levels = parse_levels(a.concurrency);
   a.device_options = device_options(a.device);
+  for (const std::string& f : a.grammar_files) a.grammar_texts.push_back(read_grammar_file(f));
   std::vector<std::vector<LevelResult>> runs(levels.size());  // [level][repeat]
   std::vector<LevelResult> results(levels.size());
   const size_t total = levels.size() * size_t(a.repeats);
@@ -378,6 +388,10 @@ void setup_serve_bench(CLI::App& app) {
                   "host's speed then reaches every level alike)");
   cmd->add_option("--shared-prefix", args->shared_prefix, "tokens every prompt shares (prefix cache); adds cold/warm TTFT and hit rate");
   cmd->add_option("--step-tokens", args->step_tokens, "per-step token budget of the scheduler");
+  cmd->add_option("--grammar", args->grammar_files,
+                  "GBNF grammar file (repeatable): client k's requests are constrained by file k mod their count "
+                  "(a request ends where its grammar does)")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "run the engine with its prefix cache off (to compare)");
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->add_flag("--profile", args->profile, "time each decode step's phases (qkv, attention, ..., sampling) and print them per level");

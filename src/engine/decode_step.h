@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/text_stream.h"
 #include "grammar/compiled_grammar.h"
@@ -50,9 +51,18 @@ class DecodeStep {
              std::vector<std::string> stop, bool end_on_eog, std::function<void(const std::string&)> on_text,
              std::shared_ptr<const grammar::CompiledGrammar> grammar = nullptr);
 
+  // Per-token log-probabilities (Request::logprobs): from now on sample() and score() also fill
+  // logprobs() from the raw row, before anything else looks at it. Throws std::invalid_argument unless
+  // 0 <= n_top <= kMaxLogprobs.
+  void enable_logprobs(int n_top);
+
   // The next id from one row of logits, given every token so far (prompt included). Throws
   // std::runtime_error when the grammar allows no token of the vocabulary here.
   int32_t sample(const float* logits, std::span<const int32_t> history);
+  // Teacher forcing: fills logprobs() for `id` as if it had been sampled from `logits`.
+  void score(const float* logits, int32_t id);
+  // The entry of the token last sampled or scored; null unless enable_logprobs was called.
+  TokenLogprobs* logprobs() { return logprob_row_ ? &logprobs_ : nullptr; }
   // Takes the id as generated: what it does to the text (on_text receives what becomes final). Throws
   // std::runtime_error for an id the grammar does not allow.
   Outcome take(int32_t id);
@@ -64,6 +74,9 @@ class DecodeStep {
 
  private:
   Sampler sampler_;
+  int n_vocab_;
+  std::optional<LogprobRow> logprob_row_;
+  TokenLogprobs logprobs_;
   const tokenizer::Tokenizer* tok_;
   bool end_on_eog_;
   TextStream text_;

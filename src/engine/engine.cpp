@@ -113,6 +113,9 @@ class EngineImpl final : public Engine {
     if (!req.embedding && !hp.has_classifier())
       return invalid("model '" + hp.arch_name + "' is an embedding model: it cannot generate text, only embed");
     if (!req.embedding && req.max_tokens < 1) return invalid("max_tokens must be >= 1");
+    if (!req.embedding && (req.logprobs < -1 || req.logprobs > kMaxLogprobs))
+      return invalid("logprobs must be -1 (off) or in [0, " + std::to_string(kMaxLogprobs) + "], got " +
+                     std::to_string(req.logprobs));
     if (!req.embedding) {
       try {
         validate_sampling(req.sampling);

@@ -51,6 +51,25 @@ enum class Pooling {
   None,     // every prompt position's state, unpooled, like Mean
 };
 
+// Per-token log-probabilities (Request::logprobs): the log-softmax of the raw logits row a token was
+// drawn from, before penalties, top-k/top-p/min-p, temperature or any constraint (what llama-server and
+// OpenAI report). A piece is the token's bytes as token_to_piece gives them with special tokens shown
+// ("</s>"); a UTF-8 character split across tokens leaves partial bytes in each.
+inline constexpr int kMaxLogprobs = 20;  // alternatives per token at most
+
+struct TokenAlternative {
+  int32_t id = -1;
+  std::string piece;
+  float logprob = 0;
+};
+
+struct TokenLogprobs {
+  int32_t id = -1;  // the generated token
+  std::string piece;
+  float logprob = 0;
+  std::vector<TokenAlternative> top;  // the most likely tokens, most likely first (ties: lowest id first)
+};
+
 struct Request {
   std::string prompt_text;               // tokenised by the engine (BOS per vocab) when prompt_ids empty
   std::vector<int32_t> prompt_ids;       // used as-is when non-empty
@@ -62,6 +81,8 @@ struct Request {
   Pooling pooling = Pooling::Default;    // embeddings: which states are pooled (see Pooling)
   bool normalize = true;                 // embeddings: L2-normalise the pooled vector (None: each row)
   int priority = 0;                      // higher first; FIFO within a priority
+  int logprobs = -1;                     // -1 off; 0..kMaxLogprobs: each generated token's log-probability
+                                         // and this many alternatives (Result::logprobs)
   // Constrained decoding (grammar/compiled_grammar.h), compiled for this engine's vocabulary; null:
   // none. Only tokens that keep the text a prefix of the grammar's language are drawn, end-of-generation
   // only where it may end, and its completion ends the request (FinishReason::Stop).
@@ -85,14 +106,16 @@ struct Result {
   std::vector<int32_t> ids;   // generated ids (an end-of-generation token is not included)
   std::vector<float> embedding;  // n_embd floats, or with Pooling::None n_prompt rows of n_embd
   uint64_t seed = 0;          // the seed actually used
+  std::vector<TokenLogprobs> logprobs;  // with Request::logprobs >= 0: one per entry of `ids`
   Timings timings;
 };
 
 struct Callbacks {
   // One produced token and its text piece (may be empty while a UTF-8 sequence is incomplete or the
   // text could still be the start of a stop string). Result.text is authoritative: text held back when
-  // generation ends appears there only. End-of-generation tokens are not reported.
-  std::function<void(int32_t id, const std::string& piece)> on_token;
+  // generation ends appears there only. End-of-generation tokens are not reported. `logprobs` is the
+  // token's entry of Result::logprobs (valid during the call) with Request::logprobs >= 0, else null.
+  std::function<void(int32_t id, const std::string& piece, const TokenLogprobs* logprobs)> on_token;
   // Exactly once per accepted request, last.
   std::function<void(Result&&)> on_done;
   // Optional hook (tests, diagnostics): the logits row (n_vocab floats, valid during the call) from

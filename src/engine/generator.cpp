@@ -108,6 +108,7 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
     throw std::invalid_argument("a grammar needs the tokenizer and no forced tokens");
   DecodeStep step(opts.sampling, n_vocab, tok_, forced ? std::vector<std::string>{} : opts.stop, !forced, on_text,
                   opts.grammar);
+  if (opts.logprobs != -1) step.enable_logprobs(opts.logprobs);  // throws outside [0, kMaxLogprobs]
 
   GenerateResult res;
   res.prompt_ids = prompt;
@@ -140,8 +141,15 @@ GenerateResult Generator::generate(const std::vector<int32_t>& prompt, const Gen
   res.finish = FinishReason::Length;
   for (int s = 0; s < n_steps; ++s) {
     if (opts.logits_top_n != 0) res.step_logits.push_back(top_logits(cur.data(), n_vocab, opts.logits_top_n));
-    const int32_t id = forced ? opts.force[s] : step.sample(cur.data(), history);
+    int32_t id = 0;
+    if (forced) {
+      id = opts.force[s];
+      step.score(cur.data(), id);
+    } else {
+      id = step.sample(cur.data(), history);
+    }
     res.ids.push_back(id);  // an end-of-generation id included (GenerateResult::ids)
+    if (TokenLogprobs* e = step.logprobs()) res.logprobs.push_back(std::move(*e));
     history.push_back(id);
     if (step.take(id) != DecodeStep::Outcome::Continue) {
       res.finish = FinishReason::Stop;

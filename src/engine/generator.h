@@ -42,6 +42,9 @@ struct GenerateOptions {
   // ties lowest id first).
   int logits_top_n = 0;
   bool capture_prompt_logits = false;  // one list per prompt position (predicting the next token)
+  // Per-token log-probabilities (as Request::logprobs): -1 off; 0..kMaxLogprobs alternatives per token.
+  // Forced tokens are scored too.
+  int logprobs = -1;
   // Constrained decoding, as Request::grammar (engine.h); needs the Generator's tokenizer, and no
   // teacher forcing.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
@@ -59,6 +62,7 @@ struct GenerateResult {
   double prefill_tps = 0, decode_tps = 0;  // tokens per second (0 when nothing was timed)
   std::vector<TopLogits> prompt_logits;  // when capture_prompt_logits
   std::vector<TopLogits> step_logits;    // when logits_top_n != 0: one per generation step
+  std::vector<TokenLogprobs> logprobs;   // when logprobs >= 0: one per entry of `ids`
 };
 
 struct GeneratorOptions {
@@ -77,8 +81,8 @@ class Generator {
   ~Generator();
 
   // Runs one generation from a fresh context. Throws std::invalid_argument (nothing generated) for an
-  // empty prompt, token ids out of range, a prompt longer than the context, max_tokens < 0 or bad
-  // sampling values. `on_text` (may be empty) receives streamed text pieces as they become final.
+  // empty prompt, token ids out of range, a prompt longer than the context, max_tokens < 0, logprobs
+  // outside [-1, kMaxLogprobs] or bad sampling values. `on_text` (may be empty) receives streamed text pieces as they become final.
   GenerateResult generate(const std::vector<int32_t>& prompt_ids, const GenerateOptions& opts,
                           const std::function<void(const std::string&)>& on_text = {});
 

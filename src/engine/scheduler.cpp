@@ -257,6 +257,10 @@ void Scheduler::admit() {
     else
       s->decode.emplace(req.sampling, n_vocab_, &tok_, req.stop, true,
                         [seq = s.get()](const std::string& text) { seq->piece += text; }, req.grammar);
+    if (!req.embedding && req.logprobs >= 0) {
+      s->decode->enable_logprobs(req.logprobs);  // the range was checked by submit
+      s->result.logprobs.reserve(size_t(s->p->max_len - s->n_prompt));
+    }
     s->admitted = now;
     local_.prompt_tokens += uint64_t(s->n_prompt);
     local_.cached_tokens += uint64_t(s->n_cached);
@@ -409,9 +413,14 @@ void Scheduler::take_draw(Sequence& s, const Draw& d) {
     }
     s.tokens.push_back(id);
     s.result.ids.push_back(id);
+    const TokenLogprobs* logprobs = nullptr;
+    if (TokenLogprobs* e = s.decode->logprobs()) {
+      s.result.logprobs.push_back(std::move(*e));
+      logprobs = &s.result.logprobs.back();
+    }
     ++local_.tokens_generated;
     ++window_tokens_;
-    if (s.p->cb.on_token) s.p->cb.on_token(id, s.piece);
+    if (s.p->cb.on_token) s.p->cb.on_token(id, s.piece, logprobs);
     if (outcome == DecodeStep::Outcome::StopString || outcome == DecodeStep::Outcome::GrammarComplete)
       finish(s, FinishReason::Stop);
     else if (int(s.tokens.size()) >= s.p->max_len)

@@ -1,5 +1,6 @@
 #include "grammar/compiled_grammar.h"
 
+#include <atomic>
 #include <chrono>
 #include <list>
 
@@ -7,8 +8,12 @@ namespace infer::grammar {
 
 namespace {
 
-constexpr size_t kMaskCacheBytes = size_t(64) << 20;  // per grammar; over it the cache starts again
+// Cached masks: at most 64 MiB per grammar and 256 MiB for all of them (a 152k-token mask is 19 KiB);
+// a grammar over either starts its own cache again (masks in use stay alive with their holders).
+constexpr size_t kMaskCacheBytes = size_t(64) << 20;
+constexpr size_t kAllMasksBytes = size_t(256) << 20;
 constexpr size_t kGrammarsKept = 64;
+std::atomic<size_t> all_mask_bytes{0};
 
 uint64_t mask_key(const CompiledGrammar::Position& at) {
   return (uint64_t(at.state) << 32) | (uint64_t(at.partial.remain) << 24) | at.partial.value;
@@ -18,6 +23,8 @@ uint64_t mask_key(const CompiledGrammar::Position& at) {
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_ptr<const VocabTrie> vocab, std::string text)
     : grammar_(std::move(g)), vocab_(std::move(vocab)), text_(std::move(text)), states_(grammar_) {}
+
+CompiledGrammar::~CompiledGrammar() { all_mask_bytes -= mask_bytes_; }
 
 uint64_t CompiledGrammar::masks_computed() const {
   std::lock_guard lock(mu_);
@@ -77,8 +84,14 @@ std::shared_ptr<const TokenMask> CompiledGrammar::mask(const Position& at) const
   compute_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++computed_;
   const size_t mask_bytes = m->bits.size() * sizeof(uint64_t) + 64;
-  if ((masks_.size() + 1) * mask_bytes > kMaskCacheBytes) masks_.clear();  // holders keep theirs
+  if (mask_bytes_ + mask_bytes > kMaskCacheBytes || all_mask_bytes.load() + mask_bytes > kAllMasksBytes) {
+    all_mask_bytes -= mask_bytes_;
+    mask_bytes_ = 0;
+    masks_.clear();
+  }
   masks_.emplace(key, m);
+  mask_bytes_ += mask_bytes;
+  all_mask_bytes += mask_bytes;
   return m;
 }
 
@@ -100,9 +113,22 @@ std::shared_ptr<TokenMask> CompiledGrammar::walk(const Position& at) const {
   frames[0] = at;
   const size_t n = v.n_nodes();
   const auto& ids = v.token_ids();
+  // The summaries decode paths from a token's start: they hold when the walk starts between code points.
+  const bool summaries = at.partial.remain == 0;
   for (size_t i = 0; i < n;) {
     const uint16_t d = v.depth(i);
     const Position& from = frames[d - 1];
+    // A subtree whose every character loops on this state: all its tokens, without the walk.
+    if (summaries && v.subtree_well_formed(i)) {
+      const RecognizerStates::Loops& loops = states_.loops(from.state);
+      const auto& sub = v.subtree_ascii(i);
+      if ((sub[0] & ~loops.ascii[0]) == 0 && (sub[1] & ~loops.ascii[1]) == 0 && (loops.wide || !v.subtree_has_wide(i))) {
+        const uint32_t end = v.subtree_end(i);
+        for (uint32_t k = v.tokens_begin(i); k < v.tokens_begin(end); ++k) allow(ids[k]);
+        i = end;
+        continue;
+      }
+    }
     Position to = from;
     uint32_t cp;
     const uint8_t b = v.byte(i);

@@ -5,6 +5,8 @@
 // skipped at its first byte no stack accepts, so a state that allows few tokens costs little, and the
 // mask is cached by state (with the UTF-8 decoder's partial state), so a state met again costs a
 // lookup. The masks and the recogniser's states are shared by every matcher of one CompiledGrammar.
+// Cached masks take at most 64 MiB per grammar and 256 MiB in all; past that a grammar's cache starts
+// again.
 //
 // Thread-safety: a CompiledGrammar may be used by matchers on any threads (its caches are under its
 // own lock); one GrammarMatcher belongs to one thread at a time. compile_grammar is thread-safe.
@@ -35,6 +37,9 @@ struct TokenMask {
 class CompiledGrammar {
  public:
   CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_ptr<const VocabTrie> vocab, std::string text);
+  ~CompiledGrammar();
+  CompiledGrammar(const CompiledGrammar&) = delete;
+  CompiledGrammar& operator=(const CompiledGrammar&) = delete;
 
   const Grammar& grammar() const { return *grammar_; }
   const VocabTrie& vocab() const { return *vocab_; }
@@ -68,6 +73,7 @@ class CompiledGrammar {
   mutable std::unordered_map<uint64_t, std::shared_ptr<const TokenMask>> masks_;
   mutable uint64_t computed_ = 0, cached_ = 0;
   mutable double compute_s_ = 0;
+  mutable size_t mask_bytes_ = 0;  // of masks_
 };
 
 // Parses `gbnf` (GrammarError on a bad grammar) and joins it to `tok`'s vocabulary trie. The result is

@@ -23,7 +23,9 @@ namespace infer::grammar {
 
 // A grammar that cannot be used: what() is "line L, column C: <what is wrong>" (1-based; the column
 // counts bytes) for a syntax error, an undefined rule (named), a missing `root` rule, a bad escape, a
-// bad repetition count, or left recursion (the rule named), which the recogniser cannot run.
+// bad repetition count (above 2000, or a maximum below the minimum), left recursion (the rule named),
+// which the recogniser cannot run, groups nested deeper than 256, or a chain of more than 1000 rules
+// each starting the one before (limits that keep any text from exhausting a thread's stack).
 struct GrammarError : std::runtime_error {
   GrammarError(int line, int column, const std::string& what);
   int line, column;
@@ -58,12 +60,15 @@ class Grammar {
     if (cp < 128) return (ascii_[pos][cp >> 6] >> (cp & 63)) & 1;
     return matches_slow(pos, cp);
   }
-  // Whether the Chars element at `pos` matches some code point in [lo, hi].
+  // Whether the Chars element at `pos` matches some code point in [lo, hi]; every one of them.
   bool matches_some(uint32_t pos, uint32_t lo, uint32_t hi) const;
+  bool matches_all(uint32_t pos, uint32_t lo, uint32_t hi) const;
 
  private:
   friend class GrammarBuilder;
   bool matches_slow(uint32_t pos, uint32_t cp) const;
+  bool ranges_cover(const Element& e, uint32_t lo, uint32_t hi) const;  // e's ranges hold all of [lo, hi]
+  bool ranges_meet(const Element& e, uint32_t lo, uint32_t hi) const;   // e's ranges hold some of it
 
   std::vector<std::vector<uint32_t>> rules_;
   std::vector<std::string> names_;

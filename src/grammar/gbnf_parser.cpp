@@ -16,6 +16,11 @@ GrammarError::GrammarError(int l, int c, const std::string& what)
 namespace {
 
 constexpr int kMaxRepetition = 2000;  // llama.cpp's limit on a {m,n} count
+// Recursion bounds, so that no grammar text can exhaust a thread's stack: groups nested in the text,
+// and rules reached one through the other before any character (the recogniser expands such a chain
+// recursively).
+constexpr int kMaxGroupDepth = 256;
+constexpr int kMaxLeftmostChain = 1000;
 
 struct Item {
   bool is_rule = false;
@@ -235,11 +240,13 @@ class GrammarBuilder {
         last_start = seq.size();
         seq.push_back(ref(rule_id(parse_name(), at)));
       } else if (c == '(') {
+        if (++group_depth_ > kMaxGroupDepth) fail("groups nested deeper than " + std::to_string(kMaxGroupDepth));
         ++pos_;
         skip_space(true);
         Alternatives alts = parse_alternatives(owner, true);
         if (peek() != ')') fail("expected ')'");
         ++pos_;
+        --group_depth_;
         last_start = seq.size();
         seq.push_back(ref(new_rule(owner, std::move(alts))));
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
@@ -345,6 +352,7 @@ class GrammarBuilder {
         }
     // Depth-first search for a cycle: 0 unvisited, 1 on the path, 2 done.
     std::vector<uint8_t> mark(n, 0);
+    std::vector<int> chain(n, 0);  // longest run of leftmost references from the rule, itself included
     std::vector<std::pair<uint32_t, size_t>> path;
     for (uint32_t start = 0; start < n; ++start) {
       if (mark[start]) continue;
@@ -354,6 +362,11 @@ class GrammarBuilder {
         auto& [r, next] = path.back();
         if (next == leftmost[r].size()) {
           mark[r] = 2;
+          chain[r] = 1;
+          for (uint32_t to : leftmost[r]) chain[r] = std::max(chain[r], chain[to] + 1);
+          if (chain[r] > kMaxLeftmostChain)
+            fail_at(def_at_[origin_[r]], "rule '" + names_[origin_[r]] + "' starts a chain of more than " +
+                                              std::to_string(kMaxLeftmostChain) + " rules before any character");
           path.pop_back();
           continue;
         }
@@ -421,6 +434,7 @@ class GrammarBuilder {
 
   std::string_view text_;
   size_t pos_ = 0;
+  int group_depth_ = 0;
   std::map<std::string, uint32_t> ids_;
   std::vector<Alternatives> rules_;
   std::vector<std::string> names_;
@@ -439,22 +453,32 @@ bool Grammar::matches_slow(uint32_t pos, uint32_t cp) const {
   return in != e.negated;
 }
 
-bool Grammar::matches_some(uint32_t pos, uint32_t lo, uint32_t hi) const {
-  const Element& e = elements_[pos];
-  if (!e.negated) {
-    for (uint32_t k = e.ranges_begin; k < e.ranges_end; ++k)
-      if (ranges_[k].lo <= hi && ranges_[k].hi >= lo) return true;
-    return false;
-  }
-  // Negated: some point of [lo, hi] is outside the (sorted, merged) ranges.
+bool Grammar::ranges_meet(const Element& e, uint32_t lo, uint32_t hi) const {
+  for (uint32_t k = e.ranges_begin; k < e.ranges_end; ++k)
+    if (ranges_[k].lo <= hi && ranges_[k].hi >= lo) return true;
+  return false;
+}
+
+bool Grammar::ranges_cover(const Element& e, uint32_t lo, uint32_t hi) const {
+  // The ranges are sorted and merged: walk them from lo until a gap or past hi.
   uint64_t cur = lo;
   for (uint32_t k = e.ranges_begin; k < e.ranges_end; ++k) {
     if (ranges_[k].hi < cur) continue;
-    if (ranges_[k].lo > cur) return cur <= hi;
+    if (ranges_[k].lo > cur) return false;
     cur = uint64_t(ranges_[k].hi) + 1;
-    if (cur > hi) return false;
+    if (cur > hi) return true;
   }
-  return cur <= hi;
+  return cur > hi;
+}
+
+bool Grammar::matches_some(uint32_t pos, uint32_t lo, uint32_t hi) const {
+  const Element& e = elements_[pos];
+  return e.negated ? !ranges_cover(e, lo, hi) : ranges_meet(e, lo, hi);
+}
+
+bool Grammar::matches_all(uint32_t pos, uint32_t lo, uint32_t hi) const {
+  const Element& e = elements_[pos];
+  return e.negated ? !ranges_meet(e, lo, hi) : ranges_cover(e, lo, hi);
 }
 
 }  // namespace infer::grammar

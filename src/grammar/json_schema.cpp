@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/gbnf.h"
 #include "grammar/gbnf_writer.h"
 #include "grammar/string_pattern.h"
 
@@ -27,6 +28,7 @@ using Json = nlohmann::ordered_json;
 constexpr int kMaxDepth = 128;                          // schema nesting and $ref-through-allOf merging
 constexpr int64_t kMaxBound = 9'999'999'999'999'999;    // 16 digits: what `integer` generates at most
 constexpr int kIntegerDigits = 16;
+constexpr size_t kMaxProperties = 512;
 constexpr size_t kMaxMerges = 20000;                    // merge steps for allOf / $ref with siblings
 constexpr uint64_t kMaxCount = 10000;                   // minLength, maxLength, minItems, maxItems
 
@@ -377,8 +379,8 @@ class Converter {
   // `s` with its top-level $ref and allOf merged away (it may still hold anyOf/oneOf).
   Json flatten(const Json& s, const std::string& ptr, int depth) {
     if (depth > kMaxDepth) fail("$ref and allOf nest too deeply to merge (a recursive $ref inside allOf?)", ptr);
-    if (!s.is_object()) return s;
-    check_keywords(s, ptr);
+    if (s.is_boolean()) return s;
+    check_keywords(s, ptr);  // refuses anything but an object
     Json rest = constraints_of(s);
     if (rest.contains("$ref")) {
       const Json ref = rest["$ref"];
@@ -450,6 +452,8 @@ class Converter {
         if (both.empty()) fail("allOf: types " + va.dump() + " and " + vb.dump() + " have nothing in common", ptr);
         out[k] = both;
       } else if (k == "required") {
+        for (const Json* r : {&va, &vb})
+          if (!r->is_array()) fail("required must be an array of strings", ptr + "/required");
         Json req = va;
         for (const auto& n : vb)
           if (std::find(req.begin(), req.end(), n) == req.end()) req.push_back(n);
@@ -783,6 +787,9 @@ class Converter {
     const bool extra_allowed = !(extra.is_boolean() && !extra.get<bool>());
     auto is_required = [&](const std::string& n) { return std::find(required.begin(), required.end(), n) != required.end(); };
 
+    // Optional members are a chain of rules that may match nothing; the recogniser bounds such chains.
+    if (props.size() > kMaxProperties)
+      fail("more than " + std::to_string(kMaxProperties) + " properties in one object are not supported", ptr + "/properties");
     std::vector<Member> members;
     std::vector<std::string> names;
     for (const auto& [k, v] : props.items()) {
@@ -910,7 +917,21 @@ class Converter {
 
 }  // namespace
 
-std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema) { return Converter(schema).run(); }
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema) {
+  std::string gbnf = Converter(schema).run();
+  // A $ref that reaches itself before any text (`{"anyOf": [{"$ref": "#"}, ...]}`) is a schema that
+  // cannot be generated from: the recogniser refuses left recursion, and names the rule.
+  try {
+    parse_gbnf(gbnf);
+  } catch (const GrammarError& e) {
+    const std::string what = e.what();
+    const auto rule = what.find("rule '");
+    if (what.find("left-recursive") == std::string::npos || rule == std::string::npos) throw;
+    throw SchemaError("a $ref reaches itself before any text is written (" +
+                      what.substr(rule, what.find('\'', rule + 6) + 1 - rule) + " of the grammar)");
+  }
+  return gbnf;
+}
 
 std::string json_schema_text_to_gbnf(std::string_view schema_text) {
   Json schema;

@@ -5,7 +5,7 @@
 // (false or a schema; absent or true = any value under any other key), `enum`, `const`, `items`,
 // `prefixItems`, `minItems`, `maxItems`, `anyOf`, `oneOf`, `allOf` (merged into one schema), local `$ref`
 // (any JSON pointer into the document, usually into `$defs` / `definitions`; recursive references become
-// recursive rules), string `minLength`, `maxLength`, `pattern`, `format` (date, time, date-time, uuid),
+// recursive rules; one that reaches itself before any text is refused), string `minLength`, `maxLength`, `pattern`, `format` (date, time, date-time, uuid),
 // `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (numeric forms). Annotations (`title`,
 // `description`, `$schema`, `$id`, `default`, `examples`, `$comment`, `deprecated`, `readOnly`,
 // `writeOnly`) are ignored; any other keyword throws SchemaError naming it.
@@ -24,7 +24,7 @@
 // * + ? {m} {m,} {m,n} (lazy forms too), and ^ $ at the ends of the pattern or of a top-level alternative.
 // Backreferences, lookaround, word boundaries, flags and possessive quantifiers are refused by name.
 // Counts (`minLength`, `maxLength`, `minItems`, `maxItems`, {m,n} in patterns) are at most 10000, groups
-// nest at most 64 deep and schemas at most 128.
+// nest at most 64 deep, schemas at most 128, and an object has at most 512 properties.
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -106,6 +106,28 @@ StateId RecognizerStates::advance_slow(StateId s, uint32_t cp) {
   return t;
 }
 
+const RecognizerStates::Loops& RecognizerStates::loops(StateId s) {
+  if (!states_[s].loops_known) {
+    Loops l;
+    if (s != kDead) {
+      for (uint32_t c = 0; c < 128; ++c)
+        if (advance(s, c) == s) l.ascii[c >> 6] |= uint64_t(1) << (c & 63);
+      // Every code point from U+0080 up goes to one state when each stack's top matches all of them
+      // or none: then U+0080 stands for them all.
+      bool uniform = true;
+      for (uint32_t n : states_[s].stacks) {
+        if (n == 0) continue;
+        const uint32_t pos = nodes_[n].pos;
+        if (g_->matches_some(pos, 0x80, 0x10FFFF) && !g_->matches_all(pos, 0x80, 0x10FFFF)) uniform = false;
+      }
+      l.wide = uniform && advance(s, 0x80) == s;
+    }
+    states_[s].loops = l;
+    states_[s].loops_known = true;
+  }
+  return states_[s].loops;
+}
+
 bool RecognizerStates::accepts_some(StateId s, uint32_t lo, uint32_t hi) const {
   for (uint32_t n : states_[s].stacks)
     if (n != 0 && g_->matches_some(nodes_[n].pos, lo, hi)) return true;

@@ -46,6 +46,13 @@ class RecognizerStates {
   bool complete(StateId s) const { return states_[s].complete; }
   // Whether some code point in [lo, hi] can come next (for a UTF-8 sequence not yet complete).
   bool accepts_some(StateId s, uint32_t lo, uint32_t hi) const;
+  // The characters that lead from `s` back to `s` (inside a string: almost all of them): the ASCII
+  // ones as bits, and whether every code point from U+0080 up does.
+  struct Loops {
+    std::array<uint64_t, 2> ascii{0, 0};
+    bool wide = false;
+  };
+  const Loops& loops(StateId s);
   size_t n_states() const { return states_.size(); }
 
  private:
@@ -56,6 +63,8 @@ class RecognizerStates {
     std::vector<uint32_t> stacks;  // sorted node ids
     bool can_end = false, complete = false;
     std::array<int32_t, 128> ascii_next;  // memoised advance on ASCII; -1 not computed
+    bool loops_known = false;
+    Loops loops;
   };
   struct VecHash {
     size_t operator()(const std::vector<uint32_t>& v) const;

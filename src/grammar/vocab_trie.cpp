@@ -1,5 +1,7 @@
 #include "grammar/vocab_trie.h"
 
+#include "grammar/utf8_feed.h"
+
 #include <algorithm>
 #include <list>
 #include <mutex>
@@ -62,6 +64,47 @@ VocabTrie::VocabTrie(const tokenizer::Tokenizer& tok) : n_vocab_(tok.n_vocab()),
   }
   tok_begin_.assign(byte_.size() + 1, 0);
   for (size_t i = 0; i < byte_.size(); ++i) tok_begin_[i + 1] = tok_begin_[i] + n_tokens[i];
+  summarise_subtrees();
+}
+
+void VocabTrie::summarise_subtrees() {
+  const size_t n = byte_.size();
+  sub_ascii_.assign(n, {0, 0});
+  sub_flags_.assign(n, 0);
+  // Each node's own facts, decoding its path from the token's start (frames by depth).
+  std::vector<Utf8Partial> frames(size_t(max_depth_) + 1);
+  std::vector<bool> bad_path(size_t(max_depth_) + 1, false);
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t d = depth_[i];
+    const uint8_t b = byte_[i];
+    Utf8Partial p = frames[d - 1];
+    uint32_t cp;
+    const bool bad = bad_path[d - 1] || utf8_feed(p, b, &cp) < 0;
+    frames[d] = p;
+    bad_path[d] = bad;
+    if (b < 0x80)
+      sub_ascii_[i][b >> 6] |= uint64_t(1) << (b & 63);
+    else
+      sub_flags_[i] |= kHasWide;
+    if (bad) sub_flags_[i] |= kIllFormed;
+  }
+  // Then each subtree's: children follow their parent in preorder, so from the last node back each
+  // node's summary is complete when it is folded into its parent (the nearest node before it one
+  // level up).
+  std::vector<uint32_t> parent(n);
+  std::vector<uint32_t> path;
+  for (size_t i = 0; i < n; ++i) {
+    path.resize(depth_[i] - 1);
+    parent[i] = path.empty() ? UINT32_MAX : path.back();
+    path.push_back(uint32_t(i));
+  }
+  for (size_t i = n; i-- > 0;) {
+    if (parent[i] == UINT32_MAX) continue;
+    auto& to = sub_ascii_[parent[i]];
+    to[0] |= sub_ascii_[i][0];
+    to[1] |= sub_ascii_[i][1];
+    sub_flags_[parent[i]] |= sub_flags_[i];
+  }
 }
 
 std::shared_ptr<const VocabTrie> VocabTrie::of(const tokenizer::Tokenizer& tok) {

@@ -8,10 +8,14 @@
 //
 // Layout: nodes in depth-first preorder, so that a walk is a loop over an array that skips a subtree
 // by jumping to its end: per node its byte, its depth (1 for a first byte), the index one past its
-// subtree, and its tokens (ids whose bytes end at it).
+// subtree, and its tokens (ids whose bytes end at it; a subtree's tokens are contiguous). Per node also
+// a summary of its subtree, for a walk to allow a whole subtree at once where the grammar's state loops
+// on every character in it (inside a string): the ASCII bytes in it, whether it has other bytes, and
+// whether every path in it is well-formed UTF-8 (complete or cut short) from a token's start.
 //
 // Thread-safety: immutable after construction.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +41,9 @@ class VocabTrie {
   // Tokens ending at `node`: token_ids()[tokens_begin(node) .. tokens_begin(node + 1)).
   uint32_t tokens_begin(size_t node) const { return tok_begin_[node]; }
   const std::vector<int32_t>& token_ids() const { return tok_ids_; }
+  const std::array<uint64_t, 2>& subtree_ascii(size_t node) const { return sub_ascii_[node]; }
+  bool subtree_has_wide(size_t node) const { return sub_flags_[node] & kHasWide; }
+  bool subtree_well_formed(size_t node) const { return !(sub_flags_[node] & kIllFormed); }
   const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
   uint16_t max_depth() const { return max_depth_; }
 
@@ -46,6 +53,8 @@ class VocabTrie {
   bool is_eog(int32_t id) const { return is_eog_[size_t(id)]; }
 
  private:
+  void summarise_subtrees();
+
   int n_vocab_;
   uint64_t fingerprint_;
   std::vector<uint8_t> byte_;
@@ -57,6 +66,9 @@ class VocabTrie {
   std::vector<std::string> pieces_;
   std::vector<bool> in_trie_, is_eog_;
   uint16_t max_depth_ = 0;
+  static constexpr uint8_t kHasWide = 1, kIllFormed = 2;
+  std::vector<std::array<uint64_t, 2>> sub_ascii_;
+  std::vector<uint8_t> sub_flags_;
 };
 
 }  // namespace infer::grammar

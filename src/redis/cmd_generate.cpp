@@ -1,7 +1,7 @@
 // INFER.GENERATE model {text | PROMPT text | TOKENS key [key ...] [PROMPT suffix] | CHAT role text ... |
 //   MESSAGES json} [TOOLS json [TOOLCHOICE auto|none|required|name]] [CHATARGS json] [TEMPLATE name]
 //   [MAXTOKENS n] [TEMP t] [TOPK k] [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms]
-//   [WITHSTATS] [STREAM key]
+//   [LOGPROBS n] [FORMAT json | JSONSCHEMA schema | GRAMMAR gbnf] [WITHSTATS] [STREAM key]
 //
 // The handler parses, copies token keys out of the keyspace and hands the request to
 // start_generation (generation_job.h), which blocks the client, submits, and replies from the result.

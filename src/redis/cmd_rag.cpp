@@ -1,7 +1,8 @@
 // INFER.RAG model vset {QUERY text | FP32 blob | VALUES n v...} [QUESTION text] [COUNT k] [EF n]
 //   [FILTER expr] [FILTER-EF n] [DOCKEY attr] [TEMPLATE plain|chat|name] [TOOLS json [TOOLCHOICE c]] [CHATARGS json]
 //   [MAXTOKENS n] [TEMP t] [TOPK k] [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms]
-//   [WITHSTATS] [STREAM key] [WITHSOURCES] [EMBEDDER name]
+//   [LOGPROBS n] [FORMAT json | JSONSCHEMA schema | GRAMMAR gbnf] [WITHSTATS] [STREAM key] [WITHSOURCES]
+//   [EMBEDDER name]
 // A vector query needs QUESTION (the text put to the model); a QUERY text is the question unless
 // QUESTION is given. Every option but STOP may be given once.
 //
@@ -33,8 +34,9 @@
 // is no token list for the model (another type, a corrupt blob, another vocabulary), listed as
 // "invalid". A key the caller may not read fails the command with NOPERM and is logged to ACL LOG,
 // like Redis's own key denials; so does a key past the context (refused from its size).
-// Reply: the generated text; with WITHSOURCES or WITHSTATS a map {text, [WITHSTATS fields], sources:
-// [[element, score, key, status]...], prompt_tokens}, status "used", "missing" or "invalid".
+// Reply: the generated text; with WITHSOURCES, WITHSTATS or LOGPROBS a map {text, [WITHSTATS fields],
+// [logprobs], sources: [[element, score, key, status]...], prompt_tokens}, status "used", "missing" or
+// "invalid" (sources and prompt_tokens with WITHSOURCES).
 #include <memory>
 
 #include <nlohmann/json.hpp>

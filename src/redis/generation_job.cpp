@@ -19,7 +19,7 @@ namespace infer::redis {
 namespace {
 
 constexpr const char* kSamplingKeywords[] = {"MAXTOKENS", "TEMP", "TOPK", "TOPP", "MINP",
-                                             "REPEAT-PENALTY", "SEED", "STOP", "TIMEOUT"};
+                                             "REPEAT-PENALTY", "SEED", "STOP", "TIMEOUT", "LOGPROBS"};
 constexpr const char* kConstraintKeywords[] = {"FORMAT", "JSONSCHEMA", "GRAMMAR"};
 constexpr int kMaxStops = 16;
 // Stop strings are copied and matched against the text as it grows: longer ones cost the main thread
@@ -71,13 +71,36 @@ void reply_stats_fields(RedisModuleCtx* ctx, const engine::Result& r, const char
 }
 constexpr int kStatsFields = 10;
 
+// {id, token, logprob}: a token's piece is its raw bytes (possibly part of a UTF-8 character).
+void reply_token(RedisModuleCtx* ctx, int32_t id, const std::string& piece, float logprob, int extra_fields) {
+  rm::ReplyWithMap(ctx, 3 + extra_fields);
+  rm::ReplyWithCString(ctx, "id");
+  rm::ReplyWithLongLong(ctx, id);
+  rm::ReplyWithCString(ctx, "token");
+  rm::ReplyWithStringBuffer(ctx, piece.data(), piece.size());
+  rm::ReplyWithCString(ctx, "logprob");
+  rm::ReplyWithDouble(ctx, logprob);
+}
+
+// `logprobs`: one map per generated token, {id, token, logprob, top_logprobs: [{id, token, logprob}]}.
+void reply_logprobs_field(RedisModuleCtx* ctx, const engine::Result& r) {
+  rm::ReplyWithCString(ctx, "logprobs");
+  rm::ReplyWithArray(ctx, static_cast<long>(r.logprobs.size()));
+  for (const engine::TokenLogprobs& e : r.logprobs) {
+    reply_token(ctx, e.id, e.piece, e.logprob, 1);
+    rm::ReplyWithCString(ctx, "top_logprobs");
+    rm::ReplyWithArray(ctx, static_cast<long>(e.top.size()));
+    for (const engine::TokenAlternative& a : e.top) reply_token(ctx, a.id, a.piece, a.logprob, 0);
+  }
+}
+
 engine::Callbacks callbacks_for(GenerationJob* job) {
   engine::Callbacks cb;
   if (job->stream) {
     std::shared_ptr<StreamWriter> stream = job->stream;
-    cb.on_token = [stream](int32_t, const std::string& piece) {
+    cb.on_token = [stream](int32_t, const std::string& piece, const engine::TokenLogprobs* logprobs) {
       try {
-        stream->append(piece);
+        stream->append(piece, logprobs);
       } catch (...) {
         // Out of memory while buffering: that piece is missing from the stream, not from the reply.
       }
@@ -120,16 +143,19 @@ int GenerationJob::reply(RedisModuleCtx* ctx) {
       break;
   }
   const int extra = extra_reply_fields();
-  if (!with_stats && extra == 0 && !tool_reply) return rm::ReplyWithStringBuffer(ctx, r.text.data(), r.text.size());
+  const bool with_logprobs = logprobs >= 0;
+  if (!with_stats && !with_logprobs && extra == 0 && !tool_reply)
+    return rm::ReplyWithStringBuffer(ctx, r.text.data(), r.text.size());
   // With calls: text is the content around them, then tool_calls, and finish tool_calls (with the stats
   // when WITHSTATS has them).
   const int tool_fields = tool_reply ? (with_stats ? 1 : 2) : 0;
-  rm::ReplyWithMap(ctx, 1 + (with_stats ? kStatsFields : 0) + extra + tool_fields);
+  rm::ReplyWithMap(ctx, 1 + (with_stats ? kStatsFields : 0) + (with_logprobs ? 1 : 0) + extra + tool_fields);
   const std::string& text = tool_reply ? tool_reply->content : r.text;
   rm::ReplyWithCString(ctx, "text");
   rm::ReplyWithStringBuffer(ctx, text.data(), text.size());
   const char* finish = tool_reply ? "tool_calls" : engine::finish_reason_name(r.finish);
   if (with_stats) reply_stats_fields(ctx, r, finish);
+  if (with_logprobs) reply_logprobs_field(ctx, r);
   reply_extra_fields(ctx);
   if (tool_reply) {
     rm::ReplyWithCString(ctx, "tool_calls");
@@ -278,6 +304,9 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
     o->stop.push_back(str(v));
   } else if (is_word(w, "TIMEOUT")) {
     ok = parse_int(v, 0, INT_MAX, "TIMEOUT", &o->timeout_ms, err);  // infer.timeout-ms's range
+  } else if (is_word(w, "LOGPROBS")) {
+    ok = parse_int(v, 0, engine::kMaxLogprobs, "LOGPROBS", &n, err);
+    o->logprobs = static_cast<int>(n);
   } else {  // STREAM
     if (is_generation_option(v))  // "STREAM MAXTOKENS 3": the key is missing, not named MAXTOKENS
       return *err = "STREAM needs a key: '" + str(v) + "' is an option, and a STREAM key may not be named like one",
@@ -312,17 +341,19 @@ void apply_generation_options(const GenerationOptions& o, engine::Request* req) 
   req->sampling = o.sampling;
   req->max_tokens = static_cast<int>(o.max_tokens);
   req->stop = o.stop;
+  req->logprobs = o.logprobs;
   if (o.timeout_ms > 0) req->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeout_ms);
 }
 
 void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const GenerationOptions& o) {
   job->timeout_ms = o.timeout_ms;
   job->with_stats = o.with_stats;
+  job->logprobs = o.logprobs;
   job->constraint = o.constraint;
   if (o.constraint_text) job->constraint_text = job->hold(o.constraint_text);
   if (o.stream_key) {
     job->stream = std::make_shared<StreamWriter>(o.stream_key, rm::GetSelectedDb(ctx), settings().stream_maxlen,
-                                                 job->cancellation);
+                                                 job->cancellation, o.logprobs >= 0);
     track_local_stream(ctx, job->stream);
   }
 }

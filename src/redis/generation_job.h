@@ -28,13 +28,14 @@ enum class OutputConstraint { None, Json, Schema, Grammar };
 // The longest JSONSCHEMA or GRAMMAR text accepted, in bytes.
 inline constexpr size_t kMaxConstraintBytes = 256 * 1024;
 
-// MAXTOKENS TEMP TOPK TOPP MINP REPEAT-PENALTY SEED STOP TIMEOUT FORMAT JSONSCHEMA GRAMMAR [WITHSTATS]
+// MAXTOKENS TEMP TOPK TOPP MINP REPEAT-PENALTY SEED STOP TIMEOUT LOGPROBS FORMAT JSONSCHEMA GRAMMAR [WITHSTATS]
 // [STREAM key].
 struct GenerationOptions {
   engine::SamplingParams sampling;
   long long max_tokens = 0;  // tokens
   std::vector<std::string> stop;
   long long timeout_ms = 0;  // 0: no deadline
+  int logprobs = -1;         // LOGPROBS n: -1 off, else alternatives per token (engine::Request::logprobs)
   bool with_stats = false;
   RedisModuleString* stream_key = nullptr;  // the handler's argv: valid during the handler only
   int stream_key_pos = -1;                  // its argv index, for key-position queries
@@ -65,7 +66,7 @@ std::string unknown_option(RedisModuleString** argv, int i, const GenerationOpti
 // (-WRONGTYPE). Replies and returns true when refused; false without STREAM. Main thread.
 bool refuse_stream_key(RedisModuleCtx* ctx, const GenerationOptions& o);
 
-// Copies sampling, max tokens and stop strings into req, and sets its deadline to now + timeout.
+// Copies sampling, max tokens, stop strings and LOGPROBS into req, and sets its deadline to now + timeout.
 void apply_generation_options(const GenerationOptions& o, engine::Request* req);
 
 // One blocked client's generation. Commands with more state or more reply fields derive from it.
@@ -76,8 +77,8 @@ struct GenerationJob : BlockedJob {
   // Holds an argument of the command (not copied) until the job is freed and returns its bytes, for
   // work done off the main thread. Main thread.
   std::string_view hold(RedisModuleString* arg);
-  // Fields a command adds to the map reply after "text" (and the WITHSTATS ones): how many pairs, and
-  // writing them. A job with extra fields always replies with a map. Main thread.
+  // Fields a command adds to the map reply after "text" (and the WITHSTATS and LOGPROBS ones): how many
+  // pairs, and writing them. A job with extra fields always replies with a map. Main thread.
   virtual int extra_reply_fields() const { return 0; }
   virtual void reply_extra_fields(RedisModuleCtx*) const {}
 
@@ -90,6 +91,7 @@ struct GenerationJob : BlockedJob {
   const char* timeout_subject = "generation";  // "-TIMEOUT <subject> did not finish within N ms"
   long long timeout_ms = 0;
   bool with_stats = false;
+  int logprobs = -1;  // LOGPROBS given (>= 0): the map reply gets a `logprobs` field
   std::shared_ptr<StreamWriter> stream;
   OutputConstraint constraint = OutputConstraint::None;
   std::string_view constraint_text;  // held (hold()): compiled on a background thread before submit
@@ -112,8 +114,8 @@ struct GenerationJob : BlockedJob {
   std::vector<RedisModuleString*> held_;  // freed with the job, on the main thread
 };
 
-// Sets job's options (timeout, WITHSTATS, STREAM writer in the client's database, the output constraint's
-// text held). Main thread.
+// Sets job's options (timeout, WITHSTATS, LOGPROBS, STREAM writer in the client's database, the output
+// constraint's text held). Main thread.
 void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const GenerationOptions& o);
 
 // Blocks the client (no Redis timeout) and hands it the job; returns the job, owned by the client

@@ -126,7 +126,7 @@ int end_inherited_streams(RedisModuleCtx* ctx, const char* reason, bool propagat
 }
 
 bool write_stream_entry(RedisModuleCtx* ctx, const std::string& key, long long maxlen, const char* field,
-                        const std::string& value, long long tokens, bool propagate,
+                        const std::string& value, long long tokens, bool propagate, const std::string& logprobs,
                         const std::vector<std::pair<std::string, std::string>>& more) {
   const bool finish = std::string_view(field) == "finish";
   std::vector<RedisModuleString*> args;
@@ -143,6 +143,10 @@ bool write_stream_entry(RedisModuleCtx* ctx, const std::string& key, long long m
   if (finish) {
     add("tokens");
     add(std::to_string(tokens));
+  }
+  if (!logprobs.empty()) {
+    add("logprobs");
+    add(logprobs);
   }
   for (const auto& [name, text] : more) {
     add(name);

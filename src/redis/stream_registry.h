@@ -39,13 +39,14 @@ void clear_inherited_streams();
 int end_inherited_streams(RedisModuleCtx* ctx, const char* reason, bool propagate);
 
 // The STREAM entry writer every stream entry goes through: `XADD key [MAXLEN ~ maxlen] * <field>
-// <value>` (plus `tokens <tokens>` after a finish), in the selected database. With `propagate` it is
-// sent to replicas and the AOF, followed by the INFER.STREAMSTATE record above (OPEN after text, DONE
-// after finish); without, it changes the data set only (clients are paused at SHUTDOWN: propagating
-// would assert). `more` fields follow a finish's (tool_calls). Returns false, logging it, when the entry
-// could not be written.
+// <value>` (plus `tokens <tokens>` after a finish, `logprobs <logprobs>` when that is not empty, then the
+// `more` fields: a finish's tool_calls), in the selected database. With `propagate` it is sent to replicas
+// and the AOF, followed by the INFER.STREAMSTATE record above (OPEN after text, DONE after finish);
+// without, it changes the data set only (clients are paused at SHUTDOWN: propagating would assert).
+// Returns false, logging it, when the entry could not be written.
 bool write_stream_entry(RedisModuleCtx* ctx, const std::string& key, long long maxlen, const char* field,
                         const std::string& value, long long tokens, bool propagate,
+                        const std::string& logprobs = {},
                         const std::vector<std::pair<std::string, std::string>>& more = {});
 
 // INFER.STREAMSTATE key OPEN tokens | key DONE: accepted only from the master or the AOF.

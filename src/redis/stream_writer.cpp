@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "engine/logprobs_json.h"
 #include "redis/args.h"
 #include "redis/cluster_slots.h"
 #include "redis/stats.h"
@@ -10,16 +11,23 @@
 namespace infer::redis {
 
 StreamWriter::StreamWriter(const RedisModuleString* key, int db, long long maxlen,
-                           std::shared_ptr<Cancellation> cancellation)
-    : key_(view(key)), db_(db), maxlen_(maxlen), cancellation_(std::move(cancellation)) {}
+                           std::shared_ptr<Cancellation> cancellation, bool with_logprobs)
+    : key_(view(key)), db_(db), maxlen_(maxlen), with_logprobs_(with_logprobs), cancellation_(std::move(cancellation)) {}
 
-void StreamWriter::append(const std::string& piece) {
-  if (piece.empty()) return;
+void StreamWriter::append(const std::string& piece, const engine::TokenLogprobs* logprobs) {
+  // Every token's log-probabilities go out, even while its text is held back.
+  const bool logged = with_logprobs_ && logprobs;
+  if (piece.empty() && !logged) return;
+  const std::string json = logged ? engine::dump_logprobs_json(*logprobs) : std::string();  // outside the lock
   auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (pending_pieces_++ == 0) pending_since_ = now;
     pending_ += piece;
+    if (logged) {
+      if (!pending_logprobs_.empty()) pending_logprobs_ += ',';
+      pending_logprobs_ += json;
+    }
     if (scheduled_ || (pending_pieces_ < kBatchTokens && now - pending_since_ < kBatchMs)) return;
     scheduled_ = true;
   }
@@ -36,7 +44,7 @@ void StreamWriter::post_flush() {
 }
 
 bool StreamWriter::flush(RedisModuleCtx* ctx, Writable writable, bool wait, bool propagate) {
-  std::string chunk;
+  std::string chunk, logprobs;
   {
     std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
     if (wait) {
@@ -48,13 +56,16 @@ bool StreamWriter::flush(RedisModuleCtx* ctx, Writable writable, bool wait, bool
       return false;
     }
     chunk.swap(pending_);
+    logprobs.swap(pending_logprobs_);
     tokens_written_ += pending_pieces_;
     pending_pieces_ = 0;
     scheduled_ = false;
   }
-  if (finished_ || chunk.empty() || writable != Writable::Yes) return true;
+  if (finished_ || (chunk.empty() && logprobs.empty()) || writable != Writable::Yes) return true;
+  if (!logprobs.empty()) logprobs = '[' + logprobs + ']';
   SelectedDb in_clients_db(ctx, db_);
-  if (may_write(ctx, propagate)) write_stream_entry(ctx, key_, maxlen_, "text", chunk, tokens_written_, propagate);
+  if (may_write(ctx, propagate))
+    write_stream_entry(ctx, key_, maxlen_, "text", chunk, tokens_written_, propagate, logprobs);
   return true;
 }
 
@@ -90,7 +101,7 @@ void StreamWriter::finish(RedisModuleCtx* ctx, Writable writable, const char* re
     return;
   }
   SelectedDb in_clients_db(ctx, db_);
-  if (may_write(ctx, /*propagate=*/true)) write_stream_entry(ctx, key_, maxlen_, "finish", reason, n_tokens, true, fields);
+  if (may_write(ctx, /*propagate=*/true)) write_stream_entry(ctx, key_, maxlen_, "finish", reason, n_tokens, true, {}, fields);
 }
 
 bool StreamWriter::end_now(RedisModuleCtx* ctx, const char* reason, bool propagate) {

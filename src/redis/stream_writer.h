@@ -12,7 +12,9 @@
 // stream ends with a `finish` entry after a SHUTDOWN, a restart or a failover too.
 //
 // Entry fields: `text <chunk>`; the last entry is `finish <reason> tokens <n>` (plus `tool_calls <json>`
-// when the reply has calls, tool_reply.h). In a cluster, when the
+// when the reply has calls, tool_reply.h). With LOGPROBS a text entry also has `logprobs <json>`: a JSON
+// array with one object per token generated since the entry before (logprobs_json.h), including tokens
+// whose text is still held back (then `text` may be empty). In a cluster, when the
 // key's slot starts migrating away the stream ends at once with `finish moved` and the generation is
 // cancelled (the key may leave with the next MIGRATE); when the slot is already gone nothing more can
 // be written here, the server log says so and moved() gives the redirection for the reply.
@@ -24,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/engine.h"
 #include "redis/blocked_call.h"
 #include "redis/module_api.h"
 #include "redis/write_queue.h"
@@ -34,10 +37,13 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
  public:
   // Main thread. `key` is copied; `db` is the client's selected database; `cancellation` stops the
   // generation when the stream cannot go on (its slot moved).
-  StreamWriter(const RedisModuleString* key, int db, long long maxlen, std::shared_ptr<Cancellation> cancellation);
+  // `with_logprobs`: entries carry the tokens' log-probabilities (LOGPROBS).
+  StreamWriter(const RedisModuleString* key, int db, long long maxlen, std::shared_ptr<Cancellation> cancellation,
+               bool with_logprobs = false);
 
-  // Engine thread: buffer one piece of text and make sure a flush is queued.
-  void append(const std::string& piece);
+  // Engine thread: buffer one token's piece of text (and its log-probabilities, when the writer was made
+  // with them and `logprobs` is not null) and make sure a flush is queued.
+  void append(const std::string& piece, const engine::TokenLogprobs* logprobs = nullptr);
 
   // Main thread, from the write queue (`ctx`: the queue's context): write what is buffered, then the
   // final entry. On a node that became a replica nothing is written and the server log says so.
@@ -72,10 +78,12 @@ class StreamWriter : public std::enable_shared_from_this<StreamWriter> {
   std::string key_;
   int db_;
   long long maxlen_;
+  bool with_logprobs_;
   std::mutex mu_;
   static constexpr int kBatchTokens = 16;
   static constexpr std::chrono::milliseconds kBatchMs{10};
   std::string pending_;     // guarded by mu_
+  std::string pending_logprobs_;  // guarded by mu_: the JSON objects of the tokens buffered, comma-separated
   int pending_pieces_ = 0;  // guarded by mu_
   std::chrono::steady_clock::time_point pending_since_;  // guarded by mu_
   bool scheduled_ = false;  // guarded by mu_

@@ -106,6 +106,36 @@ TEST_F(CliTest, GenerateJsonHasTheFieldsAndReferenceIds) {
   EXPECT_GE(j["logits"][0][0][1].get<double>(), j["logits"][0][1][1].get<double>());
 }
 
+// --json-schema: the output is JSON the schema accepts and ends by itself; a bad schema fails before
+// the model loads, naming the keyword; --grammar excludes it. bench measures decode under it.
+TEST_F(CliTest, GenerateAndBenchTakeAJsonSchema) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  const auto schema = tmp_ / "schema.json";
+  std::ofstream(schema) << R"({"type":"object","properties":{"n":{"type":"integer","minimum":1,"maximum":9},)"
+                           R"("s":{"enum":["x","y"]}},"required":["n","s"],"additionalProperties":false})";
+  auto r = run("generate -m " + stories_ + " -p 'Once' -n 100 --temp 1 -s 4 --json --json-schema " + schema.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["finish_reason"], "stop");
+  const auto value = nlohmann::json::parse(j["text"].get<std::string>());
+  EXPECT_GE(value["n"].get<int>(), 1);
+  EXPECT_LE(value["n"].get<int>(), 9);
+  EXPECT_TRUE(value["s"] == "x" || value["s"] == "y") << value;
+  std::ofstream(tmp_ / "bad.json") << R"({"type":"string","format":"email"})";
+  r = run("generate -m " + stories_ + " -p 'Once' --json-schema " + (tmp_ / "bad.json").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--json-schema " + (tmp_ / "bad.json").string() +
+                       ": unsupported format \"email\" (supported: date, time, date-time, uuid) at #/format"),
+            std::string::npos)
+      << r.err;
+  r = run("generate -m " + stories_ + " -p 'Once' --json-schema " + schema.string() + " --grammar " + schema.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("excludes"), std::string::npos) << r.err;
+  r = run("bench -m " + stories_ + " -p 0 -n 16 -r 1 --probe-mib 1 --json --json-schema " + schema.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["tg_grammar_tps"].get<double>(), 0);
+}
+
 TEST_F(CliTest, GenerateStreamsTextAndReportsSpeedOnStderr) {
   INFER_REQUIRE_DIR(test::models_dir());
   auto r = run("generate -m " + stories_ + " -p 'Once upon a time' -n 8 --temp 0 -t 2");
@@ -134,6 +164,41 @@ TEST_F(CliTest, GenerateForceFeedsExactlyThoseIds) {
   EXPECT_EQ(j["logits"][0][0][0], 432);
 }
 
+TEST_F(CliTest, GenerateJsonLogprobsPerToken) {
+  INFER_REQUIRE_DIR(test::models_dir());
+  auto r = run("generate -m " + stories_ + " -p 'Once upon a time' -n 8 --temp 0 --json --logits 3 --logprobs 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["logprobs"].size(), 8u);
+  std::string joined;
+  for (size_t s = 0; s < 8; ++s) {
+    const auto& e = j["logprobs"][s];
+    EXPECT_EQ(e["id"], j["ids"][s]);
+    EXPECT_LE(e["logprob"].get<double>(), 0.0);
+    ASSERT_EQ(e["top_logprobs"].size(), 3u);
+    for (size_t k = 0; k < 3; ++k) EXPECT_EQ(e["top_logprobs"][k]["id"], j["logits"][s][k][0]);  // the same order
+    EXPECT_EQ(e["top_logprobs"][0]["logprob"], e["logprob"]);  // greedy: the top token
+    std::string bytes;
+    for (int b : e["bytes"]) bytes += static_cast<char>(b);
+    EXPECT_EQ(bytes, e["token"].get<std::string>());
+    joined += bytes;
+  }
+  EXPECT_EQ(joined, j["text"]);
+  // Forced ids are scored: id 2 (</s>) is unlikely after "Once upon a time".
+  auto f = run("generate -m " + stories_ + " -p 'Once upon a time' --force 432,2 --json --logprobs 0");
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  auto jf = nlohmann::json::parse(f.out);
+  ASSERT_EQ(jf["logprobs"].size(), 2u);
+  EXPECT_EQ(jf["logprobs"][1]["id"], 2);
+  EXPECT_EQ(jf["logprobs"][1]["token"], "</s>");
+  EXPECT_LT(jf["logprobs"][1]["logprob"].get<double>(), jf["logprobs"][0]["logprob"].get<double>());
+  EXPECT_TRUE(jf["logprobs"][0]["top_logprobs"].empty());
+  // Without --logprobs there is no such field.
+  auto plain = run("generate -m " + stories_ + " -p 'Once upon a time' -n 2 --temp 0 --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("logprobs"));
+}
+
 // --help states each option's default, as the README's table of the tool says it does.
 TEST_F(CliTest, HelpShowsTheDefaults) {
   const auto r = run("generate --help");
@@ -160,6 +225,9 @@ TEST_F(CliTest, BadArgumentsFailCleanlyWithAMessage) {
       {"generate -m " + stories_ + " -p hi --force 1,x", "--force"},
       {"generate -m " + stories_ + " -p hi --force 1,99999", "outside the vocabulary"},
       {"generate -m " + stories_ + " -p hi --logits 0", "--logits"},
+      {"generate -m " + stories_ + " -p hi --json --logprobs 21", "--logprobs: Value 21 not in range 0 to 20"},
+      {"generate -m " + stories_ + " -p hi --json --logprobs -1", "--logprobs"},
+      {"generate -m " + stories_ + " -p hi --logprobs 2", "--logprobs needs --json"},
       {"generate -m " + stories_ + " -p hi --chat", "chat template"},
       {"generate -m " + stories_ + " -p 'a long prompt that does not fit' -c 3", "context"},
       {"generate -m " + (tmp_ / "junk.gguf").string() + " -p hi", "junk.gguf"},

@@ -49,7 +49,7 @@ struct Collector {
 
   Callbacks callbacks() {
     Callbacks cb;
-    cb.on_token = [this](int32_t id, const std::string& piece) {
+    cb.on_token = [this](int32_t id, const std::string& piece, const TokenLogprobs*) {
       std::lock_guard lk(mu);
       streamed_ids.push_back(id);
       streamed_text += piece;

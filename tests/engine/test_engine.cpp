@@ -221,7 +221,7 @@ TEST(Engine, CancelFinishesWithCancelledAndFreesPages) {
   std::mutex handle_mu;  // the handle is published after submit returns, while tokens may flow
   Handle h;
   Callbacks cb = c.callbacks();
-  cb.on_token = [&](int32_t, const std::string&) {
+  cb.on_token = [&](int32_t, const std::string&, const TokenLogprobs*) {
     std::lock_guard lk(handle_mu);
     if (++tokens >= 3 && h) h.cancel();  // cancel from inside a callback is allowed
   };
@@ -246,7 +246,8 @@ TEST(Engine, DeadlineWhileQueuedAndWhileRunning) {
   Request long_one = greedy({1}, 250);
   long_one.deadline = std::chrono::steady_clock::now() + 30ms;
   Callbacks slow = running.callbacks();
-  slow.on_token = [](int32_t, const std::string&) { std::this_thread::sleep_for(2ms); };  // ≥ 0.5 s in all
+  // ≥ 0.5 s in all
+  slow.on_token = [](int32_t, const std::string&, const TokenLogprobs*) { std::this_thread::sleep_for(2ms); };
   ASSERT_TRUE(std::holds_alternative<Handle>(e->submit(long_one, slow)));
   Request waiting = greedy({1, 2}, 4);
   waiting.deadline = std::chrono::steady_clock::now() + 10ms;  // expires behind the long one
@@ -275,7 +276,7 @@ TEST(Engine, CancelWhileQueued) {
   auto e = Engine::create(o);
   Collector first, second;
   Callbacks slow = first.callbacks();
-  slow.on_token = [](int32_t, const std::string&) { std::this_thread::sleep_for(1ms); };
+  slow.on_token = [](int32_t, const std::string&, const TokenLogprobs*) { std::this_thread::sleep_for(1ms); };
   auto h1 = std::get<Handle>(e->submit(greedy({1}, 100), slow));
   Handle h2 = submit_ok(*e, greedy({1, 2}, 4), second);
   EXPECT_NE(h1.id(), h2.id());
@@ -299,7 +300,7 @@ TEST(Engine, HigherPriorityIsAdmittedFirst) {
   std::mutex order_mu;
   std::vector<char> order;
   Callbacks slow = blocker.callbacks();
-  slow.on_token = [](int32_t, const std::string&) { std::this_thread::sleep_for(1ms); };
+  slow.on_token = [](int32_t, const std::string&, const TokenLogprobs*) { std::this_thread::sleep_for(1ms); };
   ASSERT_TRUE(std::holds_alternative<Handle>(e->submit(greedy({1}, 30), slow)));
   auto tagged = [&](Collector& c, char tag) {
     Callbacks cb = c.callbacks();
@@ -329,7 +330,9 @@ TEST(Engine, ThrowingCallbackEndsOnlyThatRequestWithError) {
   auto e = Engine::create(small_options());
   Collector bad, good;
   Callbacks cb = bad.callbacks();
-  cb.on_token = [](int32_t, const std::string&) { throw std::runtime_error("client went away"); };
+  cb.on_token = [](int32_t, const std::string&, const TokenLogprobs*) {
+    throw std::runtime_error("client went away");
+  };
   ASSERT_TRUE(std::holds_alternative<Handle>(e->submit(greedy(kOnceUponATime, 20), cb)));
   submit_ok(*e, greedy(kOnceUponATime, 20), good);
   ASSERT_TRUE(bad.wait());

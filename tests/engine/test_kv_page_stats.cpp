@@ -32,7 +32,7 @@ TEST(KvPageStats, CachedPagesAreThoseNoRequestHolds) {
   Collector second;
   Callbacks cb = second.callbacks();
   int n = 0;
-  cb.on_token = [&](int32_t, const std::string&) {
+  cb.on_token = [&](int32_t, const std::string&, const TokenLogprobs*) {
     if (++n == 3) {
       at_third.set_value();
       go.wait();

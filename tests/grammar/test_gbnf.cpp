@@ -145,6 +145,16 @@ TEST(GbnfErrors, SyntaxErrorsWithPositions) {
   EXPECT_EQ(error_of("root ::= \"a\"\n\n  ::= \"b\""), "line 3, column 3: expected a rule name");
 }
 
+TEST(GbnfErrors, NestingThatCouldExhaustTheStackIsRefused) {
+  EXPECT_EQ(error_of("root ::= " + std::string(300, '(') + "\"a\"" + std::string(300, ')')),
+            "line 1, column 266: groups nested deeper than 256");
+  EXPECT_EQ(error_of("root ::= " + std::string(200, '(') + "\"a\"" + std::string(200, ')')), "");
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 1200; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\"\n";
+  chain += "r1200 ::= \"y\"\n";
+  EXPECT_NE(error_of(chain).find("starts a chain of more than 1000 rules before any character"), std::string::npos);
+}
+
 TEST(GbnfErrors, LeftRecursionIsRefusedNamingTheRule) {
   EXPECT_EQ(error_of("root ::= expr\nexpr ::= expr \"+\" \"1\" | \"1\"\n"),
             "line 2, column 1: rule 'expr' is left-recursive (it can reach itself before any character), which is "

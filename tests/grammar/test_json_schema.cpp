@@ -96,9 +96,16 @@ TEST(JsonSchemaGbnf, RefusesCountsAndNestingPastTheLimits) {
 
 TEST(JsonSchemaGbnf, GrammarGrowsLinearlyWithOptionalMembers) {
   Json props = Json::object();
-  for (int i = 0; i < 4000; ++i) props.push_back({"p" + std::to_string(i), {{"type", "boolean"}}});
+  for (int i = 0; i < 512; ++i) props.push_back({"p" + std::to_string(i), {{"type", "boolean"}}});
   const std::string g = json_schema_to_gbnf(Json{{"type", "object"}, {"properties", props}, {"additionalProperties", false}});
-  EXPECT_LT(g.size(), 4000u * 150);  // about 110 bytes a member: linear
+  EXPECT_LT(g.size(), 512u * 150);  // about 110 bytes a member: linear
+  props.push_back({"one-more", true});
+  try {
+    json_schema_to_gbnf(Json{{"type", "object"}, {"properties", props}});
+    FAIL();
+  } catch (const SchemaError& e) {
+    EXPECT_EQ(std::string(e.what()), "more than 512 properties in one object are not supported at #/properties");
+  }
 }
 
 TEST(JsonSchemaGbnf, RefusesExponentialAllOfExpansion) {
@@ -126,6 +133,11 @@ TEST(JsonSchemaGbnf, RefusesUnsupportedPatternConstructs) {
   EXPECT_EQ(refusal(R"J({"type":"string","pattern":"\\bword"})J"), "pattern: unsupported word boundary \\b at offset 1 at #/pattern");
   EXPECT_EQ(refusal(R"J({"type":"string","pattern":"a^b"})J"), "pattern: unsupported anchor ^ inside the pattern at offset 1 at #/pattern");
   EXPECT_EQ(refusal(R"J({"type":"string","pattern":"a{2,1}"})J"), "pattern: repetition {m,n} with n < m at offset 6 at #/pattern");
+}
+
+TEST(JsonSchemaGbnf, RefusesARefThatReachesItselfBeforeAnyText) {
+  EXPECT_EQ(refusal(R"({"$defs":{"loop":{"anyOf":[{"$ref":"#/$defs/loop"},{"type":"null"}]}},"$ref":"#/$defs/loop"})"),
+            "a $ref reaches itself before any text is written (rule 'loop' of the grammar)");
 }
 
 TEST(JsonSchemaGbnf, RefusesAllOfThatCannotMerge) {

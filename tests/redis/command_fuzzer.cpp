@@ -306,7 +306,7 @@ class Gen {
 
   void generation_options(Argv& a) {
     for (int i = between(0, 4); i > 0; --i) {
-      switch (below(10)) {
+      switch (below(11)) {
         case 0: a.insert(a.end(), {"MAXTOKENS", chance(0.9) ? num(1, 48) : num(100, 600)}); break;
         case 1: a.insert(a.end(), {"TEMP", real(0, 2)}); break;
         case 2: a.insert(a.end(), {"TOPK", num(0, 100)}); break;
@@ -317,6 +317,7 @@ class Gen {
         case 7: a.insert(a.end(), {"STOP", word()}); break;
         case 8: a.insert(a.end(), {"TIMEOUT", num(1, 5000)}); break;
         case 9: a.push_back("WITHSTATS"); break;
+        case 10: a.insert(a.end(), {"LOGPROBS", num(0, 22)}); break;
       }
     }
   }
