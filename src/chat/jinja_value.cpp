@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tokenizer/utf8.h"
+
 namespace infer::chat::jinja {
 
 void fail(std::string_view kind, const std::string& message) {
@@ -535,23 +537,7 @@ std::u32string utf8_decode(std::string_view s) {
   return out;
 }
 
-void utf8_append(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += char(c);
-  } else if (c < 0x800) {
-    out += char(0xc0 | (c >> 6));
-    out += char(0x80 | (c & 0x3f));
-  } else if (c < 0x10000) {
-    out += char(0xe0 | (c >> 12));
-    out += char(0x80 | ((c >> 6) & 0x3f));
-    out += char(0x80 | (c & 0x3f));
-  } else {
-    out += char(0xf0 | (c >> 18));
-    out += char(0x80 | ((c >> 12) & 0x3f));
-    out += char(0x80 | ((c >> 6) & 0x3f));
-    out += char(0x80 | (c & 0x3f));
-  }
-}
+void utf8_append(std::string& out, char32_t c) { tokenizer::utf8::append(out, uint32_t(c)); }
 
 std::string utf8_encode(std::u32string_view s) {
   std::string out;

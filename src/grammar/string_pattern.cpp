@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "grammar/gbnf_writer.h"
+#include "tokenizer/utf8.h"
 
 namespace infer::grammar {
 namespace {
@@ -69,28 +70,12 @@ std::string json_escaped(uint32_t c) {
     case '\t': return "\\t";
     default: break;
   }
-  std::string out;
   if (c < 0x20) {
     char buf[8];
     std::snprintf(buf, sizeof buf, "\\u%04x", c);
     return buf;
   }
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-  return out;
+  return tokenizer::utf8::encode(c);
 }
 
 bool needs_json_escape(uint32_t c) { return c < 0x20 || c == '"' || c == '\\'; }

@@ -102,6 +102,7 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
       if (given) return *err = std::string(name) + " needs a chat: CHAT role text ... or MESSAGES json", false;
   }
   if (std::string why = check_tool_choice(c, a->options); !why.empty()) return *err = why, false;
+  if (std::string why = check_generation_options(a->options); !why.empty()) return *err = why, false;
   return true;
 }
 

@@ -418,6 +418,7 @@ bool parse(RedisModuleString** argv, int argc, RagArgs* a, std::string* err) {
     return *err = std::string(a->chat_options.tools ? "TOOLS" : "CHATARGS") + " needs a chat: TEMPLATE plain has none",
            false;
   if (std::string why = check_tool_choice(a->chat_options, a->options); !why.empty()) return *err = why, false;
+  if (std::string why = check_generation_options(a->options); !why.empty()) return *err = why, false;
   return true;
 }
 

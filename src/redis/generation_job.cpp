@@ -317,6 +317,15 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
   return ok ? OptionParse::Parsed : OptionParse::Error;
 }
 
+std::string check_generation_options(const GenerationOptions& o) {
+  if (o.logprobs < 0) return "";
+  const long long entries = o.max_tokens * (o.logprobs + 1LL);
+  if (entries <= kMaxLogprobEntries) return "";
+  return "LOGPROBS " + std::to_string(o.logprobs) + " with MAXTOKENS " + std::to_string(o.max_tokens) +
+         " could reply " + std::to_string(entries) + " log-probabilities, more than " +
+         std::to_string(kMaxLogprobEntries) + " (MAXTOKENS x (LOGPROBS + 1)): lower MAXTOKENS or LOGPROBS";
+}
+
 bool refuse_stream_key(RedisModuleCtx* ctx, const GenerationOptions& o) {
   if (!o.stream_key) return false;
   if (rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_SLAVE) {

@@ -59,6 +59,12 @@ enum class OptionParse { NotOption, Parsed, Error };
 OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, GenerationOptions* o,
                                     std::string* err, unsigned extras);
 
+// The largest MAXTOKENS x (LOGPROBS + 1) accepted: the reply's log-probabilities are written on the
+// main thread (MainThreadBudget.LogprobsReplyAtTheLargestAccepted).
+inline constexpr long long kMaxLogprobEntries = 8192;
+// Checks what single options cannot: the log-probabilities a reply may hold. "" or the error.
+std::string check_generation_options(const GenerationOptions& o);
+
 // "unknown option 'x'" for argv[i], naming the STREAM key when x follows it ("STREAM PROMPT x").
 std::string unknown_option(RedisModuleString** argv, int i, const GenerationOptions& o);
 

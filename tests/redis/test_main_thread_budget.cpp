@@ -345,6 +345,26 @@ TEST_F(MainThreadBudget, LongNamesAndStopStringsAreRefused) {
       << stop.substr(0, 200);
 }
 
+TEST_F(MainThreadBudget, LogprobsReplyAtTheLargestAccepted) {
+  // The reply's log-probabilities are written on the main thread: MAXTOKENS x (LOGPROBS + 1) is bounded.
+  constexpr int kMaxLogprobEntries = 8192;  // docs/redis.md, LOGPROBS
+  const std::string most = std::to_string(kMaxLogprobEntries / 21);
+  const std::string over = std::to_string(kMaxLogprobEntries / 21 + 1);
+  for (const char* command : {"GENERATE", "RAG"}) {
+    std::vector<std::string> argv = {std::string("INFER.") + command, "stories"};
+    if (std::string(command) == "RAG") argv.insert(argv.end(), {"budget:lp", "VALUES", "3", "1", "2", "3", "QUESTION", "Once"});
+    else argv.insert(argv.end(), {"PROMPT", "Once"});
+    argv.insert(argv.end(), {"LOGPROBS", "20", "MAXTOKENS", over});
+    const std::string r = run(argv);
+    EXPECT_NE(r.find("more than " + std::to_string(kMaxLogprobEntries)), std::string::npos) << command << ": " << r;
+  }
+  // The most accepted, kept from ending early by a grammar whose end the model is unlikely to write.
+  const std::string r = run({"INFER.GENERATE", "stories", "PROMPT", "Once", "LOGPROBS", "20", "MAXTOKENS", most,
+                             "TEMP", "1", "SEED", "7", "GRAMMAR", "root ::= [a-z .,]* \"~\"", "WITHSTATS"});
+  EXPECT_EQ(r.find("(error)"), std::string::npos) << r.substr(0, 200);
+  EXPECT_NE(r.find("top_logprobs"), std::string::npos) << r.substr(0, 200);
+}
+
 TEST_F(MainThreadBudget, GenerateFromManyTokenKeys) {
   // Ten thousand keys: the handler copies token keys on the main thread, and stops at the context.
   EXPECT_EQ(run({"INFER.TOKENIZE", "stories", "Once upon a time there was", "STORE", "budget:one"}), "7");
