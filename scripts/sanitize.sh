@@ -2,11 +2,11 @@
 # Sanitizer sweeps: the test suites under AddressSanitizer+UBSan (preset asan) and ThreadSanitizer
 # (preset tsan), plus a libFuzzer run of the GGUF parser.
 # Usage: scripts/sanitize.sh [short|full]
-#   short (CI): ASan on the gguf, tokenizer, engine, redis and vector suites, TSan on the engine,
-#               redis and vector suites, the command fuzzer for 20,000 commands or 1 min, whichever
+#   short (CI): ASan on the gguf, tokenizer, grammar, chat, engine, redis and vector suites, TSan on
+#               the grammar, chat, engine, redis and vector suites, the command fuzzer for 20,000 commands or 1 min, whichever
 #               comes first, the RESTORE fuzzer for 60,000 payloads or 1 min, 30 s of GGUF fuzzing.
-#   full:       ASan on every suite but cli, TSan on the kernels, model, engine, redis and vector
-#               suites, the command fuzzer for 10 min, the RESTORE fuzzer for 10 min, 10 min of GGUF
+#   full:       ASan on every suite but cli, TSan on the kernels, model, grammar, chat, engine, redis
+#               and vector suites, the command fuzzer for 10 min, the RESTORE fuzzer for 10 min, 10 min of GGUF
 #               fuzzing.
 # The suites that start redis-server load the sanitizer-built module into Debian's uninstrumented
 # server with the sanitizer's runtime preloaded (tests/redis/CMakeLists.txt), so the module's
@@ -19,9 +19,9 @@ source scripts/shared_dirs.sh
 scripts/setup.sh >/dev/null  # packages only matter here; the release build is cheap when up to date
 
 case "$mode" in
-  short) asan_suites=(gguf tokenizer engine redis vector); tsan_suites=(engine redis vector); fuzz_seconds=30
+  short) asan_suites=(gguf tokenizer grammar chat engine redis vector); tsan_suites=(grammar chat engine redis vector); fuzz_seconds=30
          command_fuzz=(--commands 20000 --minutes 1); restore_fuzz=(--payloads 60000 --minutes 1) ;;
-  full)  asan_suites=(gguf tokenizer kernels model engine redis vector); tsan_suites=(kernels model engine redis vector)
+  full)  asan_suites=(gguf tokenizer kernels model grammar chat engine redis vector); tsan_suites=(kernels model grammar chat engine redis vector)
          fuzz_seconds=600; command_fuzz=(--minutes 10); restore_fuzz=(--minutes 10) ;;
   *) echo "usage: $0 [short|full]" >&2; exit 2 ;;
 esac
