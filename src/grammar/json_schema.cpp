@@ -810,8 +810,11 @@ class Converter {
     for (const auto& m : members) {
       const bool forbidden = m.schema->is_boolean() && !m.schema->get<bool>();
       if (forbidden && m.required) fail("required property \"" + m.name + "\" is forbidden by its schema", m.ptr);
-      std::string text = forbidden ? "" : gbnf_seq({gbnf_literal(Json(m.name).dump() + ":"), prim("sp"),
-                                                    visit(*m.schema, m.ptr, hint + "-" + m.name)});
+      std::string text;
+      if (!forbidden) {  // visit() may throw: never inside a braced list (GCC 12 unwinds those wrongly)
+        const std::string value = visit(*m.schema, m.ptr, hint + "-" + m.name);
+        text = gbnf_seq({gbnf_literal(Json(m.name).dump() + ":"), prim("sp"), value});
+      }
       if (text.size() > 80) text = rules_.add(hint + "-" + m.name + "-member", text);  // written once, named often
       kv.push_back(text);
       needed.push_back(m.required);
