@@ -262,9 +262,9 @@ uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) 
   std::vector<std::vector<uint32_t>> at_risk(static_cast<size_t>(level) + 1);  // see repair()
   size_t budget = insert_distance_budget();
   for (int lv = std::min(level, max_level_); lv >= 0; --lv) {
-    // A level's search may spend half of what is left: the rest pays for selection and pruning here
+    // A level's search may spend three quarters of what is left: the rest pays for selection and pruning here
     // and for the levels below.
-    size_t search_budget = budget / 2;
+    size_t search_budget = budget / 4 * 3;
     const size_t search_start = search_budget;
     auto cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv, &search_budget);
     budget -= search_start - search_budget;
