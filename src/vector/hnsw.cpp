@@ -99,7 +99,8 @@ uint32_t Hnsw::greedy(const uint8_t* q, uint32_t ep, int from_level, int to_leve
   return ep;
 }
 
-std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t ef, int level) const {
+std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t ef, int level,
+                                           size_t* budget) const {
   Visited& vis = t_visited;
   vis.begin(slots());
   std::vector<Pair> storage;
@@ -127,6 +128,10 @@ std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t
         prefetch(nb);
         fresh.push_back(nb);
       }
+    if (budget) {
+      if (*budget < fresh.size()) break;  // out of budget: keep the best found so far
+      *budget -= fresh.size();
+    }
     for (uint32_t nb : fresh) {
       const float dn = dist(q, nb);
       if (best.size() < ef || dn < best.top().first) {
@@ -142,11 +147,16 @@ std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t
   return out;
 }
 
-std::vector<uint32_t> Hnsw::select(const std::vector<Pair>& cands, size_t max) const {
+std::vector<uint32_t> Hnsw::select(const std::vector<Pair>& cands, size_t max, size_t* budget) const {
   std::vector<uint32_t> kept;
   kept.reserve(max);
-  for (const auto& [d, c] : cands) {
-    if (kept.size() >= max) break;
+  size_t next = 0;  // first candidate not yet judged
+  for (; next < cands.size() && kept.size() < max; ++next) {
+    const auto& [d, c] = cands[next];
+    if (budget) {
+      if (*budget < kept.size()) break;  // cannot pay for this candidate's checks
+      *budget -= kept.size();
+    }
     bool good = true;
     for (uint32_t k : kept)
       if (dist(vector(c), k) < d) {
@@ -155,6 +165,8 @@ std::vector<uint32_t> Hnsw::select(const std::vector<Pair>& cands, size_t max) c
       }
     if (good) kept.push_back(c);
   }
+  // Out of budget: the nearest candidates not judged fill the remaining slots.
+  for (; next < cands.size() && kept.size() < max; ++next) kept.push_back(cands[next].second);
   return kept;
 }
 
@@ -180,7 +192,7 @@ void Hnsw::set_links(uint32_t id, int level, const std::vector<uint32_t>& links)
   if (dropped) t_reached.begin(slots());  // a proven path may have used the link
 }
 
-void Hnsw::add_link(uint32_t from, uint32_t to, int level, std::vector<uint32_t>* dropped) {
+void Hnsw::add_link(uint32_t from, uint32_t to, int level, std::vector<uint32_t>* dropped, size_t* budget) {
   uint32_t* b = block(from, level);
   const std::span<const uint32_t> out(b + 1, b[0]);
   if (std::find(out.begin(), out.end(), to) != out.end()) return;
@@ -189,6 +201,24 @@ void Hnsw::add_link(uint32_t from, uint32_t to, int level, std::vector<uint32_t>
     in_[to][level].push_back(from);
     return;
   }
+  if (budget) {
+    const size_t measure = out.size() + 1;
+    if (*budget < measure) {
+      // Too wide to measure: `to` takes the place of the last link whose target another node links to.
+      for (size_t i = out.size(); i-- > 0;)
+        if (in_[out[i]][level].size() >= 2) {
+          std::vector<uint32_t> next(out.begin(), out.end());
+          const uint32_t gone = next[i];
+          next[i] = to;
+          set_links(from, level, next);
+          if (dropped) dropped->push_back(gone);
+          return;
+        }
+      if (dropped) dropped->push_back(to);
+      return;
+    }
+    *budget -= measure;
+  }
   // Full: choose again among the old links plus the new one.
   std::vector<Pair> cands;
   cands.reserve(out.size() + 1);
@@ -196,7 +226,7 @@ void Hnsw::add_link(uint32_t from, uint32_t to, int level, std::vector<uint32_t>
   for (uint32_t o : out) cands.emplace_back(dist(base, o), o);
   cands.emplace_back(dist(base, to), to);
   std::sort(cands.begin(), cands.end());
-  const auto kept = select(cands, max_links(level));
+  const auto kept = select(cands, max_links(level), budget);
   if (dropped)
     for (const auto& [d, c] : cands)
       if (std::find(kept.begin(), kept.end(), c) == kept.end()) dropped->push_back(c);
@@ -230,15 +260,21 @@ uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) 
   const uint8_t* q = vector(id);
   uint32_t ep = greedy(q, entry_, max_level_, level);
   std::vector<std::vector<uint32_t>> at_risk(static_cast<size_t>(level) + 1);  // see repair()
+  size_t budget = insert_distance_budget();
   for (int lv = std::min(level, max_level_); lv >= 0; --lv) {
-    auto cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv);
+    // A level's search may spend three quarters of what is left: the rest pays for selection and pruning here
+    // and for the levels below.
+    size_t search_budget = budget / 4 * 3;
+    const size_t search_start = search_budget;
+    auto cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv, &search_budget);
+    budget -= search_start - search_budget;
     std::sort(cands.begin(), cands.end());
     if (cands.empty()) continue;
     ep = cands.front().second;
-    const auto chosen = select(cands, p_.m);
+    const auto chosen = select(cands, p_.m, &budget);
     set_links(id, lv, chosen);
     at_risk[lv].push_back(id);  // its neighbours may all prune the link back to it
-    for (uint32_t nb : chosen) add_link(nb, id, lv, &at_risk[lv]);
+    for (uint32_t nb : chosen) add_link(nb, id, lv, &at_risk[lv], &budget);
   }
   if (level > max_level_) {
     max_level_ = level;

@@ -105,11 +105,13 @@ class Hnsw {
   void move_node(uint32_t from, uint32_t to);
   void drop_last_slot();
   uint32_t greedy(const uint8_t* q, uint32_t ep, int from_level, int to_level) const;
-  // Beam search on one level; returns up to ef (distance, id) pairs, unordered.
-  std::vector<Pair> search_level(const uint8_t* q, uint32_t ep, size_t ef, int level) const;
+  // Beam search on one level; returns up to ef (distance, id) pairs, unordered. With `budget`, each
+  // distance takes one from *budget and the search stops expanding at 0, keeping the best found so far.
+  std::vector<Pair> search_level(const uint8_t* q, uint32_t ep, size_t ef, int level, size_t* budget = nullptr) const;
   // HNSW neighbour-selection heuristic: keeps a candidate only when it is closer to the base than to
-  // every candidate already kept. `cands` must be sorted by distance to the base.
-  std::vector<uint32_t> select(const std::vector<Pair>& cands, size_t max) const;
+  // every candidate already kept. `cands` must be sorted by distance to the base. With `budget` spent,
+  // the remaining slots go to the nearest candidates left, without the pairwise checks.
+  std::vector<uint32_t> select(const std::vector<Pair>& cands, size_t max, size_t* budget = nullptr) const;
   void set_links(uint32_t id, int level, const std::vector<uint32_t>& links);
   // Removal: a removed node's neighbours are reconnected through at most kReconnectPool of its
   // out-links, and one removal spends at most distance_budget() distances on it per level, so that its
@@ -121,7 +123,15 @@ class Hnsw {
   void reconnect(uint32_t id, int level, const std::vector<uint32_t>& pointing, const std::vector<uint32_t>& pool);
   // Links from → to; when `from` is full, prunes its links with select() and appends the targets it
   // dropped (possibly `to`) to `dropped`.
-  void add_link(uint32_t from, uint32_t to, int level, std::vector<uint32_t>* dropped = nullptr);
+  // With `budget` too small to measure from's links, `to` replaces a link to a node that keeps another
+  // incoming link (none: `to` is not linked), without distances.
+  void add_link(uint32_t from, uint32_t to, int level, std::vector<uint32_t>* dropped = nullptr,
+                size_t* budget = nullptr);
+  // Insertion: one insert compares at most insert_distance_budget() vectors (kInsertBytes of vector data)
+  // in its candidate searches, neighbour selection and reverse-link pruning, so that its cost is bounded
+  // whatever the dimension; small vectors never reach it.
+  static constexpr size_t kInsertBytes = size_t{64} << 20;
+  size_t insert_distance_budget() const { return kInsertBytes / (vec_bytes_ + 64); }
   // Pruning can leave a node, or a small group of nodes, that no link leads to from the rest: no search
   // reaches them. `at_risk[level]` lists the nodes an insert or a removal cut links to; each one found
   // cut off (but the entry point and `skip`, the node being removed) gets a link again (relink()).

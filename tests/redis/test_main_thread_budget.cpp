@@ -299,6 +299,36 @@ TEST_F(MainThreadBudget, VaddAcrossAGrowthBoundaryOfAWideSet) {
   EXPECT_EQ(run({"INFER.VCARD", "budget:m"}), "2100");
 }
 
+TEST_F(MainThreadBudget, VaddOfTheWidestNoquantVectorsIntoAFewHundred) {
+  // An insert's candidate search at EF 200 visits nearly every node of a few hundred, and the neighbour
+  // selection compares candidates pairwise: at 65,536-d float32 (256 KiB a vector) each VADD must still
+  // bound its own work. 300 distinct vectors; every one is still found by its own vector.
+  constexpr size_t kDim = 65536;
+  constexpr int kCount = 300;
+  auto blob_for = [&](int e) {
+    std::string blob(kDim * 4, '\0');
+    uint64_t x = 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(e + 1);
+    for (size_t i = 0; i < kDim; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      const float f = static_cast<float>(x % 2001) / 1000.0f - 1.0f;  // uniform in [-1, 1]
+      std::memcpy(blob.data() + i * 4, &f, 4);
+    }
+    return blob;
+  };
+  for (int e = 0; e < kCount; ++e)
+    ASSERT_EQ(run({"INFER.VADD", "budget:wide-nq", "FP32", blob_for(e), "e" + std::to_string(e), "NOQUANT"}), "1") << e;
+  EXPECT_EQ(run({"INFER.VCARD", "budget:wide-nq"}), std::to_string(kCount));
+  for (int e = 0; e < kCount; e += 37) {
+    Reply r = command(c_.get(), {"INFER.VSIM", "budget:wide-nq", "FP32", blob_for(e), "COUNT", "1"});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+    ASSERT_EQ(r->elements, 1u);
+    EXPECT_EQ(std::string(r->element[0]->str, r->element[0]->len), "e" + std::to_string(e));
+  }
+}
+
 TEST_F(MainThreadBudget, VremAtTheLargestM) {
   // A removal reconnects the removed element's neighbours and checks that each stays reachable; at a
   // large M nothing bounds a node's links but M itself, so every VREM must bound its own work. 3,000

@@ -112,3 +112,32 @@ TEST(HnswRemoval, SearchByElementFindsItselfAfterEveryRemoval) {
     }
   }
 }
+
+// Inserts of the widest float vectors (65,536-d, 256 KiB each) run out of their distance budget
+// (Hnsw::kInsertBytes) in a set of a few hundred: the search stops early, selection takes the nearest
+// and full nodes swap links without measuring them. The graph must stay sound, each node found at the
+// ordinary beam by its own vector, and after removals too.
+TEST(HnswRemoval, InsertsPastTheDistanceBudgetKeepTheGraphSound) {
+  const size_t dim = 65536, n = 300;
+  std::mt19937 rng(7);
+  Hnsw g({.quant = Quant::F32, .dim = static_cast<uint32_t>(dim), .m = 16, .ef_construction = 200});
+  std::vector<int> label;
+  for (size_t i = 0; i < n; ++i) {
+    const auto e = encoded(random_vec(dim, rng), Quant::F32);
+    ASSERT_EQ(g.insert(e.data(), i), label.size());
+    label.push_back(static_cast<int>(i));
+  }
+  expect_sound(g, label, false, "65,536-d F32");
+  size_t found = 0;
+  for (uint32_t id = 0; id < g.slots(); ++id) {
+    const auto hits = g.search(g.vector(id), 1, 200);
+    found += !hits.empty() && hits[0].id == id;
+  }
+  EXPECT_EQ(found, g.slots()) << "nodes found first by their own vector at EF 200";
+  for (int k = 0; k < 100; ++k) {
+    const uint32_t id = static_cast<uint32_t>(rng() % g.slots());
+    if (const auto moved = g.remove(id)) label[id] = label[*moved];
+    label.pop_back();
+  }
+  expect_sound(g, label, false, "65,536-d F32 after 100 removals");
+}
