@@ -174,9 +174,9 @@ void submit_embedding(std::shared_ptr<const LoadedModel> model, RedisModuleStrin
     p->req.prompt_text = std::string(text_view);  // the engine tokenises it in submit: short, so now is fine
     return submit_now(*p);
   }
-  p->held_text = rm::HoldString(nullptr, text);
+  p->held_text = rm::hold_for_threads(text);
   PendingSubmit* raw = p.release();
-  const bool queued = run_in_background(text_view.size(), [raw, text_view] {
+  const bool queued = run_in_background(text_view.size(), [raw, text_view = view(raw->held_text)] {
     // Tokenised here as the engine would (BOS per vocabulary); the tokenizer is thread-safe. A text
     // that cannot fit is refused before it is tokenised.
     const engine::Engine& engine = *raw->model->engine;

@@ -161,7 +161,7 @@ int cmd_tokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     job->asked = importing_here(ctx, view(store));
   }
   // Held, not copied: a long text would cost the main thread its copy. Nothing writes argv's strings.
-  job->held_text = rm::HoldString(nullptr, argv[2]);
+  job->held_text = rm::hold_for_threads(argv[2]);
   job->text = view(job->held_text);
   auto* blocked = static_cast<TokenizeJob*>(block_client(ctx, std::move(job)));
   bool queued = run_in_background(blocked->text.size(), [blocked, cancellation = blocked->cancellation] {

@@ -174,7 +174,7 @@ GenerationJob::~GenerationJob() {
 
 std::string_view GenerationJob::hold(RedisModuleString* arg) {
   held_.reserve(held_.size() + 1);  // nothing held is leaked if push_back cannot grow
-  RedisModuleString* held = rm::HoldString(nullptr, arg);
+  RedisModuleString* held = rm::hold_for_threads(arg);
   held_.push_back(held);
   return view(held);
 }

@@ -359,6 +359,7 @@ inline constexpr const char* REDISMODULE_ERRORMSG_WRONGTYPE =
   X(FreeString, void, (RedisModuleCtx * ctx, RedisModuleString * str))                                          \
   X(RetainString, void, (RedisModuleCtx * ctx, RedisModuleString * str))                                        \
   X(HoldString, RedisModuleString*, (RedisModuleCtx * ctx, RedisModuleString * str))                            \
+  X(TrimStringAllocation, void, (RedisModuleString * str))                                                      \
   X(StringPtrLen, const char*, (const RedisModuleString* str, size_t* len))                                     \
   X(StringToLongLong, int, (const RedisModuleString* str, long long* ll))                                       \
   X(StringToULongLong, int, (const RedisModuleString* str, unsigned long long* ull))                            \
@@ -509,5 +510,13 @@ INFER_RM_API_ACL_LOG(INFER_RM_DECLARE)
 // SetModuleAttribs. Main thread, OnLoad only. Returns false, with the missing API's name in
 // `missing`, when the server lacks one.
 bool bind(RedisModuleCtx* ctx, const char* module_name, int module_version, const char** missing);
+
+// Holds an argv string that another thread will read. After a handler returns, Redis trims the argv
+// strings a module holds (a realloc on the main thread), so it is trimmed here, before any other
+// thread reads it, and that later trim finds nothing to do (command fuzzer, ASan heap-use-after-free).
+inline RedisModuleString* hold_for_threads(RedisModuleString* str) {
+  TrimStringAllocation(str);
+  return HoldString(nullptr, str);
+}
 
 }  // namespace infer::rm
