@@ -750,10 +750,13 @@ int run(int argc, char** argv) {
   if (!mkdtemp(tmpl)) return 2;
   g_work_dir = tmpl;
   prepare_model_dir(g_work_dir + "/models");
-  // A sanitizer-built module reports into files here, which the crash report prints.
+  // A sanitizer-built module reports into files here, which the crash report prints. The damaged
+  // RESTOREs make Redis size a string by the length a payload declares and expect NULL from malloc
+  // when it cannot (ztrymalloc), which ASan, preloaded into the server, must be told to allow.
   for (const char* var : {"ASAN_OPTIONS", "UBSAN_OPTIONS"}) {
     const char* old = std::getenv(var);
-    const std::string v = std::string(old ? old : "") + (old && *old ? ":" : "") + "log_path=" + g_work_dir + "/sanitizer";
+    std::string v = std::string(old ? old : "") + (old && *old ? ":" : "") + "log_path=" + g_work_dir + "/sanitizer";
+    if (std::string(var) == "ASAN_OPTIONS") v += ":allocator_may_return_null=1";
     setenv(var, v.c_str(), 1);
   }
   g_server = std::make_unique<RedisServer>(RedisServerOptions{
