@@ -1,5 +1,6 @@
 // TOOLCHOICE grammars: what they refuse, and (with the GBNF engine) that they accept exactly one
 // well-formed call whose arguments fit the tool's schema, which parse_tool_calls then reads back.
+#include "weather_tools.h"
 #include "chat/tool_call_grammar.h"
 
 #include <stdexcept>
@@ -12,18 +13,6 @@ namespace {
 
 using F = ToolCallFormat;
 using ordered_json = nlohmann::ordered_json;
-
-ordered_json weather_tools() {
-  return ordered_json::parse(R"([
-    {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
-      "parameters": {"type": "object", "properties": {
-        "city": {"type": "string"},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-        "days": {"type": "integer", "minimum": 1, "maximum": 7}},
-       "required": ["city"], "additionalProperties": false}}},
-    {"type": "function", "function": {"name": "now"}}
-  ])");
-}
 
 TEST(ToolCallGrammar, NamedChoiceOffersOnlyThatTool) {
   std::string gbnf = tool_call_grammar(F::Hermes, weather_tools(), "now");

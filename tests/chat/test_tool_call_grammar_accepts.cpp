@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "weather_tools.h"
 #include "chat/tool_call_grammar.h"
 #include "chat/tool_calls.h"
 #include "grammar/gbnf.h"
@@ -15,18 +16,6 @@ namespace {
 
 using F = ToolCallFormat;
 using ordered_json = nlohmann::ordered_json;
-
-ordered_json weather_tools() {
-  return ordered_json::parse(R"([
-    {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
-      "parameters": {"type": "object", "properties": {
-        "city": {"type": "string"},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-        "days": {"type": "integer", "minimum": 1, "maximum": 7}},
-       "required": ["city"], "additionalProperties": false}}},
-    {"type": "function", "function": {"name": "now"}}
-  ])");
-}
 
 // One call to `name` with `args` (object text) spelled as the grammar of `format` writes it.
 std::string call_text(F format, const std::string& name, const std::string& args) {
