@@ -67,7 +67,7 @@ int register_commands(RedisModuleCtx* ctx) {
        "Token ids (or a blob) to text", detokenize_specs},
       {"infer.generate", guarded<cmd_generate, kGenerate>,
        "readonly deny-oom deny-script getkeys-api no-mandatory-keys", -3,
-       "Generate text (blocks only the caller)", generate_specs},
+       "Generate text from a prompt, token keys or a chat, optionally with tools, logprobs or a JSON schema / grammar (blocks only the caller)", generate_specs},
       // Internal (stream_registry.h): refused unless it comes from the master or the AOF.
       {"infer.streamstate", guarded<cmd_streamstate, kStreamState>, "write deny-script", -3,
        "Internal: records a generation stream as open or done (replication and AOF only)", streamstate_specs},
