@@ -48,6 +48,7 @@ struct ServeBenchArgs {
   bool mmap = false;
   bool profile = false;
   std::vector<std::string> grammar_files;  // GBNF; client k's requests use file k mod their count
+  std::vector<std::string> json_schema_files;  // converted to GBNF and listed after grammar_files
   std::vector<std::string> grammar_texts;  // read from grammar_files before the first level
   DeviceArgs device;
   model::DeviceOptions device_options;  // resolved from `device` before the first level
@@ -346,6 +347,7 @@ void run_serve_bench(ServeBenchArgs a) {
   const std::vector<int> levels = parse_levels(a.concurrency);
   a.device_options = device_options(a.device);
   for (const std::string& f : a.grammar_files) a.grammar_texts.push_back(read_grammar_file(f));
+  for (const std::string& f : a.json_schema_files) a.grammar_texts.push_back(read_json_schema_file(f));
   std::vector<std::vector<LevelResult>> runs(levels.size());  // [level][repeat]
   std::vector<LevelResult> results(levels.size());
   const size_t total = levels.size() * size_t(a.repeats);
@@ -391,6 +393,10 @@ void setup_serve_bench(CLI::App& app) {
   cmd->add_option("--grammar", args->grammar_files,
                   "GBNF grammar file (repeatable): client k's requests are constrained by file k mod their count "
                   "(a request ends where its grammar does)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--json-schema", args->json_schema_files,
+                  "JSON schema file (repeatable), converted to GBNF; with --grammar, the schemas follow the "
+                  "grammar files in the list that client k picks from")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "run the engine with its prefix cache off (to compare)");
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");

@@ -107,5 +107,18 @@ TEST_F(CliGrammarTest, ServeBenchConstrainsEachClientWithItsGrammar) {
   EXPECT_NE(r.err.find("--grammar"), std::string::npos) << r.err;
 }
 
+TEST_F(CliGrammarTest, ServeBenchTakesJsonSchemasAndNamesABadOne) {
+  const std::string s = write("s.json", R"({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]})");
+  auto r = run("serve-bench -m " + stories_ + " --concurrency 2 --prompt-tokens 8 --gen-tokens 16 --rounds 1 -t 1 --json"
+               " --json-schema " + s + " --grammar " + write("a.gbnf", "root ::= [a-z]{1,6}\n"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u);
+  r = run("serve-bench -m " + stories_ + " --concurrency 1 --json-schema " +
+          write("bad.json", R"({"type":"object","patternProperties":{}})"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--json-schema"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("patternProperties"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace infer
