@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config git
+  ccache                            # rebuilds (and fresh clones on the same machine) reuse objects
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes for the fuzz preset
   libpcre2-dev                      # pre-tokenizer regexes
   libicu-dev                        # WordPiece normalisation (NFD, Unicode categories, case)
