@@ -4,7 +4,8 @@
 # Usage: scripts/sanitize.sh [short|full]
 #   short (CI): ASan on the gguf, tokenizer, grammar, chat, engine, redis and vector suites, TSan on
 #               the suites that start threads (engine, redis, vector), less the long randomised sweeps
-#               in `short_skip` (release ctest runs them, and full mode under both sanitizers), the
+#               in `short_skip` and `tsan_short_skip` (release ctest runs them, and full mode under both
+#               sanitizers), the
 #               command fuzzer for 20,000 commands or 1 min, whichever comes first, the RESTORE fuzzer
 #               for 60,000 payloads or 1 min, 30 s of GGUF fuzzing.
 #   full:       ASan on every suite but cli, TSan on the kernels, model, grammar, chat, engine, redis
@@ -23,18 +24,21 @@ scripts/setup.sh >/dev/null  # packages only matter here; the release build is c
 # Randomised sweeps that take 30-130 s each under ASan (the same code paths run in shorter tests).
 short_skip=JsonSchemaWalks.RandomTokenTextsOfEverySchemaValidate:SchemaGeneration.ByteLevelBpe151k*
 short_skip+=:HnswRemoval.EveryNodeStaysReachableAtEveryMIn*
-gtest_filter=""
+# Under TSan also the main-thread budget suite (megabyte arguments, 3-4 min under TSan; ASan runs it)
+# and a startup-refusal test.
+tsan_short_skip=$short_skip:MainThreadBudget.*:OperatorSafety.StartupModelThatDoesNotFitMemory*
+asan_filter=""; tsan_filter=""
 case "$mode" in
   short) asan_suites=(gguf tokenizer grammar chat engine redis vector); tsan_suites=(engine redis vector); fuzz_seconds=30
-         gtest_filter="--gtest_filter=-$short_skip"
+         asan_filter="--gtest_filter=-$short_skip"; tsan_filter="--gtest_filter=-$tsan_short_skip"
          command_fuzz=(--commands 20000 --minutes 1); restore_fuzz=(--payloads 60000 --minutes 1) ;;
   full)  asan_suites=(gguf tokenizer kernels model grammar chat engine redis vector); tsan_suites=(kernels model grammar chat engine redis vector)
          fuzz_seconds=600; command_fuzz=(--minutes 10); restore_fuzz=(--minutes 10) ;;
   *) echo "usage: $0 [short|full]" >&2; exit 2 ;;
 esac
 
-run_suites() {  # preset suite...
-  local preset=$1; shift
+run_suites() {  # preset gtest-filter suite...
+  local preset=$1 gtest_filter=$2; shift 2
   cmake --preset "$preset" >/dev/null
   local targets=(); for s in "$@"; do targets+=("infer_${s}_tests"); done
   echo "sanitize: building ${targets[*]} with preset $preset"
@@ -47,7 +51,7 @@ run_suites() {  # preset suite...
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-run_suites asan "${asan_suites[@]}"
+run_suites asan "$asan_filter" "${asan_suites[@]}"
 # Random and malformed INFER.* commands and disconnects against the ASan-built module; it prints its
 # seed, which `--seed` replays (scripts/fuzz_commands.sh runs it for longer).
 cmake --build --preset asan --target infer_command_fuzzer
@@ -58,6 +62,6 @@ cmake --build --preset asan --target infer_restore_fuzzer
 INFER_BUILD_DIR=$(realpath build/asan) build/asan/tests/redis/infer_restore_fuzzer "${restore_fuzz[@]}"
 unset ASAN_OPTIONS
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-run_suites tsan "${tsan_suites[@]}"
+run_suites tsan "$tsan_filter" "${tsan_suites[@]}"
 unset TSAN_OPTIONS
 scripts/fuzz.sh "$fuzz_seconds"
