@@ -126,6 +126,12 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
       return false;
     }
     if (k.set) {
+      // RAG searches here, on the main thread, so the search's size is bounded as VSIM's is where it
+      // cannot block.
+      if (const uint64_t bytes = k.set->estimated_search_bytes(job->search); bytes > vector::kMainThreadSearchBytes) {
+        job->error = vector::main_thread_search_error(bytes) + "; lower COUNT, EF or FILTER-EF";
+        return false;
+      }
       std::vector<vector::SearchHit> hits;
       try {
         hits = k.set->search(job->query, job->search);

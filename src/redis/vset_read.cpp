@@ -158,12 +158,20 @@ int cmd_vsim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (k.wrong_type) return reply_wrongtype(ctx);
   if (!k.set) return rm::ReplyWithEmptyArray(ctx);
   const bool may_block = !nothread && can_block(ctx);
-  // A large set, or a FILTER expected to take more than half the main thread's share, goes to the
-  // search threads.
+  // A large set, or a FILTER or vector comparisons expected to take more than half the main thread's
+  // share, goes to the search threads; where it cannot, a search past the whole share is refused.
+  const uint64_t search_bytes = k.set->estimated_search_bytes(job->opt);
   const bool costly = k.set->size() >= static_cast<size_t>(settings().vsim_thread_threshold) ||
-                      k.set->estimated_filter_work(job->opt) > vector::kFilterWorkLimit / 2;
+                      k.set->estimated_filter_work(job->opt) > vector::kFilterWorkLimit / 2 ||
+                      search_bytes > vector::kMainThreadSearchBytes / 2;
   const bool tried_thread = may_block && costly;
   if (tried_thread && search_on_thread(ctx, job, k.shared)) return REDISMODULE_OK;
+  if (search_bytes > vector::kMainThreadSearchBytes) {
+    if (tried_thread) return reply_coded_error(ctx, "BUSY", "the search threads' queue is full; retry later");
+    return reply_error(ctx, vector::main_thread_search_error(search_bytes) +
+                                " (inside MULTI, a script or with NOTHREAD); lower EF, COUNT or FILTER-EF, drop "
+                                "TRUTH, or run it outside MULTI and scripts");
+  }
   // Synchronous: the main thread holds the global lock and writers run only here, so no set lock.
   job->search(*k.set);
   if (job->over_work_limit && may_block && !tried_thread) {

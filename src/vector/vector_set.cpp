@@ -163,6 +163,22 @@ uint64_t VectorSet::estimated_filter_work(const SearchOptions& opt) const {
   return per_element > UINT64_MAX / inspected ? UINT64_MAX : per_element * inspected;
 }
 
+std::string main_thread_search_error(uint64_t search_bytes) {
+  return "search would compare about " + std::to_string(search_bytes >> 20) + " MiB of vectors, more than the " +
+         std::to_string(kMainThreadSearchBytes >> 20) + " MiB a search may on Redis's main thread";
+}
+
+uint64_t VectorSet::estimated_search_bytes(const SearchOptions& opt) const {
+  const uint64_t n = size();
+  const uint64_t vec_bytes = encoded_size(cfg_.quant, cfg_.dim);
+  if (opt.truth) return n * vec_bytes;
+  uint64_t kept = std::max(opt.ef, opt.count);
+  if (opt.filter) kept = std::max<uint64_t>(kept, opt.filter_ef ? opt.filter_ef : opt.count * 100);
+  const uint64_t links = 2 * uint64_t{cfg_.m};
+  const uint64_t compared = kept > n / links ? n : kept * links;
+  return compared * vec_bytes;
+}
+
 std::vector<SearchHit> VectorSet::run_search(const uint8_t* q, const SearchOptions& opt) const {
   std::vector<Hnsw::Hit> hits;
   FilterBudget budget(opt.filter_work_limit);

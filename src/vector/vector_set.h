@@ -43,6 +43,13 @@ struct SetConfig {
 // what a search on Redis's main thread may take.
 inline constexpr uint64_t kFilterWorkLimit = 16'000'000;
 
+// Vector bytes a search may be expected to compare on Redis's main thread: the budget of one insert
+// (Hnsw::kInsertBytes), a few milliseconds. Costlier searches run on the search threads, and are refused
+// where they cannot (MULTI, scripts, NOTHREAD).
+inline constexpr uint64_t kMainThreadSearchBytes = uint64_t{64} << 20;
+// "search would compare about N MiB of vectors, more than the 64 MiB ..." for a search past it.
+std::string main_thread_search_error(uint64_t search_bytes);
+
 struct SearchOptions {
   size_t count = 10;
   size_t ef = 100;                  // raised to count
@@ -107,6 +114,10 @@ class VectorSet {
   // Filter work units a search with these options is expected to take (0 without a filter): the
   // elements it may inspect times the filter's estimate for an element of the mean attribute size.
   uint64_t estimated_filter_work(const SearchOptions& opt) const;
+  // Vector bytes the search is expected to compare: every element with TRUTH, else the candidates it
+  // keeps (EF, or FILTER-EF with a filter) times the layer-0 links each one brings. An upper estimate
+  // for choosing where a search runs, not a bound the search enforces.
+  uint64_t estimated_search_bytes(const SearchOptions& opt) const;
 
   // Nearest elements to a query vector (input_dim() floats; throws VectorSetError otherwise) or to
   // an element already in the set (throws when absent). Closest first. Throws FilterWorkError when the

@@ -327,6 +327,24 @@ TEST_F(MainThreadBudget, VaddOfTheWidestNoquantVectorsIntoAFewHundred) {
     ASSERT_EQ(r->elements, 1u);
     EXPECT_EQ(std::string(r->element[0]->str, r->element[0]->len), "e" + std::to_string(e));
   }
+  // An exact scan compares all 300 (75 MiB of vectors): on the search threads when the client may
+  // block, refused where it cannot, though the set is under vsim-thread-threshold.
+  const std::string truth = run({"INFER.VSIM", "budget:wide-nq", "ELE", "e7", "COUNT", "1", "TRUTH"});
+  EXPECT_EQ(truth, "[e7]");
+  const std::string refusal = "MiB a search may on Redis's main thread";
+  const std::string nothread = run({"INFER.VSIM", "budget:wide-nq", "ELE", "e7", "TRUTH", "NOTHREAD"});
+  EXPECT_NE(nothread.find(refusal), std::string::npos) << nothread.substr(0, 200);
+  EXPECT_EQ(run({"MULTI"}), "OK");
+  run({"INFER.VSIM", "budget:wide-nq", "ELE", "e7", "TRUTH"});
+  const std::string exec = run({"EXEC"});
+  EXPECT_NE(exec.find(refusal), std::string::npos) << exec.substr(0, 200);
+  const std::string lua = run({"EVAL", "return redis.pcall('INFER.VSIM', KEYS[1], 'ELE', 'e7', 'EF', '1000')", "1",
+                               "budget:wide-nq"});
+  EXPECT_NE(lua.find(refusal), std::string::npos) << lua.substr(0, 200);
+  // INFER.RAG searches on the main thread: the same bound.
+  const std::string rag = run({"INFER.RAG", "stories", "budget:wide-nq", "FP32", blob_for(7), "QUESTION", "which?",
+                               "EF", "1000", "MAXTOKENS", "4"});
+  EXPECT_NE(rag.find(refusal), std::string::npos) << rag.substr(0, 200);
 }
 
 TEST_F(MainThreadBudget, VremAtTheLargestM) {
