@@ -13,10 +13,12 @@ packages=(
   libicu-dev                        # WordPiece normalisation (NFD, Unicode categories, case)
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks
+  gcovr                             # scripts/coverage.sh: line and branch coverage per layer
   libcli11-dev                      # the infer CLI
   nlohmann-json3-dev                # JSON output, reference files, vector-set attributes
   libhnswlib-dev                    # vector-set index
-  libhiredis-dev                    # test client
+  libhiredis-dev                    # the gateway's Redis client, and the tests'
+  libcpp-httplib-dev                # the gateway's HTTP server
   python3-jsonschema python3-jinja2 # test oracles: schema-constrained output, chat-template renderings
   redis-server redis-tools          # the host (Redis 7.0) and redis-cli
 )
