@@ -17,6 +17,10 @@ constexpr char kVcard[] = "infer.vcard";
 constexpr char kVdim[] = "infer.vdim";
 constexpr char kVinfo[] = "infer.vinfo";
 constexpr char kVgetattr[] = "infer.vgetattr";
+constexpr char kVismember[] = "infer.vismember";
+constexpr char kVrandmember[] = "infer.vrandmember";
+constexpr char kVrange[] = "infer.vrange";
+constexpr char kVlinks[] = "infer.vlinks";
 constexpr char kEmbed[] = "infer.embed";
 constexpr char kRag[] = "infer.rag";
 
@@ -63,6 +67,14 @@ int register_vector_commands(RedisModuleCtx* ctx) {
       {"infer.vcard", guarded<cmd_vcard, kVcard>, "readonly fast", 2, "Number of elements", g_specs[4]},
       {"infer.vdim", guarded<cmd_vdim, kVdim>, "readonly fast", 2, "Vector dimension", g_specs[4]},
       {"infer.vinfo", guarded<cmd_vinfo, kVinfo>, "readonly fast", 2, "Parameters of a vector set", g_specs[4]},
+      {"infer.vismember", guarded<cmd_vismember, kVismember>, "readonly fast", 3,
+       "Whether an element is in a vector set", g_specs[3]},
+      {"infer.vrandmember", guarded<cmd_vrandmember, kVrandmember>, "readonly", -2,
+       "Random elements of a vector set (negative count: with repetition)", g_specs[3]},
+      {"infer.vrange", guarded<cmd_vrange, kVrange>, "readonly", -4,
+       "Elements of a vector set in a lexicographic range of their names", g_specs[3]},
+      {"infer.vlinks", guarded<cmd_vlinks, kVlinks>, "readonly", -3,
+       "An element's neighbours on each level of the HNSW graph", g_specs[3]},
       {"infer.embed", guarded<cmd_embed, kEmbed>, "deny-oom deny-script getkeys-api no-mandatory-keys", -3,
        "Embed text with a loaded model, optionally adding it to a vector set (blocks only the caller)",
        g_specs[5]},

@@ -100,7 +100,8 @@ uint32_t Hnsw::greedy(const uint8_t* q, uint32_t ep, int from_level, int to_leve
 }
 
 std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t ef, int level,
-                                           size_t* budget) const {
+                                           size_t* budget, bool* stopped) const {
+  if (stopped) *stopped = false;
   Visited& vis = t_visited;
   vis.begin(slots());
   std::vector<Pair> storage;
@@ -129,7 +130,10 @@ std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t
         fresh.push_back(nb);
       }
     if (budget) {
-      if (*budget < fresh.size()) break;  // out of budget: keep the best found so far
+      if (*budget < fresh.size()) {  // out of budget: keep the best found so far
+        if (stopped) *stopped = true;
+        break;
+      }
       *budget -= fresh.size();
     }
     for (uint32_t nb : fresh) {
@@ -247,7 +251,33 @@ uint32_t Hnsw::new_slot(int level) {
   return id;
 }
 
-uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) {
+Hnsw::PreparedInsert Hnsw::prepare_insert(const uint8_t* q, uint64_t level_seed, uint32_t ef) const {
+  PreparedInsert p;
+  p.version = version_;
+  p.level = level_for_seed(level_seed, p_.m);
+  p.ef = ef;
+  if (count_ == 0) return p;
+  uint32_t ep = greedy(q, entry_, max_level_, p.level);
+  // The most each level's search could get in insert(): what is left when selection and pruning spent nothing.
+  size_t budget = insert_distance_budget();
+  p.levels.resize(static_cast<size_t>(std::min(p.level, max_level_)) + 1);
+  for (int lv = std::min(p.level, max_level_); lv >= 0; --lv) {
+    auto& l = p.levels[lv];
+    l.ep = ep;
+    size_t search_budget = budget / 4 * 3;
+    const size_t search_start = search_budget;
+    l.cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv, &search_budget, &l.stopped);
+    l.spent = search_start - search_budget;
+    budget -= l.spent;
+    std::sort(l.cands.begin(), l.cands.end());
+    if (!l.cands.empty()) ep = l.cands.front().second;
+  }
+  return p;
+}
+
+uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef, const PreparedInsert* prepared) {
+  if (prepared && (prepared->version != version_ || prepared->ef != ef)) prepared = nullptr;
+  ++version_;
   const int level = level_for_seed(level_seed, p_.m);
   const uint32_t id = new_slot(level);
   std::copy(encoded, encoded + vec_bytes_, vecs_.at(id));
@@ -266,9 +296,18 @@ uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) 
     // and for the levels below.
     size_t search_budget = budget / 4 * 3;
     const size_t search_start = search_budget;
-    auto cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv, &search_budget);
+    const PreparedInsert::Level* ahead =
+        prepared && static_cast<size_t>(lv) < prepared->levels.size() ? &prepared->levels[lv] : nullptr;
+    std::vector<Pair> cands;
+    // A search that ended by itself with no more than this level's budget ends the same way here.
+    if (ahead && ahead->ep == ep && !ahead->stopped && ahead->spent <= search_budget) {
+      cands = ahead->cands;
+      search_budget -= ahead->spent;
+    } else {
+      cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv, &search_budget);
+      std::sort(cands.begin(), cands.end());
+    }
     budget -= search_start - search_budget;
-    std::sort(cands.begin(), cands.end());
     if (cands.empty()) continue;
     ep = cands.front().second;
     const auto chosen = select(cands, p_.m, &budget);
@@ -286,6 +325,7 @@ uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) 
 
 std::optional<uint32_t> Hnsw::remove(uint32_t id) {
   if (!contains(id)) throw std::out_of_range("HNSW remove: no node " + std::to_string(id));
+  ++version_;
   // Nodes that may have lost their last incoming link on each level: the removed node's neighbours
   // (reconnect() takes no other link away).
   std::vector<std::vector<uint32_t>> at_risk(static_cast<size_t>(levels_[id]) + 1);
@@ -645,6 +685,7 @@ void Hnsw::restore_node(uint32_t id, int level, const uint8_t* encoded,
     const uint32_t hole = new_slot(0);
     levels_[hole] = -1;
   }
+  ++version_;
   levels_[id] = static_cast<int8_t>(level);
   upper_[id].assign(static_cast<size_t>(level) * (1 + p_.m), 0);
   in_[id].assign(static_cast<size_t>(level) + 1, {});

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-#include <nlohmann/json.hpp>
 
 #include "vector/projection.h"
 
@@ -47,9 +46,13 @@ void VectorSet::restore_projection(std::vector<float> m) {
 double VectorSet::prepare(const std::vector<float>& v, bool projected, std::vector<uint8_t>* encoded) const {
   const uint32_t want = projected ? cfg_.dim : input_dim();
   if (v.size() != want) {
-    std::string msg = "vector dimension mismatch: got " + std::to_string(v.size()) + ", set has " + std::to_string(want);
-    if (cfg_.projection_input_dim && !projected) msg += " (REDUCE " + std::to_string(cfg_.dim) + " from " + std::to_string(want) + ")";
-    throw VectorSetError(msg);
+    // Redis 8's wording, which clients match.
+    if (cfg_.projection_input_dim && !projected)
+      throw VectorSetError("Input dimension mismatch for projection - got " + std::to_string(v.size()) +
+                           " but projection expects " + std::to_string(want) + " (the set reduces them to " +
+                           std::to_string(cfg_.dim) + ")");
+    throw VectorSetError("Vector dimension mismatch - got " + std::to_string(v.size()) + " but set has " +
+                         std::to_string(want));
   }
   for (float x : v)
     if (!std::isfinite(x)) throw VectorSetError("vector components must be finite");
@@ -64,40 +67,97 @@ double VectorSet::prepare(const std::vector<float>& v, bool projected, std::vect
   return norm;
 }
 
-void VectorSet::check_json(const std::string& json) {
-  if (json.empty()) return;
-  if (!nlohmann::json::accept(json)) throw VectorSetError("invalid JSON in attributes");
+namespace {
+// A query may be that large (only its direction counts), a stored vector keeps its norm as a float.
+void check_norm(double norm) {
+  if (norm > kMaxVectorNorm) throw VectorSetError("vector too large: its L2 norm must be at most 1e38");
+}
+}  // namespace
+
+void VectorSet::insert_new(const std::string& name, const uint8_t* encoded, double norm, const std::string& attrs,
+                           uint32_t ef, const Hnsw::PreparedInsert* prepared) {
+  const uint32_t id = index_.insert(encoded, inserts_++, ef, prepared);
+  if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
+  Element& e = elems_[id];
+  e.name = name;
+  e.norm = static_cast<float>(norm);
+  e.attrs = attrs;
+  if (!e.attrs.empty()) ++n_attrs_;
+  attr_bytes_ += e.attrs.size();
+  ids_.emplace(name, id);
 }
 
 bool VectorSet::add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs,
                     uint32_t ef, bool projected) {
   std::vector<uint8_t> enc;
   const double norm = prepare(v, projected, &enc);
-  // A query may be that large (only its direction counts), a stored vector keeps its norm as a float.
-  if (norm > kMaxVectorNorm) throw VectorSetError("vector too large: its L2 norm must be at most 1e38");
-  if (attrs) check_json(*attrs);
-
+  check_norm(norm);
   std::string old_attrs;
   const std::string key(name);
-  const bool existed = ids_.count(key) != 0;
+  const auto it = ids_.find(key);
+  const bool existed = it != ids_.end();
   if (existed) {
-    old_attrs = elems_[ids_[key]].attrs;
+    old_attrs = elems_[it->second].attrs;
     remove(name);
   }
-  const uint32_t id = index_.insert(enc.data(), inserts_++, ef);
-  if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
-  Element& e = elems_[id];
-  e.name = key;
-  e.norm = static_cast<float>(norm);
-  e.attrs = attrs ? *attrs : old_attrs;
-  if (!e.attrs.empty()) ++n_attrs_;
-  attr_bytes_ += e.attrs.size();
-  ids_[key] = id;
+  insert_new(key, enc.data(), norm, attrs ? *attrs : old_attrs, ef, nullptr);
   return !existed;
 }
 
+VectorSet::PreparedAdd VectorSet::prepare_add(const std::vector<float>& v, uint32_t ef) const {
+  PreparedAdd p;
+  p.norm = prepare(v, false, &p.encoded);
+  check_norm(p.norm);
+  p.graph = index_.prepare_insert(p.encoded.data(), inserts_, ef);
+  return p;
+}
+
+bool VectorSet::add_prepared(std::string_view name, const PreparedAdd& p, const std::optional<std::string>& attrs,
+                             uint32_t ef) {
+  if (contains(name)) return false;
+  insert_new(std::string(name), p.encoded.data(), p.norm, attrs.value_or(std::string()), ef, &p.graph);
+  return true;
+}
+
+std::optional<uint32_t> VectorSet::id_of(std::string_view name) const {
+  const auto it = ids_.find(name);
+  if (it == ids_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<const std::string*> VectorSet::names_in_range(const NameBound& start, const NameBound& end,
+                                                          size_t limit) const {
+  auto it = start.unbounded ? ids_.begin()
+            : start.inclusive ? ids_.lower_bound(start.name)
+                              : ids_.upper_bound(start.name);
+  std::vector<const std::string*> out;
+  for (; it != ids_.end() && out.size() < limit; ++it) {
+    if (!end.unbounded) {
+      const int c = it->first.compare(end.name);  // byte order: std::string compares as unsigned char
+      if (c > 0 || (c == 0 && !end.inclusive)) break;
+    }
+    out.push_back(&it->first);
+  }
+  return out;
+}
+
+std::vector<std::vector<Link>> VectorSet::links(uint32_t id) const {
+  std::vector<std::vector<Link>> out;
+  for (int lv = index_.level(id); lv >= 0; --lv) {
+    auto& level = out.emplace_back();
+    for (uint32_t nb : index_.links(id, lv)) level.push_back({nb, &elems_[nb].name});
+  }
+  return out;
+}
+
+float VectorSet::similarity(uint32_t a, uint32_t b) const {
+  return std::clamp(1.0f - index_.distance(a, b) / 2.0f, 0.0f, 1.0f);
+}
+
+size_t VectorSet::vector_bytes() const { return encoded_size(cfg_.quant, cfg_.dim); }
+
 bool VectorSet::remove(std::string_view name) {
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   if (it == ids_.end()) return false;
   const uint32_t id = it->second;
   if (!elems_[id].attrs.empty()) --n_attrs_;
@@ -106,14 +166,14 @@ bool VectorSet::remove(std::string_view name) {
   // The index moves its last node into the freed id; the element follows it.
   if (const auto moved = index_.remove(id)) {
     elems_[id] = std::move(elems_[*moved]);
-    ids_[elems_[id].name] = id;
+    ids_.find(elems_[id].name)->second = id;
   }
   elems_.resize(index_.slots());
   return true;
 }
 
 std::optional<std::vector<float>> VectorSet::embedding(std::string_view name) const {
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   if (it == ids_.end()) return std::nullopt;
   std::vector<float> out(cfg_.dim);
   decode(cfg_.quant, index_.vector(it->second), cfg_.dim, out.data());
@@ -123,7 +183,7 @@ std::optional<std::vector<float>> VectorSet::embedding(std::string_view name) co
 }
 
 std::optional<RawVector> VectorSet::raw(std::string_view name) const {
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   if (it == ids_.end()) return std::nullopt;
   const uint8_t* p = index_.vector(it->second);
   RawVector r{cfg_.quant, std::string(reinterpret_cast<const char*>(p), encoded_size(cfg_.quant, cfg_.dim)),
@@ -138,15 +198,14 @@ std::optional<RawVector> VectorSet::raw(std::string_view name) const {
 }
 
 std::optional<std::string> VectorSet::attributes(std::string_view name) const {
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   if (it == ids_.end()) return std::nullopt;
   return elems_[it->second].attrs;
 }
 
 bool VectorSet::set_attributes(std::string_view name, const std::string& json) {
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   if (it == ids_.end()) return false;
-  check_json(json);
   Element& e = elems_[it->second];
   n_attrs_ += (json.empty() ? 0 : 1);
   n_attrs_ -= (e.attrs.empty() ? 0 : 1);
@@ -212,7 +271,7 @@ std::vector<SearchHit> VectorSet::search(const std::vector<float>& query, const 
 }
 
 std::vector<SearchHit> VectorSet::search_element(std::string_view name, const SearchOptions& opt) const {
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   if (it == ids_.end()) throw VectorSetError("element not found in set");
   return run_search(index_.vector(it->second), opt);
 }
@@ -231,8 +290,8 @@ void VectorSet::for_each(
 size_t VectorSet::memory_bytes() const {
   size_t bytes = sizeof(*this) + index_.memory_bytes() + elems_.size() * sizeof(Element);
   for (const auto& e : elems_) bytes += e.name.capacity() + e.attrs.capacity();
-  // Hash map: one node per element plus the bucket array.
-  bytes += ids_.size() * (sizeof(std::string) + 32 + 16) + ids_.bucket_count() * sizeof(void*);
+  // Ordered map: one tree node per element (links, colour, key, id).
+  bytes += ids_.size() * (sizeof(std::string) + 40);
   bytes += projection_.capacity() * sizeof(float);
   for (const auto& [k, v] : ids_) bytes += k.capacity();
   return bytes;
@@ -241,12 +300,11 @@ size_t VectorSet::memory_bytes() const {
 void VectorSet::restore_element(uint32_t id, Element e, int level, const uint8_t* encoded,
                                 std::vector<std::vector<uint32_t>> links) {
   if (ids_.count(e.name)) throw VectorSetError("duplicate element name in saved set");
-  check_json(e.attrs);
   index_.restore_node(id, level, encoded, std::move(links));
   if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
   if (!e.attrs.empty()) ++n_attrs_;
   attr_bytes_ += e.attrs.size();
-  ids_[e.name] = id;
+  ids_.emplace(e.name, id);
   elems_[id] = std::move(e);
 }
 

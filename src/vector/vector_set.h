@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "vector/filter.h"
@@ -21,7 +21,7 @@
 
 namespace infer::vector {
 
-// A request that does not fit the set (dimension, quantisation or M mismatch, bad JSON ...).
+// A request that does not fit the set (dimension, quantisation or M mismatch ...).
 struct VectorSetError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -66,6 +66,20 @@ struct SearchHit {
   const std::string* attrs;         // empty string when none
 };
 
+// One end of a lexicographic range of element names (VRANGE): unbounded (`-` or `+`), or a name,
+// inclusive or not.
+struct NameBound {
+  bool unbounded = true;
+  bool inclusive = true;
+  std::string name;
+};
+
+// A link of an element's HNSW node (VLINKS).
+struct Link {
+  uint32_t id;
+  const std::string* name;  // valid until the set changes
+};
+
 struct RawVector {
   Quant quant;
   std::string bytes;                // the encoded vector as stored
@@ -89,17 +103,42 @@ class VectorSet {
   size_t attributes_count() const { return n_attrs_; }
   int max_level() const { return index_.max_level(); }
   uint32_t max_node_id() const { return index_.slots(); }
-  bool contains(std::string_view name) const { return ids_.count(std::string(name)) != 0; }
+  bool contains(std::string_view name) const { return ids_.find(name) != ids_.end(); }
+  // The node id of `name`, nullopt when absent. Ids are dense, 0..size()-1.
+  std::optional<uint32_t> id_of(std::string_view name) const;
+  // The name of node `id` < size().
+  const std::string& name_at(uint32_t id) const { return elems_[id].name; }
+  // Names in byte order from `start` to `end`, at most `limit` of them: O(log size() + limit).
+  std::vector<const std::string*> names_in_range(const NameBound& start, const NameBound& end, size_t limit) const;
+  // The out-links of node `id`, one list per level from its highest down to 0.
+  std::vector<std::vector<Link>> links(uint32_t id) const;
+  // Similarity of two nodes as VSIM scores it: 1 - (1 - cos)/2.
+  float similarity(uint32_t a, uint32_t b) const;
+  // Bytes of one stored vector.
+  size_t vector_bytes() const;
   size_t memory_bytes() const;
 
   // Adds `name` with vector `v` (input_dim() floats, projected with REDUCE). Re-adding a name replaces its
   // vector (remove and insert again) and returns false. `attrs`: nullopt keeps the old attributes, ""
-  // removes them, otherwise valid JSON. `ef`: build beam width for this insert (0: the set's).
+  // removes them, otherwise any string (as in Redis 8: one that is not a JSON object never matches a
+  // FILTER). `ef`: build beam width for this insert (0: the set's).
   // `projected`: `v` is already reduced (config().dim floats; AOF rewrite of a REDUCE set). Throws
-  // VectorSetError (wrong dimension, non-finite component, L2 norm above kMaxVectorNorm, bad JSON) before
+  // VectorSetError (wrong dimension, non-finite component, L2 norm above kMaxVectorNorm) before
   // changing anything.
   bool add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs = std::nullopt,
            uint32_t ef = 0, bool projected = false);
+  // VADD ... CAS: the new element's encoding and neighbour searches, done ahead (a const member: on a
+  // search thread under the set's read lock). Throws as add() does.
+  struct PreparedAdd {
+    std::vector<uint8_t> encoded;
+    double norm = 0;
+    Hnsw::PreparedInsert graph;
+  };
+  PreparedAdd prepare_add(const std::vector<float>& v, uint32_t ef = 0) const;
+  // Adds a new element from prepare_add(): the graph is what add() would build now (searches that the
+  // changes since make stale are done again). Returns false, changing nothing, when `name` exists.
+  bool add_prepared(std::string_view name, const PreparedAdd& p, const std::optional<std::string>& attrs,
+                    uint32_t ef = 0);
   // Returns false when the element is not there. Memory and graph links really go.
   bool remove(std::string_view name);
 
@@ -108,7 +147,7 @@ class VectorSet {
   std::optional<RawVector> raw(std::string_view name) const;
   // nullopt when the element is absent; "" when it has no attributes.
   std::optional<std::string> attributes(std::string_view name) const;
-  // Returns false when absent; "" removes; throws VectorSetError on invalid JSON.
+  // Returns false when absent; "" removes; any other string is stored as given.
   bool set_attributes(std::string_view name, const std::string& json);
 
   // Filter work units a search with these options is expected to take (0 without a filter): the
@@ -149,14 +188,15 @@ class VectorSet {
   std::vector<SearchHit> run_search(const uint8_t* encoded_query, const SearchOptions& opt) const;
   // Checks the size of an incoming vector, projects it (REDUCE), normalises and encodes it; returns the norm.
   double prepare(const std::vector<float>& v, bool projected, std::vector<uint8_t>* encoded) const;
-  static void check_json(const std::string& json);
+  void insert_new(const std::string& name, const uint8_t* encoded, double norm, const std::string& attrs, uint32_t ef,
+                  const Hnsw::PreparedInsert* prepared);
   VectorSet(const SetConfig& cfg, bool make_projection_now);
 
   SetConfig cfg_;
   std::vector<float> projection_;
   Hnsw index_;
   std::deque<Element> elems_;                       // by node id (a deque: growth moves no element)
-  std::unordered_map<std::string, uint32_t> ids_;   // name → node id
+  std::map<std::string, uint32_t, std::less<>> ids_;  // name → node id, in byte order (VRANGE)
   size_t n_attrs_ = 0;
   uint64_t attr_bytes_ = 0;                         // all elements' attributes, for the filter estimate
   uint64_t inserts_ = 0;                            // seeds node levels: same ops, same graph
