@@ -66,8 +66,8 @@ inline constexpr size_t kMaxNameBytes = 65536;
 std::string element_name_error(RedisModuleCtx* ctx, const RedisModuleString* name);
 // The most element names one VRANDMEMBER, VRANGE or VLINKS reply may hold, and their bytes: the reply
 // is written on the main thread (vset_members.cpp); a larger one is refused before it starts.
-inline constexpr size_t kMaxReplyNames = 131072;
-inline constexpr size_t kMaxReplyNameBytes = size_t{8} << 20;
+inline constexpr size_t kMaxReplyNames = 65536;
+inline constexpr size_t kMaxReplyNameBytes = size_t{4} << 20;
 // "" when a client may set attributes of `bytes` (infer.max-attribute-bytes), else the error. Writes
 // from the master or the AOF are never refused: a replica must apply what its master did.
 std::string attribute_size_error(RedisModuleCtx* ctx, size_t bytes);
