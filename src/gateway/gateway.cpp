@@ -49,7 +49,11 @@ class Session {
     Reply r = colon == std::string::npos ? conn_->command({"AUTH", key})
                                          : conn_->command({"AUTH", key.substr(0, colon), key.substr(colon + 1)});
     authenticated_ = true;
-    if (r->type == REDIS_REPLY_ERROR) throw module_error(reply_text(r.get()));
+    if (r->type != REDIS_REPLY_ERROR) return;
+    // SDKs always send a key: with no password set, a bare one means the default user.
+    const std::string error = reply_text(r.get());
+    if (colon == std::string::npos && error.find("without any password configured") != std::string::npos) return;
+    throw module_error(error);
   }
   ~Session() { pool_.give_back(std::move(conn_), authenticated_); }
   RedisConnection& conn() { return *conn_; }

@@ -349,6 +349,26 @@ TEST_F(GatewayTest, AClientThatLeavesCancelsItsGeneration) {
   EXPECT_GT(std::stoll(run({"TTL", stream_key})), 0);
 }
 
+TEST_F(GatewayTest, OfficialOpenAiSdk) {
+  // tests/gateway/openai_sdk: the `openai` npm package as pinned there, installed by scripts/test.sh
+  // (`npm ci`), unmodified, run with node's test runner against this suite's gateway.
+  const std::string dir = INFER_OPENAI_SDK_DIR;
+  if (!std::filesystem::exists(dir + "/node_modules/openai/package.json"))
+    GTEST_SKIP() << "the openai package is not installed: cd " << dir << " && npm ci";
+  INFER_REQUIRE_DIR(chat_templates_root());
+  const std::string cmd = "cd " + dir + " && GATEWAY_URL=http://127.0.0.1:" + std::to_string(port_) +
+                          "/v1 node --test --test-reporter=spec openai_sdk.test.mjs 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("pass 9\n"), std::string::npos) << out;  // the spec reporter's summary
+  EXPECT_NE(out.find("fail 0\n"), std::string::npos) << out;
+}
+
 TEST_F(GatewayTest, UnreachableRedisIs503) {
   gateway::GatewayOptions o;
   o.redis_port = 1;  // nothing listens there
