@@ -353,6 +353,9 @@ struct Gateway::Impl {
       reply_error(res, ApiError(status, what, "", status == 404 ? "not_found" : ""));
     });
     server.set_payload_max_length(options.max_body_bytes);
+    // Headers and body go out in separate writes: without TCP_NODELAY the body waits for the client's
+    // delayed ACK (~40 ms a request; scripts/gateway_bench.sh).
+    server.set_tcp_nodelay(true);
     const int threads = options.threads;
     server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   }
