@@ -10,6 +10,7 @@
 
 #include "gateway/openai.h"
 #include "gateway/redis_client.h"
+#include "gateway/router.h"
 
 namespace infer::gateway {
 
@@ -64,10 +65,6 @@ class Session {
   bool authenticated_ = false;
 };
 
-Reply checked(Reply r) {
-  if (r->type == REDIS_REPLY_ERROR) throw module_error(reply_text(r.get()));
-  return r;
-}
 
 struct StreamEntry {
   std::string id;
@@ -104,10 +101,10 @@ std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
 struct Gateway::Impl {
   explicit Impl(GatewayOptions o)
-      : options(std::move(o)), pool(options.redis_host, options.redis_port, std::chrono::milliseconds(2000)) {}
+      : options(std::move(o)), router(options.redis_host, options.redis_port, options.cluster) {}
 
   GatewayOptions options;
-  RedisPool pool;
+  Router router;
   httplib::Server server;
   std::thread thread;
 
@@ -118,9 +115,20 @@ struct Gateway::Impl {
                  status, model.empty() ? "-" : model.c_str(), tokens, ms);
   }
 
+  // The reply, or what its error means for the client (a moved slot re-reads the cluster's map first).
+  Reply checked(Reply r) {
+    if (r->type != REDIS_REPLY_ERROR) return r;
+    const std::string error = reply_text(r.get());
+    if (is_redirection(error)) {
+      router.refresh();
+      throw ApiError(503, "the cluster is moving slots (" + error + "): retry", "", "cluster_changing", "api_error");
+    }
+    throw module_error(error);
+  }
+
   void reply_error(httplib::Response& res, const ApiError& e) const {
     res.status = e.status;
-    if (e.status == 429) res.set_header("Retry-After", std::to_string(options.retry_after_s));
+    if (e.status == 429 || e.status == 503) res.set_header("Retry-After", std::to_string(options.retry_after_s));
     res.set_content(dump(error_body(e)), "application/json");
   }
 
@@ -145,7 +153,7 @@ struct Gateway::Impl {
 
   void models(const httplib::Request& req, httplib::Response& res) {
     serve(req, res, [&](std::string&, long long&) {
-      Session s(pool, req);
+      Session s(*router.pick().pool, req);
       Reply r = checked(s.conn().command({"INFER.MODELS"}));
       json data = json::array();
       for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; ++i)
@@ -157,7 +165,7 @@ struct Gateway::Impl {
   void model(const httplib::Request& req, httplib::Response& res) {
     serve(req, res, [&](std::string& model, long long&) {
       model = req.matches[1];
-      Session s(pool, req);
+      Session s(*router.pick().pool, req);
       Reply r = checked(s.conn().command({"INFER.INFO", model}));
       res.set_content(dump({{"id", model}, {"object", "model"}, {"created", 0}, {"owned_by", "redis-infer"}}),
                       "application/json");
@@ -168,7 +176,7 @@ struct Gateway::Impl {
     serve(req, res, [&](std::string& model, long long& tokens) {
       const EmbeddingCall call = embedding_call(parse_body(req));
       model = call.model;
-      Session s(pool, req);
+      Session s(*router.pick().pool, req);
       json data = json::array();
       for (size_t i = 0; i < call.inputs.size(); ++i) {
         Reply count = checked(s.conn().command({"INFER.TOKENIZE", call.model, call.inputs[i]}));
@@ -189,7 +197,7 @@ struct Gateway::Impl {
       model = call.model;
       const std::string id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
       if (call.stream) return stream(req, res, std::move(call), chat, id);
-      Session s(pool, req);
+      Session s(*router.pick().pool, req);
       Reply r = checked(s.conn().command(call.argv));
       const Generation g = parse_generation(r.get());
       tokens = g.completion_tokens;
@@ -201,9 +209,10 @@ struct Gateway::Impl {
   // One streamed generation: INFER.GENERATE ... STREAM key on one connection (its own thread: it
   // replies when the generation ends), XREAD BLOCK on another, each entry forwarded as an SSE chunk.
   struct StreamJob {
-    StreamJob(Impl& gw, const httplib::Request& req, GenerationCall c, bool chat, std::string id)
-        : gw(gw), call(std::move(c)), chat(chat), id(std::move(id)), key("infer:gw:" + random_hex(24)),
-          created(unix_now()), generator(gw.pool, req), reader(gw.pool, req) {}
+    // Both connections go to one node; the key's tag names a slot that node owns.
+    StreamJob(Impl& gw, const httplib::Request& req, GenerationCall c, bool chat, std::string id, Router::Target node)
+        : gw(gw), call(std::move(c)), chat(chat), id(std::move(id)), key("infer:gw:" + node.tag + random_hex(24)),
+          created(unix_now()), generator(*node.pool, req), reader(*node.pool, req) {}
     ~StreamJob() {
       if (worker.joinable()) {
         if (!done) generator.conn().abort();  // the HTTP client left: Redis cancels the generation
@@ -227,8 +236,8 @@ struct Gateway::Impl {
       });
     }
     std::vector<StreamEntry> read(int block_ms) {
-      Reply r = reader.conn().command({"XREAD", "COUNT", "64", "BLOCK", std::to_string(block_ms), "STREAMS", key, last_id});
-      if (r->type == REDIS_REPLY_ERROR) throw module_error(reply_text(r.get()));
+      Reply r = gw.checked(
+          reader.conn().command({"XREAD", "COUNT", "64", "BLOCK", std::to_string(block_ms), "STREAMS", key, last_id}));
       auto entries = stream_entries(r.get());
       if (!entries.empty()) last_id = entries.back().id;
       return entries;
@@ -249,7 +258,7 @@ struct Gateway::Impl {
   };
 
   void stream(const httplib::Request& req, httplib::Response& res, GenerationCall call, bool chat, const std::string& id) {
-    auto job = std::make_shared<StreamJob>(*this, req, std::move(call), chat, id);
+    auto job = std::make_shared<StreamJob>(*this, req, std::move(call), chat, id, router.pick());
     job->start();
     // Wait for the first entry or the command's reply, so that a refused request is an HTTP error.
     while (job->first.empty()) {
@@ -257,7 +266,7 @@ struct Gateway::Impl {
       if (!job->first.empty() || !job->done) continue;
       job->worker.join();
       if (!job->failure.empty()) throw RedisUnavailable(job->failure);
-      if (job->reply && job->reply->type == REDIS_REPLY_ERROR) throw module_error(reply_text(job->reply.get()));
+      if (job->reply && job->reply->type == REDIS_REPLY_ERROR) checked(std::move(job->reply));
       job->first = job->read(1000);  // the reply came first: the entries are on their way
       if (job->first.empty()) throw ApiError(502, "the generation ended without stream entries", "", "bad_gateway", "api_error");
     }

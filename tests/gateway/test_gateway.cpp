@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gateway/gateway.h"
+#include "redis/redis_cluster.h"
 #include "redis/redis_server.h"
 #include "support/chat_models.h"
 #include "support/data_dirs.h"
@@ -380,6 +381,50 @@ TEST_F(GatewayTest, UnreachableRedisIs503) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503);
   EXPECT_EQ(json::parse(r->body)["error"]["code"], "redis_unavailable");
+}
+
+TEST(GatewayClusterTest, RequestsSpreadOverThePrimariesAndStreamsStayOnTheirNode) {
+  INFER_REQUIRE_DIR(models_dir());
+  if (const std::string why = RedisCluster::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  RedisCluster cluster({.masters = 3, .replicas_per_master = 0,
+                        .module_args = {"MODEL", "stories", stories_model_path(), "THREADS", "1"}});
+  gateway::GatewayOptions o;
+  o.redis_port = cluster.port(0);
+  o.cluster = true;
+  o.listen_port = 0;
+  o.access_log = false;
+  gateway::Gateway gw(o);
+  httplib::Client c("127.0.0.1", gw.start());
+  c.set_read_timeout(60, 0);
+  const json body = {{"model", "stories"}, {"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}};
+  std::string first;
+  for (int i = 0; i < 6; ++i) {
+    auto r = c.Post("/v1/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const std::string text = json::parse(r->body)["choices"][0]["text"];
+    if (i == 0) first = text;
+    EXPECT_EQ(text, first);  // every node runs the same model
+  }
+  for (int i = 0; i < 3; ++i) {
+    json streamed = body;
+    streamed["stream"] = true;
+    auto r = c.Post("/v1/completions", streamed.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_NE(r->body.find("data: [DONE]"), std::string::npos) << r->body;
+    // The stream key's tag puts it on a node that owns its slot: it exists there, with its finish.
+    const std::string key = r->get_header_value("X-Infer-Stream");
+    RedisConn owner = cluster.connect_owner(cluster.key_slot(key));
+    EXPECT_NE(show(command(owner.get(), {"XREVRANGE", key, "+", "-", "COUNT", "1"}).get()).find("finish"),
+              std::string::npos);
+  }
+  int nodes_used = 0;
+  for (size_t m : cluster.masters()) {
+    RedisConn conn = cluster.connect(m);
+    if (info_number(conn.get(), "infer", "infer_completed") > 0) ++nodes_used;
+  }
+  EXPECT_EQ(nodes_used, 3);
 }
 
 }  // namespace
