@@ -161,6 +161,30 @@ void reply_engine_stats(MapPairs& out, const engine::EngineStats& s) {
   out.ll("model_bytes", static_cast<long long>(s.model_bytes));
 }
 
+// The latency metrics in report order, with their names in INFO and INFER.STATS.
+const std::pair<const char*, engine::LatencyPercentiles engine::LatencySummary::*> kLatencyMetrics[] = {
+    {"queue_ms", &engine::LatencySummary::queue_ms},
+    {"ttft_ms", &engine::LatencySummary::ttft_ms},
+    {"tpot_ms", &engine::LatencySummary::tpot_ms},
+    {"e2e_ms", &engine::LatencySummary::e2e_ms}};
+
+// latency => {samples, queue_ms => {p50, p90, p99}, ttft_ms => ..., tpot_ms => ..., e2e_ms => ...}
+void reply_latency(MapPairs& out, const engine::LatencySummary& l) {
+  rm::ReplyWithCString(out.ctx, "latency");
+  rm::ReplyWithMap(out.ctx, 1 + 4);
+  MapPairs inner{out.ctx};
+  inner.ll("samples", static_cast<long long>(l.samples));
+  for (const auto& [name, member] : kLatencyMetrics) {
+    rm::ReplyWithCString(out.ctx, name);
+    rm::ReplyWithMap(out.ctx, 3);
+    MapPairs p{out.ctx};
+    p.dbl("p50", (l.*member).p50);
+    p.dbl("p90", (l.*member).p90);
+    p.dbl("p99", (l.*member).p99);
+  }
+  ++out.n;
+}
+
 }  // namespace
 
 void retire_engine(const std::shared_ptr<engine::Engine>& e) {
@@ -188,6 +212,7 @@ int cmd_stats(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     rm::ReplyWithMap(ctx, REDISMODULE_POSTPONED_LEN);
     MapPairs out{ctx};
     reply_engine_stats(out, m->engine->stats());
+    reply_latency(out, m->engine->latency());
     rm::ReplySetMapLength(ctx, out.n);
     return REDISMODULE_OK;
   }
@@ -265,6 +290,17 @@ void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
       info_engine_fields(ctx, s);
       rm::InfoAddFieldCString(ctx, "device", model::device_name(s.device));
       rm::InfoEndDictField(ctx);
+      // infer_latency_<metric>_<name>:p50=..,p90=..,p99=..,samples=n (as Redis's latency_percentiles_usec_*)
+      const engine::LatencySummary l = m->engine->latency();
+      for (const auto& [metric, member] : kLatencyMetrics) {
+        const std::string lfield = std::string("latency_") + metric + "_" + name;
+        rm::InfoBeginDictField(ctx, lfield.c_str());
+        rm::InfoAddFieldDouble(ctx, "p50", (l.*member).p50);
+        rm::InfoAddFieldDouble(ctx, "p90", (l.*member).p90);
+        rm::InfoAddFieldDouble(ctx, "p99", (l.*member).p99);
+        rm::InfoAddFieldULongLong(ctx, "samples", l.samples);
+        rm::InfoEndDictField(ctx);
+      }
     }
   } catch (...) {
   }
