@@ -536,16 +536,26 @@ void lookup_on_main(void* data) {
   }
 }
 
-// Background thread, the prompt prepared: the model embeds it (as INFER.EMBED without POOLING embeds),
-// and the lookup follows on the main thread. `req` waits in the job for a miss.
+// Background thread, the prompt prepared: the model (or the EMBEDDER, from the prompt's text) embeds it
+// as INFER.EMBED without POOLING embeds, and the lookup follows on the main thread. `req` waits in the
+// job for a miss.
 void embed_for_cache(GenerationJob* job, engine::Request req) {
   engine::Request e;
   e.embedding = true;
   e.pooling = engine::Pooling::Default;
   e.normalize = true;
   e.deadline = req.deadline;
-  e.prompt_text = req.prompt_text;
-  e.prompt_ids = req.prompt_ids;
+  const std::shared_ptr<const LoadedModel>& embedder = job->cache->embedder ? job->cache->embedder : job->model;
+  if (job->cache->embedder) {
+    e.prompt_text = req.prompt_text.empty() ? std::move(job->cache->text) : req.prompt_text;
+    if (std::string why = embedder->engine->refuse_prompt_text(e.prompt_text, true); !why.empty()) {
+      job->error = "CACHE: EMBEDDER '" + embedder->name + "': " + why;
+      return unblock_generation(job);
+    }
+  } else {
+    e.prompt_text = req.prompt_text;
+    e.prompt_ids = req.prompt_ids;
+  }
   job->pending = std::move(req);
   engine::Callbacks cb;
   cb.on_done = [job](engine::Result&& r) {
@@ -562,7 +572,7 @@ void embed_for_cache(GenerationJob* job, engine::Request req) {
     }
     unblock_generation(job);
   };
-  auto submitted = job->model->engine->submit(std::move(e), std::move(cb));
+  auto submitted = embedder->engine->submit(std::move(e), std::move(cb));
   if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
     job->refusal = *refusal;
     unblock_generation(job);

@@ -91,6 +91,10 @@ struct CacheRequest {
   long long ttl_s;
   std::string fingerprint;
   bool asked = false;             // routed here by ASKING (cluster_slots.h)
+  // INFER.GENERATE's EMBEDDER (null: the model embeds its own prepared prompt), and the text it embeds
+  // for a chat (the rendering; a PROMPT is embedded as given).
+  std::shared_ptr<const LoadedModel> embedder;
+  std::string text;
   std::vector<float> vector;      // the request's embedding, once made
   Outcome outcome = Outcome::Pending;
   double similarity = 0;          // a hit's cosine similarity

@@ -252,6 +252,15 @@ TEST_F(SemanticCacheTest, Errors) {
             std::string::npos);
   EXPECT_NE(run({"INFER.RAG", "stories", "kb", "QUERY", "x", "CACHE", "a", "CACHE", "b"}).find("CACHE given twice"),
             std::string::npos);
+  // TOOLS (and schemas) are hashed into the fingerprint on the main thread: bounded.
+  const std::string tools = "[" + std::string(1 << 20, ' ') + "]";
+  EXPECT_NE(run({"INFER.GENERATE", "stories", "CHAT", "user", "hi", "TEMPLATE", "chatml", "TOOLS", tools, "CACHE", "a",
+                 "TEMP", "0"})
+                .find("more than 1048576"),
+            std::string::npos);
+  EXPECT_EQ(gen({"EMBEDDER", "stories"}),
+            "(error) ERR EMBEDDER needs CACHE: INFER.GENERATE embeds the prompt only to look it up in a cache");
+  EXPECT_EQ(gen({"CACHE", "a", "EMBEDDER", "nope"}), "(error) ERR unknown EMBEDDER model 'nope' (see INFER.MODELS)");
   EXPECT_EQ(run({"PING"}), "PONG");
 }
 
@@ -269,6 +278,42 @@ TEST_F(SemanticCacheTest, TheCacheKeyIsDeclared) {
                 .find("NOPERM"),
             std::string::npos);
   run({"ACL", "DELUSER", "reader"});
+}
+
+// GENERATE's EMBEDDER: a dedicated embedding model embeds the prompt (a chat as rendered) for the cache.
+class SemanticCacheEmbedder : public SharedServerTest<SemanticCacheEmbedder> {
+ public:
+  static std::vector<std::string> module_args() {
+    return {"MODEL", "stories", stories_model_path(), "MODEL-DIR", reference_dir() + "/models"};
+  }
+};
+
+TEST_F(SemanticCacheEmbedder, TheEmbedderEmbedsThePrompt) {
+  INFER_REQUIRE_DIR(reference_dir());
+  if (run({"INFER.MODELS"}).find("bert") == std::string::npos) {
+    ASSERT_EQ(run({"INFER.LOAD", "bert", "tiny-bert-f32.gguf"}), "OK");
+  }
+  run({"DEL", "cache:e"});
+  for (const std::vector<std::string>& input :
+       {std::vector<std::string>{"PROMPT", kPrompt}, {"CHAT", "user", kPrompt, "TEMPLATE", "chatml"}}) {
+    const std::vector<std::string> request =
+        cat(cat({"INFER.GENERATE", "stories"}, input), cat({"CACHE", "cache:e", "EMBEDDER", "bert", "WITHSTATS"}, kGreedy));
+    const auto miss = fields(command(c_.get(), request).get());
+    ASSERT_EQ(miss.count("error"), 0u) << miss.at("error");
+    EXPECT_EQ(miss.at("cached"), "0");
+    const auto hit = fields(command(c_.get(), request).get());
+    EXPECT_EQ(hit.at("cached"), "1");
+    EXPECT_EQ(hit.at("text"), miss.at("text"));
+  }
+  // The set holds bert's vectors: the model's own are another width.
+  Reply info = command(c_.get(), {"INFER.INFO", "bert"});
+  const auto bert = fields(info.get());
+  EXPECT_EQ(run({"INFER.VDIM", "cache:e"}), bert.at("n_embd"));
+  EXPECT_EQ(run({"INFER.VCARD", "cache:e"}), "2");
+  if (bert.at("n_embd") != "64")
+    EXPECT_NE(run(cat({"INFER.GENERATE", "stories", "PROMPT", kPrompt, "CACHE", "cache:e"}, kGreedy))
+                  .find("CACHE: vector dimension mismatch"),
+              std::string::npos);
 }
 
 // A replica gets the master's entries (and answers from them), and an AOF reload keeps them.
