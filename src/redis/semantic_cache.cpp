@@ -296,7 +296,7 @@ void cache_lookup(RedisModuleCtx* ctx, GenerationJob* job, void (*on_miss)(Gener
       try {
         auto lock = cr.set->read();
         search(cr.set->set(), cr);
-      } catch (const std::exception& e) {
+      } catch (const std::exception&) {
         cr.outcome = CacheRequest::Outcome::Miss;  // a lookup that fails generates anew
       }
       cr.set.reset();  // the search is done: a DEL may free the set now
