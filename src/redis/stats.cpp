@@ -226,6 +226,11 @@ int cmd_stats(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   out.ll("client_timeouts", static_cast<long long>(ms.timeouts));
   out.ll("client_disconnects", static_cast<long long>(ms.disconnects));
   out.ll("stream_entries", static_cast<long long>(ms.stream_entries));
+  out.ll("cache_hits", static_cast<long long>(ms.cache_hits));
+  out.ll("cache_misses", static_cast<long long>(ms.cache_misses));
+  out.ll("cache_bypassed", static_cast<long long>(ms.cache_bypassed));
+  out.ll("cache_stores", static_cast<long long>(ms.cache_stores));
+  out.ll("cache_expired_removed", static_cast<long long>(ms.cache_expired_removed));
   out.ll("max_main_thread_stall_us", static_cast<long long>(max_stall_us()));
   // Per command: calls, max_us (wall), max_cpu_us, avg_us.
   rm::ReplyWithCString(ctx, "main_thread_us");
@@ -274,6 +279,11 @@ void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
     rm::InfoAddFieldULongLong(ctx, "client_timeouts", ms.timeouts);
     rm::InfoAddFieldULongLong(ctx, "client_disconnects", ms.disconnects);
     rm::InfoAddFieldULongLong(ctx, "stream_entries", ms.stream_entries);
+    rm::InfoAddFieldULongLong(ctx, "cache_hits", ms.cache_hits);
+    rm::InfoAddFieldULongLong(ctx, "cache_misses", ms.cache_misses);
+    rm::InfoAddFieldULongLong(ctx, "cache_bypassed", ms.cache_bypassed);
+    rm::InfoAddFieldULongLong(ctx, "cache_stores", ms.cache_stores);
+    rm::InfoAddFieldULongLong(ctx, "cache_expired_removed", ms.cache_expired_removed);
     rm::InfoAddFieldULongLong(ctx, "max_main_thread_stall_us", max_stall_us());
     if (for_crash_report) return;
     rm::InfoAddFieldLongLong(ctx, "blocked_clients", blocked_jobs());

@@ -2,6 +2,7 @@
 // INFER.EMBED and INFER.RAG commands with their flags, arity and exact key specs (spec §0.4, §6).
 #include "redis/command_registration.h"
 #include "redis/commands.h"
+#include "redis/semantic_cache.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_type.h"
 
@@ -28,7 +29,7 @@ constexpr uint64_t RO = REDISMODULE_CMD_KEY_RO, RW = REDISMODULE_CMD_KEY_RW, ACC
 // zeroed terminator.
 RedisModuleCommandKeySpec g_specs[6][2];
 // INFER.RAG: the set, and the STREAM key after a keyword (getkeys-api gives its exact position).
-RedisModuleCommandKeySpec rag_specs[3];
+RedisModuleCommandKeySpec rag_specs[4];
 
 }  // namespace
 
@@ -48,6 +49,8 @@ int register_vector_commands(RedisModuleCtx* ctx) {
       index_key_spec("vector set searched; document keys found through it are ACL-checked", RO | ACCESS, 2);
   rag_specs[1] = keyword_key_spec("stream the output is appended to",
                                   RW | REDISMODULE_CMD_KEY_INSERT | REDISMODULE_CMD_KEY_VARIABLE_FLAGS, "STREAM", -1, 0);
+  rag_specs[2] = keyword_key_spec("semantic cache: vector set looked up, stored into, expired entries removed",
+                                  kCacheKeyFlags | REDISMODULE_CMD_KEY_VARIABLE_FLAGS, "CACHE", -1, 0);
 
   const CommandDef commands[] = {
       {"infer.vadd", guarded<cmd_vadd, kVadd>, "write deny-oom", -5, "Add or update an element of a vector set",

@@ -183,8 +183,11 @@ std::vector<SearchHit> VectorSet::run_search(const uint8_t* q, const SearchOptio
   std::vector<Hnsw::Hit> hits;
   FilterBudget budget(opt.filter_work_limit);
   Hnsw::Predicate accept;
-  if (opt.filter) accept = [&](uint32_t id) { return opt.filter->matches(elems_[id].attrs, &budget); };
-  const Hnsw::Predicate* pred = opt.filter ? &accept : nullptr;
+  if (opt.filter)
+    accept = [&](uint32_t id) { return opt.filter->matches(elems_[id].attrs, &budget); };
+  else if (opt.accept)
+    accept = [&](uint32_t id) { return (*opt.accept)(elems_[id].name, elems_[id].attrs); };
+  const Hnsw::Predicate* pred = accept ? &accept : nullptr;
   try {
     if (opt.truth) {
       hits = index_.brute_force(q, opt.count, pred);

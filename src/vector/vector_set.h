@@ -58,6 +58,9 @@ struct SearchOptions {
   uint64_t filter_work_limit = kFilterWorkLimit;  // past it the search throws FilterWorkError
   bool truth = false;               // exact linear scan instead of the graph
   std::optional<float> epsilon;     // keep only scores >= 1 - epsilon
+  // Without a filter: the caller's own test of an element (name, attributes), inspected like a FILTER's
+  // candidates (filter_ef); it must be cheap, as no work limit applies to it.
+  const std::function<bool(const std::string& name, const std::string& attrs)>* accept = nullptr;
 };
 
 struct SearchHit {
