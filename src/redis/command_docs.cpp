@@ -12,6 +12,9 @@ namespace {
   "[REPEAT-PENALTY penalty:double] [SEED seed:integer] [STOP stop:string]... [TIMEOUT ms:integer] "         \
   "[LOGPROBS count:integer] [{FORMAT JSON | JSONSCHEMA schema:string | GRAMMAR gbnf:string}] [WITHSTATS] "
 
+// The semantic cache (key spec 2 of both commands).
+#define INFER_CACHE_OPTIONS "[CACHE key:key@2 [THRESHOLD similarity:double] [TTL seconds:integer] [SAMPLED]]"
+
 const CommandDoc kDocs[] = {
     {"infer.load", "O(1) on the main thread; the model is read on a background thread",
      "name:string path:string [THREADS count:integer] [QUEUE depth:integer] [MAX-RUNNING count:integer] "
@@ -26,7 +29,8 @@ const CommandDoc kDocs[] = {
     {"infer.detokenize", "O(N) with N the ids", "model:string {id:integer... | KEY key:key@0}"},
     {"infer.generate", "O(1) on the main thread (O(N) to copy N tokens from keys); generation runs on the model's threads",
      "model:string {text:string | PROMPT text:string | TOKENS key:key@0... [PROMPT suffix:string] | "
-     "CHAT (role:string text:string)... | MESSAGES json:string} " INFER_GENERATION_OPTIONS "[STREAM key:key@1]"},
+     "CHAT (role:string text:string)... | MESSAGES json:string} " INFER_GENERATION_OPTIONS "[STREAM key:key@1] "
+     INFER_CACHE_OPTIONS " [EMBEDDER model:string]"},
     {"infer.streamstate", "O(1)", "key:key@0 {OPEN tokens:integer | DONE}"},
     {"infer.vadd", "O(log(N)) with N the elements, bounded per insert",
      "key:key@0 [REDUCE dim:integer] {FP32 vector:string | VALUES count:integer value:double...} element:string "
@@ -48,10 +52,12 @@ const CommandDoc kDocs[] = {
     {"infer.rag", "O(log(N)) search with N the set's elements, plus O(T) to copy T document tokens; generation runs on the model's threads",
      "model:string vset:key@0 {QUERY text:string | FP32 vector:string | VALUES count:integer value:double...} "
      "[QUESTION text:string] [COUNT count:integer] [EF ef:integer] [FILTER expression:string] [FILTER-EF ef:integer] "
-     "[DOCKEY attribute:string] [EMBEDDER model:string] " INFER_GENERATION_OPTIONS "[STREAM key:key@1] [WITHSOURCES]"},
+     "[DOCKEY attribute:string] [EMBEDDER model:string] " INFER_GENERATION_OPTIONS "[STREAM key:key@1] "
+     INFER_CACHE_OPTIONS " [WITHSOURCES]"},
 };
 
 #undef INFER_GENERATION_OPTIONS
+#undef INFER_CACHE_OPTIONS
 
 }  // namespace
 

@@ -310,10 +310,11 @@ TEST_F(SemanticCacheEmbedder, TheEmbedderEmbedsThePrompt) {
   const auto bert = fields(info.get());
   EXPECT_EQ(run({"INFER.VDIM", "cache:e"}), bert.at("n_embd"));
   EXPECT_EQ(run({"INFER.VCARD", "cache:e"}), "2");
-  if (bert.at("n_embd") != "64")
+  if (bert.at("n_embd") != "64") {
     EXPECT_NE(run(cat({"INFER.GENERATE", "stories", "PROMPT", kPrompt, "CACHE", "cache:e"}, kGreedy))
                   .find("CACHE: vector dimension mismatch"),
               std::string::npos);
+  }
 }
 
 // A replica gets the master's entries (and answers from them), and an AOF reload keeps them.
