@@ -195,12 +195,17 @@ struct Gateway::Impl {
       const json body = parse_body(req);
       GenerationCall call = chat ? chat_call(body) : completion_call(body);
       model = call.model;
+      const std::vector<std::string> cache = cache_arguments(req.get_header_value("X-Infer-Cache"));
+      call.argv.insert(call.argv.end() - 1, cache.begin(), cache.end());  // before WITHSTATS
+      const Router::Target node = cache.empty() ? router.pick() : router.owner(cache[1]);
       const std::string id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
-      if (call.stream) return stream(req, res, std::move(call), chat, id);
-      Session s(*router.pick().pool, req);
+      if (call.stream) return stream(req, res, std::move(call), chat, id, node);
+      Session s(*node.pool, req);
       Reply r = checked(s.conn().command(call.argv));
       const Generation g = parse_generation(r.get());
       tokens = g.completion_tokens;
+      if (g.cached)
+        res.set_header("X-Infer-Cache", *g.cached ? "hit; similarity=" + std::to_string(g.cache_similarity) : "miss");
       const json out = chat ? chat_completion(id, call.model, unix_now(), g) : text_completion(id, call.model, unix_now(), g);
       res.set_content(dump(out), "application/json");
     });
@@ -257,8 +262,9 @@ struct Gateway::Impl {
     std::vector<StreamEntry> first;  // read before the response started
   };
 
-  void stream(const httplib::Request& req, httplib::Response& res, GenerationCall call, bool chat, const std::string& id) {
-    auto job = std::make_shared<StreamJob>(*this, req, std::move(call), chat, id, router.pick());
+  void stream(const httplib::Request& req, httplib::Response& res, GenerationCall call, bool chat, const std::string& id,
+              Router::Target node) {
+    auto job = std::make_shared<StreamJob>(*this, req, std::move(call), chat, id, node);
     job->start();
     // Wait for the first entry or the command's reply, so that a refused request is an HTTP error.
     while (job->first.empty()) {

@@ -70,7 +70,9 @@ void Router::load_slots(RedisConnection& c) {
     node.second.emplace_back(static_cast<int>(e->element[0]->integer), static_cast<int>(e->element[1]->integer));
   }
   std::vector<Target> primaries;
+  std::vector<std::pair<std::pair<int, int>, size_t>> ranges;
   for (auto& [name, node] : by_node) {
+    for (const auto& range : node.second) ranges.emplace_back(range, primaries.size());
     std::string tag;
     for (int i = 0; tag.empty() && i < 1 << 20; ++i) {
       const std::string t = std::to_string(i);
@@ -82,12 +84,22 @@ void Router::load_slots(RedisConnection& c) {
   }
   if (primaries.empty()) throw RedisUnavailable("--cluster: CLUSTER SLOTS names no primary");
   primaries_ = std::move(primaries);
+  ranges_ = std::move(ranges);
   refreshed_ = std::chrono::steady_clock::now();
 }
 
 Router::Target Router::pick() {
   std::lock_guard<std::mutex> lock(mu_);
   return primaries_[next_++ % primaries_.size()];
+}
+
+Router::Target Router::owner(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!cluster_) return primaries_[0];
+  const int slot = key_slot(key);
+  for (const auto& [range, index] : ranges_)
+    if (slot >= range.first && slot <= range.second) return primaries_[index];
+  return primaries_[next_++ % primaries_.size()];  // an unassigned slot: Redis will say CLUSTERDOWN
 }
 
 void Router::refresh() {

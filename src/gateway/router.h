@@ -30,6 +30,8 @@ class Router {
 
   // The node for the next request (round robin over the primaries).
   Target pick();
+  // The primary owning `key`'s slot (the one node for a single node).
+  Target owner(const std::string& key);
   // Re-reads the slot map (after MOVED, ASK, TRYAGAIN or CLUSTERDOWN), at most once a second.
   void refresh();
   bool cluster() const { return cluster_; }
@@ -45,6 +47,7 @@ class Router {
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<RedisPool>> pools_;  // by "host:port"; never removed (Targets point in)
   std::vector<Target> primaries_;
+  std::vector<std::pair<std::pair<int, int>, size_t>> ranges_;  // slot range -> index in primaries_
   std::atomic<size_t> next_{0};
   std::chrono::steady_clock::time_point refreshed_{};
 };

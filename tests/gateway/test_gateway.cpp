@@ -350,6 +350,27 @@ TEST_F(GatewayTest, AClientThatLeavesCancelsItsGeneration) {
   EXPECT_GT(std::stoll(run({"TTL", stream_key})), 0);
 }
 
+TEST_F(GatewayTest, CacheHeaderAnswersARepeatFromTheSemanticCache) {
+  httplib::Headers cache = {{"X-Infer-Cache", "gw:cache; threshold=0.99; ttl=600"}};
+  const std::string body = chat_body(16).dump();
+  auto miss = client().Post("/v1/chat/completions", cache, body, "application/json");
+  ASSERT_TRUE(miss);
+  ASSERT_EQ(miss->status, 200) << miss->body;
+  EXPECT_EQ(miss->get_header_value("X-Infer-Cache"), "miss");
+  auto hit = client().Post("/v1/chat/completions", cache, body, "application/json");
+  ASSERT_TRUE(hit);
+  ASSERT_EQ(hit->status, 200) << hit->body;
+  EXPECT_EQ(hit->get_header_value("X-Infer-Cache").rfind("hit; similarity=", 0), 0u) << hit->get_header_value("X-Infer-Cache");
+  EXPECT_EQ(json::parse(hit->body)["choices"][0]["message"]["content"],
+            json::parse(miss->body)["choices"][0]["message"]["content"]);
+  EXPECT_EQ(run({"INFER.VCARD", "gw:cache"}), "1");
+  auto bad = client().Post("/v1/chat/completions", {{"X-Infer-Cache", "gw:cache; colour=blue"}}, body,
+                           "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["code"], "invalid_cache_header");
+}
+
 TEST_F(GatewayTest, OfficialOpenAiSdk) {
   // tests/gateway/openai_sdk: the `openai` npm package as pinned there, installed by scripts/test.sh
   // (`npm ci`), unmodified, run with node's test runner against this suite's gateway.

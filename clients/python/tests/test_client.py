@@ -119,3 +119,13 @@ def test_cluster_routes_keyless_and_keyed_commands(cluster):
         assert "".join(ai.stream("stories", PROMPT, max_tokens=6, temperature=0, stream_key="s:%d" % i)) == g.text
         assert ai.embed_store("stories", "text %d" % i, "kb:%d" % i, "e")
         assert ai.vcard("kb:%d" % i) == 1
+
+
+def test_semantic_cache(r):
+    ai = Infer(r)
+    cache = {"key": "py:cache", "threshold": 0.99, "ttl": 600}
+    miss = ai.generate("stories", PROMPT, max_tokens=10, temperature=0, cache=cache)
+    hit = ai.generate("stories", PROMPT, max_tokens=10, temperature=0, cache=cache)
+    assert miss.stats["cached"] == 0 and hit.stats["cached"] == 1
+    assert hit.text == miss.text
+    assert ai.vcard("py:cache") == 1
