@@ -197,11 +197,22 @@ struct Gateway::Impl {
       model = call.model;
       const std::vector<std::string> cache = cache_arguments(req.get_header_value("X-Infer-Cache"));
       call.argv.insert(call.argv.end() - 1, cache.begin(), cache.end());  // before WITHSTATS
-      const Router::Target node = cache.empty() ? router.pick() : router.owner(cache[1]);
+      Router::Target node = cache.empty() ? router.pick() : router.owner(cache[1]);
       const std::string id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
       if (call.stream) return stream(req, res, std::move(call), chat, id, node);
-      Session s(*node.pool, req);
-      Reply r = checked(s.conn().command(call.argv));
+      Reply r;
+      {
+        Session s(*node.pool, req);
+        r = s.conn().command(call.argv);
+      }
+      // A cache key whose slot moved: follow the redirection once, to the owner in the new map.
+      if (!cache.empty() && r->type == REDIS_REPLY_ERROR && is_redirection(reply_text(r.get()))) {
+        router.refresh(true);
+        node = router.owner(cache[1]);
+        Session s(*node.pool, req);
+        r = s.conn().command(call.argv);
+      }
+      r = checked(std::move(r));
       const Generation g = parse_generation(r.get());
       tokens = g.completion_tokens;
       if (g.cached)

@@ -102,10 +102,10 @@ Router::Target Router::owner(const std::string& key) {
   return primaries_[next_++ % primaries_.size()];  // an unassigned slot: Redis will say CLUSTERDOWN
 }
 
-void Router::refresh() {
+void Router::refresh(bool now) {
   if (!cluster_) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (std::chrono::steady_clock::now() - refreshed_ < std::chrono::seconds(1)) return;
+  if (!now && std::chrono::steady_clock::now() - refreshed_ < std::chrono::seconds(1)) return;
   refreshed_ = std::chrono::steady_clock::now();
   for (const Target& t : primaries_) {
     try {

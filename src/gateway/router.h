@@ -32,8 +32,9 @@ class Router {
   Target pick();
   // The primary owning `key`'s slot (the one node for a single node).
   Target owner(const std::string& key);
-  // Re-reads the slot map (after MOVED, ASK, TRYAGAIN or CLUSTERDOWN), at most once a second.
-  void refresh();
+  // Re-reads the slot map (after MOVED, ASK, TRYAGAIN or CLUSTERDOWN), at most once a second unless
+  // `now` (a redirection the caller follows at once).
+  void refresh(bool now = false);
   bool cluster() const { return cluster_; }
   size_t nodes() const;
 

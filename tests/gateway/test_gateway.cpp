@@ -440,6 +440,19 @@ TEST(GatewayClusterTest, RequestsSpreadOverThePrimariesAndStreamsStayOnTheirNode
     EXPECT_NE(show(command(owner.get(), {"XREVRANGE", key, "+", "-", "COUNT", "1"}).get()).find("finish"),
               std::string::npos);
   }
+  // A request with a semantic cache goes to the cache key's owner; after its slot moves, the gateway
+  // follows the redirection and the moved cache answers.
+  const httplib::Headers cache = {{"X-Infer-Cache", "gw:c"}};
+  auto miss = c.Post("/v1/completions", cache, body.dump(), "application/json");
+  ASSERT_TRUE(miss);
+  ASSERT_EQ(miss->status, 200) << miss->body;
+  EXPECT_EQ(miss->get_header_value("X-Infer-Cache"), "miss");
+  const int slot = cluster.key_slot("gw:c");
+  cluster.migrate_slot(slot, cluster.node_for_slot(slot), cluster.master_not_owning(slot));
+  auto hit = c.Post("/v1/completions", cache, body.dump(), "application/json");
+  ASSERT_TRUE(hit);
+  ASSERT_EQ(hit->status, 200) << hit->body;
+  EXPECT_EQ(hit->get_header_value("X-Infer-Cache").rfind("hit", 0), 0u) << hit->get_header_value("X-Infer-Cache");
   int nodes_used = 0;
   for (size_t m : cluster.masters()) {
     RedisConn conn = cluster.connect(m);
