@@ -46,6 +46,9 @@ const CommandDoc kDocs[] = {
     {"infer.vcard", "O(1)", "key:key@0"},
     {"infer.vdim", "O(1)", "key:key@0"},
     {"infer.vinfo", "O(1)", "key:key@0"},
+    {"infer.vismember", "O(1)", "key:key@0 element:string"},
+    {"infer.vrandmember", "O(N) with N the count (at most 65536)", "key:key@0 [count:integer]"},
+    {"infer.vlinks", "O(M) with M the element's links", "key:key@0 element:string [WITHSCORES]"},
     {"infer.embed", "O(1) on the main thread; the text is embedded on the model's threads",
      "model:string text:string [POOLING {LAST | MEAN | CLS}] [NORMALIZE] [ARRAY] "
      "[STORE key:key@0 element:string [SETATTR json:string]]"},

@@ -20,6 +20,9 @@ constexpr char kVinfo[] = "infer.vinfo";
 constexpr char kVgetattr[] = "infer.vgetattr";
 constexpr char kEmbed[] = "infer.embed";
 constexpr char kRag[] = "infer.rag";
+constexpr char kVismember[] = "infer.vismember";
+constexpr char kVrandmember[] = "infer.vrandmember";
+constexpr char kVlinks[] = "infer.vlinks";
 
 constexpr uint64_t RO = REDISMODULE_CMD_KEY_RO, RW = REDISMODULE_CMD_KEY_RW, ACCESS = REDISMODULE_CMD_KEY_ACCESS,
                    UPDATE = REDISMODULE_CMD_KEY_UPDATE,
@@ -66,6 +69,12 @@ int register_vector_commands(RedisModuleCtx* ctx) {
       {"infer.vcard", guarded<cmd_vcard, kVcard>, "readonly fast", 2, "Number of elements", g_specs[4]},
       {"infer.vdim", guarded<cmd_vdim, kVdim>, "readonly fast", 2, "Vector dimension", g_specs[4]},
       {"infer.vinfo", guarded<cmd_vinfo, kVinfo>, "readonly fast", 2, "Parameters of a vector set", g_specs[4]},
+      {"infer.vismember", guarded<cmd_vismember, kVismember>, "readonly fast", 3, "Whether an element is in a vector set",
+       g_specs[3]},
+      {"infer.vrandmember", guarded<cmd_vrandmember, kVrandmember>, "readonly", -2,
+       "Random elements of a vector set", g_specs[3]},
+      {"infer.vlinks", guarded<cmd_vlinks, kVlinks>, "readonly", -3,
+       "The graph neighbours of an element on each level, optionally with their scores", g_specs[3]},
       {"infer.embed", guarded<cmd_embed, kEmbed>, "deny-oom deny-script getkeys-api no-mandatory-keys", -3,
        "Embed text with a loaded model, optionally adding it to a vector set (blocks only the caller)",
        g_specs[5]},

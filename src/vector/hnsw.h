@@ -76,6 +76,8 @@ class Hnsw {
     return {b + 1, b[0]};
   }
   int max_level() const { return max_level_; }
+  // 1 - cos between two nodes' vectors (VLINKS scores).
+  float distance(uint32_t a, uint32_t b) const { return dist(vector(a), b); }
   int64_t entry_point() const { return count_ ? static_cast<int64_t>(entry_) : -1; }
   size_t memory_bytes() const;
   size_t max_links(int level) const { return level == 0 ? 2 * p_.m : p_.m; }

@@ -1,5 +1,7 @@
 #include "vector/vector_set.h"
 
+#include <unordered_set>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -161,6 +163,47 @@ uint64_t VectorSet::estimated_filter_work(const SearchOptions& opt) const {
   const uint64_t inspected = opt.truth ? size() : std::min<uint64_t>(size(), opt.filter_ef ? opt.filter_ef : opt.count * 100);
   const uint64_t per_element = opt.filter->estimate_units(attr_bytes_ / size());
   return per_element > UINT64_MAX / inspected ? UINT64_MAX : per_element * inspected;
+}
+
+std::vector<const std::string*> VectorSet::random_names(size_t count, bool repeat, std::mt19937_64& rng) const {
+  // Ids are dense (0 .. size()-1): a removal moves the last node into the freed slot.
+  const size_t n = size();
+  std::vector<const std::string*> out;
+  if (n == 0) return out;
+  if (repeat) {
+    out.reserve(count);
+    for (size_t i = 0; i < count; ++i) out.push_back(&elems_[rng() % n].name);
+    return out;
+  }
+  count = std::min(count, n);
+  out.reserve(count);
+  if (count * 2 >= n) {  // most of the set: a partial shuffle of every id
+    std::vector<uint32_t> ids(n);
+    for (uint32_t i = 0; i < n; ++i) ids[i] = i;
+    for (size_t i = 0; i < count; ++i) {
+      std::swap(ids[i], ids[i + rng() % (n - i)]);
+      out.push_back(&elems_[ids[i]].name);
+    }
+    return out;
+  }
+  std::unordered_set<uint32_t> seen;
+  while (out.size() < count) {
+    const uint32_t id = static_cast<uint32_t>(rng() % n);
+    if (seen.insert(id).second) out.push_back(&elems_[id].name);
+  }
+  return out;
+}
+
+std::optional<std::vector<std::vector<std::pair<const std::string*, float>>>> VectorSet::neighbours(
+    std::string_view name) const {
+  auto it = ids_.find(std::string(name));
+  if (it == ids_.end()) return std::nullopt;
+  const uint32_t id = it->second;
+  std::vector<std::vector<std::pair<const std::string*, float>>> out(static_cast<size_t>(index_.level(id)) + 1);
+  for (int level = 0; level <= index_.level(id); ++level)
+    for (uint32_t other : index_.links(id, level))
+      out[level].emplace_back(&elems_[other].name, std::clamp(1.0f - index_.distance(id, other) / 2.0f, 0.0f, 1.0f));
+  return out;
 }
 
 std::string main_thread_search_error(uint64_t search_bytes) {

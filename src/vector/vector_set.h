@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <random>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -113,6 +114,13 @@ class VectorSet {
   std::optional<std::string> attributes(std::string_view name) const;
   // Returns false when absent; "" removes; throws VectorSetError on invalid JSON.
   bool set_attributes(std::string_view name, const std::string& json);
+
+  // VRANDMEMBER: `count` element names drawn at random with `rng`, all different (at most size()) unless
+  // `repeat`. Valid until the set changes.
+  std::vector<const std::string*> random_names(size_t count, bool repeat, std::mt19937_64& rng) const;
+  // VLINKS: the element's graph neighbours on each of its levels (index = level, 0 first), each with its
+  // similarity score as VSIM gives it; nullopt when the element is absent. Valid until the set changes.
+  std::optional<std::vector<std::vector<std::pair<const std::string*, float>>>> neighbours(std::string_view name) const;
 
   // Filter work units a search with these options is expected to take (0 without a filter): the
   // elements it may inspect times the filter's estimate for an element of the mean attribute size.
