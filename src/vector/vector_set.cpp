@@ -66,18 +66,12 @@ double VectorSet::prepare(const std::vector<float>& v, bool projected, std::vect
   return norm;
 }
 
-void VectorSet::check_json(const std::string& json) {
-  if (json.empty()) return;
-  if (!nlohmann::json::accept(json)) throw VectorSetError("invalid JSON in attributes");
-}
-
 bool VectorSet::add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs,
                     uint32_t ef, bool projected) {
   std::vector<uint8_t> enc;
   const double norm = prepare(v, projected, &enc);
   // A query may be that large (only its direction counts), a stored vector keeps its norm as a float.
   if (norm > kMaxVectorNorm) throw VectorSetError("vector too large: its L2 norm must be at most 1e38");
-  if (attrs) check_json(*attrs);
 
   std::string old_attrs;
   const std::string key(name);
@@ -148,7 +142,6 @@ std::optional<std::string> VectorSet::attributes(std::string_view name) const {
 bool VectorSet::set_attributes(std::string_view name, const std::string& json) {
   auto it = ids_.find(std::string(name));
   if (it == ids_.end()) return false;
-  check_json(json);
   Element& e = elems_[it->second];
   n_attrs_ += (json.empty() ? 0 : 1);
   n_attrs_ -= (e.attrs.empty() ? 0 : 1);
@@ -287,7 +280,6 @@ size_t VectorSet::memory_bytes() const {
 void VectorSet::restore_element(uint32_t id, Element e, int level, const uint8_t* encoded,
                                 std::vector<std::vector<uint32_t>> links) {
   if (ids_.count(e.name)) throw VectorSetError("duplicate element name in saved set");
-  check_json(e.attrs);
   index_.restore_node(id, level, encoded, std::move(links));
   if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
   if (!e.attrs.empty()) ++n_attrs_;

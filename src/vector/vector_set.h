@@ -112,7 +112,8 @@ class VectorSet {
   std::optional<RawVector> raw(std::string_view name) const;
   // nullopt when the element is absent; "" when it has no attributes.
   std::optional<std::string> attributes(std::string_view name) const;
-  // Returns false when absent; "" removes; throws VectorSetError on invalid JSON.
+  // Returns false when absent; "" removes. Any text is kept, as Redis 8 keeps it: FILTER reads JSON
+  // objects and never matches an element whose attributes are not one.
   bool set_attributes(std::string_view name, const std::string& json);
 
   // VRANDMEMBER: `count` element names drawn at random with `rng`, all different (at most size()) unless
@@ -160,7 +161,6 @@ class VectorSet {
   std::vector<SearchHit> run_search(const uint8_t* encoded_query, const SearchOptions& opt) const;
   // Checks the size of an incoming vector, projects it (REDUCE), normalises and encodes it; returns the norm.
   double prepare(const std::vector<float>& v, bool projected, std::vector<uint8_t>* encoded) const;
-  static void check_json(const std::string& json);
   VectorSet(const SetConfig& cfg, bool make_projection_now);
 
   SetConfig cfg_;
