@@ -1,6 +1,7 @@
 """Fixtures: a real redis-server with the module built in this tree (INFER_BUILD_DIR, default
 build/release) and stories260K (INFER_MODELS_DIR), and a 3-primary Redis Cluster of such servers."""
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -27,9 +28,16 @@ def model_path():
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    # Below 55536: a cluster node also listens on its port + 10000.
+    rng = random.Random()
+    while True:
+        port = rng.randrange(20000, 55000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
 
 
 class Server:
