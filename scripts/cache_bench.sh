@@ -12,7 +12,7 @@ N=${2:-10000}
 Q=${3:-500}
 E=${4:-2000}
 MODULE=$(realpath "$BUILD/src/redis/redis_infer.so")
-MODEL=${INFER_MODELS_DIR:-/work/shared/models}/stories260K.gguf
+MODEL=${INFER_MODELS_DIR:-$(realpath -m "$(dirname "$0")/../../shared/models")}/stories260K.gguf
 PORT=${PORT:-$((20000 + RANDOM % 20000))}
 DIR=$(mktemp -d)
 trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
@@ -21,7 +21,7 @@ redis-server --port "$PORT" --bind 127.0.0.1 --save '' --dir "$DIR" --daemonize 
   --logfile "$DIR/redis.log" --loadmodule "$MODULE" MODEL stories "$MODEL" >/dev/null
 for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-/usr/bin/python3 - "$PORT" "$N" "$Q" "$E" <<'PY'
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$PORT" "$N" "$Q" "$E" <<'PY'
 import random, socket, sys, time
 
 port, n, nq, ne = (int(x) for x in sys.argv[1:5])
@@ -29,23 +29,11 @@ sock = socket.create_connection(("127.0.0.1", port))
 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 rf = sock.makefile("rb")
 
-def enc(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+from resp_client import encode as enc, read_reply
+
 
 def read():
-    line = rf.readline()
-    t, rest = line[:1], line[1:-2]
-    if t in (b"+", b":"): return rest
-    if t == b"-": raise RuntimeError(rest.decode())
-    if t == b"$":
-        if int(rest) < 0: return None
-        return rf.read(int(rest) + 2)[:-2]
-    if t == b"*": return [read() for _ in range(int(rest))]
-    raise RuntimeError("bad reply " + repr(line))
+    return read_reply(rf)
 
 def call(*args):
     sock.sendall(enc(*args))

@@ -16,29 +16,12 @@ import sys
 import threading
 import time
 
+from resp_client import encode, read_reply
+
 
 def resp_command(sock, *args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    sock.sendall(out)
+    sock.sendall(encode(*args))
     return read_reply(sock.makefile("rb"))
-
-
-def read_reply(f):
-    line = f.readline()
-    t, rest = line[:1], line[1:-2]
-    if t in (b"+", b":"):
-        return rest
-    if t == b"-":
-        raise RuntimeError(rest.decode())
-    if t == b"$":
-        n = int(rest)
-        return None if n < 0 else f.read(n + 2)[:-2]
-    if t == b"*":
-        return [read_reply(f) for _ in range(int(rest))]
-    raise RuntimeError("bad reply %r" % line)
 
 
 def pct(xs, p):
