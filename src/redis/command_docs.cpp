@@ -48,6 +48,8 @@ const CommandDoc kDocs[] = {
     {"infer.vinfo", "O(1)", "key:key@0"},
     {"infer.vismember", "O(1)", "key:key@0 element:string"},
     {"infer.vrandmember", "O(N) with N the count (at most 65536)", "key:key@0 [count:integer]"},
+    {"infer.vrange", "O(log(N) + M) with M the names returned (at most 65536)",
+     "key:key@0 start:string end:string [count:integer]"},
     {"infer.vlinks", "O(M) with M the element's links", "key:key@0 element:string [WITHSCORES]"},
     {"infer.embed", "O(1) on the main thread; the text is embedded on the model's threads",
      "model:string text:string [POOLING {LAST | MEAN | CLS}] [NORMALIZE] [ARRAY] "

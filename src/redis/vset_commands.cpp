@@ -23,6 +23,7 @@ constexpr char kRag[] = "infer.rag";
 constexpr char kVismember[] = "infer.vismember";
 constexpr char kVrandmember[] = "infer.vrandmember";
 constexpr char kVlinks[] = "infer.vlinks";
+constexpr char kVrange[] = "infer.vrange";
 
 constexpr uint64_t RO = REDISMODULE_CMD_KEY_RO, RW = REDISMODULE_CMD_KEY_RW, ACCESS = REDISMODULE_CMD_KEY_ACCESS,
                    UPDATE = REDISMODULE_CMD_KEY_UPDATE,
@@ -73,6 +74,8 @@ int register_vector_commands(RedisModuleCtx* ctx) {
        g_specs[3]},
       {"infer.vrandmember", guarded<cmd_vrandmember, kVrandmember>, "readonly", -2,
        "Random elements of a vector set", g_specs[3]},
+      {"infer.vrange", guarded<cmd_vrange, kVrange>, "readonly", -4,
+       "Element names in byte order between two bounds (a stateless iterator)", g_specs[3]},
       {"infer.vlinks", guarded<cmd_vlinks, kVlinks>, "readonly", -3,
        "The graph neighbours of an element on each level, optionally with their scores", g_specs[3]},
       {"infer.embed", guarded<cmd_embed, kEmbed>, "deny-oom deny-script getkeys-api no-mandatory-keys", -3,

@@ -1,5 +1,5 @@
 // INFER.VSIM, INFER.VEMB, INFER.VCARD, INFER.VDIM, INFER.VINFO, INFER.VGETATTR, INFER.VISMEMBER,
-// INFER.VRANDMEMBER, INFER.VLINKS: the reads of vector sets.
+// INFER.VRANDMEMBER, INFER.VRANGE, INFER.VLINKS: the reads of vector sets.
 // VSIM on a set of at least infer.vsim-thread-threshold elements, or with a FILTER whose work is expected
 // to take more than a few milliseconds, runs off the main thread (spec §3.1):
 // the handler parses, blocks the client and queues the search with a reference to the set
@@ -301,6 +301,40 @@ int cmd_vrandmember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const size_t wanted = count < 0 ? (count < -kMaxRandomMembers ? size_t(kMaxRandomMembers) : size_t(-count))
                                   : std::min<size_t>(size_t(count), size_t(kMaxRandomMembers));
   const auto names = k.set->random_names(wanted, count < 0, rng);
+  rm::ReplyWithArray(ctx, static_cast<long>(names.size()));
+  for (const std::string* n : names) rm::ReplyWithStringBuffer(ctx, n->data(), n->size());
+  return REDISMODULE_OK;
+}
+
+// INFER.VRANGE key start end [count]: element names in byte order between `start` (`-`, `[name` or
+// `(name`) and `end` (`+`, `[name` or `(name`), at most `count` (all of them with a negative count;
+// without one, 10); like VRANDMEMBER's, the reply is capped at kMaxRandomMembers names.
+int cmd_vrange(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 4 && argc != 5) return rm::WrongArity(ctx);
+  auto bound = [](RedisModuleString* s, const char* extreme, vector::VectorSet::RangeBound* b) {
+    const std::string_view v = view(s);
+    if (v == extreme) {
+      b->kind = v == "-" ? vector::VectorSet::RangeBound::Min : vector::VectorSet::RangeBound::Max;
+      return true;
+    }
+    if (v.empty() || (v[0] != '[' && v[0] != '(')) return false;
+    b->kind = vector::VectorSet::RangeBound::Name;
+    b->inclusive = v[0] == '[';
+    b->name = std::string(v.substr(1));
+    return true;
+  };
+  vector::VectorSet::RangeBound start, end;
+  // As Redis's lexicographic ranges: `+` may also start (nothing follows it) and `-` end (nothing precedes).
+  if (!(bound(argv[2], "-", &start) || bound(argv[2], "+", &start)) || !(bound(argv[3], "+", &end) || bound(argv[3], "-", &end)))
+    return reply_error(ctx, "invalid range: start and end must be -, +, or begin with [ or (");
+  long long count = 10;
+  if (argc == 5 && rm::StringToLongLong(argv[4], &count) != REDISMODULE_OK)
+    return reply_error(ctx, "value is not an integer or out of range");
+  VsetKey k(ctx, argv[1], REDISMODULE_READ);
+  if (k.wrong_type) return reply_wrongtype(ctx);
+  if (!k.set || count == 0) return rm::ReplyWithEmptyArray(ctx);
+  const size_t limit = count < 0 || count > kMaxRandomMembers ? size_t(kMaxRandomMembers) : size_t(count);
+  const auto names = k.set->range(start, end, limit);
   rm::ReplyWithArray(ctx, static_cast<long>(names.size()));
   for (const std::string* n : names) rm::ReplyWithStringBuffer(ctx, n->data(), n->size());
   return REDISMODULE_OK;

@@ -89,6 +89,7 @@ bool VectorSet::add(std::string_view name, const std::vector<float>& v, const st
   if (!e.attrs.empty()) ++n_attrs_;
   attr_bytes_ += e.attrs.size();
   ids_[key] = id;
+  names_.insert(key);
   return !existed;
 }
 
@@ -99,6 +100,7 @@ bool VectorSet::remove(std::string_view name) {
   if (!elems_[id].attrs.empty()) --n_attrs_;
   attr_bytes_ -= elems_[id].attrs.size();
   ids_.erase(it);
+  names_.erase(names_.find(name));
   // The index moves its last node into the freed id; the element follows it.
   if (const auto moved = index_.remove(id)) {
     elems_[id] = std::move(elems_[*moved]);
@@ -183,6 +185,20 @@ std::vector<const std::string*> VectorSet::random_names(size_t count, bool repea
   while (out.size() < count) {
     const uint32_t id = static_cast<uint32_t>(rng() % n);
     if (seen.insert(id).second) out.push_back(&elems_[id].name);
+  }
+  return out;
+}
+
+std::vector<const std::string*> VectorSet::range(const RangeBound& start, const RangeBound& end, size_t count) const {
+  std::vector<const std::string*> out;
+  auto it = start.kind == RangeBound::Min   ? names_.begin()
+            : start.kind == RangeBound::Max ? names_.end()
+            : start.inclusive               ? names_.lower_bound(start.name)
+                                            : names_.upper_bound(start.name);
+  for (; it != names_.end() && out.size() < count; ++it) {
+    if (end.kind == RangeBound::Min) break;
+    if (end.kind == RangeBound::Name && (end.inclusive ? *it > end.name : *it >= end.name)) break;
+    out.push_back(&*it);
   }
   return out;
 }
@@ -274,6 +290,8 @@ size_t VectorSet::memory_bytes() const {
   bytes += ids_.size() * (sizeof(std::string) + 32 + 16) + ids_.bucket_count() * sizeof(void*);
   bytes += projection_.capacity() * sizeof(float);
   for (const auto& [k, v] : ids_) bytes += k.capacity();
+  // Ordered names (VRANGE): one tree node per element.
+  for (const auto& n : names_) bytes += sizeof(std::string) + 32 + n.capacity();
   return bytes;
 }
 
@@ -285,6 +303,7 @@ void VectorSet::restore_element(uint32_t id, Element e, int level, const uint8_t
   if (!e.attrs.empty()) ++n_attrs_;
   attr_bytes_ += e.attrs.size();
   ids_[e.name] = id;
+  names_.insert(e.name);
   elems_[id] = std::move(e);
 }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -116,6 +117,15 @@ class VectorSet {
   // objects and never matches an element whose attributes are not one.
   bool set_attributes(std::string_view name, const std::string& json);
 
+  // One end of a VRANGE: `-` (Min), `+` (Max), or a name, inclusive (`[name`) or not (`(name`).
+  struct RangeBound {
+    enum Kind { Min, Max, Name } kind = Min;
+    std::string name;
+    bool inclusive = true;
+  };
+  // VRANGE: up to `count` element names from `start` to `end` in byte order (memcmp, as Redis 8 orders
+  // them). Valid until the set changes.
+  std::vector<const std::string*> range(const RangeBound& start, const RangeBound& end, size_t count) const;
   // VRANDMEMBER: `count` element names drawn at random with `rng`, all different (at most size()) unless
   // `repeat`. Valid until the set changes.
   std::vector<const std::string*> random_names(size_t count, bool repeat, std::mt19937_64& rng) const;
@@ -168,6 +178,7 @@ class VectorSet {
   Hnsw index_;
   std::deque<Element> elems_;                       // by node id (a deque: growth moves no element)
   std::unordered_map<std::string, uint32_t> ids_;   // name → node id
+  std::set<std::string, std::less<>> names_;       // the names in byte order (VRANGE)
   size_t n_attrs_ = 0;
   uint64_t attr_bytes_ = 0;                         // all elements' attributes, for the filter estimate
   uint64_t inserts_ = 0;                            // seeds node levels: same ops, same graph

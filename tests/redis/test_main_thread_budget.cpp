@@ -266,6 +266,7 @@ TEST_F(MainThreadBudget, VsimAtTheLargestCountAndEf) {
   EXPECT_EQ(command(c_.get(), {"INFER.VRANDMEMBER", "budget:big", "-9223372036854775808"})->elements, 65536u);
   EXPECT_EQ(command(c_.get(), {"INFER.VRANDMEMBER", "budget:big", "9223372036854775807"})->elements, 3000u);
   EXPECT_EQ(run({"INFER.VLINKS", "budget:big", "e1", "WITHSCORES"}).find("(error)"), std::string::npos);
+  EXPECT_EQ(command(c_.get(), {"INFER.VRANGE", "budget:big", "-", "+", "-1"})->elements, 3000u);
 }
 
 TEST_F(MainThreadBudget, VaddAndVsetattrAtTheirLargestArguments) {

@@ -1,4 +1,4 @@
-// INFER.VISMEMBER, INFER.VRANDMEMBER and INFER.VLINKS (Redis 8's grammar) through a real redis-server:
+// INFER.VISMEMBER, INFER.VRANDMEMBER, INFER.VRANGE and INFER.VLINKS (Redis 8's grammar) through a real redis-server:
 // membership, random draws with Redis's count semantics (and their cap), the graph's links per level
 // with VSIM's scores, RESP3 shapes, errors, and the read permission on the key.
 #include <gtest/gtest.h>
@@ -102,6 +102,34 @@ TEST_F(VsetMembers, VlinksAreTheGraphsNeighboursWithVsimScores) {
   EXPECT_EQ(run({"INFER.VLINKS", "m", "nope"}), "(nil)");
   EXPECT_EQ(run({"INFER.VLINKS", "missing", "e3"}), "(nil)");
   EXPECT_NE(run({"INFER.VLINKS", "m", "e3", "SCORES"}).find("syntax error"), std::string::npos);
+}
+
+TEST_F(VsetMembers, VrangeIteratesNamesInByteOrder) {
+  const std::vector<std::string> fruit = {"fig", "apple", "cherry", "banana", "apricot", "date", "grape", "Zucchini"};
+  for (const std::string& f : fruit)
+    ASSERT_EQ(run({"INFER.VADD", "fruit", "VALUES", "2", "1", std::to_string(f.size()), f}), "1");
+  EXPECT_EQ(run({"INFER.VRANGE", "fruit", "[apple", "[grape", "5"}), "[apple, apricot, banana, cherry, date]");
+  EXPECT_EQ(run({"INFER.VRANGE", "fruit", "(apple", "[cherry"}), "[apricot, banana, cherry]");
+  EXPECT_EQ(run({"INFER.VRANGE", "fruit", "[b", "(date", "-1"}), "[banana, cherry]");
+  EXPECT_EQ(run({"INFER.VRANGE", "fruit", "-", "+", "-1"}), "[Zucchini, apple, apricot, banana, cherry, date, fig, grape]");
+  EXPECT_EQ(run({"INFER.VRANGE", "fruit", "-", "+"}).size(), run({"INFER.VRANGE", "fruit", "-", "+", "10"}).size());
+  EXPECT_EQ(run({"INFER.VRANGE", "fruit", "+", "-"}), "[]");
+  EXPECT_EQ(run({"INFER.VRANGE", "fruit", "[z", "+"}), "[]");
+  EXPECT_EQ(run({"INFER.VRANGE", "missing", "-", "+"}), "[]");
+  // A stateless iterator: three at a time, each call from after the last name.
+  std::string from = "-", all;
+  for (int i = 0; i < 4; ++i) {
+    Reply r = reply({"INFER.VRANGE", "fruit", from, "+", "3"});
+    for (size_t k = 0; k < r->elements; ++k) all += std::string(r->element[k]->str, r->element[k]->len) + " ";
+    if (r->elements == 0) break;
+    from = "(" + std::string(r->element[r->elements - 1]->str, r->element[r->elements - 1]->len);
+  }
+  EXPECT_EQ(all, "Zucchini apple apricot banana cherry date fig grape ");
+  // A removed name leaves the order; a re-added one comes back.
+  EXPECT_EQ(run({"INFER.VREM", "fruit", "banana"}), "1");
+  EXPECT_EQ(run({"INFER.VRANGE", "fruit", "[b", "(d"}), "[cherry]");
+  EXPECT_NE(run({"INFER.VRANGE", "fruit", "apple", "+"}).find("invalid range"), std::string::npos);
+  EXPECT_NE(run({"INFER.VRANGE", "fruit", "-", "+", "many"}).find("not an integer"), std::string::npos);
 }
 
 TEST_F(VsetMembers, Resp3ShapesAndReadPermission) {

@@ -249,6 +249,31 @@ class Infer:
         value = attributes if isinstance(attributes, str) else json.dumps(attributes)
         return bool(self._run("INFER.VSETATTR", key, element, value, keyed=True))
 
+    def vismember(self, key: str, element: str) -> bool:
+        return bool(self._run("INFER.VISMEMBER", key, element, keyed=True))
+
+    def vrandmember(self, key: str, count: Optional[int] = None) -> Union[Optional[str], List[str]]:
+        """No count: one random element or None; count > 0: distinct elements; count < 0: may repeat."""
+        if count is None:
+            reply = self._run("INFER.VRANDMEMBER", key, keyed=True)
+            return None if reply is None else text(reply)
+        return [text(e) for e in self._run("INFER.VRANDMEMBER", key, count, keyed=True)]
+
+    def vrange(self, key: str, start: str = "-", end: str = "+", count: Optional[int] = None) -> List[str]:
+        """Names in byte order: start/end are "-", "+", "[name" (inclusive) or "(name" (exclusive)."""
+        args: List[Any] = ["INFER.VRANGE", key, start, end] + ([count] if count is not None else [])
+        return [text(e) for e in self._run(*args, keyed=True)]
+
+    def vlinks(self, key: str, element: str, with_scores: bool = False):
+        """The element's neighbours per level (level 0 first): names, or {name: score} with scores."""
+        reply = self._run("INFER.VLINKS", key, element, *(["WITHSCORES"] if with_scores else []), keyed=True)
+        if reply is None:
+            return None
+        if not with_scores:
+            return [[text(n) for n in level] for level in reply]
+        return [{text(k): float(v) for k, v in (level.items() if isinstance(level, dict) else zip(level[::2], level[1::2]))}
+                for level in reply]
+
     def vinfo(self, key: str) -> Dict[str, Any]:
         return {k: (text(v) if isinstance(v, bytes) else v) for k, v in as_map(self._run("INFER.VINFO", key, keyed=True)).items()}
 

@@ -129,3 +129,18 @@ def test_semantic_cache(r):
     assert miss.stats["cached"] == 0 and hit.stats["cached"] == 1
     assert hit.text == miss.text
     assert ai.vcard("py:cache") == 1
+
+
+def test_vector_set_iteration_and_links(r):
+    ai = Infer(r)
+    for i, name in enumerate(["b", "a", "c", "d"]):
+        ai.vadd("it", [1.0, float(i)], name)
+    assert ai.vismember("it", "a") and not ai.vismember("it", "z")
+    assert ai.vrange("it") == ["a", "b", "c", "d"]
+    assert ai.vrange("it", "(a", "[c") == ["b", "c"]
+    assert ai.vrandmember("it") in {"a", "b", "c", "d"}
+    assert sorted(ai.vrandmember("it", 10)) == ["a", "b", "c", "d"]
+    assert len(ai.vrandmember("it", -10)) == 10
+    links = ai.vlinks("it", "a", with_scores=True)
+    assert links and all(0 <= s <= 1 for s in links[0].values())
+    assert ai.vlinks("it", "zz") is None
