@@ -144,3 +144,20 @@ def test_vector_set_iteration_and_links(r):
     links = ai.vlinks("it", "a", with_scores=True)
     assert links and all(0 <= s <= 1 for s in links[0].values())
     assert ai.vlinks("it", "zz") is None
+
+
+def test_resp3_shapes_parse_like_resp2():
+    # Debian 12's redis-py (4.3) speaks RESP2 only; redis-py 5+ with protocol=3 hands maps over as dicts.
+    # The same reply in both shapes gives the same result.
+    from redis_infer.results import GenerateResult, RagResult
+    resp2 = [b"text", b"hi", b"finish", b"length", b"prompt_tokens", 3, b"generated_tokens", 2, b"ids", [5, 6],
+             b"tool_calls", [[b"id", b"call_1", b"type", b"function", b"name", b"f", b"arguments", b"{}"]],
+             b"logprobs", [[b"id", 5, b"token", b"h", b"logprob", b"-0.5", b"top_logprobs", []]]]
+    resp3 = {b"text": b"hi", b"finish": b"length", b"prompt_tokens": 3, b"generated_tokens": 2, b"ids": [5, 6],
+             b"tool_calls": [{b"id": b"call_1", b"type": b"function", b"name": b"f", b"arguments": b"{}"}],
+             b"logprobs": [{b"id": 5, b"token": b"h", b"logprob": -0.5, b"top_logprobs": []}]}
+    a, b = GenerateResult.parse(resp2), GenerateResult.parse(resp3)
+    assert (a.text, a.finish, a.ids, a.tool_calls, a.logprobs) == (b.text, b.finish, b.ids, b.tool_calls, b.logprobs)
+    assert a.tool_calls[0].name == "f" and a.logprobs[0].logprob == -0.5
+    rag = RagResult.parse({b"text": b"x", b"sources": [[b"e1", 0.9, b"d:1", b"used"]]})
+    assert rag.sources[0].key == "d:1"
