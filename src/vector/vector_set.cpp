@@ -75,9 +75,10 @@ bool VectorSet::add(std::string_view name, const std::vector<float>& v, const st
 
   std::string old_attrs;
   const std::string key(name);
-  const bool existed = ids_.count(key) != 0;
+  const std::optional<uint32_t> old_id = ids_.get(key);
+  const bool existed = old_id.has_value();
   if (existed) {
-    old_attrs = elems_[ids_[key]].attrs;
+    old_attrs = elems_[*old_id].attrs;
     remove(name);
   }
   const uint32_t id = index_.insert(enc.data(), inserts_++, ef);
@@ -88,44 +89,44 @@ bool VectorSet::add(std::string_view name, const std::vector<float>& v, const st
   e.attrs = attrs ? *attrs : old_attrs;
   if (!e.attrs.empty()) ++n_attrs_;
   attr_bytes_ += e.attrs.size();
-  ids_[key] = id;
+  ids_.set(key, id);
   names_.insert(key);
   return !existed;
 }
 
 bool VectorSet::remove(std::string_view name) {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) return false;
-  const uint32_t id = it->second;
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return false;
+  const uint32_t id = *found;
   if (!elems_[id].attrs.empty()) --n_attrs_;
   attr_bytes_ -= elems_[id].attrs.size();
-  ids_.erase(it);
+  ids_.erase(name);
   names_.erase(names_.find(name));
   // The index moves its last node into the freed id; the element follows it.
   if (const auto moved = index_.remove(id)) {
     elems_[id] = std::move(elems_[*moved]);
-    ids_[elems_[id].name] = id;
+    ids_.set(elems_[id].name, id);
   }
   elems_.resize(index_.slots());
   return true;
 }
 
 std::optional<std::vector<float>> VectorSet::embedding(std::string_view name) const {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) return std::nullopt;
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return std::nullopt;
   std::vector<float> out(cfg_.dim);
-  decode(cfg_.quant, index_.vector(it->second), cfg_.dim, out.data());
-  const float norm = elems_[it->second].norm;
+  decode(cfg_.quant, index_.vector(*found), cfg_.dim, out.data());
+  const float norm = elems_[*found].norm;
   for (float& x : out) x *= norm;
   return out;
 }
 
 std::optional<RawVector> VectorSet::raw(std::string_view name) const {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) return std::nullopt;
-  const uint8_t* p = index_.vector(it->second);
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return std::nullopt;
+  const uint8_t* p = index_.vector(*found);
   RawVector r{cfg_.quant, std::string(reinterpret_cast<const char*>(p), encoded_size(cfg_.quant, cfg_.dim)),
-              elems_[it->second].norm, 0.0f};
+              elems_[*found].norm, 0.0f};
   if (cfg_.quant == Quant::Q8) {
     float scale;
     std::memcpy(&scale, p, 4);
@@ -136,15 +137,15 @@ std::optional<RawVector> VectorSet::raw(std::string_view name) const {
 }
 
 std::optional<std::string> VectorSet::attributes(std::string_view name) const {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) return std::nullopt;
-  return elems_[it->second].attrs;
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return std::nullopt;
+  return elems_[*found].attrs;
 }
 
 bool VectorSet::set_attributes(std::string_view name, const std::string& json) {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) return false;
-  Element& e = elems_[it->second];
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return false;
+  Element& e = elems_[*found];
   n_attrs_ += (json.empty() ? 0 : 1);
   n_attrs_ -= (e.attrs.empty() ? 0 : 1);
   attr_bytes_ += json.size();
@@ -205,9 +206,9 @@ std::vector<const std::string*> VectorSet::range(const RangeBound& start, const 
 
 std::optional<std::vector<std::vector<std::pair<const std::string*, float>>>> VectorSet::neighbours(
     std::string_view name) const {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) return std::nullopt;
-  const uint32_t id = it->second;
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return std::nullopt;
+  const uint32_t id = *found;
   std::vector<std::vector<std::pair<const std::string*, float>>> out(static_cast<size_t>(index_.level(id)) + 1);
   for (int level = 0; level <= index_.level(id); ++level)
     for (uint32_t other : index_.links(id, level))
@@ -267,9 +268,9 @@ std::vector<SearchHit> VectorSet::search(const std::vector<float>& query, const 
 }
 
 std::vector<SearchHit> VectorSet::search_element(std::string_view name, const SearchOptions& opt) const {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) throw VectorSetError("element not found in set");
-  return run_search(index_.vector(it->second), opt);
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) throw VectorSetError("element not found in set");
+  return run_search(index_.vector(*found), opt);
 }
 
 void VectorSet::for_each(
@@ -286,10 +287,8 @@ void VectorSet::for_each(
 size_t VectorSet::memory_bytes() const {
   size_t bytes = sizeof(*this) + index_.memory_bytes() + elems_.size() * sizeof(Element);
   for (const auto& e : elems_) bytes += e.name.capacity() + e.attrs.capacity();
-  // Hash map: one node per element plus the bucket array.
-  bytes += ids_.size() * (sizeof(std::string) + 32 + 16) + ids_.bucket_count() * sizeof(void*);
+  bytes += ids_.memory_bytes();
   bytes += projection_.capacity() * sizeof(float);
-  for (const auto& [k, v] : ids_) bytes += k.capacity();
   // Ordered names (VRANGE): one tree node per element.
   for (const auto& n : names_) bytes += sizeof(std::string) + 32 + n.capacity();
   return bytes;
@@ -297,12 +296,12 @@ size_t VectorSet::memory_bytes() const {
 
 void VectorSet::restore_element(uint32_t id, Element e, int level, const uint8_t* encoded,
                                 std::vector<std::vector<uint32_t>> links) {
-  if (ids_.count(e.name)) throw VectorSetError("duplicate element name in saved set");
+  if (ids_.contains(e.name)) throw VectorSetError("duplicate element name in saved set");
   index_.restore_node(id, level, encoded, std::move(links));
   if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
   if (!e.attrs.empty()) ++n_attrs_;
   attr_bytes_ += e.attrs.size();
-  ids_[e.name] = id;
+  ids_.set(e.name, id);
   names_.insert(e.name);
   elems_[id] = std::move(e);
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "vector/filter.h"
+#include "vector/id_map.h"
 #include "vector/hnsw.h"
 #include "vector/quant.h"
 
@@ -94,7 +95,7 @@ class VectorSet {
   size_t attributes_count() const { return n_attrs_; }
   int max_level() const { return index_.max_level(); }
   uint32_t max_node_id() const { return index_.slots(); }
-  bool contains(std::string_view name) const { return ids_.count(std::string(name)) != 0; }
+  bool contains(std::string_view name) const { return ids_.contains(name); }
   size_t memory_bytes() const;
 
   // Adds `name` with vector `v` (input_dim() floats, projected with REDUCE). Re-adding a name replaces its
@@ -177,7 +178,7 @@ class VectorSet {
   std::vector<float> projection_;
   Hnsw index_;
   std::deque<Element> elems_;                       // by node id (a deque: growth moves no element)
-  std::unordered_map<std::string, uint32_t> ids_;   // name → node id
+  IdMap ids_;                                       // name → node id
   std::set<std::string, std::less<>> names_;       // the names in byte order (VRANGE)
   size_t n_attrs_ = 0;
   uint64_t attr_bytes_ = 0;                         // all elements' attributes, for the filter estimate
