@@ -142,8 +142,9 @@ class Hnsw {
   // that lead only to it); empty when x is reachable or the walk back is too long to tell.
   std::vector<uint32_t> unreached_ancestors(uint32_t x, int level) const;
   // Gives `x` an incoming link on `level` from a reachable node near it; a node that loses a link for
-  // it is appended to `orphans` to be checked.
-  void relink(uint32_t x, int level, std::vector<uint32_t>* orphans);
+  // it is appended to `orphans` to be checked. Distances are taken from *budget (repair() gives each
+  // insert or removal one insert's budget), so a repair's cost is bounded whatever the dimension.
+  void relink(uint32_t x, int level, std::vector<uint32_t>* orphans, size_t* budget);
 
   Params p_;
   DistanceFn dist_;
