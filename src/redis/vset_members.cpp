@@ -4,11 +4,11 @@
 // count can make one call allocate or write without bound.
 #include <algorithm>
 #include <random>
-#include <unordered_set>
 
 #include "redis/args.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_type.h"
+#include "vector/quant.h"
 
 namespace infer::redis {
 
@@ -21,8 +21,6 @@ std::mt19937_64& rng() {
   return gen;
 }
 
-uint32_t random_below(uint64_t n) { return static_cast<uint32_t>(std::uniform_int_distribution<uint64_t>(0, n - 1)(rng())); }
-
 // "" when `count` names of `bytes` in total fit one reply, else the refusal.
 std::string reply_size_error(const char* command, uint64_t count, uint64_t bytes) {
   if (count > kMaxReplyNames)
@@ -34,29 +32,15 @@ std::string reply_size_error(const char* command, uint64_t count, uint64_t bytes
   return "";
 }
 
-// `k` distinct node ids of 0..n-1 (k <= n), uniformly (Floyd's sampling), in random order.
-std::vector<uint32_t> distinct_sample(uint64_t n, uint64_t k) {
-  std::unordered_set<uint32_t> taken;
-  taken.reserve(k);
-  std::vector<uint32_t> out;
-  out.reserve(k);
-  for (uint64_t j = n - k; j < n; ++j) {
-    const uint32_t t = random_below(j + 1);
-    const uint32_t pick = taken.insert(t).second ? t : static_cast<uint32_t>(j);
-    if (pick != t) taken.insert(pick);
-    out.push_back(pick);
-  }
-  std::shuffle(out.begin(), out.end(), rng());
-  return out;
-}
-
 // One end of a VRANGE: `-`, `+`, `[name` (inclusive) or `(name` (exclusive). False when malformed.
-bool parse_bound(std::string_view s, vector::NameBound* b, bool* is_min, bool* is_max) {
-  *is_min = s == "-";
-  *is_max = s == "+";
-  if (*is_min || *is_max) return true;
+bool parse_bound(std::string_view s, vector::VectorSet::RangeBound* b) {
+  using Bound = vector::VectorSet::RangeBound;
+  if (s == "-" || s == "+") {
+    b->kind = s == "-" ? Bound::Min : Bound::Max;
+    return true;
+  }
   if (s.size() < 2 || (s[0] != '[' && s[0] != '(')) return false;
-  b->unbounded = false;
+  b->kind = Bound::Name;
   b->inclusive = s[0] == '[';
   b->name = std::string(s.substr(1));
   return true;
@@ -89,31 +73,21 @@ int cmd_vrandmember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (k.wrong_type) return reply_wrongtype(ctx);
   if (!k.set || k.set->size() == 0) return with_count ? rm::ReplyWithEmptyArray(ctx) : rm::ReplyWithNull(ctx);
   const vector::VectorSet& s = *k.set;
-  const uint64_t n = s.size();
   if (!with_count) {
-    const std::string& name = s.name_at(random_below(n));
-    return rm::ReplyWithStringBuffer(ctx, name.data(), name.size());
+    const std::string* name = s.random_names(1, false, rng())[0];
+    return rm::ReplyWithStringBuffer(ctx, name->data(), name->size());
   }
   const bool repeat = count < 0;
   // |LLONG_MIN| fits in uint64_t.
   uint64_t want = repeat ? 0 - static_cast<uint64_t>(count) : static_cast<uint64_t>(count);
-  if (!repeat) want = std::min(want, n);
+  if (!repeat) want = std::min<uint64_t>(want, s.size());
   if (std::string e = reply_size_error("VRANDMEMBER", want, 0); !e.empty()) return reply_error(ctx, e);
-  std::vector<uint32_t> ids;
-  if (repeat) {
-    ids.resize(want);
-    for (auto& id : ids) id = random_below(n);
-  } else {
-    ids = distinct_sample(n, want);
-  }
+  const auto names = s.random_names(static_cast<size_t>(want), repeat, rng());
   uint64_t bytes = 0;
-  for (uint32_t id : ids) bytes += s.name_at(id).size();
-  if (std::string e = reply_size_error("VRANDMEMBER", want, bytes); !e.empty()) return reply_error(ctx, e);
-  rm::ReplyWithArray(ctx, static_cast<long>(ids.size()));
-  for (uint32_t id : ids) {
-    const std::string& name = s.name_at(id);
-    rm::ReplyWithStringBuffer(ctx, name.data(), name.size());
-  }
+  for (const std::string* name : names) bytes += name->size();
+  if (std::string e = reply_size_error("VRANDMEMBER", names.size(), bytes); !e.empty()) return reply_error(ctx, e);
+  rm::ReplyWithArray(ctx, static_cast<long>(names.size()));
+  for (const std::string* name : names) rm::ReplyWithStringBuffer(ctx, name->data(), name->size());
   return REDISMODULE_OK;
 }
 
@@ -125,17 +99,17 @@ int cmd_vrange(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   long long count = -1;
   if (argc == 5 && rm::StringToLongLong(argv[4], &count) != REDISMODULE_OK)
     return reply_error(ctx, "invalid COUNT value");
-  vector::NameBound start, end;
-  bool start_min = false, start_max = false, end_min = false, end_max = false;
-  if (!parse_bound(view(argv[2]), &start, &start_min, &start_max)) return reply_error(ctx, "invalid start range format");
-  if (!parse_bound(view(argv[3]), &end, &end_min, &end_max)) return reply_error(ctx, "invalid end range format");
-  if (start_max || end_min) return reply_error(ctx, "'-' can only be used as first argument, '+' only as second");
+  vector::VectorSet::RangeBound start, end;
+  if (!parse_bound(view(argv[2]), &start)) return reply_error(ctx, "invalid start range format");
+  if (!parse_bound(view(argv[3]), &end)) return reply_error(ctx, "invalid end range format");
+  if (start.kind == vector::VectorSet::RangeBound::Max || end.kind == vector::VectorSet::RangeBound::Min)
+    return reply_error(ctx, "'-' can only be used as first argument, '+' only as second");
   VsetKey k(ctx, argv[1], REDISMODULE_READ);
   if (k.wrong_type) return reply_wrongtype(ctx);
   if (!k.set || count == 0) return rm::ReplyWithEmptyArray(ctx);
   // One past the reply limit tells a range that is too long from one that fits.
   const uint64_t want = count < 0 ? UINT64_MAX : static_cast<uint64_t>(count);
-  const auto names = k.set->names_in_range(start, end, static_cast<size_t>(std::min<uint64_t>(want, kMaxReplyNames + 1)));
+  const auto names = k.set->range(start, end, static_cast<size_t>(std::min<uint64_t>(want, kMaxReplyNames + 1)));
   uint64_t bytes = 0;
   for (const std::string* name : names) bytes += name->size();
   if (std::string e = reply_size_error("VRANGE", names.size(), bytes); !e.empty())
@@ -157,30 +131,34 @@ int cmd_vlinks(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (!k.set) return rm::ReplyWithNull(ctx);
   if (std::string e = element_name_error(ctx, argv[2]); !e.empty()) return reply_error(ctx, e);
   const vector::VectorSet& s = *k.set;
-  const auto id = s.id_of(view(argv[2]));
-  if (!id) return rm::ReplyWithNull(ctx);
-  const auto levels = s.links(*id);
+  auto levels = s.neighbours(view(argv[2]), /*with_scores=*/false);
+  if (!levels) return rm::ReplyWithNull(ctx);
   uint64_t total = 0, bytes = 0;
-  for (const auto& level : levels) {
+  for (const auto& level : *levels) {
     total += level.size();
-    for (const auto& l : level) bytes += l.name->size();
+    for (const auto& l : level) bytes += l.first->size();
   }
   if (std::string e = reply_size_error("VLINKS", total, bytes); !e.empty()) return reply_error(ctx, e);
-  // Scores compare the element's vector with each neighbour's: bounded as a search's comparisons are.
-  if (with_scores && total * s.vector_bytes() > vector::kMainThreadSearchBytes)
-    return reply_error(ctx, "VLINKS WITHSCORES would compare " + std::to_string((total * s.vector_bytes()) >> 20) +
-                                " MiB of vectors, more than the " +
-                                std::to_string(vector::kMainThreadSearchBytes >> 20) +
-                                " MiB a command may on Redis's main thread; ask without WITHSCORES");
-  rm::ReplyWithArray(ctx, static_cast<long>(levels.size()));
-  for (const auto& level : levels) {
+  if (with_scores) {
+    // Scores compare the element's vector with each neighbour's: bounded as a search's comparisons are.
+    const uint64_t compared = total * vector::encoded_size(s.config().quant, s.config().dim);
+    if (compared > vector::kMainThreadSearchBytes)
+      return reply_error(ctx, "VLINKS WITHSCORES would compare " + std::to_string(compared >> 20) +
+                                  " MiB of vectors, more than the " +
+                                  std::to_string(vector::kMainThreadSearchBytes >> 20) +
+                                  " MiB a command may on Redis's main thread; ask without WITHSCORES");
+    levels = s.neighbours(view(argv[2]), /*with_scores=*/true);
+  }
+  // Redis 8's order: the element's highest level first, level 0 last.
+  rm::ReplyWithArray(ctx, static_cast<long>(levels->size()));
+  for (auto level = levels->rbegin(); level != levels->rend(); ++level) {
     if (with_scores)
-      rm::ReplyWithMap(ctx, static_cast<long>(level.size()));
+      rm::ReplyWithMap(ctx, static_cast<long>(level->size()));  // RESP2: name, score pairs
     else
-      rm::ReplyWithArray(ctx, static_cast<long>(level.size()));
-    for (const auto& l : level) {
-      rm::ReplyWithStringBuffer(ctx, l.name->data(), l.name->size());
-      if (with_scores) rm::ReplyWithDouble(ctx, s.similarity(*id, l.id));
+      rm::ReplyWithArray(ctx, static_cast<long>(level->size()));
+    for (const auto& [name, score] : *level) {
+      rm::ReplyWithStringBuffer(ctx, name->data(), name->size());
+      if (with_scores) rm::ReplyWithDouble(ctx, score);
     }
   }
   return REDISMODULE_OK;

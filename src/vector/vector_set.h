@@ -7,21 +7,24 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <random>
+#include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "vector/filter.h"
+#include "vector/id_map.h"
 #include "vector/hnsw.h"
 #include "vector/quant.h"
 
 namespace infer::vector {
 
-// A request that does not fit the set (dimension, quantisation or M mismatch ...).
+// A request that does not fit the set (dimension, quantisation or M mismatch, bad JSON ...).
 struct VectorSetError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -58,26 +61,15 @@ struct SearchOptions {
   uint64_t filter_work_limit = kFilterWorkLimit;  // past it the search throws FilterWorkError
   bool truth = false;               // exact linear scan instead of the graph
   std::optional<float> epsilon;     // keep only scores >= 1 - epsilon
+  // Without a filter: the caller's own test of an element (name, attributes), inspected like a FILTER's
+  // candidates (filter_ef); it must be cheap, as no work limit applies to it.
+  const std::function<bool(const std::string& name, const std::string& attrs)>* accept = nullptr;
 };
 
 struct SearchHit {
   const std::string* name;          // valid until the set changes
   float score;                      // 1 - (1 - cos)/2, in [0, 1]; 1 = same direction
   const std::string* attrs;         // empty string when none
-};
-
-// One end of a lexicographic range of element names (VRANGE): unbounded (`-` or `+`), or a name,
-// inclusive or not.
-struct NameBound {
-  bool unbounded = true;
-  bool inclusive = true;
-  std::string name;
-};
-
-// A link of an element's HNSW node (VLINKS).
-struct Link {
-  uint32_t id;
-  const std::string* name;  // valid until the set changes
 };
 
 struct RawVector {
@@ -103,27 +95,14 @@ class VectorSet {
   size_t attributes_count() const { return n_attrs_; }
   int max_level() const { return index_.max_level(); }
   uint32_t max_node_id() const { return index_.slots(); }
-  bool contains(std::string_view name) const { return ids_.find(name) != ids_.end(); }
-  // The node id of `name`, nullopt when absent. Ids are dense, 0..size()-1.
-  std::optional<uint32_t> id_of(std::string_view name) const;
-  // The name of node `id` < size().
-  const std::string& name_at(uint32_t id) const { return elems_[id].name; }
-  // Names in byte order from `start` to `end`, at most `limit` of them: O(log size() + limit).
-  std::vector<const std::string*> names_in_range(const NameBound& start, const NameBound& end, size_t limit) const;
-  // The out-links of node `id`, one list per level from its highest down to 0.
-  std::vector<std::vector<Link>> links(uint32_t id) const;
-  // Similarity of two nodes as VSIM scores it: 1 - (1 - cos)/2.
-  float similarity(uint32_t a, uint32_t b) const;
-  // Bytes of one stored vector.
-  size_t vector_bytes() const;
+  bool contains(std::string_view name) const { return ids_.contains(name); }
   size_t memory_bytes() const;
 
   // Adds `name` with vector `v` (input_dim() floats, projected with REDUCE). Re-adding a name replaces its
   // vector (remove and insert again) and returns false. `attrs`: nullopt keeps the old attributes, ""
-  // removes them, otherwise any string (as in Redis 8: one that is not a JSON object never matches a
-  // FILTER). `ef`: build beam width for this insert (0: the set's).
+  // removes them, otherwise valid JSON. `ef`: build beam width for this insert (0: the set's).
   // `projected`: `v` is already reduced (config().dim floats; AOF rewrite of a REDUCE set). Throws
-  // VectorSetError (wrong dimension, non-finite component, L2 norm above kMaxVectorNorm) before
+  // VectorSetError (wrong dimension, non-finite component, L2 norm above kMaxVectorNorm, bad JSON) before
   // changing anything.
   bool add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs = std::nullopt,
            uint32_t ef = 0, bool projected = false);
@@ -147,8 +126,27 @@ class VectorSet {
   std::optional<RawVector> raw(std::string_view name) const;
   // nullopt when the element is absent; "" when it has no attributes.
   std::optional<std::string> attributes(std::string_view name) const;
-  // Returns false when absent; "" removes; any other string is stored as given.
+  // Returns false when absent; "" removes. Any text is kept, as Redis 8 keeps it: FILTER reads JSON
+  // objects and never matches an element whose attributes are not one.
   bool set_attributes(std::string_view name, const std::string& json);
+
+  // One end of a VRANGE: `-` (Min), `+` (Max), or a name, inclusive (`[name`) or not (`(name`).
+  struct RangeBound {
+    enum Kind { Min, Max, Name } kind = Min;
+    std::string name;
+    bool inclusive = true;
+  };
+  // VRANGE: up to `count` element names from `start` to `end` in byte order (memcmp, as Redis 8 orders
+  // them). Valid until the set changes.
+  std::vector<const std::string*> range(const RangeBound& start, const RangeBound& end, size_t count) const;
+  // VRANDMEMBER: `count` element names drawn at random with `rng`, all different (at most size()) unless
+  // `repeat`. Valid until the set changes.
+  std::vector<const std::string*> random_names(size_t count, bool repeat, std::mt19937_64& rng) const;
+  // VLINKS: the element's graph neighbours on each of its levels (index = level, 0 first), each with its
+  // similarity score as VSIM gives it (0 without `with_scores`, which compares no vectors); nullopt when
+  // the element is absent. Valid until the set changes.
+  std::optional<std::vector<std::vector<std::pair<const std::string*, float>>>> neighbours(
+      std::string_view name, bool with_scores = true) const;
 
   // Filter work units a search with these options is expected to take (0 without a filter): the
   // elements it may inspect times the filter's estimate for an element of the mean attribute size.
@@ -196,7 +194,8 @@ class VectorSet {
   std::vector<float> projection_;
   Hnsw index_;
   std::deque<Element> elems_;                       // by node id (a deque: growth moves no element)
-  std::map<std::string, uint32_t, std::less<>> ids_;  // name → node id, in byte order (VRANGE)
+  IdMap ids_;                                       // name → node id
+  std::set<std::string, std::less<>> names_;       // the names in byte order (VRANGE)
   size_t n_attrs_ = 0;
   uint64_t attr_bytes_ = 0;                         // all elements' attributes, for the filter estimate
   uint64_t inserts_ = 0;                            // seeds node levels: same ops, same graph

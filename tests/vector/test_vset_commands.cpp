@@ -94,6 +94,7 @@ TEST_F(VsetCommands, VaddRefusesBadVectorsAndOptionsAndAddsNothing) {
   EXPECT_NE(run({"INFER.VADD", "s", "REDUCE", "2", "VALUES", "3", "1", "0", "0", "x"}).find("REDUCE"), std::string::npos);
   EXPECT_EQ(run({"INFER.VCARD", "s"}), "1");  // nothing half-added
   EXPECT_NE(run({"INFER.VADD", "new", "VALUES", "1", "1", "x", "M", "2"}).find("invalid M"), std::string::npos);
+  EXPECT_NE(run({"INFER.VADD", "new", "VALUES", "0", "x"}).find("VALUES count"), std::string::npos);
   EXPECT_EQ(run({"EXISTS", "new"}), "0");  // no empty set left behind
 }
 
@@ -110,11 +111,17 @@ TEST_F(VsetCommands, VsimRefusesBadQueriesAndOptions) {
 
 TEST_F(VsetCommands, UnknownOptionsAndWrongArityAreRefused) {
   run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "a"});
+  // Attributes that are not JSON are kept, as Redis 8 keeps them, and FILTER never matches them.
+  EXPECT_EQ(run({"INFER.VSETATTR", "s", "a", "[1,"}), "1");
+  EXPECT_EQ(run({"INFER.VGETATTR", "s", "a"}), "[1,");
+  EXPECT_EQ(run({"INFER.VADD", "s", "VALUES", "3", "0", "1", "0", "b", "SETATTR", "{bad"}), "1");
+  EXPECT_EQ(run({"INFER.VADD", "s", "VALUES", "3", "0", "0", "1", "c", "SETATTR", "{\"n\": 1}"}), "1");
+  EXPECT_EQ(run({"INFER.VSIM", "s", "ELE", "a", "COUNT", "3", "FILTER", ".n == 1 or !(.n == 1)"}), "[c]");
   EXPECT_NE(run({"INFER.VADD", "s", "VALUES", "3", "1", "0", "0", "x", "BOGUS"}).find("syntax error"), std::string::npos);
   EXPECT_NE(run({"INFER.VEMB", "s", "a", "BOGUS"}).find("syntax error"), std::string::npos);
   EXPECT_NE(run({"INFER.VADD", "s", "VALUES"}).find("wrong number"), std::string::npos);
   EXPECT_NE(run({"INFER.VREM", "s"}).find("wrong number"), std::string::npos);
-  EXPECT_EQ(run({"INFER.VCARD", "s"}), "1");
+  EXPECT_EQ(run({"INFER.VCARD", "s"}), "3");
 }
 
 TEST_F(VsetCommands, MissingKeysAndElementsReadAsEmptyOrNil) {
