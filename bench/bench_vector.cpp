@@ -160,7 +160,7 @@ void BM_Vsim(benchmark::State& state) {
   state.counters["recall_float"] = static_cast<double>(found_float) / asked;
   state.counters["vsim_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_Vsim)->Arg(10)->Arg(20)->Arg(40)->Arg(80)->Arg(100)->Arg(200)->Arg(400)->Arg(800)->Arg(1600)
+BENCHMARK(BM_Vsim)->Arg(10)->Arg(20)->Arg(30)->Arg(40)->Arg(60)->Arg(80)->Arg(100)->Arg(200)->Arg(400)->Arg(800)->Arg(1600)
     ->Unit(benchmark::kMicrosecond);
 
 void BM_VsimTruth(benchmark::State& state) {

@@ -12,13 +12,13 @@
 # (one query at a time). Sets this large search on the module's search threads.
 #   [DATASET=gaussian] [M=16] [BUILD_EF=200] [QUANT=q8] [CLIENTS="1 8"] [HNSWLIB=1]
 #     scripts/vector_bench.sh [build-dir] [N=100000] [DIM] [Q] [EFS]
-# (gaussian: DIM 256, Q 200, EFS "100 200 400 800 1600"; clustered: DIM 384, Q 500, EFS "10 20 40 80 160 320")
+# (gaussian: DIM 256, Q 200, EFS "100 200 400 800 1600"; clustered: DIM 384, Q 500, EFS "10 20 30 40 60 80 160 320")
 set -euo pipefail
 BUILD=${1:-build}
 DATASET=${DATASET:-gaussian}
 case "$DATASET" in
   gaussian) def_dim=256 def_q=200 def_efs="100 200 400 800 1600" ;;
-  clustered) def_dim=384 def_q=500 def_efs="10 20 40 80 160 320" ;;
+  clustered) def_dim=384 def_q=500 def_efs="10 20 30 40 60 80 160 320" ;;
   *) echo "DATASET must be gaussian or clustered" >&2; exit 2 ;;
 esac
 N=${2:-100000}
