@@ -24,6 +24,12 @@ int cmd_vemb(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vcard(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vdim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vinfo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vismember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vrandmember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vlinks(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vrange(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+// The most names VRANDMEMBER and VRANGE reply with: the reply is written on the main thread.
+inline constexpr long long kMaxRandomMembers = 65536;
 int cmd_vgetattr(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);

@@ -1,4 +1,5 @@
-// INFER.VSIM, INFER.VEMB, INFER.VCARD, INFER.VDIM, INFER.VINFO, INFER.VGETATTR: the reads of vector sets.
+// INFER.VSIM, INFER.VEMB, INFER.VCARD, INFER.VDIM, INFER.VINFO, INFER.VGETATTR, INFER.VISMEMBER,
+// INFER.VRANDMEMBER, INFER.VRANGE, INFER.VLINKS: the reads of vector sets.
 // VSIM on a set of at least infer.vsim-thread-threshold elements, or with a FILTER whose work is expected
 // to take more than a few milliseconds, runs off the main thread (spec §3.1):
 // the handler parses, blocks the client and queues the search with a reference to the set
@@ -8,6 +9,7 @@
 // run the same search and give the same reply.
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string_view>
 
 #include "redis/args.h"
@@ -267,6 +269,101 @@ int cmd_vgetattr(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (std::string e = element_name_error(ctx, argv[2]); !e.empty()) return reply_error(ctx, e);
   auto a = k.set->attributes(view(argv[2]));
   return reply_attrs(ctx, a ? *a : std::string());
+}
+
+// INFER.VISMEMBER key element: 1 when the element is in the set, else 0 (also for a missing key).
+int cmd_vismember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3) return rm::WrongArity(ctx);
+  VsetKey k(ctx, argv[1], REDISMODULE_READ);
+  if (k.wrong_type) return reply_wrongtype(ctx);
+  if (std::string e = element_name_error(ctx, argv[2]); !e.empty()) return reply_error(ctx, e);
+  return rm::ReplyWithLongLong(ctx, k.set && k.set->contains(view(argv[2])) ? 1 : 0);
+}
+
+// INFER.VRANDMEMBER key [count]: as Redis 8 (and SRANDMEMBER): without a count one element or null;
+// count > 0: that many different elements (at most the set's size); count < 0: |count| elements that
+// may repeat. |count| is capped at kMaxRandomMembers: the reply is written on the main thread.
+int cmd_vrandmember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 2 && argc != 3) return rm::WrongArity(ctx);
+  long long count = 0;
+  if (argc == 3 && rm::StringToLongLong(argv[2], &count) != REDISMODULE_OK)
+    return reply_error(ctx, "value is not an integer or out of range");
+  VsetKey k(ctx, argv[1], REDISMODULE_READ);
+  if (k.wrong_type) return reply_wrongtype(ctx);
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  if (argc == 2) {
+    if (!k.set || k.set->size() == 0) return rm::ReplyWithNull(ctx);
+    const std::string* name = k.set->random_names(1, false, rng)[0];
+    return rm::ReplyWithStringBuffer(ctx, name->data(), name->size());
+  }
+  if (!k.set || count == 0) return rm::ReplyWithEmptyArray(ctx);
+  // |LLONG_MIN| does not fit a long long: cap before negating.
+  const size_t wanted = count < 0 ? (count < -kMaxRandomMembers ? size_t(kMaxRandomMembers) : size_t(-count))
+                                  : std::min<size_t>(size_t(count), size_t(kMaxRandomMembers));
+  const auto names = k.set->random_names(wanted, count < 0, rng);
+  rm::ReplyWithArray(ctx, static_cast<long>(names.size()));
+  for (const std::string* n : names) rm::ReplyWithStringBuffer(ctx, n->data(), n->size());
+  return REDISMODULE_OK;
+}
+
+// INFER.VRANGE key start end [count]: element names in byte order between `start` (`-`, `[name` or
+// `(name`) and `end` (`+`, `[name` or `(name`), at most `count` (all of them with a negative count;
+// without one, 10); like VRANDMEMBER's, the reply is capped at kMaxRandomMembers names.
+int cmd_vrange(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 4 && argc != 5) return rm::WrongArity(ctx);
+  auto bound = [](RedisModuleString* s, const char* extreme, vector::VectorSet::RangeBound* b) {
+    const std::string_view v = view(s);
+    if (v == extreme) {
+      b->kind = v == "-" ? vector::VectorSet::RangeBound::Min : vector::VectorSet::RangeBound::Max;
+      return true;
+    }
+    if (v.empty() || (v[0] != '[' && v[0] != '(')) return false;
+    b->kind = vector::VectorSet::RangeBound::Name;
+    b->inclusive = v[0] == '[';
+    b->name = std::string(v.substr(1));
+    return true;
+  };
+  vector::VectorSet::RangeBound start, end;
+  // As Redis's lexicographic ranges: `+` may also start (nothing follows it) and `-` end (nothing precedes).
+  if (!(bound(argv[2], "-", &start) || bound(argv[2], "+", &start)) || !(bound(argv[3], "+", &end) || bound(argv[3], "-", &end)))
+    return reply_error(ctx, "invalid range: start and end must be -, +, or begin with [ or (");
+  long long count = 10;
+  if (argc == 5 && rm::StringToLongLong(argv[4], &count) != REDISMODULE_OK)
+    return reply_error(ctx, "value is not an integer or out of range");
+  VsetKey k(ctx, argv[1], REDISMODULE_READ);
+  if (k.wrong_type) return reply_wrongtype(ctx);
+  if (!k.set || count == 0) return rm::ReplyWithEmptyArray(ctx);
+  const size_t limit = count < 0 || count > kMaxRandomMembers ? size_t(kMaxRandomMembers) : size_t(count);
+  const auto names = k.set->range(start, end, limit);
+  rm::ReplyWithArray(ctx, static_cast<long>(names.size()));
+  for (const std::string* n : names) rm::ReplyWithStringBuffer(ctx, n->data(), n->size());
+  return REDISMODULE_OK;
+}
+
+// INFER.VLINKS key element [WITHSCORES]: the element's neighbours in the graph, one array per level
+// (level 0 first); WITHSCORES adds each one's similarity score (RESP3: a map per level). Null for a
+// missing key or element.
+int cmd_vlinks(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3 && argc != 4) return rm::WrongArity(ctx);
+  const bool with_scores = argc == 4;
+  if (with_scores && !is_word(argv[3], "WITHSCORES")) return reply_error(ctx, "syntax error at '" + str(argv[3]) + "'");
+  VsetKey k(ctx, argv[1], REDISMODULE_READ);
+  if (k.wrong_type) return reply_wrongtype(ctx);
+  if (std::string e = element_name_error(ctx, argv[2]); !e.empty()) return reply_error(ctx, e);
+  if (!k.set) return rm::ReplyWithNull(ctx);
+  const auto levels = k.set->neighbours(view(argv[2]));
+  if (!levels) return rm::ReplyWithNull(ctx);
+  const bool resp3 = rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_RESP3;
+  rm::ReplyWithArray(ctx, static_cast<long>(levels->size()));
+  for (const auto& level : *levels) {
+    if (with_scores && resp3) rm::ReplyWithMap(ctx, static_cast<long>(level.size()));
+    else rm::ReplyWithArray(ctx, static_cast<long>(level.size() * (with_scores ? 2 : 1)));
+    for (const auto& [name, score] : level) {
+      rm::ReplyWithStringBuffer(ctx, name->data(), name->size());
+      if (with_scores) rm::ReplyWithDouble(ctx, score);
+    }
+  }
+  return REDISMODULE_OK;
 }
 
 }  // namespace infer::redis

@@ -413,7 +413,8 @@ void Hnsw::reconnect(uint32_t id, int lv, const std::vector<uint32_t>& pointing,
 
 void Hnsw::repair(const std::vector<std::vector<uint32_t>>& at_risk, uint32_t skip) {
   // From the top level down: a node is reachable on a level when it is reached from the nodes of the
-  // level above, which are repaired first.
+  // level above, which are repaired first. The relinks share one insert's distance budget.
+  size_t budget = insert_distance_budget();
   for (int lv = static_cast<int>(at_risk.size()) - 1; lv >= 0; --lv) {
     t_reached.begin(slots());  // proofs hold for one level
     std::vector<uint32_t> queue = at_risk[lv];
@@ -426,7 +427,7 @@ void Hnsw::repair(const std::vector<std::vector<uint32_t>>& at_risk, uint32_t sk
       if (x == skip || x == entry_) continue;
       const auto island = unreached_ancestors(x, lv);
       if (island.empty()) continue;
-      relink(x, lv, &queue);
+      relink(x, lv, &queue, &budget);
       ++relinks;
       // The rest of the island reaches x but x may not reach it: check each again.
       for (uint32_t a : island)
@@ -471,12 +472,19 @@ std::vector<uint32_t> Hnsw::unreached_ancestors(uint32_t x, int lv) const {
   return found;
 }
 
-void Hnsw::relink(uint32_t x, int lv, std::vector<uint32_t>* orphans) {
-  // The nodes nearest x that a search reaches on this level (so they are reachable themselves).
+void Hnsw::relink(uint32_t x, int lv, std::vector<uint32_t>* orphans, size_t* budget) {
+  // The nodes nearest x that a search reaches on this level (so they are reachable themselves); past
+  // the budget the search keeps what it found, and with nothing found the greedy descent's end (a
+  // reachable node) gives the link.
   const uint8_t* q = vector(x);
-  auto cands = search_level(q, greedy(q, entry_, max_level_, lv), p_.ef_construction, lv);
+  const uint32_t ep = greedy(q, entry_, max_level_, lv);
+  auto cands = search_level(q, ep, p_.ef_construction, lv, budget);
   std::sort(cands.begin(), cands.end());
   std::erase_if(cands, [x](const Pair& c) { return c.second == x; });
+  if (cands.empty() && ep != x) {
+    add_link(ep, x, lv, orphans);
+    return;
+  }
   // The nearest with a free slot takes the link.
   for (const auto& [d, c] : cands)
     if (links(c, lv).size() < max_links(lv)) {
@@ -487,6 +495,8 @@ void Hnsw::relink(uint32_t x, int lv, std::vector<uint32_t>* orphans) {
   // (the farthest such); that node is checked again.
   for (const auto& [d, c] : cands) {
     const auto out = links(c, lv);
+    if (*budget < out.size()) break;  // cannot measure this one's links: the last resort below
+    *budget -= out.size();
     std::optional<Pair> drop;
     for (uint32_t t : out)
       if (in_[t][lv].size() >= 2) {

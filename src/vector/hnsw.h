@@ -76,6 +76,8 @@ class Hnsw {
     return {b + 1, b[0]};
   }
   int max_level() const { return max_level_; }
+  // 1 - cos between two nodes' vectors (VLINKS scores).
+  float distance(uint32_t a, uint32_t b) const { return dist(vector(a), b); }
   int64_t entry_point() const { return count_ ? static_cast<int64_t>(entry_) : -1; }
   size_t memory_bytes() const;
   size_t max_links(int level) const { return level == 0 ? 2 * p_.m : p_.m; }
@@ -140,8 +142,9 @@ class Hnsw {
   // that lead only to it); empty when x is reachable or the walk back is too long to tell.
   std::vector<uint32_t> unreached_ancestors(uint32_t x, int level) const;
   // Gives `x` an incoming link on `level` from a reachable node near it; a node that loses a link for
-  // it is appended to `orphans` to be checked.
-  void relink(uint32_t x, int level, std::vector<uint32_t>* orphans);
+  // it is appended to `orphans` to be checked. Distances are taken from *budget (repair() gives each
+  // insert or removal one insert's budget), so a repair's cost is bounded whatever the dimension.
+  void relink(uint32_t x, int level, std::vector<uint32_t>* orphans, size_t* budget);
 
   Params p_;
   DistanceFn dist_;

@@ -262,6 +262,11 @@ TEST_F(MainThreadBudget, VsimAtTheLargestCountAndEf) {
     const std::string r = run(argv);
     EXPECT_EQ(r.find("(error)"), std::string::npos) << r.substr(0, 200);
   }
+  // The largest random draw (its count capped) and every element's links.
+  EXPECT_EQ(command(c_.get(), {"INFER.VRANDMEMBER", "budget:big", "-9223372036854775808"})->elements, 65536u);
+  EXPECT_EQ(command(c_.get(), {"INFER.VRANDMEMBER", "budget:big", "9223372036854775807"})->elements, 3000u);
+  EXPECT_EQ(run({"INFER.VLINKS", "budget:big", "e1", "WITHSCORES"}).find("(error)"), std::string::npos);
+  EXPECT_EQ(command(c_.get(), {"INFER.VRANGE", "budget:big", "-", "+", "-1"})->elements, 3000u);
 }
 
 TEST_F(MainThreadBudget, VaddAndVsetattrAtTheirLargestArguments) {
