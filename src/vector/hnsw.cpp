@@ -53,6 +53,9 @@ thread_local Visited t_link_marks;  // set_links() and remove(): membership of o
 // clears them (a new epoch), since a removed link can cut a proven node off.
 thread_local Visited t_reached;
 
+// Vectors a search asks for ahead of the one it compares (search_level()).
+constexpr size_t kPrefetchAhead = 4;
+
 using MinHeap = std::priority_queue<std::pair<float, uint32_t>, std::vector<std::pair<float, uint32_t>>, std::greater<>>;
 using MaxHeap = std::priority_queue<std::pair<float, uint32_t>>;
 }  // namespace
@@ -75,7 +78,7 @@ int Hnsw::level_for_seed(uint64_t seed, uint32_t m) {
   return std::min(level, kMaxLevel);
 }
 
-void Hnsw::prefetch(uint32_t id) const {
+__attribute__((always_inline)) inline void Hnsw::prefetch(uint32_t id) const {
   // The graph walk jumps between random slots: ask for the vector's cache lines before they are needed.
   const uint8_t* p = vector(id);
   for (size_t off = 0; off < vec_bytes_ && off < 512; off += 64) __builtin_prefetch(p + off);
@@ -125,10 +128,7 @@ std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t
     for (uint32_t nb : nbs) __builtin_prefetch(&vis.mark[nb]);
     fresh.clear();
     for (uint32_t nb : nbs)
-      if (!vis.seen(nb)) {
-        prefetch(nb);
-        fresh.push_back(nb);
-      }
+      if (!vis.seen(nb)) fresh.push_back(nb);
     if (budget) {
       if (*budget < fresh.size()) {  // out of budget: keep the best found so far
         if (stopped) *stopped = true;
@@ -136,7 +136,12 @@ std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t
       }
       *budget -= fresh.size();
     }
-    for (uint32_t nb : fresh) {
+    // A few vectors in flight ahead of the one being compared: asking for all of a node's neighbours at
+    // once overfills the core's miss buffers and stalls the prefetches themselves.
+    for (size_t i = 0; i < fresh.size() && i < kPrefetchAhead; ++i) prefetch(fresh[i]);
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      if (i + kPrefetchAhead < fresh.size()) prefetch(fresh[i + kPrefetchAhead]);
+      const uint32_t nb = fresh[i];
       const float dn = dist(q, nb);
       if (best.size() < ef || dn < best.top().first) {
         cand.emplace(dn, nb);

@@ -401,6 +401,59 @@ TEST_F(MainThreadBudget, MemberRepliesAtTheirLargest) {
   EXPECT_EQ(run({"INFER.VISMEMBER", "budget:names", "cas"}), "1");
 }
 
+TEST_F(MainThreadBudget, VaddAcrossTheIdMapSplit) {
+  // Element names map to node ids in one hash table up to 16,384 names, then in 256 shards: neither the
+  // VADD that splits the table nor a later one may rehash every name on the main thread. 20,000 3-d
+  // elements, pipelined (EF 10 keeps the inserts cheap), each VADD within the budget.
+  constexpr int kCount = 20000;
+  for (int start = 0; start < kCount; start += 1000) {
+    for (int i = start; i < start + 1000; ++i)
+      send_command(c_.get(), {"INFER.VADD", "budget:ids", "VALUES", "3", std::to_string(i % 101),
+                              std::to_string(i % 103 + 1), std::to_string(i % 107), "element:" + std::to_string(i),
+                              "EF", "10"});
+    for (int i = start; i < start + 1000; ++i) ASSERT_EQ(show(receive(c_.get()).get()), "1") << i;
+  }
+  EXPECT_EQ(run({"INFER.VCARD", "budget:ids"}), std::to_string(kCount));
+  for (int i : {0, 16383, 16384, kCount - 1})
+    EXPECT_EQ(run({"INFER.VISMEMBER", "budget:ids", "element:" + std::to_string(i)}), "1") << i;
+  EXPECT_EQ(run({"INFER.VREM", "budget:ids", "element:16384"}), "1");
+  EXPECT_EQ(run({"INFER.VISMEMBER", "budget:ids", "element:16384"}), "0");
+  EXPECT_EQ(run({"DEL", "budget:ids"}), "1");
+}
+
+// A 65,536-d vector of uniform components in [-1, 1], different for each `e`, as an FP32 blob.
+std::string wide_blob(int e) {
+  constexpr size_t kDim = 65536;
+  std::string blob(kDim * 4, '\0');
+  uint64_t x = 0xd1b54a32d192ed03ULL * static_cast<uint64_t>(e + 1);
+  for (size_t i = 0; i < kDim; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const float f = static_cast<float>(x % 2001) / 1000.0f - 1.0f;
+    std::memcpy(blob.data() + i * 4, &f, 4);
+  }
+  return blob;
+}
+
+TEST_F(MainThreadBudget, VremOfTheWidestNoquantVectorsAtMFour) {
+  // At a small M a removal often leaves a neighbour cut off, and the repair relinks it through a search
+  // of the graph; at 65,536-d float32 (256 KiB a vector) those searches too must spend no more than an
+  // insert's distance budget. 120 elements at M 4, all but 12 removed in insertion order, each VREM
+  // within the budget; every survivor is still found by its own vector.
+  constexpr int kCount = 120, kKept = 12;
+  for (int e = 0; e < kCount; ++e)
+    ASSERT_EQ(run({"INFER.VADD", "budget:rm-wide", "FP32", wide_blob(e), "e" + std::to_string(e), "NOQUANT", "M", "4"}),
+              "1")
+        << e;
+  for (int e = 0; e < kCount - kKept; ++e) ASSERT_EQ(run({"INFER.VREM", "budget:rm-wide", "e" + std::to_string(e)}), "1") << e;
+  EXPECT_EQ(run({"INFER.VCARD", "budget:rm-wide"}), std::to_string(kKept));
+  for (int e = kCount - kKept; e < kCount; ++e)
+    EXPECT_EQ(run({"INFER.VSIM", "budget:rm-wide", "FP32", wide_blob(e), "COUNT", "1", "EF", "4"}),
+              "[e" + std::to_string(e) + "]");
+  EXPECT_EQ(run({"DEL", "budget:rm-wide"}), "1");
+}
+
 TEST_F(MainThreadBudget, LongNamesAndStopStringsAreRefused) {
   // Element names, RAG's DOCKEY and STOP strings are copied and hashed or matched on the main thread.
   const std::string big(kBulk, 'x');
