@@ -21,7 +21,7 @@ redis-server --port "$PORT" --bind 127.0.0.1 --save '' --dir "$DIR" --daemonize 
   --logfile "$DIR/redis.log" --loadmodule "$MODULE" >/dev/null
 for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-python3 - "$PORT" "$N" "$DIM" "$Q" "$EFS" "$M" "$BUILD_EF" <<'PY'
+PYTHONPATH="$(dirname "$0")" /usr/bin/python3 - "$PORT" "$N" "$DIM" "$Q" "$EFS" "$M" "$BUILD_EF" <<'PY'
 import random, socket, struct, sys, time
 
 port, n, dim, nq = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -31,24 +31,11 @@ sock = socket.create_connection(("127.0.0.1", port))
 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 rf = sock.makefile("rb")
 
-def enc(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+from resp_client import encode as enc, read_reply
+
 
 def read():
-    line = rf.readline()
-    t, rest = line[:1], line[1:-2]
-    if t in (b"+", b":"): return rest
-    if t == b"-": raise RuntimeError(rest.decode())
-    if t == b"$":
-        if int(rest) < 0: return None
-        data = rf.read(int(rest) + 2)
-        return data[:-2]
-    if t == b"*": return [read() for _ in range(int(rest))]
-    raise RuntimeError("bad reply " + repr(line))
+    return read_reply(rf)
 
 def cpu_seconds():
     # redis-server's user + system CPU time (main thread and search threads): rates per CPU-second stay

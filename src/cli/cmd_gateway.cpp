@@ -42,8 +42,9 @@ void run_gateway(GatewayArgs a) {
   std::signal(SIGPIPE, SIG_IGN);  // a client that leaves mid-stream is a failed write, not a signal
   gateway::Gateway gw(a.options);
   const int port = gw.start();
-  std::fprintf(stderr, "gateway: listening on %s:%d, Redis at %s:%d, %d threads\n", a.options.listen_host.c_str(), port,
-               a.options.redis_host.c_str(), a.options.redis_port, a.options.threads);
+  std::fprintf(stderr, "gateway: listening on %s:%d, Redis%s at %s:%d, %d threads\n", a.options.listen_host.c_str(),
+               port, a.options.cluster ? " Cluster" : "", a.options.redis_host.c_str(), a.options.redis_port,
+               a.options.threads);
   int sig = 0;
   sigwait(&set, &sig);
   std::fprintf(stderr, "gateway: signal %d, stopping\n", sig);
@@ -54,6 +55,8 @@ void setup_gateway(CLI::App& app) {
   auto args = std::make_shared<GatewayArgs>();
   auto* cmd = app.add_subcommand("gateway", "Serve OpenAI's HTTP API (chat, completions, embeddings, models) in front of Redis");
   cmd->add_option("--redis", args->redis, "HOST:PORT of the Redis node running the module")->capture_default_str();
+  cmd->add_flag("--cluster", args->options.cluster,
+                "--redis is a node of a Redis Cluster: spread requests over its primaries (CLUSTER SLOTS)");
   cmd->add_option("--listen", args->listen, "HOST:PORT to serve HTTP on (port 0: any free port)")->capture_default_str();
   cmd->add_option("--threads", args->options.threads, "requests served at once (a streamed request holds one)")
       ->check(CLI::Range(1, 4096))

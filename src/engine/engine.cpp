@@ -169,6 +169,7 @@ class EngineImpl final : public Engine {
   }
 
   EngineStats stats() const override { return scheduler_->stats(); }
+  LatencySummary latency() const override { return scheduler_->latency(); }
   void flush_prefix_cache() override { scheduler_->request_flush(); }
   int n_vocab() const override { return model_->hparams().n_vocab; }
   int n_embd() const override { return model_->hparams().n_embd; }

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/latency_window.h"
 #include "model/backend.h"
 #include "model/pass_profile.h"
 #include "tokenizer/tokenizer.h"
@@ -232,6 +233,8 @@ class Engine {
   virtual std::string refuse_prompt_text(std::string_view text, bool embedding) const = 0;
 
   virtual EngineStats stats() const = 0;
+  // Percentiles of the recent requests' latencies (latency_window.h); computed per call.
+  virtual LatencySummary latency() const = 0;
   // Drops every prefix-cache page no running request uses. Asynchronous: done before the scheduler's
   // next step (stats().kv_pages_cached shows it); never waits on inference.
   virtual void flush_prefix_cache() = 0;

@@ -464,6 +464,11 @@ void Scheduler::finish(Sequence& s, FinishReason why, std::string error) {
     const double decode_ms = ms_between(s.first_token, now);
     if (decode_ms > 0 && t.generated_tokens > 1) t.decode_tps = (t.generated_tokens - 1) * 1000.0 / decode_ms;
   }
+  if ((why == FinishReason::Stop || why == FinishReason::Length) && s.has_first_token) {
+    const double tpot = t.generated_tokens > 1 ? ms_between(s.first_token, now) / (t.generated_tokens - 1) : -1;
+    std::lock_guard lk(stats_mu_);
+    latency_.add(t.queue_ms, t.ttft_ms, tpot, ms_between(s.p->submitted, now));
+  }
   switch (why) {
     case FinishReason::Stop:
     case FinishReason::Length: ++local_.completed; break;
@@ -505,6 +510,15 @@ void Scheduler::finish_queued(std::unique_ptr<PendingRequest>& p, FinishReason w
 void Scheduler::fail_batch(const std::string& error) {
   // The K/V the pass wrote is unknown: finish (without caching) every sequence that had rows in it.
   for (Sequence* s : batch_seqs_) finish(*s, FinishReason::Error, error);
+}
+
+LatencySummary Scheduler::latency() const {
+  LatencyWindow copy;
+  {
+    std::lock_guard lk(stats_mu_);
+    copy = latency_;
+  }
+  return copy.summary();
 }
 
 void Scheduler::publish_stats() {

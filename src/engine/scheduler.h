@@ -38,6 +38,7 @@
 
 #include "engine/admission_queue.h"
 #include "engine/engine.h"
+#include "engine/latency_window.h"
 #include "engine/page_allocator.h"
 #include "engine/radix_tree.h"
 #include "kernels/thread_pool.h"
@@ -76,6 +77,7 @@ class Scheduler {
   // Queues the request, or returns Busy when the queue is full. Never blocks on inference.
   std::optional<SubmitError> submit(std::unique_ptr<PendingRequest>& p);
   EngineStats stats() const;
+  LatencySummary latency() const;
   // Asks the loop to drop every unlocked cache page before its next step; returns at once.
   void request_flush();
 
@@ -141,6 +143,7 @@ class Scheduler {
   bool stop_ = false;
   std::atomic<bool> flush_requested_{false};
   mutable std::mutex stats_mu_;
+  LatencyWindow latency_;                // guarded by stats_mu_
   EngineStats stats_;
   Clock::time_point last_token_time_;
   std::atomic<uint64_t> rejected_busy_{0};

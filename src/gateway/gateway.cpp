@@ -10,6 +10,7 @@
 
 #include "gateway/openai.h"
 #include "gateway/redis_client.h"
+#include "gateway/router.h"
 
 namespace infer::gateway {
 
@@ -49,7 +50,11 @@ class Session {
     Reply r = colon == std::string::npos ? conn_->command({"AUTH", key})
                                          : conn_->command({"AUTH", key.substr(0, colon), key.substr(colon + 1)});
     authenticated_ = true;
-    if (r->type == REDIS_REPLY_ERROR) throw module_error(reply_text(r.get()));
+    if (r->type != REDIS_REPLY_ERROR) return;
+    // SDKs always send a key: with no password set, a bare one means the default user.
+    const std::string error = reply_text(r.get());
+    if (colon == std::string::npos && error.find("without any password configured") != std::string::npos) return;
+    throw module_error(error);
   }
   ~Session() { pool_.give_back(std::move(conn_), authenticated_); }
   RedisConnection& conn() { return *conn_; }
@@ -60,10 +65,6 @@ class Session {
   bool authenticated_ = false;
 };
 
-Reply checked(Reply r) {
-  if (r->type == REDIS_REPLY_ERROR) throw module_error(reply_text(r.get()));
-  return r;
-}
 
 struct StreamEntry {
   std::string id;
@@ -100,10 +101,10 @@ std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
 struct Gateway::Impl {
   explicit Impl(GatewayOptions o)
-      : options(std::move(o)), pool(options.redis_host, options.redis_port, std::chrono::milliseconds(2000)) {}
+      : options(std::move(o)), router(options.redis_host, options.redis_port, options.cluster) {}
 
   GatewayOptions options;
-  RedisPool pool;
+  Router router;
   httplib::Server server;
   std::thread thread;
 
@@ -114,9 +115,20 @@ struct Gateway::Impl {
                  status, model.empty() ? "-" : model.c_str(), tokens, ms);
   }
 
+  // The reply, or what its error means for the client (a moved slot re-reads the cluster's map first).
+  Reply checked(Reply r) {
+    if (r->type != REDIS_REPLY_ERROR) return r;
+    const std::string error = reply_text(r.get());
+    if (is_redirection(error)) {
+      router.refresh();
+      throw ApiError(503, "the cluster is moving slots (" + error + "): retry", "", "cluster_changing", "api_error");
+    }
+    throw module_error(error);
+  }
+
   void reply_error(httplib::Response& res, const ApiError& e) const {
     res.status = e.status;
-    if (e.status == 429) res.set_header("Retry-After", std::to_string(options.retry_after_s));
+    if (e.status == 429 || e.status == 503) res.set_header("Retry-After", std::to_string(options.retry_after_s));
     res.set_content(dump(error_body(e)), "application/json");
   }
 
@@ -141,7 +153,7 @@ struct Gateway::Impl {
 
   void models(const httplib::Request& req, httplib::Response& res) {
     serve(req, res, [&](std::string&, long long&) {
-      Session s(pool, req);
+      Session s(*router.pick().pool, req);
       Reply r = checked(s.conn().command({"INFER.MODELS"}));
       json data = json::array();
       for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; ++i)
@@ -153,7 +165,7 @@ struct Gateway::Impl {
   void model(const httplib::Request& req, httplib::Response& res) {
     serve(req, res, [&](std::string& model, long long&) {
       model = req.matches[1];
-      Session s(pool, req);
+      Session s(*router.pick().pool, req);
       Reply r = checked(s.conn().command({"INFER.INFO", model}));
       res.set_content(dump({{"id", model}, {"object", "model"}, {"created", 0}, {"owned_by", "redis-infer"}}),
                       "application/json");
@@ -164,7 +176,7 @@ struct Gateway::Impl {
     serve(req, res, [&](std::string& model, long long& tokens) {
       const EmbeddingCall call = embedding_call(parse_body(req));
       model = call.model;
-      Session s(pool, req);
+      Session s(*router.pick().pool, req);
       json data = json::array();
       for (size_t i = 0; i < call.inputs.size(); ++i) {
         Reply count = checked(s.conn().command({"INFER.TOKENIZE", call.model, call.inputs[i]}));
@@ -183,12 +195,28 @@ struct Gateway::Impl {
       const json body = parse_body(req);
       GenerationCall call = chat ? chat_call(body) : completion_call(body);
       model = call.model;
+      const std::vector<std::string> cache = cache_arguments(req.get_header_value("X-Infer-Cache"));
+      call.argv.insert(call.argv.end() - 1, cache.begin(), cache.end());  // before WITHSTATS
+      Router::Target node = cache.empty() ? router.pick() : router.owner(cache[1]);
       const std::string id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
-      if (call.stream) return stream(req, res, std::move(call), chat, id);
-      Session s(pool, req);
-      Reply r = checked(s.conn().command(call.argv));
+      if (call.stream) return stream(req, res, std::move(call), chat, id, node);
+      Reply r;
+      {
+        Session s(*node.pool, req);
+        r = s.conn().command(call.argv);
+      }
+      // A cache key whose slot moved: follow the redirection once, to the owner in the new map.
+      if (!cache.empty() && r->type == REDIS_REPLY_ERROR && is_redirection(reply_text(r.get()))) {
+        router.refresh(true);
+        node = router.owner(cache[1]);
+        Session s(*node.pool, req);
+        r = s.conn().command(call.argv);
+      }
+      r = checked(std::move(r));
       const Generation g = parse_generation(r.get());
       tokens = g.completion_tokens;
+      if (g.cached)
+        res.set_header("X-Infer-Cache", *g.cached ? "hit; similarity=" + std::to_string(g.cache_similarity) : "miss");
       const json out = chat ? chat_completion(id, call.model, unix_now(), g) : text_completion(id, call.model, unix_now(), g);
       res.set_content(dump(out), "application/json");
     });
@@ -197,9 +225,10 @@ struct Gateway::Impl {
   // One streamed generation: INFER.GENERATE ... STREAM key on one connection (its own thread: it
   // replies when the generation ends), XREAD BLOCK on another, each entry forwarded as an SSE chunk.
   struct StreamJob {
-    StreamJob(Impl& gw, const httplib::Request& req, GenerationCall c, bool chat, std::string id)
-        : gw(gw), call(std::move(c)), chat(chat), id(std::move(id)), key("infer:gw:" + random_hex(24)),
-          created(unix_now()), generator(gw.pool, req), reader(gw.pool, req) {}
+    // Both connections go to one node; the key's tag names a slot that node owns.
+    StreamJob(Impl& gw, const httplib::Request& req, GenerationCall c, bool chat, std::string id, Router::Target node)
+        : gw(gw), call(std::move(c)), chat(chat), id(std::move(id)), key("infer:gw:" + node.tag + random_hex(24)),
+          created(unix_now()), generator(*node.pool, req), reader(*node.pool, req) {}
     ~StreamJob() {
       if (worker.joinable()) {
         if (!done) generator.conn().abort();  // the HTTP client left: Redis cancels the generation
@@ -223,8 +252,8 @@ struct Gateway::Impl {
       });
     }
     std::vector<StreamEntry> read(int block_ms) {
-      Reply r = reader.conn().command({"XREAD", "COUNT", "64", "BLOCK", std::to_string(block_ms), "STREAMS", key, last_id});
-      if (r->type == REDIS_REPLY_ERROR) throw module_error(reply_text(r.get()));
+      Reply r = gw.checked(
+          reader.conn().command({"XREAD", "COUNT", "64", "BLOCK", std::to_string(block_ms), "STREAMS", key, last_id}));
       auto entries = stream_entries(r.get());
       if (!entries.empty()) last_id = entries.back().id;
       return entries;
@@ -244,8 +273,9 @@ struct Gateway::Impl {
     std::vector<StreamEntry> first;  // read before the response started
   };
 
-  void stream(const httplib::Request& req, httplib::Response& res, GenerationCall call, bool chat, const std::string& id) {
-    auto job = std::make_shared<StreamJob>(*this, req, std::move(call), chat, id);
+  void stream(const httplib::Request& req, httplib::Response& res, GenerationCall call, bool chat, const std::string& id,
+              Router::Target node) {
+    auto job = std::make_shared<StreamJob>(*this, req, std::move(call), chat, id, node);
     job->start();
     // Wait for the first entry or the command's reply, so that a refused request is an HTTP error.
     while (job->first.empty()) {
@@ -253,7 +283,7 @@ struct Gateway::Impl {
       if (!job->first.empty() || !job->done) continue;
       job->worker.join();
       if (!job->failure.empty()) throw RedisUnavailable(job->failure);
-      if (job->reply && job->reply->type == REDIS_REPLY_ERROR) throw module_error(reply_text(job->reply.get()));
+      if (job->reply && job->reply->type == REDIS_REPLY_ERROR) checked(std::move(job->reply));
       job->first = job->read(1000);  // the reply came first: the entries are on their way
       if (job->first.empty()) throw ApiError(502, "the generation ended without stream entries", "", "bad_gateway", "api_error");
     }
@@ -349,6 +379,9 @@ struct Gateway::Impl {
       reply_error(res, ApiError(status, what, "", status == 404 ? "not_found" : ""));
     });
     server.set_payload_max_length(options.max_body_bytes);
+    // Headers and body go out in separate writes: without TCP_NODELAY the body waits for the client's
+    // delayed ACK (~40 ms a request; scripts/gateway_bench.sh).
+    server.set_tcp_nodelay(true);
     const int threads = options.threads;
     server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   }

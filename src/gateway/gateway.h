@@ -12,6 +12,7 @@ namespace infer::gateway {
 struct GatewayOptions {
   std::string redis_host = "127.0.0.1";
   int redis_port = 6379;
+  bool cluster = false;                // a Redis Cluster: spread requests over its primaries (router.h)
   std::string listen_host = "127.0.0.1";
   int listen_port = 8080;              // 0: a free port (start() returns it)
   int threads = 128;                   // requests served at once (a streamed one holds its thread)

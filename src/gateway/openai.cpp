@@ -123,6 +123,36 @@ ApiError module_error(const std::string& text) {
   return ApiError(400, msg);
 }
 
+std::vector<std::string> cache_arguments(const std::string& header) {
+  std::vector<std::string> parts;
+  size_t at = 0;
+  while (at <= header.size()) {
+    const size_t semi = header.find(';', at);
+    std::string p = header.substr(at, semi == std::string::npos ? std::string::npos : semi - at);
+    p.erase(0, p.find_first_not_of(' '));
+    p.erase(p.find_last_not_of(' ') + 1);
+    if (!p.empty()) parts.push_back(p);
+    if (semi == std::string::npos) break;
+    at = semi + 1;
+  }
+  if (parts.empty()) return {};
+  auto bad = [&](const std::string& why) {
+    return ApiError(400, "X-Infer-Cache: " + why + " (expected: key[; threshold=S][; ttl=SECONDS][; sampled])", "",
+                    "invalid_cache_header");
+  };
+  if (parts[0].find('=') != std::string::npos) throw bad("the first item must be the cache's key");
+  std::vector<std::string> args = {"CACHE", parts[0]};
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    const std::string name = parts[i].substr(0, eq), value = eq == std::string::npos ? "" : parts[i].substr(eq + 1);
+    if (name == "threshold" && !value.empty()) args.insert(args.end(), {"THRESHOLD", value});
+    else if (name == "ttl" && !value.empty()) args.insert(args.end(), {"TTL", value});
+    else if (name == "sampled" && eq == std::string::npos) args.push_back("SAMPLED");
+    else throw bad("unknown item '" + parts[i] + "'");
+  }
+  return args;
+}
+
 GenerationCall chat_call(const json& body) {
   GenerationCall call;
   call.model = model_of(body);
@@ -235,6 +265,8 @@ Generation parse_generation(const redisReply* r) {
   g.finish = text_of(field(r, "finish"));
   g.prompt_tokens = static_cast<long long>(number_of(field(r, "prompt_tokens")));
   g.completion_tokens = static_cast<long long>(number_of(field(r, "generated_tokens")));
+  if (const redisReply* c = field(r, "cached")) g.cached = number_of(c) != 0;
+  g.cache_similarity = number_of(field(r, "cache_similarity"));
   if (const redisReply* calls = field(r, "tool_calls"); calls && calls->type == REDIS_REPLY_ARRAY) {
     for (size_t i = 0; i < calls->elements; ++i) {
       const redisReply* c = calls->element[i];

@@ -39,6 +39,10 @@ struct GenerationCall {
   bool may_call_tools = false;  // tools offered and tool_choice not "none": streamed text is held back
 };
 
+// The `X-Infer-Cache: key[; threshold=0.95][; ttl=3600][; sampled]` header as the module's CACHE
+// arguments (empty for an empty header); throws ApiError (400) for a malformed one.
+std::vector<std::string> cache_arguments(const std::string& header);
+
 // Throws ApiError (400, naming the field) for a body OpenAI would refuse or this gateway cannot serve.
 GenerationCall chat_call(const json& body);
 GenerationCall completion_call(const json& body);
@@ -51,6 +55,8 @@ struct Generation {
   long long completion_tokens = 0;
   json tool_calls = json::array();  // OpenAI's shape: [{id, type, function: {name, arguments}}]
   json logprobs;                    // OpenAI's chat shape: [{token, logprob, bytes, top_logprobs}], or null
+  std::optional<bool> cached;       // with CACHE: whether the semantic cache answered
+  double cache_similarity = 0;      // on a hit
 };
 // Throws ApiError (502) when the reply is not the shape the module documents.
 Generation parse_generation(const redisReply* r);

@@ -18,7 +18,6 @@
 #include <memory>
 #include <optional>
 
-#include <nlohmann/json.hpp>
 
 #include "redis/args.h"
 #include "redis/background.h"
@@ -277,7 +276,6 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     if (k.set && k.set->input_dim() != static_cast<uint32_t>(n_embd))
       return reply_error(ctx, "STORE: vector dimension mismatch: the model embeds in " + std::to_string(n_embd) +
                                   " dimensions, the set takes " + std::to_string(k.set->input_dim()));
-    if (attrs && !attrs->empty() && !nlohmann::json::accept(*attrs)) return reply_error(ctx, "invalid JSON in SETATTR");
   }
   if (refuse_if_cannot_block(ctx, "INFER.EMBED")) return REDISMODULE_OK;
 

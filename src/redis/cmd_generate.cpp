@@ -2,11 +2,13 @@
 //   MESSAGES json} [TOOLS json [TOOLCHOICE auto|none|required|name]] [CHATARGS json] [TEMPLATE name]
 //   [MAXTOKENS n] [TEMP t] [TOPK k] [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms]
 //   [LOGPROBS n] [FORMAT json | JSONSCHEMA schema | GRAMMAR gbnf] [WITHSTATS] [STREAM key]
+//   [CACHE key [THRESHOLD similarity] [TTL seconds] [SAMPLED]] [EMBEDDER name]
 //
 // The handler parses, copies token keys out of the keyspace and hands the request to
 // start_generation (generation_job.h), which blocks the client, submits, and replies from the result.
 // A chat (CHAT or MESSAGES) is rendered through the model's chat template and tokenised on the
-// background thread (chat_args.h).
+// background thread (chat_args.h). CACHE (semantic_cache.h) embeds the prepared prompt (a chat as
+// rendered) with the model, or with EMBEDDER name, and looks it up before generating.
 #include "redis/args.h"
 #include "redis/chat_args.h"
 #include "redis/commands.h"
@@ -18,8 +20,8 @@ namespace infer::redis {
 namespace {
 
 bool is_keyword(const RedisModuleString* s) {
-  return is_word(s, "PROMPT") || is_word(s, "TOKENS") || is_word(s, "CHAT") || is_chat_option(s) ||
-         is_generation_option(s);
+  return is_word(s, "PROMPT") || is_word(s, "TOKENS") || is_word(s, "CHAT") || is_word(s, "EMBEDDER") ||
+         is_chat_option(s) || is_generation_option(s);
 }
 
 struct GenerateArgs {
@@ -29,6 +31,7 @@ struct GenerateArgs {
   std::vector<int> token_key_pos;
   std::vector<std::pair<RedisModuleString*, RedisModuleString*>> chat;
   ChatOptions chat_options;  // MESSAGES, TOOLS, CHATARGS, TEMPLATE
+  RedisModuleString* embedder = nullptr;  // EMBEDDER name: embeds the prompt for CACHE
   GenerationOptions options;
 };
 
@@ -76,6 +79,9 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
       if (a->chat.empty()) return *err = "CHAT needs role/text pairs", false;
       if (i + 1 < argc && !is_keyword(argv[i + 1]))  // a last role without its text
         return *err = "CHAT needs role/text pairs: role '" + str(argv[i + 1]) + "' has no text", false;
+    } else if (is_word(w, "EMBEDDER")) {
+      if (a->embedder) return *err = "EMBEDDER given twice", false;
+      if (!(a->embedder = value("EMBEDDER"))) return false;
     } else if (ChatParse c = parse_chat_option(argv, argc, &i, &a->chat_options, err,
                                                {"MESSAGES", "TOOLS", "CHATARGS", "TEMPLATE", "TOOLCHOICE"});
                c != ChatParse::NotOption) {
@@ -84,7 +90,7 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
         if (!a->chat.empty()) return *err = "MESSAGES cannot be combined with CHAT", false;
         if (seen_prompt || !a->token_keys.empty()) return *err = "MESSAGES cannot be combined with PROMPT or TOKENS", false;
       }
-    } else if (OptionParse p = parse_generation_option(argv, argc, &i, &a->options, err, kWithStats | kStream);
+    } else if (OptionParse p = parse_generation_option(argv, argc, &i, &a->options, err, kWithStats | kStream | kCache);
                p != OptionParse::NotOption) {
       if (p == OptionParse::Error) return false;
     } else {
@@ -102,6 +108,10 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
       if (given) return *err = std::string(name) + " needs a chat: CHAT role text ... or MESSAGES json", false;
   }
   if (std::string why = check_tool_choice(c, a->options); !why.empty()) return *err = why, false;
+  if (a->embedder && !a->options.cache.key)
+    return *err = "EMBEDDER needs CACHE: INFER.GENERATE embeds the prompt only to look it up in a cache", false;
+  if (a->options.cache.key && !a->token_keys.empty())
+    return *err = "CACHE needs a text prompt (PROMPT, CHAT or MESSAGES): a TOKENS prompt is not cached", false;
   if (std::string why = check_generation_options(a->options); !why.empty()) return *err = why, false;
   return true;
 }
@@ -162,6 +172,7 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, Generation
       } catch (const engine::ChatError& ex) {
         return std::string(ex.what());
       }
+      if (job->cache && job->cache->embedder) job->cache->text = text;  // what another model embeds
       // A rendering that cannot fit is refused before it is tokenised, and tokenising stops soon after
       // the context is used up.
       if (std::string why = e.refuse_prompt_text(text, false); !why.empty()) return why;
@@ -193,7 +204,30 @@ int report_keys(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   for (int pos : a.token_key_pos) rm::KeyAtPosWithFlags(ctx, pos, REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS);
   if (a.options.stream_key_pos > 0)
     rm::KeyAtPosWithFlags(ctx, a.options.stream_key_pos, REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT);
+  if (a.options.cache.key_pos > 0) report_cache_key(ctx, a.options.cache.key_pos);
   return REDISMODULE_OK;
+}
+
+// Everything of the request but its prompt that changes the answer (semantic_cache.h).
+std::string cache_fingerprint(const GenerateArgs& a, const LoadedModel& m, const LoadedModel& embedder) {
+  Fingerprint f;
+  f.add("command", "INFER.GENERATE");
+  f.add("model", model_identity(m));
+  f.add("embedder", model_identity(embedder));
+  const ChatOptions& c = a.chat_options;
+  f.add("input", c.messages ? "messages" : !a.chat.empty() ? "chat" : "prompt");
+  for (const auto& [name, given] : {std::pair{"template", c.template_name}, {"chatargs", c.chat_args},
+                                    {"tools", c.tools}, {"toolchoice", c.tool_choice}})
+    f.add(name, given ? view(given) : std::string_view());
+  add_generation_fingerprint(&f, a.options);
+  return f.hex();
+}
+
+size_t fingerprinted_bytes(const GenerateArgs& a) {
+  size_t n = 0;
+  for (const RedisModuleString* s : {a.chat_options.tools, a.chat_options.chat_args, a.options.constraint_text})
+    if (s) n += view(s).size();
+  return n;
 }
 
 }  // namespace
@@ -209,6 +243,12 @@ int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (refuse_if_cannot_block(ctx, "INFER.GENERATE")) return REDISMODULE_OK;
 
   if (refuse_stream_key(ctx, a.options)) return REDISMODULE_OK;
+  std::shared_ptr<const LoadedModel> embedder = model;
+  if (a.embedder) {
+    embedder = models().find(view(a.embedder));
+    if (!embedder) return reply_error(ctx, "unknown EMBEDDER model '" + str(a.embedder) + "' (see INFER.MODELS)");
+  }
+  if (refuse_cache_key(ctx, a.options, *embedder, fingerprinted_bytes(a))) return REDISMODULE_OK;
 
   auto job = std::make_unique<GenerationJob>(model, "infer.generate");
   engine::Request req;
@@ -218,7 +258,8 @@ int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (std::string e = build_request(ctx, a, job.get(), &req, &code, &prepare, &text_bytes); !e.empty())
     return reply_coded_error(ctx, code, e);
 
-  configure_generation(ctx, job.get(), a.options);
+  configure_generation(ctx, job.get(), a.options, a.options.cache.key ? cache_fingerprint(a, *model, *embedder) : "");
+  if (job->cache && embedder != model) job->cache->embedder = embedder;
   return start_generation(ctx, std::move(job), std::move(req), text_bytes, std::move(prepare));
 }
 

@@ -2,7 +2,7 @@
 //   [FILTER expr] [FILTER-EF n] [DOCKEY attr] [TEMPLATE plain|chat|name] [TOOLS json [TOOLCHOICE c]] [CHATARGS json]
 //   [MAXTOKENS n] [TEMP t] [TOPK k] [TOPP p] [MINP p] [REPEAT-PENALTY r] [SEED s] [STOP s]... [TIMEOUT ms]
 //   [LOGPROBS n] [FORMAT json | JSONSCHEMA schema | GRAMMAR gbnf] [WITHSTATS] [STREAM key] [WITHSOURCES]
-//   [EMBEDDER name]
+//   [EMBEDDER name] [CACHE key [THRESHOLD similarity] [TTL seconds] [SAMPLED]]
 // A vector query needs QUESTION (the text put to the model); a QUERY text is the question unless
 // QUESTION is given. Every option but STOP may be given once.
 //
@@ -34,6 +34,9 @@
 // is no token list for the model (another type, a corrupt blob, another vocabulary), listed as
 // "invalid". A key the caller may not read fails the command with NOPERM and is logged to ACL LOG,
 // like Redis's own key denials; so does a key past the context (refused from its size).
+// CACHE (semantic_cache.h): the query's vector (QUERY text embedded, or the vector given) is looked up
+// before retrieval, under a fingerprint that adds the set's name, the retrieval options, the EMBEDDER
+// and a QUESTION given apart from QUERY; a hit replies with the entry's answer and sources.
 // Reply: the generated text; with WITHSOURCES, WITHSTATS or LOGPROBS a map {text, [WITHSTATS fields],
 // [logprobs], sources: [[element, score, key, status]...], prompt_tokens}, status "used", "missing" or
 // "invalid" (sources and prompt_tokens with WITHSOURCES).
@@ -92,6 +95,23 @@ struct RagJob : GenerationJob {
     }
     rm::ReplyWithCString(ctx, "prompt_tokens");
     rm::ReplyWithLongLong(ctx, static_cast<long long>(prompt_tokens));
+  }
+  bool load_cached(const nlohmann::json& e) override {
+    if (!GenerationJob::load_cached(e)) return false;
+    for (const auto& s : e.at("sources")) {
+      const std::string status = s.at(3).get<std::string>();
+      const char* known = status == "used" ? "used" : status == "missing" ? "missing" : "invalid";
+      sources.push_back({bytes_of(s.at(0)), s.at(1).get<float>(), bytes_of(s.at(2)), known});
+    }
+    prompt_tokens = e.at("rag_prompt_tokens").get<size_t>();
+    return true;
+  }
+  void save_cached(nlohmann::ordered_json& e) const override {
+    GenerationJob::save_cached(e);
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const Source& s : sources) list.push_back({json_bytes(s.element), s.score, json_bytes(s.key), s.status});
+    e["sources"] = std::move(list);
+    e["rag_prompt_tokens"] = prompt_tokens;
   }
 
   // Inputs for step 2 (owned copies: argv is gone by then).
@@ -294,6 +314,22 @@ void retrieve_when_ready(RedisModuleCtx* ctx, RagJob* job) {
   }
 }
 
+// Main thread: the cache had no answer; retrieve and generate.
+void retrieve_after_cache_miss(GenerationJob* g) {
+  auto* job = static_cast<RagJob*>(g);
+  if (job->cancellation->requested()) return unblock_generation(job);
+  RedisModuleCtx* ctx = rm::GetThreadSafeContext(job->bc);
+  retrieve_when_ready(ctx, job);
+  rm::FreeThreadSafeContext(ctx);
+}
+
+// Step 2, or with CACHE a lookup of the query's vector first.
+void look_up_or_retrieve(RedisModuleCtx* ctx, RagJob* job) {
+  if (!job->cache) return retrieve_when_ready(ctx, job);
+  job->cache->vector = job->query;
+  cache_lookup(ctx, job, retrieve_after_cache_miss);
+}
+
 // Main thread (event-loop one-shot) after the query embedding is done.
 void after_embedding(void* data) {
   auto* job = static_cast<RagJob*>(data);
@@ -309,7 +345,7 @@ void after_embedding(void* data) {
     job->result = engine::Result{};
     // A context bound to the blocked client reads keys in the client's database.
     RedisModuleCtx* ctx = rm::GetThreadSafeContext(job->bc);
-    retrieve_when_ready(ctx, job);
+    look_up_or_retrieve(ctx, job);
     rm::FreeThreadSafeContext(ctx);
   } catch (const std::exception& e) {
     job->error = std::string("internal error: ") + e.what();
@@ -328,6 +364,7 @@ struct RagArgs {
   std::optional<std::string> question;
   vector::SearchOptions search;
   std::optional<vector::Filter> filter;
+  RedisModuleString* filter_text = nullptr;  // FILTER as given (argv), for CACHE's fingerprint
   std::optional<std::string> template_name;  // plain, chat or a template's name
   ChatOptions chat_options;                   // TOOLS, CHATARGS, TOOLCHOICE
   std::optional<std::string> embedder_name;
@@ -383,6 +420,7 @@ bool parse(RedisModuleString** argv, int argc, RagArgs* a, std::string* err) {
     } else if (is_word(w, "FILTER") && has_value) {
       if (!first("FILTER")) return false;
       try {
+        a->filter_text = argv[i + 1];
         a->filter = vector::Filter::parse(view(argv[++i]));
       } catch (const vector::FilterError& e) {
         return *err = e.what(), false;
@@ -412,7 +450,7 @@ bool parse(RedisModuleString** argv, int argc, RagArgs* a, std::string* err) {
                                                {"TOOLS", "CHATARGS", "TOOLCHOICE"});
                c != ChatParse::NotOption) {
       if (c == ChatParse::Error) return false;
-    } else if (OptionParse p = parse_generation_option(argv, argc, &i, &a->options, err, kWithStats | kStream);
+    } else if (OptionParse p = parse_generation_option(argv, argc, &i, &a->options, err, kWithStats | kStream | kCache);
                p != OptionParse::Parsed) {
       if (p == OptionParse::NotOption) *err = unknown_option(argv, i, a->options);
       return false;
@@ -435,9 +473,33 @@ int report_keys(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   rm::KeyAtPosWithFlags(ctx, 2, REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS);
   RagArgs a;
   std::string err;
-  if (parse(argv, argc, &a, &err) && a.options.stream_key_pos > 0)
+  if (!parse(argv, argc, &a, &err)) return REDISMODULE_OK;
+  if (a.options.stream_key_pos > 0)
     rm::KeyAtPosWithFlags(ctx, a.options.stream_key_pos, REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT);
+  if (a.options.cache.key_pos > 0) report_cache_key(ctx, a.options.cache.key_pos);
   return REDISMODULE_OK;
+}
+
+// Everything of the request but its query that changes the answer (semantic_cache.h).
+std::string cache_fingerprint(RedisModuleString** argv, const RagArgs& a, const RagJob& job) {
+  Fingerprint f;
+  f.add("command", "INFER.RAG");
+  f.add("model", model_identity(*job.model));
+  f.add("embedder", a.query_text ? model_identity(*job.embedder) : "vector query");
+  f.add("set", view(argv[2]));
+  // A QUESTION given apart from the query is asked as written: only the same question may hit.
+  f.add("question", a.question ? *a.question : std::string());
+  f.add_number("count", static_cast<double>(a.search.count));
+  f.add_number("ef", static_cast<double>(a.search.ef));
+  f.add_number("filter_ef", static_cast<double>(a.search.filter_ef));
+  f.add("filter", a.filter_text ? view(a.filter_text) : std::string_view());
+  f.add("dockey", job.dockey);
+  f.add("template", job.chat ? (a.template_name ? *a.template_name : std::string("chat")) : "plain");
+  const ChatOptions& c = a.chat_options;
+  for (const auto& [name, given] : {std::pair{"chatargs", c.chat_args}, {"tools", c.tools}, {"toolchoice", c.tool_choice}})
+    f.add(name, given ? view(given) : std::string_view());
+  add_generation_fingerprint(&f, a.options);
+  return f.hex();
 }
 
 }  // namespace
@@ -493,14 +555,18 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   if (refuse_if_cannot_block(ctx, "INFER.RAG")) return REDISMODULE_OK;
   if (refuse_stream_key(ctx, options)) return REDISMODULE_OK;
+  size_t fingerprinted = 0;
+  for (const RedisModuleString* s : {a.chat_options.tools, a.chat_options.chat_args, options.constraint_text})
+    if (s) fingerprinted += view(s).size();
+  if (refuse_cache_key(ctx, options, *job->embedder, fingerprinted)) return REDISMODULE_OK;
 
-  configure_generation(ctx, job.get(), options);
+  configure_generation(ctx, job.get(), options, options.cache.key ? cache_fingerprint(argv, a, *job) : "");
   apply_generation_options(options, &job->gen);
   job->vset = rm::CreateStringFromString(nullptr, argv[2]);
   job->user = rm::GetCurrentUserName(ctx);
   auto* j = static_cast<RagJob*>(block_generation(ctx, std::move(job)));  // owned by the client now
   if (!query_text) {
-    retrieve_when_ready(ctx, j);
+    look_up_or_retrieve(ctx, j);
     return REDISMODULE_OK;
   }
   // The query is pooled as INFER.EMBED pools without POOLING (the model's pooling_type), as documents

@@ -1,5 +1,8 @@
 #include "redis/command_registration.h"
 
+#include "redis/command_docs.h"
+#include "redis/command_syntax.h"
+
 namespace infer::redis {
 namespace {
 
@@ -47,6 +50,15 @@ int create_commands(RedisModuleCtx* ctx, std::span<const CommandDef> commands) {
     info.since = "0.1.0";
     info.arity = c.arity;
     info.key_specs = c.key_specs;
+    if (const CommandDoc* doc = find_command_doc(c.name)) {
+      info.complexity = doc->complexity;
+      try {
+        info.args = parse_command_syntax(doc->syntax);
+      } catch (const std::invalid_argument& e) {
+        rm::Log(ctx, "warning", "infer: %s: %s", c.name, e.what());
+        return REDISMODULE_ERR;
+      }
+    }
     if (rm::SetCommandInfo(rm::GetCommand(ctx, c.name), &info) != REDISMODULE_OK) {
       rm::Log(ctx, "warning", "infer: SetCommandInfo %s failed", c.name);
       return REDISMODULE_ERR;

@@ -8,6 +8,7 @@
 // node's role themselves and go through the write queue (write_queue.h), which waits out pauses.
 #include "redis/command_registration.h"
 #include "redis/commands.h"
+#include "redis/semantic_cache.h"
 #include "redis/stream_registry.h"
 
 namespace infer::redis {
@@ -31,7 +32,7 @@ RedisModuleCommandKeySpec detokenize_specs[2];
 // INFER.GENERATE: TOKENS key [key ...] ends at the next keyword, which key specs cannot express, so the
 // specs carry VARIABLE_FLAGS and the server asks the command itself (getkeys-api, KeyAtPosWithFlags)
 // for the exact keys and their flags; the specs still document them in COMMAND INFO.
-RedisModuleCommandKeySpec generate_specs[3];
+RedisModuleCommandKeySpec generate_specs[4];
 // INFER.STREAMSTATE key ...: the stream it records as open or done (it does not touch the key).
 RedisModuleCommandKeySpec streamstate_specs[2];
 
@@ -50,6 +51,8 @@ int register_commands(RedisModuleCtx* ctx) {
                                        REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT |
                                            REDISMODULE_CMD_KEY_VARIABLE_FLAGS,
                                        "STREAM", -1, 0);
+  generate_specs[2] = keyword_key_spec("semantic cache: vector set looked up, stored into, expired entries removed",
+                                       kCacheKeyFlags | REDISMODULE_CMD_KEY_VARIABLE_FLAGS, "CACHE", -1, 0);
 
   streamstate_specs[0] = index_key_spec("generation stream recorded", REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS, 1);
 

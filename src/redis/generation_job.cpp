@@ -10,10 +10,12 @@
 
 #include "redis/args.h"
 #include "redis/background.h"
+#include "redis/cluster_slots.h"
 #include "redis/output_constraint.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
 #include "redis/stream_registry.h"
+#include "redis/vset_type.h"
 
 namespace infer::redis {
 namespace {
@@ -47,7 +49,8 @@ int reply_refusal(RedisModuleCtx* ctx, const engine::SubmitError& refusal) {
 }
 
 // `finish`: the result's reason, or "tool_calls" when the reply carries calls.
-void reply_stats_fields(RedisModuleCtx* ctx, const engine::Result& r, const char* finish) {
+void reply_stats_fields(RedisModuleCtx* ctx, const GenerationJob& job, const char* finish) {
+  const engine::Result& r = job.result;
   const engine::Timings& t = r.timings;
   rm::ReplyWithCString(ctx, "finish");
   rm::ReplyWithCString(ctx, finish);
@@ -68,8 +71,20 @@ void reply_stats_fields(RedisModuleCtx* ctx, const engine::Result& r, const char
   rm::ReplyWithCString(ctx, "ids");
   rm::ReplyWithArray(ctx, static_cast<long>(r.ids.size()));
   for (int32_t id : r.ids) rm::ReplyWithLongLong(ctx, id);
+  if (!job.cache_given) return;
+  const bool hit = job.cache && job.cache->outcome == CacheRequest::Outcome::Hit;
+  rm::ReplyWithCString(ctx, "cached");
+  rm::ReplyWithLongLong(ctx, hit ? 1 : 0);
+  if (hit) {
+    rm::ReplyWithCString(ctx, "cache_similarity");
+    rm::ReplyWithDouble(ctx, job.cache->similarity);
+  }
 }
 constexpr int kStatsFields = 10;
+int stats_fields(const GenerationJob& job) {
+  if (!job.cache_given) return kStatsFields;
+  return kStatsFields + (job.cache && job.cache->outcome == CacheRequest::Outcome::Hit ? 2 : 1);
+}
 
 // {id, token, logprob}: a token's piece is its raw bytes (possibly part of a UTF-8 character).
 void reply_token(RedisModuleCtx* ctx, int32_t id, const std::string& piece, float logprob, int extra_fields) {
@@ -149,12 +164,12 @@ int GenerationJob::reply(RedisModuleCtx* ctx) {
   // With calls: text is the content around them, then tool_calls, and finish tool_calls (with the stats
   // when WITHSTATS has them).
   const int tool_fields = tool_reply ? (with_stats ? 1 : 2) : 0;
-  rm::ReplyWithMap(ctx, 1 + (with_stats ? kStatsFields : 0) + (with_logprobs ? 1 : 0) + extra + tool_fields);
+  rm::ReplyWithMap(ctx, 1 + (with_stats ? stats_fields(*this) : 0) + (with_logprobs ? 1 : 0) + extra + tool_fields);
   const std::string& text = tool_reply ? tool_reply->content : r.text;
   rm::ReplyWithCString(ctx, "text");
   rm::ReplyWithStringBuffer(ctx, text.data(), text.size());
   const char* finish = tool_reply ? "tool_calls" : engine::finish_reason_name(r.finish);
-  if (with_stats) reply_stats_fields(ctx, r, finish);
+  if (with_stats) reply_stats_fields(ctx, *this, finish);
   if (with_logprobs) reply_logprobs_field(ctx, r);
   reply_extra_fields(ctx);
   if (tool_reply) {
@@ -179,9 +194,20 @@ std::string_view GenerationJob::hold(RedisModuleString* arg) {
   return view(held);
 }
 
-bool GenerationJob::has_writes() const { return stream && !refusal && error.empty(); }
+bool GenerationJob::stores_in_cache() const {
+  return cache && cache->outcome == CacheRequest::Outcome::Miss && !refusal && error.empty() &&
+         (result.finish == engine::FinishReason::Stop || result.finish == engine::FinishReason::Length);
+}
+
+bool GenerationJob::has_writes() const { return (stream && !refusal && error.empty()) || stores_in_cache(); }
 
 void GenerationJob::write(RedisModuleCtx* ctx, Writable writable) {
+  if (stream && !refusal) write_stream(ctx, writable);
+  // A node that became a replica stores nothing: its master's entries arrive by replication.
+  if (writable == Writable::Yes && stores_in_cache()) cache_store(ctx, this);
+}
+
+void GenerationJob::write_stream(RedisModuleCtx* ctx, Writable writable) {
   const char* reason = unblocked ? "cancelled" : tool_reply ? "tool_calls" : engine::finish_reason_name(result.finish);
   std::vector<std::pair<std::string, std::string>> fields;
   if (tool_reply && !unblocked) fields.emplace_back("tool_calls", tool_calls_json(tool_reply->tool_calls));
@@ -201,6 +227,50 @@ void GenerationJob::write(RedisModuleCtx* ctx, Writable writable) {
 
 void GenerationJob::settle() {
   if (refusal && counted_before_submit) --stats().generate_requests;
+  if (!cache_given) return;
+  ModuleStats& s = stats();
+  if (!cache)
+    ++s.cache_bypassed;
+  else if (cache->outcome == CacheRequest::Outcome::Hit)
+    ++s.cache_hits;
+  else if (cache->outcome == CacheRequest::Outcome::Miss)
+    ++s.cache_misses;
+}
+
+bool GenerationJob::load_cached(const nlohmann::json& e) {
+  engine::Result r;
+  r.text = bytes_of(e.at("text"));
+  const std::string finish = e.at("finish").get<std::string>();
+  if (finish != "stop" && finish != "length") return false;
+  r.finish = finish == "stop" ? engine::FinishReason::Stop : engine::FinishReason::Length;
+  r.ids = e.at("ids").get<std::vector<int32_t>>();
+  r.timings.prompt_tokens = e.at("prompt_tokens").get<int>();
+  r.timings.generated_tokens = static_cast<int>(r.ids.size());
+  r.seed = e.at("seed").get<uint64_t>();
+  if (auto t = e.find("tool_reply"); t != e.end()) {
+    chat::ParsedReply p;
+    p.content = bytes_of(t->at("content"));
+    for (const auto& c : t->at("calls"))
+      p.tool_calls.push_back({bytes_of(c.at("id")), bytes_of(c.at("name")), bytes_of(c.at("arguments"))});
+    tool_reply = std::move(p);
+  }
+  result = std::move(r);
+  if (stream) stream->append(result.text);
+  return true;
+}
+
+void GenerationJob::save_cached(nlohmann::ordered_json& e) const {
+  e["text"] = json_bytes(result.text);
+  e["finish"] = engine::finish_reason_name(result.finish);
+  e["ids"] = result.ids;
+  e["prompt_tokens"] = result.timings.prompt_tokens;
+  e["seed"] = result.seed;
+  if (tool_reply) {
+    nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+    for (const chat::ToolCall& c : tool_reply->tool_calls)
+      calls.push_back({{"id", json_bytes(c.id)}, {"name", json_bytes(c.name)}, {"arguments", json_bytes(c.arguments)}});
+    e["tool_reply"] = {{"content", json_bytes(tool_reply->content)}, {"calls", std::move(calls)}};
+  }
 }
 
 GenerationOptions default_generation_options() {
@@ -215,7 +285,7 @@ bool is_generation_option(const RedisModuleString* s) {
     if (is_word(s, k)) return true;
   for (const char* k : kConstraintKeywords)
     if (is_word(s, k)) return true;
-  return is_word(s, "WITHSTATS") || is_word(s, "STREAM");
+  return is_word(s, "WITHSTATS") || is_word(s, "STREAM") || is_word(s, "CACHE");
 }
 
 namespace {
@@ -256,6 +326,8 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
   RedisModuleString* w = argv[*i];
   for (const char* k : kConstraintKeywords)
     if (is_word(w, k)) return parse_constraint_option(argv, argc, i, o, err);
+  if ((extras & kCache) && is_word(w, "CACHE"))
+    return parse_cache_option(argv, argc, i, &o->cache, err) ? OptionParse::Parsed : OptionParse::Error;
   if ((extras & kWithStats) && is_word(w, "WITHSTATS")) {
     if (o->with_stats) return *err = "WITHSTATS given twice", OptionParse::Error;
     o->with_stats = true;
@@ -343,6 +415,7 @@ bool refuse_stream_key(RedisModuleCtx* ctx, const GenerationOptions& o) {
 std::string unknown_option(RedisModuleString** argv, int i, const GenerationOptions& o) {
   std::string e = "unknown option '" + str(argv[i]) + "'";
   if (o.stream_key_pos == i - 1) e += " ('" + str(argv[i - 1]) + "' was taken as the STREAM key)";
+  else if (is_cache_word(argv[i])) e += " (THRESHOLD, TTL and SAMPLED follow CACHE key)";
   return e;
 }
 
@@ -354,7 +427,59 @@ void apply_generation_options(const GenerationOptions& o, engine::Request* req) 
   if (o.timeout_ms > 0) req->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeout_ms);
 }
 
-void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const GenerationOptions& o) {
+void add_generation_fingerprint(Fingerprint* f, const GenerationOptions& o) {
+  const engine::SamplingParams& p = o.sampling;
+  f->add_number("temperature", p.temperature);
+  f->add_number("top_k", p.top_k);
+  f->add_number("top_p", p.top_p);
+  f->add_number("min_p", p.min_p);
+  f->add_number("repeat_penalty", p.repeat_penalty);
+  f->add("seed", p.seed ? std::to_string(*p.seed) : "");
+  f->add_number("max_tokens", static_cast<double>(o.max_tokens));
+  f->add_number("stops", static_cast<double>(o.stop.size()));
+  for (const std::string& stop : o.stop) f->add("stop", stop);
+  f->add_number("logprobs", o.logprobs);
+  f->add_number("constraint", static_cast<int>(o.constraint));
+  f->add("constraint_text", o.constraint_text ? view(o.constraint_text) : std::string_view());
+}
+
+const char* cache_bypass_reason(const GenerationOptions& o) {
+  if (o.sampling.temperature > 0 && !o.cache.sampled) return "TEMP > 0 without SAMPLED";
+  if (o.logprobs >= 0) return "LOGPROBS";
+  return "";
+}
+
+bool refuse_cache_key(RedisModuleCtx* ctx, const GenerationOptions& o, const LoadedModel& embedder,
+                      size_t fingerprinted_bytes) {
+  if (!o.cache.key) return false;
+  RedisModuleKey* k = rm::OpenKey(ctx, o.cache.key, REDISMODULE_READ);
+  const int type = rm::KeyType(k);
+  const bool is_set = type == REDISMODULE_KEYTYPE_MODULE && rm::ModuleTypeGetType(k) == vset_type();
+  rm::CloseKey(k);
+  if (type != REDISMODULE_KEYTYPE_EMPTY && !is_set) {
+    reply_coded_error(ctx, "WRONGTYPE", "CACHE key holds a value that is not a vector set");
+    return true;
+  }
+  if (fingerprinted_bytes > kMaxFingerprintedBytes) {
+    reply_error(ctx, "CACHE: TOOLS, CHATARGS, JSONSCHEMA and GRAMMAR of " + std::to_string(fingerprinted_bytes) +
+                         " bytes in all are more than " + std::to_string(kMaxFingerprintedBytes) +
+                         ", which the cache's fingerprint may hash on the main thread");
+    return true;
+  }
+  if (embedder.engine->n_embd() <= 0) {
+    reply_error(ctx, "CACHE: model '" + embedder.name + "' cannot embed the prompt");
+    return true;
+  }
+  return false;
+}
+
+void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const GenerationOptions& o,
+                          const std::string& cache_fingerprint) {
+  job->cache_given = o.cache.key != nullptr;
+  if (job->cache_given && *cache_bypass_reason(o) == '\0') {
+    job->cache = std::make_unique<CacheRequest>(o.cache.key, o.cache, cache_fingerprint);
+    job->cache->asked = importing_here(ctx, view(o.cache.key));
+  }
   job->timeout_ms = o.timeout_ms;
   job->with_stats = o.with_stats;
   job->logprobs = o.logprobs;
@@ -396,6 +521,66 @@ std::string constrain_to_tool_call(const GenerationJob& job, engine::Request& re
   return why;
 }
 
+void resume_after_cache_miss(GenerationJob* job);
+
+// Main thread (event-loop one-shot): the prompt's embedding is made; look it up.
+void lookup_on_main(void* data) {
+  auto* job = static_cast<GenerationJob*>(data);
+  try {
+    RedisModuleCtx* ctx = rm::GetThreadSafeContext(job->bc);  // bound to the client: its database
+    cache_lookup(ctx, job, resume_after_cache_miss);
+    rm::FreeThreadSafeContext(ctx);
+  } catch (const std::exception& e) {
+    job->error = std::string("internal error: ") + e.what();
+    unblock_generation(job);
+  }
+}
+
+// Background thread, the prompt prepared: the model (or the EMBEDDER, from the prompt's text) embeds it
+// as INFER.EMBED without POOLING embeds, and the lookup follows on the main thread. `req` waits in the
+// job for a miss.
+void embed_for_cache(GenerationJob* job, engine::Request req) {
+  engine::Request e;
+  e.embedding = true;
+  e.pooling = engine::Pooling::Default;
+  e.normalize = true;
+  e.deadline = req.deadline;
+  const std::shared_ptr<const LoadedModel>& embedder = job->cache->embedder ? job->cache->embedder : job->model;
+  if (job->cache->embedder) {
+    e.prompt_text = req.prompt_text.empty() ? std::move(job->cache->text) : req.prompt_text;
+    if (std::string why = embedder->engine->refuse_prompt_text(e.prompt_text, true); !why.empty()) {
+      job->error = "CACHE: EMBEDDER '" + embedder->name + "': " + why;
+      return unblock_generation(job);
+    }
+  } else {
+    e.prompt_text = req.prompt_text;
+    e.prompt_ids = req.prompt_ids;
+  }
+  job->pending = std::move(req);
+  engine::Callbacks cb;
+  cb.on_done = [job](engine::Result&& r) {
+    // Engine thread. On success the lookup owns the job's next step.
+    if (r.finish == engine::FinishReason::Stop && !r.embedding.empty()) {
+      job->cache->vector = std::move(r.embedding);
+      rm::EventLoopAddOneShot(lookup_on_main, job);
+      return;
+    }
+    if (r.finish == engine::FinishReason::Error) {
+      job->error = "CACHE: the prompt's embedding failed: " + r.error;
+    } else {
+      job->result.finish = r.finish;  // a deadline or a cancel, replied as for a generation
+    }
+    unblock_generation(job);
+  };
+  auto submitted = embedder->engine->submit(std::move(e), std::move(cb));
+  if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
+    job->refusal = *refusal;
+    unblock_generation(job);
+  } else {
+    job->cancellation->set(std::get<engine::Handle>(submitted));
+  }
+}
+
 // The background half of a submit: prepare the prompt, compile the output constraint, submit. A refusal
 // unblocks the job. Once submit succeeds the request may finish and the job be freed at any time: only
 // the cancellation (shared) is touched after it.
@@ -408,6 +593,8 @@ auto background_submit(GenerationJob* job, engine::Request req, PreparePrompt pr
     } catch (const std::exception& e) {
       why = std::string("cannot tokenise the prompt: ") + e.what();
     }
+    if (why.empty() && job->cache && job->cache->outcome == CacheRequest::Outcome::Pending)
+      return embed_for_cache(job, std::move(req));
     if (why.empty() && job->constraint != OutputConstraint::None)
       why = constrain_request(*job->model, job->constraint, job->constraint_text, req);
     if (why.empty() && job->tool_choice.constrains()) why = constrain_to_tool_call(*job, req);
@@ -433,16 +620,37 @@ int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, 
   // Tokenising (prompt text, suffix), compiling a grammar and Engine::submit (validation, queueing,
   // waking the scheduler) run on a background thread: the main thread only parses, copies token keys
   // and blocks the client, which keeps its time per command small and independent of the prompt. A
-  // refusal there (BUSY included) is replied by on_reply.
+  // refusal there (BUSY included) is replied by on_reply. A cache lookup comes first: the generation is
+  // counted when a miss submits it.
+  const bool generates_now = !job->cache;
   auto task = background_submit(job, std::move(req), std::move(prepare));
-  job->counted_before_submit = true;
+  job->counted_before_submit = generates_now;
   if (!run_in_background(text_bytes + job->constraint_text.size(), std::move(task))) {
     abort_blocked(job);
     return reply_coded_error(ctx, "BUSY", "too many requests waiting to be submitted; retry later");
   }
-  ++stats().generate_requests;
+  if (generates_now) ++stats().generate_requests;
   return REDISMODULE_OK;
 }
+
+namespace {
+
+// Main thread: the cache had no answer; compile and submit the prepared request.
+void resume_after_cache_miss(GenerationJob* job) {
+  if (job->cancellation->requested()) {
+    job->result.finish = engine::FinishReason::Cancelled;
+    return unblock_generation(job);
+  }
+  job->counted_before_submit = true;
+  if (!run_in_background(job->constraint_text.size(), background_submit(job, std::move(job->pending), {}))) {
+    job->counted_before_submit = false;
+    job->refusal = engine::SubmitError{engine::SubmitError::Kind::Busy, "too many requests waiting to be submitted", 10};
+    return unblock_generation(job);
+  }
+  ++stats().generate_requests;
+}
+
+}  // namespace
 
 void submit_generation(GenerationJob* job, engine::Request req) {
   if (job->constraint != OutputConstraint::None || job->tool_choice.constrains()) {  // compiled off the main thread

@@ -17,6 +17,7 @@
 #include "redis/blocked_call.h"
 #include "redis/models.h"
 #include "redis/module_api.h"
+#include "redis/semantic_cache.h"
 #include "redis/stream_writer.h"
 #include "redis/tool_reply.h"
 
@@ -29,7 +30,7 @@ enum class OutputConstraint { None, Json, Schema, Grammar };
 inline constexpr size_t kMaxConstraintBytes = 256 * 1024;
 
 // MAXTOKENS TEMP TOPK TOPP MINP REPEAT-PENALTY SEED STOP TIMEOUT LOGPROBS FORMAT JSONSCHEMA GRAMMAR [WITHSTATS]
-// [STREAM key].
+// [STREAM key] [CACHE key [THRESHOLD s] [TTL seconds] [SAMPLED]].
 struct GenerationOptions {
   engine::SamplingParams sampling;
   long long max_tokens = 0;  // tokens
@@ -42,13 +43,14 @@ struct GenerationOptions {
   OutputConstraint constraint = OutputConstraint::None;
   RedisModuleString* constraint_text = nullptr;  // JSONSCHEMA / GRAMMAR value: the handler's argv
   unsigned given = 0;                       // the single-valued options parsed so far (bit per keyword)
+  CacheOptions cache;                       // CACHE (semantic_cache.h): cache.key null when not given
 };
 
 // The options with the module's defaults (infer.default-max-tokens, infer.timeout-ms). Main thread.
 GenerationOptions default_generation_options();
 
 // Options beyond the sampling ones that a command accepts (bit set for parse_generation_option).
-enum GenerationExtras : unsigned { kNoExtras = 0, kWithStats = 1, kStream = 2 };
+enum GenerationExtras : unsigned { kNoExtras = 0, kWithStats = 1, kStream = 2, kCache = 4 };
 
 // True when s is a generation keyword (of any set): ends INFER.GENERATE's TOKENS key lists.
 bool is_generation_option(const RedisModuleString* s);
@@ -72,6 +74,13 @@ std::string unknown_option(RedisModuleString** argv, int i, const GenerationOpti
 // (-WRONGTYPE). Replies and returns true when refused; false without STREAM. Main thread.
 bool refuse_stream_key(RedisModuleCtx* ctx, const GenerationOptions& o);
 
+// Adds the options that change a generation's answer to a cache fingerprint (sampling, MAXTOKENS, STOP,
+// LOGPROBS, the output constraint; not TIMEOUT, WITHSTATS or STREAM). Main thread.
+void add_generation_fingerprint(Fingerprint* f, const GenerationOptions& o);
+
+// Why CACHE is bypassed for these options ("" when it is not): TEMP > 0 without SAMPLED, LOGPROBS.
+const char* cache_bypass_reason(const GenerationOptions& o);
+
 // Copies sampling, max tokens, stop strings and LOGPROBS into req, and sets its deadline to now + timeout.
 void apply_generation_options(const GenerationOptions& o, engine::Request* req);
 
@@ -87,6 +96,10 @@ struct GenerationJob : BlockedJob {
   // pairs, and writing them. A job with extra fields always replies with a map. Main thread.
   virtual int extra_reply_fields() const { return 0; }
   virtual void reply_extra_fields(RedisModuleCtx*) const {}
+  // A cache hit: fills the result (and the STREAM) from a cache entry's attributes; false when the entry
+  // cannot be read. Any thread, before the job completes. save_cached writes the answer into an entry.
+  virtual bool load_cached(const nlohmann::json& entry);
+  virtual void save_cached(nlohmann::ordered_json& entry) const;
 
   int reply(RedisModuleCtx* ctx) override;
   bool has_writes() const override;              // a STREAM gets its final entry
@@ -115,14 +128,31 @@ struct GenerationJob : BlockedJob {
   // The calls parsed from the result (tool_reply.h), set by on_done when there are any: the reply and the
   // STREAM's final entry carry them.
   std::optional<chat::ParsedReply> tool_reply;
+  // CACHE: given (WITHSTATS replies `cached`), and the lookup and store; `cache` is null when CACHE was
+  // not given or the request bypasses it (TEMP > 0 without SAMPLED, LOGPROBS).
+  bool cache_given = false;
+  std::unique_ptr<CacheRequest> cache;
+  engine::Request pending;  // the generation, prepared, while its prompt is looked up in the cache
 
  private:
+  bool stores_in_cache() const;
+  void write_stream(RedisModuleCtx* ctx, Writable writable);
+
   std::vector<RedisModuleString*> held_;  // freed with the job, on the main thread
 };
 
 // Sets job's options (timeout, WITHSTATS, LOGPROBS, STREAM writer in the client's database, the output
-// constraint's text held). Main thread.
-void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const GenerationOptions& o);
+// constraint's text held, the CACHE request under `cache_fingerprint` unless bypassed). Main thread.
+void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const GenerationOptions& o,
+                          const std::string& cache_fingerprint = "");
+
+// Refuses a CACHE that cannot work: a key of another type (-WRONGTYPE), fingerprinted option text over
+// kMaxFingerprintedBytes, an embedder that cannot embed. Replies and returns true when refused. Main thread.
+bool refuse_cache_key(RedisModuleCtx* ctx, const GenerationOptions& o, const LoadedModel& embedder,
+                      size_t fingerprinted_bytes);
+// TOOLS, CHATARGS, JSONSCHEMA and GRAMMAR are hashed into CACHE's fingerprint on the main thread: at most
+// this many bytes of them in all.
+inline constexpr size_t kMaxFingerprintedBytes = 1 << 20;
 
 // Blocks the client (no Redis timeout) and hands it the job; returns the job, owned by the client
 // from now on. Main thread; the command must have checked refuse_if_cannot_block.
@@ -138,7 +168,8 @@ using PreparePrompt = std::function<std::string(engine::Request& req)>;
 
 // INFER.GENERATE's path: blocks the client, then runs `prepare` (if any), compiles the job's output
 // constraint (if any) and submits req on a background thread, in the lane of `text_bytes` (the text
-// prepare and submit tokenise, plus the constraint's; background.h).
+// prepare and submit tokenise, plus the constraint's; background.h). With a CACHE request the prepared
+// prompt is embedded by the model and looked up first; only a miss compiles and submits.
 // Refusals are replied by the reply callback. Main thread; returns REDISMODULE_OK.
 int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job, engine::Request req,
                      size_t text_bytes, PreparePrompt prepare = {});

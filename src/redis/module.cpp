@@ -7,6 +7,7 @@
 #include "redis/commands.h"
 #include "redis/module_api.h"
 #include "redis/models.h"
+#include "redis/semantic_cache.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
 #include "redis/stream_registry.h"
@@ -71,6 +72,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     redis::init_write_queue(ctx);
     redis::start_background_threads();
     redis::start_search_threads();
+    redis::start_cache_sweep(ctx);
     // Redis keeps a failed load's event subscriptions (a freed module's callbacks): subscribe last.
     if (redis::subscribe_stream_endings(ctx) != REDISMODULE_OK)
       rm::Log(ctx, "warning", "infer: cannot subscribe to server events: streams may end without 'finish'");

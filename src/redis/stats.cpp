@@ -161,6 +161,30 @@ void reply_engine_stats(MapPairs& out, const engine::EngineStats& s) {
   out.ll("model_bytes", static_cast<long long>(s.model_bytes));
 }
 
+// The latency metrics in report order, with their names in INFO and INFER.STATS.
+const std::pair<const char*, engine::LatencyPercentiles engine::LatencySummary::*> kLatencyMetrics[] = {
+    {"queue_ms", &engine::LatencySummary::queue_ms},
+    {"ttft_ms", &engine::LatencySummary::ttft_ms},
+    {"tpot_ms", &engine::LatencySummary::tpot_ms},
+    {"e2e_ms", &engine::LatencySummary::e2e_ms}};
+
+// latency => {samples, queue_ms => {p50, p90, p99}, ttft_ms => ..., tpot_ms => ..., e2e_ms => ...}
+void reply_latency(MapPairs& out, const engine::LatencySummary& l) {
+  rm::ReplyWithCString(out.ctx, "latency");
+  rm::ReplyWithMap(out.ctx, 1 + 4);
+  MapPairs inner{out.ctx};
+  inner.ll("samples", static_cast<long long>(l.samples));
+  for (const auto& [name, member] : kLatencyMetrics) {
+    rm::ReplyWithCString(out.ctx, name);
+    rm::ReplyWithMap(out.ctx, 3);
+    MapPairs p{out.ctx};
+    p.dbl("p50", (l.*member).p50);
+    p.dbl("p90", (l.*member).p90);
+    p.dbl("p99", (l.*member).p99);
+  }
+  ++out.n;
+}
+
 }  // namespace
 
 void retire_engine(const std::shared_ptr<engine::Engine>& e) {
@@ -188,6 +212,7 @@ int cmd_stats(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     rm::ReplyWithMap(ctx, REDISMODULE_POSTPONED_LEN);
     MapPairs out{ctx};
     reply_engine_stats(out, m->engine->stats());
+    reply_latency(out, m->engine->latency());
     rm::ReplySetMapLength(ctx, out.n);
     return REDISMODULE_OK;
   }
@@ -201,6 +226,11 @@ int cmd_stats(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   out.ll("client_timeouts", static_cast<long long>(ms.timeouts));
   out.ll("client_disconnects", static_cast<long long>(ms.disconnects));
   out.ll("stream_entries", static_cast<long long>(ms.stream_entries));
+  out.ll("cache_hits", static_cast<long long>(ms.cache_hits));
+  out.ll("cache_misses", static_cast<long long>(ms.cache_misses));
+  out.ll("cache_bypassed", static_cast<long long>(ms.cache_bypassed));
+  out.ll("cache_stores", static_cast<long long>(ms.cache_stores));
+  out.ll("cache_expired_removed", static_cast<long long>(ms.cache_expired_removed));
   out.ll("max_main_thread_stall_us", static_cast<long long>(max_stall_us()));
   // Per command: calls, max_us (wall), max_cpu_us, avg_us.
   rm::ReplyWithCString(ctx, "main_thread_us");
@@ -249,6 +279,11 @@ void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
     rm::InfoAddFieldULongLong(ctx, "client_timeouts", ms.timeouts);
     rm::InfoAddFieldULongLong(ctx, "client_disconnects", ms.disconnects);
     rm::InfoAddFieldULongLong(ctx, "stream_entries", ms.stream_entries);
+    rm::InfoAddFieldULongLong(ctx, "cache_hits", ms.cache_hits);
+    rm::InfoAddFieldULongLong(ctx, "cache_misses", ms.cache_misses);
+    rm::InfoAddFieldULongLong(ctx, "cache_bypassed", ms.cache_bypassed);
+    rm::InfoAddFieldULongLong(ctx, "cache_stores", ms.cache_stores);
+    rm::InfoAddFieldULongLong(ctx, "cache_expired_removed", ms.cache_expired_removed);
     rm::InfoAddFieldULongLong(ctx, "max_main_thread_stall_us", max_stall_us());
     if (for_crash_report) return;
     rm::InfoAddFieldLongLong(ctx, "blocked_clients", blocked_jobs());
@@ -265,6 +300,17 @@ void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
       info_engine_fields(ctx, s);
       rm::InfoAddFieldCString(ctx, "device", model::device_name(s.device));
       rm::InfoEndDictField(ctx);
+      // infer_latency_<metric>_<name>:p50=..,p90=..,p99=..,samples=n (as Redis's latency_percentiles_usec_*)
+      const engine::LatencySummary l = m->engine->latency();
+      for (const auto& [metric, member] : kLatencyMetrics) {
+        const std::string lfield = std::string("latency_") + metric + "_" + name;
+        rm::InfoBeginDictField(ctx, lfield.c_str());
+        rm::InfoAddFieldDouble(ctx, "p50", (l.*member).p50);
+        rm::InfoAddFieldDouble(ctx, "p90", (l.*member).p90);
+        rm::InfoAddFieldDouble(ctx, "p99", (l.*member).p99);
+        rm::InfoAddFieldULongLong(ctx, "samples", l.samples);
+        rm::InfoEndDictField(ctx);
+      }
     }
   } catch (...) {
   }

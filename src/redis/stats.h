@@ -30,6 +30,13 @@ struct ModuleStats {
   uint64_t errors = 0;             // requests finished with an engine error
   uint64_t tokens_streamed = 0;    // tokens written to STREAM keys
   uint64_t stream_entries = 0;     // XADDs made for STREAM keys
+  // CACHE (semantic_cache.h): requests answered from the cache, that generated after a lookup, that
+  // bypassed it (TEMP > 0 without SAMPLED, LOGPROBS); entries stored; expired entries removed.
+  uint64_t cache_hits = 0;
+  uint64_t cache_misses = 0;
+  uint64_t cache_bypassed = 0;
+  uint64_t cache_stores = 0;
+  uint64_t cache_expired_removed = 0;
   std::map<std::string, CommandTiming, std::less<>> timing;  // by command ("infer.generate", "... reply")
 };
 

@@ -81,17 +81,29 @@ bool parse_search_options(RedisModuleString** argv, int argc, int i, vector::Sea
     } else if (is_word(a, "NOTHREAD")) {
       // cmd_vsim looks for it: this search runs on the main thread whatever the set's size.
     } else if (is_word(a, "COUNT") && has_value) {
-      if (!parse_int(argv[++i], 1, 1000000, "COUNT", &n, err)) return false;
+      if (!parse_int(argv[++i], 1, 1000000, "COUNT", &n, err)) {
+        *err = "invalid COUNT: " + *err;
+        return false;
+      }
       opt->count = static_cast<size_t>(n);
     } else if (is_word(a, "EF") && has_value) {
-      if (!parse_int(argv[++i], 1, 1000000, "EF", &n, err)) return false;
+      if (!parse_int(argv[++i], 1, 1000000, "EF", &n, err)) {
+        *err = "invalid EF: " + *err;
+        return false;
+      }
       opt->ef = static_cast<size_t>(n);
     } else if (is_word(a, "FILTER-EF") && has_value) {
-      if (!parse_int(argv[++i], 1, 100000000, "FILTER-EF", &n, err)) return false;
+      if (!parse_int(argv[++i], 1, 100000000, "FILTER-EF", &n, err)) {
+        *err = "invalid FILTER-EF: " + *err;
+        return false;
+      }
       opt->filter_ef = static_cast<size_t>(n);
     } else if (is_word(a, "EPSILON") && has_value) {
       double d = 0;
-      if (!parse_real(argv[++i], 0, 1, "EPSILON", &d, err)) return false;
+      if (!parse_real(argv[++i], 0, 1, "EPSILON", &d, err)) {
+        *err = "invalid EPSILON: " + *err;
+        return false;
+      }
       opt->epsilon = static_cast<float>(d);
     } else if (is_word(a, "FILTER") && has_value) {
       try {
@@ -102,7 +114,7 @@ bool parse_search_options(RedisModuleString** argv, int argc, int i, vector::Sea
       }
       opt->filter = &**filter;
     } else {
-      *err = "syntax error at '" + str(a) + "'";
+      *err = "syntax error in VSIM command at '" + str(a) + "'";
       return false;
     }
   }

@@ -2,6 +2,7 @@
 // INFER.EMBED and INFER.RAG commands with their flags, arity and exact key specs (spec §0.4, §6).
 #include "redis/command_registration.h"
 #include "redis/commands.h"
+#include "redis/semantic_cache.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_type.h"
 
@@ -19,6 +20,10 @@ constexpr char kVinfo[] = "infer.vinfo";
 constexpr char kVgetattr[] = "infer.vgetattr";
 constexpr char kEmbed[] = "infer.embed";
 constexpr char kRag[] = "infer.rag";
+constexpr char kVismember[] = "infer.vismember";
+constexpr char kVrandmember[] = "infer.vrandmember";
+constexpr char kVlinks[] = "infer.vlinks";
+constexpr char kVrange[] = "infer.vrange";
 
 constexpr uint64_t RO = REDISMODULE_CMD_KEY_RO, RW = REDISMODULE_CMD_KEY_RW, ACCESS = REDISMODULE_CMD_KEY_ACCESS,
                    UPDATE = REDISMODULE_CMD_KEY_UPDATE,
@@ -28,7 +33,7 @@ constexpr uint64_t RO = REDISMODULE_CMD_KEY_RO, RW = REDISMODULE_CMD_KEY_RW, ACC
 // zeroed terminator.
 RedisModuleCommandKeySpec g_specs[6][2];
 // INFER.RAG: the set, and the STREAM key after a keyword (getkeys-api gives its exact position).
-RedisModuleCommandKeySpec rag_specs[3];
+RedisModuleCommandKeySpec rag_specs[4];
 
 }  // namespace
 
@@ -48,6 +53,8 @@ int register_vector_commands(RedisModuleCtx* ctx) {
       index_key_spec("vector set searched; document keys found through it are ACL-checked", RO | ACCESS, 2);
   rag_specs[1] = keyword_key_spec("stream the output is appended to",
                                   RW | REDISMODULE_CMD_KEY_INSERT | REDISMODULE_CMD_KEY_VARIABLE_FLAGS, "STREAM", -1, 0);
+  rag_specs[2] = keyword_key_spec("semantic cache: vector set looked up, stored into, expired entries removed",
+                                  kCacheKeyFlags | REDISMODULE_CMD_KEY_VARIABLE_FLAGS, "CACHE", -1, 0);
 
   const CommandDef commands[] = {
       {"infer.vadd", guarded<cmd_vadd, kVadd>, "write deny-oom", -5, "Add or update an element of a vector set",
@@ -63,6 +70,14 @@ int register_vector_commands(RedisModuleCtx* ctx) {
       {"infer.vcard", guarded<cmd_vcard, kVcard>, "readonly fast", 2, "Number of elements", g_specs[4]},
       {"infer.vdim", guarded<cmd_vdim, kVdim>, "readonly fast", 2, "Vector dimension", g_specs[4]},
       {"infer.vinfo", guarded<cmd_vinfo, kVinfo>, "readonly fast", 2, "Parameters of a vector set", g_specs[4]},
+      {"infer.vismember", guarded<cmd_vismember, kVismember>, "readonly fast", 3, "Whether an element is in a vector set",
+       g_specs[3]},
+      {"infer.vrandmember", guarded<cmd_vrandmember, kVrandmember>, "readonly", -2,
+       "Random elements of a vector set", g_specs[3]},
+      {"infer.vrange", guarded<cmd_vrange, kVrange>, "readonly", -4,
+       "Element names in byte order between two bounds (a stateless iterator)", g_specs[3]},
+      {"infer.vlinks", guarded<cmd_vlinks, kVlinks>, "readonly", -3,
+       "The graph neighbours of an element on each level, optionally with their scores", g_specs[3]},
       {"infer.embed", guarded<cmd_embed, kEmbed>, "deny-oom deny-script getkeys-api no-mandatory-keys", -3,
        "Embed text with a loaded model, optionally adding it to a vector set (blocks only the caller)",
        g_specs[5]},

@@ -25,6 +25,10 @@ int cmd_vcard(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vdim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vinfo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vgetattr(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vismember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vrandmember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vrange(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+int cmd_vlinks(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 
@@ -42,6 +46,13 @@ void submit_embedding(std::shared_ptr<const LoadedModel> model, RedisModuleStrin
                       std::function<void(const engine::SubmitError&)> refused,
                       std::function<void(engine::Result&&)> on_done);
 
+// VADD ... CAS (vset_cas.cpp): blocks the client and searches the new element's neighbours in `set` on
+// a search thread; the insert is committed from the write queue. Returns false, the client not
+// blocked, when the search threads' queue is full (the caller then inserts as without CAS).
+bool start_cas_insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, int element_index,
+                      const std::shared_ptr<class SharedVset>& set, std::vector<float> vec,
+                      std::optional<std::string> attrs, uint32_t ef);
+
 // Parses `FP32 blob` or `VALUES n v1..vn` at argv[*i]; on success advances *i past it. Returns nullopt
 // with `err` set when the words there are not a valid vector (dimension 1..65536, finite numbers,
 // blob length a multiple of 4).
@@ -53,6 +64,10 @@ bool is_vector_start(RedisModuleString* arg);
 // master or the AOF are never refused.
 inline constexpr size_t kMaxNameBytes = 65536;
 std::string element_name_error(RedisModuleCtx* ctx, const RedisModuleString* name);
+// The most element names one VRANDMEMBER, VRANGE or VLINKS reply may hold, and their bytes: the reply
+// is written on the main thread (vset_members.cpp); a larger one is refused before it starts.
+inline constexpr size_t kMaxReplyNames = 65536;
+inline constexpr size_t kMaxReplyNameBytes = size_t{4} << 20;
 // "" when a client may set attributes of `bytes` (infer.max-attribute-bytes), else the error. Writes
 // from the master or the AOF are never refused: a replica must apply what its master did.
 std::string attribute_size_error(RedisModuleCtx* ctx, size_t bytes);

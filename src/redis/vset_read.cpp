@@ -1,4 +1,5 @@
-// INFER.VSIM, INFER.VEMB, INFER.VCARD, INFER.VDIM, INFER.VINFO, INFER.VGETATTR: the reads of vector sets.
+// INFER.VSIM, INFER.VEMB, INFER.VCARD, INFER.VDIM, INFER.VINFO, INFER.VGETATTR: the reads of vector sets
+// (the member and graph reads are in vset_members.cpp).
 // VSIM on a set of at least infer.vsim-thread-threshold elements, or with a FILTER whose work is expected
 // to take more than a few milliseconds, runs off the main thread (spec §3.1):
 // the handler parses, blocks the client and queues the search with a reference to the set

@@ -55,25 +55,27 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   auto vec = parse_vector(argv, argc, &i, &err);
   if (!vec) return reply_error(ctx, err);
   if (i >= argc) return reply_error(ctx, "missing element name after the vector");
+  const int element_index = i;
   RedisModuleString* element = argv[i++];
   if (std::string e = element_name_error(ctx, element); !e.empty()) return reply_error(ctx, e);
   std::optional<vector::Quant> quant;
   std::optional<uint32_t> m, ef;
   std::optional<std::string> attrs;
+  bool cas = false;
   for (; i < argc; ++i) {
     RedisModuleString* a = argv[i];
     const bool has_value = i + 1 < argc;
     if (is_word(a, "CAS")) {
-      // Inserts are always done in the command; accepted for compatibility.
+      cas = true;
     } else if (is_word(a, "NOQUANT") || is_word(a, "Q8") || is_word(a, "BIN")) {
       const auto q = is_word(a, "NOQUANT") ? vector::Quant::F32 : is_word(a, "Q8") ? vector::Quant::Q8 : vector::Quant::Bin;
       if (quant && *quant != q) return reply_error(ctx, "only one of NOQUANT, Q8 and BIN may be given");
       quant = q;
     } else if (is_word(a, "EF") && has_value) {
-      if (!parse_int(argv[++i], 1, 1000000, "EF", &n, &err)) return reply_error(ctx, err);
+      if (!parse_int(argv[++i], 1, 1000000, "EF", &n, &err)) return reply_error(ctx, "invalid EF: " + err);
       ef = static_cast<uint32_t>(n);
     } else if (is_word(a, "M") && has_value) {
-      if (!parse_int(argv[++i], 4, 4096, "M", &n, &err)) return reply_error(ctx, err);
+      if (!parse_int(argv[++i], 4, 4096, "M", &n, &err)) return reply_error(ctx, "invalid M: " + err);
       m = static_cast<uint32_t>(n);
     } else if (is_word(a, "SETATTR") && has_value) {
       if (std::string e = attribute_size_error(ctx, view(argv[i + 1]).size()); !e.empty()) return reply_error(ctx, e);
@@ -82,7 +84,7 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       if (!parse_int(argv[++i], 1, 65536, "REDUCED-FROM", &n, &err)) return reply_error(ctx, err);
       reduced_from = static_cast<uint32_t>(n);
     } else {
-      return reply_error(ctx, "syntax error at '" + str(a) + "'");
+      return reply_error(ctx, "invalid option after element: syntax error at '" + str(a) + "'");
     }
   }
 
@@ -110,20 +112,31 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
         return reply_error(ctx, "asked quantization mismatch with existing vector set");
       if (m && *m != cfg.m) return reply_error(ctx, "asked M value mismatch with existing vector set");
       if (reduce && !cfg.projection_input_dim)
-        return reply_error(ctx, "REDUCE mismatch: the vector set was created without REDUCE");
+        return reply_error(ctx, "cannot add projection to existing set without projection (the set was created "
+                                "without REDUCE)");
       if (reduce && *reduce != cfg.dim)
-        return reply_error(ctx, "REDUCE mismatch: the vector set reduces to " + std::to_string(cfg.dim) +
-                                    " dimensions, asked " + std::to_string(*reduce));
+        return reply_error(ctx, "projection dimension mismatch with existing set: it reduces to " +
+                                    std::to_string(cfg.dim) + " dimensions, asked " + std::to_string(*reduce));
       if (reduced_from && *reduced_from != cfg.projection_input_dim)
         return reply_error(ctx, "REDUCED-FROM mismatch: the vector set projects from " +
                                     std::to_string(cfg.projection_input_dim) + " dimensions");
       const uint32_t want = reduced_from ? cfg.dim : k.set->input_dim();
-      if (size != want) {
-        std::string msg = "vector dimension mismatch: got " + std::to_string(size) + ", set has " + std::to_string(want);
+      if (size != want) {  // Redis 8's wording, which clients match
         if (cfg.projection_input_dim && !reduced_from)
-          msg += " (it reduces " + std::to_string(want) + "-dimensional vectors to " + std::to_string(cfg.dim) + ")";
-        return reply_error(ctx, msg);
+          return reply_error(ctx, "Input dimension mismatch for projection - got " + std::to_string(size) +
+                                      " but projection expects " + std::to_string(want) + " (it reduces " +
+                                      std::to_string(want) + "-dimensional vectors to " + std::to_string(cfg.dim) +
+                                      ")");
+        return reply_error(ctx, "Vector dimension mismatch - got " + std::to_string(size) + " but set has " +
+                                    std::to_string(want));
       }
+      // CAS searches off the main thread, for a new element of an existing set, where the client may
+      // block (not in MULTI or scripts) and not from the master or the AOF, which insert in order.
+      const int no_cas = REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING |
+                         REDISMODULE_CTX_FLAGS_MULTI | REDISMODULE_CTX_FLAGS_LUA | REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
+      if (cas && !reduced_from && !(rm::GetContextFlags(ctx) & no_cas) && !k.set->contains(view(element)) &&
+          start_cas_insert(ctx, argv, argc, element_index, k.shared, *vec, attrs, ef.value_or(0)))
+        return REDISMODULE_OK;
       added = k.set->add(view(element), *vec, attrs, ef.value_or(0), reduced_from.has_value());
     }
   } catch (const vector::VectorSetError& e) {

@@ -100,7 +100,8 @@ uint32_t Hnsw::greedy(const uint8_t* q, uint32_t ep, int from_level, int to_leve
 }
 
 std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t ef, int level,
-                                           size_t* budget) const {
+                                           size_t* budget, bool* stopped) const {
+  if (stopped) *stopped = false;
   Visited& vis = t_visited;
   vis.begin(slots());
   std::vector<Pair> storage;
@@ -129,7 +130,10 @@ std::vector<Hnsw::Pair> Hnsw::search_level(const uint8_t* q, uint32_t ep, size_t
         fresh.push_back(nb);
       }
     if (budget) {
-      if (*budget < fresh.size()) break;  // out of budget: keep the best found so far
+      if (*budget < fresh.size()) {  // out of budget: keep the best found so far
+        if (stopped) *stopped = true;
+        break;
+      }
       *budget -= fresh.size();
     }
     for (uint32_t nb : fresh) {
@@ -247,7 +251,33 @@ uint32_t Hnsw::new_slot(int level) {
   return id;
 }
 
-uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) {
+Hnsw::PreparedInsert Hnsw::prepare_insert(const uint8_t* q, uint64_t level_seed, uint32_t ef) const {
+  PreparedInsert p;
+  p.version = version_;
+  p.level = level_for_seed(level_seed, p_.m);
+  p.ef = ef;
+  if (count_ == 0) return p;
+  uint32_t ep = greedy(q, entry_, max_level_, p.level);
+  // The most each level's search could get in insert(): what is left when selection and pruning spent nothing.
+  size_t budget = insert_distance_budget();
+  p.levels.resize(static_cast<size_t>(std::min(p.level, max_level_)) + 1);
+  for (int lv = std::min(p.level, max_level_); lv >= 0; --lv) {
+    auto& l = p.levels[lv];
+    l.ep = ep;
+    size_t search_budget = budget / 4 * 3;
+    const size_t search_start = search_budget;
+    l.cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv, &search_budget, &l.stopped);
+    l.spent = search_start - search_budget;
+    budget -= l.spent;
+    std::sort(l.cands.begin(), l.cands.end());
+    if (!l.cands.empty()) ep = l.cands.front().second;
+  }
+  return p;
+}
+
+uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef, const PreparedInsert* prepared) {
+  if (prepared && (prepared->version != version_ || prepared->ef != ef)) prepared = nullptr;
+  ++version_;
   const int level = level_for_seed(level_seed, p_.m);
   const uint32_t id = new_slot(level);
   std::copy(encoded, encoded + vec_bytes_, vecs_.at(id));
@@ -266,9 +296,18 @@ uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) 
     // and for the levels below.
     size_t search_budget = budget / 4 * 3;
     const size_t search_start = search_budget;
-    auto cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv, &search_budget);
+    const PreparedInsert::Level* ahead =
+        prepared && static_cast<size_t>(lv) < prepared->levels.size() ? &prepared->levels[lv] : nullptr;
+    std::vector<Pair> cands;
+    // A search that ended by itself with no more than this level's budget ends the same way here.
+    if (ahead && ahead->ep == ep && !ahead->stopped && ahead->spent <= search_budget) {
+      cands = ahead->cands;
+      search_budget -= ahead->spent;
+    } else {
+      cands = search_level(q, ep, ef ? ef : p_.ef_construction, lv, &search_budget);
+      std::sort(cands.begin(), cands.end());
+    }
     budget -= search_start - search_budget;
-    std::sort(cands.begin(), cands.end());
     if (cands.empty()) continue;
     ep = cands.front().second;
     const auto chosen = select(cands, p_.m, &budget);
@@ -286,6 +325,7 @@ uint32_t Hnsw::insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef) 
 
 std::optional<uint32_t> Hnsw::remove(uint32_t id) {
   if (!contains(id)) throw std::out_of_range("HNSW remove: no node " + std::to_string(id));
+  ++version_;
   // Nodes that may have lost their last incoming link on each level: the removed node's neighbours
   // (reconnect() takes no other link away).
   std::vector<std::vector<uint32_t>> at_risk(static_cast<size_t>(levels_[id]) + 1);
@@ -408,7 +448,8 @@ void Hnsw::reconnect(uint32_t id, int lv, const std::vector<uint32_t>& pointing,
 
 void Hnsw::repair(const std::vector<std::vector<uint32_t>>& at_risk, uint32_t skip) {
   // From the top level down: a node is reachable on a level when it is reached from the nodes of the
-  // level above, which are repaired first.
+  // level above, which are repaired first. The relinks share one insert's distance budget.
+  size_t budget = insert_distance_budget();
   for (int lv = static_cast<int>(at_risk.size()) - 1; lv >= 0; --lv) {
     t_reached.begin(slots());  // proofs hold for one level
     std::vector<uint32_t> queue = at_risk[lv];
@@ -421,7 +462,7 @@ void Hnsw::repair(const std::vector<std::vector<uint32_t>>& at_risk, uint32_t sk
       if (x == skip || x == entry_) continue;
       const auto island = unreached_ancestors(x, lv);
       if (island.empty()) continue;
-      relink(x, lv, &queue);
+      relink(x, lv, &queue, &budget);
       ++relinks;
       // The rest of the island reaches x but x may not reach it: check each again.
       for (uint32_t a : island)
@@ -466,12 +507,19 @@ std::vector<uint32_t> Hnsw::unreached_ancestors(uint32_t x, int lv) const {
   return found;
 }
 
-void Hnsw::relink(uint32_t x, int lv, std::vector<uint32_t>* orphans) {
-  // The nodes nearest x that a search reaches on this level (so they are reachable themselves).
+void Hnsw::relink(uint32_t x, int lv, std::vector<uint32_t>* orphans, size_t* budget) {
+  // The nodes nearest x that a search reaches on this level (so they are reachable themselves); past
+  // the budget the search keeps what it found, and with nothing found the greedy descent's end (a
+  // reachable node) gives the link.
   const uint8_t* q = vector(x);
-  auto cands = search_level(q, greedy(q, entry_, max_level_, lv), p_.ef_construction, lv);
+  const uint32_t ep = greedy(q, entry_, max_level_, lv);
+  auto cands = search_level(q, ep, p_.ef_construction, lv, budget);
   std::sort(cands.begin(), cands.end());
   std::erase_if(cands, [x](const Pair& c) { return c.second == x; });
+  if (cands.empty() && ep != x) {
+    add_link(ep, x, lv, orphans);
+    return;
+  }
   // The nearest with a free slot takes the link.
   for (const auto& [d, c] : cands)
     if (links(c, lv).size() < max_links(lv)) {
@@ -482,6 +530,8 @@ void Hnsw::relink(uint32_t x, int lv, std::vector<uint32_t>* orphans) {
   // (the farthest such); that node is checked again.
   for (const auto& [d, c] : cands) {
     const auto out = links(c, lv);
+    if (*budget < out.size()) break;  // cannot measure this one's links: the last resort below
+    *budget -= out.size();
     std::optional<Pair> drop;
     for (uint32_t t : out)
       if (in_[t][lv].size() >= 2) {
@@ -645,6 +695,7 @@ void Hnsw::restore_node(uint32_t id, int level, const uint8_t* encoded,
     const uint32_t hole = new_slot(0);
     levels_[hole] = -1;
   }
+  ++version_;
   levels_[id] = static_cast<int8_t>(level);
   upper_[id].assign(static_cast<size_t>(level) * (1 + p_.m), 0);
   in_[id].assign(static_cast<size_t>(level) + 1, {});

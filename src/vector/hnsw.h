@@ -48,9 +48,32 @@ class Hnsw {
 
   explicit Hnsw(const Params& p);
 
+  // An insert's neighbour searches, done ahead under a shared lock (VADD ... CAS on a search thread):
+  // the level the node would get, and per level the entry it started from, the candidates found and the
+  // distances spent. insert() reuses a level's search when the graph has not changed since (`version`)
+  // and the search would have run the same there (same entry point, within that level's budget), so
+  // the graph is the one a plain insert builds; any other level is searched again.
+  struct PreparedInsert {
+    struct Level {
+      uint32_t ep = 0;
+      size_t spent = 0;
+      bool stopped = false;  // ran out of its budget: not reusable
+      std::vector<std::pair<float, uint32_t>> cands;
+    };
+    uint64_t version = 0;
+    int level = 0;
+    uint32_t ef = 0;
+    std::vector<Level> levels;  // by level; empty for the first node
+  };
+  PreparedInsert prepare_insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef = 0) const;
+
   // Inserts an encoded vector (encoded_size(quant, dim) bytes, copied) and returns its id. `ef`: beam
   // width for this insert, 0 → params().ef_construction. Nodes that pruning cut off are relinked.
-  uint32_t insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef = 0);
+  // `prepared`: prepare_insert() of the same vector, seed and ef (see there).
+  uint32_t insert(const uint8_t* encoded, uint64_t level_seed, uint32_t ef = 0,
+                  const PreparedInsert* prepared = nullptr);
+  // Changes with every insert, removal and restore: a PreparedInsert of another version is stale.
+  uint64_t version() const { return version_; }
   // Unlinks the node and reconnects the nodes that pointed at it (a node left cut off gets a link from a
   // reachable node near it, so every node stays reachable); then the last node moves into its slot so
   // that ids stay dense and the memory shrinks. Returns the old id of the node that now has `id`, or
@@ -76,6 +99,8 @@ class Hnsw {
     return {b + 1, b[0]};
   }
   int max_level() const { return max_level_; }
+  // 1 - cos between two nodes' vectors (VLINKS scores).
+  float distance(uint32_t a, uint32_t b) const { return dist(vector(a), b); }
   int64_t entry_point() const { return count_ ? static_cast<int64_t>(entry_) : -1; }
   size_t memory_bytes() const;
   size_t max_links(int level) const { return level == 0 ? 2 * p_.m : p_.m; }
@@ -107,7 +132,9 @@ class Hnsw {
   uint32_t greedy(const uint8_t* q, uint32_t ep, int from_level, int to_level) const;
   // Beam search on one level; returns up to ef (distance, id) pairs, unordered. With `budget`, each
   // distance takes one from *budget and the search stops expanding at 0, keeping the best found so far.
-  std::vector<Pair> search_level(const uint8_t* q, uint32_t ep, size_t ef, int level, size_t* budget = nullptr) const;
+  // `stopped`, when given, is set when the budget ran out.
+  std::vector<Pair> search_level(const uint8_t* q, uint32_t ep, size_t ef, int level, size_t* budget = nullptr,
+                                 bool* stopped = nullptr) const;
   // HNSW neighbour-selection heuristic: keeps a candidate only when it is closer to the base than to
   // every candidate already kept. `cands` must be sorted by distance to the base. With `budget` spent,
   // the remaining slots go to the nearest candidates left, without the pairwise checks.
@@ -140,8 +167,9 @@ class Hnsw {
   // that lead only to it); empty when x is reachable or the walk back is too long to tell.
   std::vector<uint32_t> unreached_ancestors(uint32_t x, int level) const;
   // Gives `x` an incoming link on `level` from a reachable node near it; a node that loses a link for
-  // it is appended to `orphans` to be checked.
-  void relink(uint32_t x, int level, std::vector<uint32_t>* orphans);
+  // it is appended to `orphans` to be checked. Distances are taken from *budget (repair() gives each
+  // insert or removal one insert's budget), so a repair's cost is bounded whatever the dimension.
+  void relink(uint32_t x, int level, std::vector<uint32_t>* orphans, size_t* budget);
 
   Params p_;
   DistanceFn dist_;
@@ -154,6 +182,7 @@ class Hnsw {
   std::deque<std::vector<std::vector<uint32_t>>> in_;  // per slot, per level: nodes linking here
   std::deque<int8_t> levels_;                       // per slot; -1 = not restored yet
   size_t count_ = 0;
+  uint64_t version_ = 0;
   uint32_t entry_ = 0;
   int max_level_ = -1;
 };

@@ -1,5 +1,7 @@
 #include "vector/vector_set.h"
 
+#include <unordered_set>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -47,9 +49,13 @@ void VectorSet::restore_projection(std::vector<float> m) {
 double VectorSet::prepare(const std::vector<float>& v, bool projected, std::vector<uint8_t>* encoded) const {
   const uint32_t want = projected ? cfg_.dim : input_dim();
   if (v.size() != want) {
-    std::string msg = "vector dimension mismatch: got " + std::to_string(v.size()) + ", set has " + std::to_string(want);
-    if (cfg_.projection_input_dim && !projected) msg += " (REDUCE " + std::to_string(cfg_.dim) + " from " + std::to_string(want) + ")";
-    throw VectorSetError(msg);
+    // Redis 8's wording, which clients match.
+    if (cfg_.projection_input_dim && !projected)
+      throw VectorSetError("Input dimension mismatch for projection - got " + std::to_string(v.size()) +
+                           " but projection expects " + std::to_string(want) + " (the set reduces them to " +
+                           std::to_string(cfg_.dim) + ")");
+    throw VectorSetError("Vector dimension mismatch - got " + std::to_string(v.size()) + " but set has " +
+                         std::to_string(want));
   }
   for (float x : v)
     if (!std::isfinite(x)) throw VectorSetError("vector components must be finite");
@@ -64,70 +70,92 @@ double VectorSet::prepare(const std::vector<float>& v, bool projected, std::vect
   return norm;
 }
 
-void VectorSet::check_json(const std::string& json) {
-  if (json.empty()) return;
-  if (!nlohmann::json::accept(json)) throw VectorSetError("invalid JSON in attributes");
+namespace {
+// A query may be that large (only its direction counts), a stored vector keeps its norm as a float.
+void check_norm(double norm) {
+  if (norm > kMaxVectorNorm) throw VectorSetError("vector too large: its L2 norm must be at most 1e38");
+}
+}  // namespace
+
+void VectorSet::insert_new(const std::string& name, const uint8_t* encoded, double norm, const std::string& attrs,
+                           uint32_t ef, const Hnsw::PreparedInsert* prepared) {
+  const uint32_t id = index_.insert(encoded, inserts_++, ef, prepared);
+  if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
+  Element& e = elems_[id];
+  e.name = name;
+  e.norm = static_cast<float>(norm);
+  e.attrs = attrs;
+  if (!e.attrs.empty()) ++n_attrs_;
+  attr_bytes_ += e.attrs.size();
+  ids_.set(name, id);
+  names_.insert(name);
 }
 
 bool VectorSet::add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs,
                     uint32_t ef, bool projected) {
   std::vector<uint8_t> enc;
   const double norm = prepare(v, projected, &enc);
-  // A query may be that large (only its direction counts), a stored vector keeps its norm as a float.
-  if (norm > kMaxVectorNorm) throw VectorSetError("vector too large: its L2 norm must be at most 1e38");
-  if (attrs) check_json(*attrs);
-
+  check_norm(norm);
   std::string old_attrs;
   const std::string key(name);
-  const bool existed = ids_.count(key) != 0;
+  const std::optional<uint32_t> old_id = ids_.get(key);
+  const bool existed = old_id.has_value();
   if (existed) {
-    old_attrs = elems_[ids_[key]].attrs;
+    old_attrs = elems_[*old_id].attrs;
     remove(name);
   }
-  const uint32_t id = index_.insert(enc.data(), inserts_++, ef);
-  if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
-  Element& e = elems_[id];
-  e.name = key;
-  e.norm = static_cast<float>(norm);
-  e.attrs = attrs ? *attrs : old_attrs;
-  if (!e.attrs.empty()) ++n_attrs_;
-  attr_bytes_ += e.attrs.size();
-  ids_[key] = id;
+  insert_new(key, enc.data(), norm, attrs ? *attrs : old_attrs, ef, nullptr);
   return !existed;
 }
 
+VectorSet::PreparedAdd VectorSet::prepare_add(const std::vector<float>& v, uint32_t ef) const {
+  PreparedAdd p;
+  p.norm = prepare(v, false, &p.encoded);
+  check_norm(p.norm);
+  p.graph = index_.prepare_insert(p.encoded.data(), inserts_, ef);
+  return p;
+}
+
+bool VectorSet::add_prepared(std::string_view name, const PreparedAdd& p, const std::optional<std::string>& attrs,
+                             uint32_t ef) {
+  if (contains(name)) return false;
+  insert_new(std::string(name), p.encoded.data(), p.norm, attrs.value_or(std::string()), ef, &p.graph);
+  return true;
+}
+
 bool VectorSet::remove(std::string_view name) {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) return false;
-  const uint32_t id = it->second;
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return false;
+  const uint32_t id = *found;
   if (!elems_[id].attrs.empty()) --n_attrs_;
   attr_bytes_ -= elems_[id].attrs.size();
-  ids_.erase(it);
+  ids_.erase(name);
+  names_.erase(names_.find(name));
   // The index moves its last node into the freed id; the element follows it.
   if (const auto moved = index_.remove(id)) {
     elems_[id] = std::move(elems_[*moved]);
-    ids_[elems_[id].name] = id;
+    ids_.set(elems_[id].name, id);
   }
   elems_.resize(index_.slots());
   return true;
 }
 
 std::optional<std::vector<float>> VectorSet::embedding(std::string_view name) const {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) return std::nullopt;
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return std::nullopt;
   std::vector<float> out(cfg_.dim);
-  decode(cfg_.quant, index_.vector(it->second), cfg_.dim, out.data());
-  const float norm = elems_[it->second].norm;
+  decode(cfg_.quant, index_.vector(*found), cfg_.dim, out.data());
+  const float norm = elems_[*found].norm;
   for (float& x : out) x *= norm;
   return out;
 }
 
 std::optional<RawVector> VectorSet::raw(std::string_view name) const {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) return std::nullopt;
-  const uint8_t* p = index_.vector(it->second);
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return std::nullopt;
+  const uint8_t* p = index_.vector(*found);
   RawVector r{cfg_.quant, std::string(reinterpret_cast<const char*>(p), encoded_size(cfg_.quant, cfg_.dim)),
-              elems_[it->second].norm, 0.0f};
+              elems_[*found].norm, 0.0f};
   if (cfg_.quant == Quant::Q8) {
     float scale;
     std::memcpy(&scale, p, 4);
@@ -138,16 +166,15 @@ std::optional<RawVector> VectorSet::raw(std::string_view name) const {
 }
 
 std::optional<std::string> VectorSet::attributes(std::string_view name) const {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) return std::nullopt;
-  return elems_[it->second].attrs;
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return std::nullopt;
+  return elems_[*found].attrs;
 }
 
 bool VectorSet::set_attributes(std::string_view name, const std::string& json) {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) return false;
-  check_json(json);
-  Element& e = elems_[it->second];
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return false;
+  Element& e = elems_[*found];
   n_attrs_ += (json.empty() ? 0 : 1);
   n_attrs_ -= (e.attrs.empty() ? 0 : 1);
   attr_bytes_ += json.size();
@@ -161,6 +188,62 @@ uint64_t VectorSet::estimated_filter_work(const SearchOptions& opt) const {
   const uint64_t inspected = opt.truth ? size() : std::min<uint64_t>(size(), opt.filter_ef ? opt.filter_ef : opt.count * 100);
   const uint64_t per_element = opt.filter->estimate_units(attr_bytes_ / size());
   return per_element > UINT64_MAX / inspected ? UINT64_MAX : per_element * inspected;
+}
+
+std::vector<const std::string*> VectorSet::random_names(size_t count, bool repeat, std::mt19937_64& rng) const {
+  // Ids are dense (0 .. size()-1): a removal moves the last node into the freed slot.
+  const size_t n = size();
+  std::vector<const std::string*> out;
+  if (n == 0) return out;
+  if (repeat) {
+    out.reserve(count);
+    for (size_t i = 0; i < count; ++i) out.push_back(&elems_[rng() % n].name);
+    return out;
+  }
+  count = std::min(count, n);
+  out.reserve(count);
+  if (count * 2 >= n) {  // most of the set: a partial shuffle of every id
+    std::vector<uint32_t> ids(n);
+    for (uint32_t i = 0; i < n; ++i) ids[i] = i;
+    for (size_t i = 0; i < count; ++i) {
+      std::swap(ids[i], ids[i + rng() % (n - i)]);
+      out.push_back(&elems_[ids[i]].name);
+    }
+    return out;
+  }
+  std::unordered_set<uint32_t> seen;
+  while (out.size() < count) {
+    const uint32_t id = static_cast<uint32_t>(rng() % n);
+    if (seen.insert(id).second) out.push_back(&elems_[id].name);
+  }
+  return out;
+}
+
+std::vector<const std::string*> VectorSet::range(const RangeBound& start, const RangeBound& end, size_t count) const {
+  std::vector<const std::string*> out;
+  auto it = start.kind == RangeBound::Min   ? names_.begin()
+            : start.kind == RangeBound::Max ? names_.end()
+            : start.inclusive               ? names_.lower_bound(start.name)
+                                            : names_.upper_bound(start.name);
+  for (; it != names_.end() && out.size() < count; ++it) {
+    if (end.kind == RangeBound::Min) break;
+    if (end.kind == RangeBound::Name && (end.inclusive ? *it > end.name : *it >= end.name)) break;
+    out.push_back(&*it);
+  }
+  return out;
+}
+
+std::optional<std::vector<std::vector<std::pair<const std::string*, float>>>> VectorSet::neighbours(
+    std::string_view name, bool with_scores) const {
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) return std::nullopt;
+  const uint32_t id = *found;
+  std::vector<std::vector<std::pair<const std::string*, float>>> out(static_cast<size_t>(index_.level(id)) + 1);
+  for (int level = 0; level <= index_.level(id); ++level)
+    for (uint32_t other : index_.links(id, level))
+      out[level].emplace_back(&elems_[other].name,
+                              with_scores ? std::clamp(1.0f - index_.distance(id, other) / 2.0f, 0.0f, 1.0f) : 0.0f);
+  return out;
 }
 
 std::string main_thread_search_error(uint64_t search_bytes) {
@@ -183,8 +266,11 @@ std::vector<SearchHit> VectorSet::run_search(const uint8_t* q, const SearchOptio
   std::vector<Hnsw::Hit> hits;
   FilterBudget budget(opt.filter_work_limit);
   Hnsw::Predicate accept;
-  if (opt.filter) accept = [&](uint32_t id) { return opt.filter->matches(elems_[id].attrs, &budget); };
-  const Hnsw::Predicate* pred = opt.filter ? &accept : nullptr;
+  if (opt.filter)
+    accept = [&](uint32_t id) { return opt.filter->matches(elems_[id].attrs, &budget); };
+  else if (opt.accept)
+    accept = [&](uint32_t id) { return (*opt.accept)(elems_[id].name, elems_[id].attrs); };
+  const Hnsw::Predicate* pred = accept ? &accept : nullptr;
   try {
     if (opt.truth) {
       hits = index_.brute_force(q, opt.count, pred);
@@ -212,9 +298,9 @@ std::vector<SearchHit> VectorSet::search(const std::vector<float>& query, const 
 }
 
 std::vector<SearchHit> VectorSet::search_element(std::string_view name, const SearchOptions& opt) const {
-  auto it = ids_.find(std::string(name));
-  if (it == ids_.end()) throw VectorSetError("element not found in set");
-  return run_search(index_.vector(it->second), opt);
+  const std::optional<uint32_t> found = ids_.get(name);
+  if (!found) throw VectorSetError("element not found in set");
+  return run_search(index_.vector(*found), opt);
 }
 
 void VectorSet::for_each(
@@ -231,22 +317,22 @@ void VectorSet::for_each(
 size_t VectorSet::memory_bytes() const {
   size_t bytes = sizeof(*this) + index_.memory_bytes() + elems_.size() * sizeof(Element);
   for (const auto& e : elems_) bytes += e.name.capacity() + e.attrs.capacity();
-  // Hash map: one node per element plus the bucket array.
-  bytes += ids_.size() * (sizeof(std::string) + 32 + 16) + ids_.bucket_count() * sizeof(void*);
+  bytes += ids_.memory_bytes();
   bytes += projection_.capacity() * sizeof(float);
-  for (const auto& [k, v] : ids_) bytes += k.capacity();
+  // Ordered names (VRANGE): one tree node per element.
+  for (const auto& n : names_) bytes += sizeof(std::string) + 32 + n.capacity();
   return bytes;
 }
 
 void VectorSet::restore_element(uint32_t id, Element e, int level, const uint8_t* encoded,
                                 std::vector<std::vector<uint32_t>> links) {
-  if (ids_.count(e.name)) throw VectorSetError("duplicate element name in saved set");
-  check_json(e.attrs);
+  if (ids_.contains(e.name)) throw VectorSetError("duplicate element name in saved set");
   index_.restore_node(id, level, encoded, std::move(links));
   if (id >= elems_.size()) elems_.resize(static_cast<size_t>(id) + 1);
   if (!e.attrs.empty()) ++n_attrs_;
   attr_bytes_ += e.attrs.size();
-  ids_[e.name] = id;
+  ids_.set(e.name, id);
+  names_.insert(e.name);
   elems_[id] = std::move(e);
 }
 

@@ -10,12 +10,15 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "vector/filter.h"
+#include "vector/id_map.h"
 #include "vector/hnsw.h"
 #include "vector/quant.h"
 
@@ -58,6 +61,9 @@ struct SearchOptions {
   uint64_t filter_work_limit = kFilterWorkLimit;  // past it the search throws FilterWorkError
   bool truth = false;               // exact linear scan instead of the graph
   std::optional<float> epsilon;     // keep only scores >= 1 - epsilon
+  // Without a filter: the caller's own test of an element (name, attributes), inspected like a FILTER's
+  // candidates (filter_ef); it must be cheap, as no work limit applies to it.
+  const std::function<bool(const std::string& name, const std::string& attrs)>* accept = nullptr;
 };
 
 struct SearchHit {
@@ -89,7 +95,7 @@ class VectorSet {
   size_t attributes_count() const { return n_attrs_; }
   int max_level() const { return index_.max_level(); }
   uint32_t max_node_id() const { return index_.slots(); }
-  bool contains(std::string_view name) const { return ids_.count(std::string(name)) != 0; }
+  bool contains(std::string_view name) const { return ids_.contains(name); }
   size_t memory_bytes() const;
 
   // Adds `name` with vector `v` (input_dim() floats, projected with REDUCE). Re-adding a name replaces its
@@ -100,6 +106,18 @@ class VectorSet {
   // changing anything.
   bool add(std::string_view name, const std::vector<float>& v, const std::optional<std::string>& attrs = std::nullopt,
            uint32_t ef = 0, bool projected = false);
+  // VADD ... CAS: the new element's encoding and neighbour searches, done ahead (a const member: on a
+  // search thread under the set's read lock). Throws as add() does.
+  struct PreparedAdd {
+    std::vector<uint8_t> encoded;
+    double norm = 0;
+    Hnsw::PreparedInsert graph;
+  };
+  PreparedAdd prepare_add(const std::vector<float>& v, uint32_t ef = 0) const;
+  // Adds a new element from prepare_add(): the graph is what add() would build now (searches that the
+  // changes since make stale are done again). Returns false, changing nothing, when `name` exists.
+  bool add_prepared(std::string_view name, const PreparedAdd& p, const std::optional<std::string>& attrs,
+                    uint32_t ef = 0);
   // Returns false when the element is not there. Memory and graph links really go.
   bool remove(std::string_view name);
 
@@ -108,8 +126,27 @@ class VectorSet {
   std::optional<RawVector> raw(std::string_view name) const;
   // nullopt when the element is absent; "" when it has no attributes.
   std::optional<std::string> attributes(std::string_view name) const;
-  // Returns false when absent; "" removes; throws VectorSetError on invalid JSON.
+  // Returns false when absent; "" removes. Any text is kept, as Redis 8 keeps it: FILTER reads JSON
+  // objects and never matches an element whose attributes are not one.
   bool set_attributes(std::string_view name, const std::string& json);
+
+  // One end of a VRANGE: `-` (Min), `+` (Max), or a name, inclusive (`[name`) or not (`(name`).
+  struct RangeBound {
+    enum Kind { Min, Max, Name } kind = Min;
+    std::string name;
+    bool inclusive = true;
+  };
+  // VRANGE: up to `count` element names from `start` to `end` in byte order (memcmp, as Redis 8 orders
+  // them). Valid until the set changes.
+  std::vector<const std::string*> range(const RangeBound& start, const RangeBound& end, size_t count) const;
+  // VRANDMEMBER: `count` element names drawn at random with `rng`, all different (at most size()) unless
+  // `repeat`. Valid until the set changes.
+  std::vector<const std::string*> random_names(size_t count, bool repeat, std::mt19937_64& rng) const;
+  // VLINKS: the element's graph neighbours on each of its levels (index = level, 0 first), each with its
+  // similarity score as VSIM gives it (0 without `with_scores`, which compares no vectors); nullopt when
+  // the element is absent. Valid until the set changes.
+  std::optional<std::vector<std::vector<std::pair<const std::string*, float>>>> neighbours(
+      std::string_view name, bool with_scores = true) const;
 
   // Filter work units a search with these options is expected to take (0 without a filter): the
   // elements it may inspect times the filter's estimate for an element of the mean attribute size.
@@ -149,14 +186,16 @@ class VectorSet {
   std::vector<SearchHit> run_search(const uint8_t* encoded_query, const SearchOptions& opt) const;
   // Checks the size of an incoming vector, projects it (REDUCE), normalises and encodes it; returns the norm.
   double prepare(const std::vector<float>& v, bool projected, std::vector<uint8_t>* encoded) const;
-  static void check_json(const std::string& json);
+  void insert_new(const std::string& name, const uint8_t* encoded, double norm, const std::string& attrs, uint32_t ef,
+                  const Hnsw::PreparedInsert* prepared);
   VectorSet(const SetConfig& cfg, bool make_projection_now);
 
   SetConfig cfg_;
   std::vector<float> projection_;
   Hnsw index_;
   std::deque<Element> elems_;                       // by node id (a deque: growth moves no element)
-  std::unordered_map<std::string, uint32_t> ids_;   // name → node id
+  IdMap ids_;                                       // name → node id
+  std::set<std::string, std::less<>> names_;       // the names in byte order (VRANGE)
   size_t n_attrs_ = 0;
   uint64_t attr_bytes_ = 0;                         // all elements' attributes, for the filter estimate
   uint64_t inserts_ = 0;                            // seeds node levels: same ops, same graph

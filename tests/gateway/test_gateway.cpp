@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gateway/gateway.h"
+#include "redis/redis_cluster.h"
 #include "redis/redis_server.h"
 #include "support/chat_models.h"
 #include "support/data_dirs.h"
@@ -349,6 +350,47 @@ TEST_F(GatewayTest, AClientThatLeavesCancelsItsGeneration) {
   EXPECT_GT(std::stoll(run({"TTL", stream_key})), 0);
 }
 
+TEST_F(GatewayTest, CacheHeaderAnswersARepeatFromTheSemanticCache) {
+  httplib::Headers cache = {{"X-Infer-Cache", "gw:cache; threshold=0.99; ttl=600"}};
+  const std::string body = chat_body(16).dump();
+  auto miss = client().Post("/v1/chat/completions", cache, body, "application/json");
+  ASSERT_TRUE(miss);
+  ASSERT_EQ(miss->status, 200) << miss->body;
+  EXPECT_EQ(miss->get_header_value("X-Infer-Cache"), "miss");
+  auto hit = client().Post("/v1/chat/completions", cache, body, "application/json");
+  ASSERT_TRUE(hit);
+  ASSERT_EQ(hit->status, 200) << hit->body;
+  EXPECT_EQ(hit->get_header_value("X-Infer-Cache").rfind("hit; similarity=", 0), 0u) << hit->get_header_value("X-Infer-Cache");
+  EXPECT_EQ(json::parse(hit->body)["choices"][0]["message"]["content"],
+            json::parse(miss->body)["choices"][0]["message"]["content"]);
+  EXPECT_EQ(run({"INFER.VCARD", "gw:cache"}), "1");
+  auto bad = client().Post("/v1/chat/completions", {{"X-Infer-Cache", "gw:cache; colour=blue"}}, body,
+                           "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["code"], "invalid_cache_header");
+}
+
+TEST_F(GatewayTest, OfficialOpenAiSdk) {
+  // tests/gateway/openai_sdk: the `openai` npm package as pinned there, installed by scripts/test.sh
+  // (`npm ci`), unmodified, run with node's test runner against this suite's gateway.
+  const std::string dir = INFER_OPENAI_SDK_DIR;
+  if (!std::filesystem::exists(dir + "/node_modules/openai/package.json"))
+    GTEST_SKIP() << "the openai package is not installed: cd " << dir << " && npm ci";
+  INFER_REQUIRE_DIR(chat_templates_root());
+  const std::string cmd = "cd " + dir + " && GATEWAY_URL=http://127.0.0.1:" + std::to_string(port_) +
+                          "/v1 node --test --test-reporter=spec openai_sdk.test.mjs 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("pass 9\n"), std::string::npos) << out;  // the spec reporter's summary
+  EXPECT_NE(out.find("fail 0\n"), std::string::npos) << out;
+}
+
 TEST_F(GatewayTest, UnreachableRedisIs503) {
   gateway::GatewayOptions o;
   o.redis_port = 1;  // nothing listens there
@@ -360,6 +402,63 @@ TEST_F(GatewayTest, UnreachableRedisIs503) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503);
   EXPECT_EQ(json::parse(r->body)["error"]["code"], "redis_unavailable");
+}
+
+TEST(GatewayClusterTest, RequestsSpreadOverThePrimariesAndStreamsStayOnTheirNode) {
+  INFER_REQUIRE_DIR(models_dir());
+  if (const std::string why = RedisCluster::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  RedisCluster cluster({.masters = 3, .replicas_per_master = 0,
+                        .module_args = {"MODEL", "stories", stories_model_path(), "THREADS", "1"}});
+  gateway::GatewayOptions o;
+  o.redis_port = cluster.port(0);
+  o.cluster = true;
+  o.listen_port = 0;
+  o.access_log = false;
+  gateway::Gateway gw(o);
+  httplib::Client c("127.0.0.1", gw.start());
+  c.set_read_timeout(60, 0);
+  const json body = {{"model", "stories"}, {"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}};
+  std::string first;
+  for (int i = 0; i < 6; ++i) {
+    auto r = c.Post("/v1/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const std::string text = json::parse(r->body)["choices"][0]["text"];
+    if (i == 0) first = text;
+    EXPECT_EQ(text, first);  // every node runs the same model
+  }
+  for (int i = 0; i < 3; ++i) {
+    json streamed = body;
+    streamed["stream"] = true;
+    auto r = c.Post("/v1/completions", streamed.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_NE(r->body.find("data: [DONE]"), std::string::npos) << r->body;
+    // The stream key's tag puts it on a node that owns its slot: it exists there, with its finish.
+    const std::string key = r->get_header_value("X-Infer-Stream");
+    RedisConn owner = cluster.connect_owner(cluster.key_slot(key));
+    EXPECT_NE(show(command(owner.get(), {"XREVRANGE", key, "+", "-", "COUNT", "1"}).get()).find("finish"),
+              std::string::npos);
+  }
+  // A request with a semantic cache goes to the cache key's owner; after its slot moves, the gateway
+  // follows the redirection and the moved cache answers.
+  const httplib::Headers cache = {{"X-Infer-Cache", "gw:c"}};
+  auto miss = c.Post("/v1/completions", cache, body.dump(), "application/json");
+  ASSERT_TRUE(miss);
+  ASSERT_EQ(miss->status, 200) << miss->body;
+  EXPECT_EQ(miss->get_header_value("X-Infer-Cache"), "miss");
+  const int slot = cluster.key_slot("gw:c");
+  cluster.migrate_slot(slot, cluster.node_for_slot(slot), cluster.master_not_owning(slot));
+  auto hit = c.Post("/v1/completions", cache, body.dump(), "application/json");
+  ASSERT_TRUE(hit);
+  ASSERT_EQ(hit->status, 200) << hit->body;
+  EXPECT_EQ(hit->get_header_value("X-Infer-Cache").rfind("hit", 0), 0u) << hit->get_header_value("X-Infer-Cache");
+  int nodes_used = 0;
+  for (size_t m : cluster.masters()) {
+    RedisConn conn = cluster.connect(m);
+    if (info_number(conn.get(), "infer", "infer_completed") > 0) ++nodes_used;
+  }
+  EXPECT_EQ(nodes_used, 3);
 }
 
 }  // namespace

@@ -306,7 +306,7 @@ class Gen {
 
   void generation_options(Argv& a) {
     for (int i = between(0, 4); i > 0; --i) {
-      switch (below(11)) {
+      switch (below(12)) {
         case 0: a.insert(a.end(), {"MAXTOKENS", chance(0.9) ? num(1, 48) : num(100, 600)}); break;
         case 1: a.insert(a.end(), {"TEMP", real(0, 2)}); break;
         case 2: a.insert(a.end(), {"TOPK", num(0, 100)}); break;
@@ -318,6 +318,12 @@ class Gen {
         case 8: a.insert(a.end(), {"TIMEOUT", num(1, 5000)}); break;
         case 9: a.push_back("WITHSTATS"); break;
         case 10: a.insert(a.end(), {"LOGPROBS", num(0, 22)}); break;
+        case 11:  // the semantic cache: a set of the model's width, mostly
+          a.insert(a.end(), {"CACHE", chance(0.6) ? vkey64() : "cache:" + num(0, 1)});
+          if (chance(0.4)) a.insert(a.end(), {"THRESHOLD", real(-1.2, 1.2)});
+          if (chance(0.4)) a.insert(a.end(), {"TTL", num(0, 3)});
+          if (chance(0.4)) a.push_back("SAMPLED");
+          break;
       }
     }
   }

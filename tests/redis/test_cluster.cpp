@@ -124,6 +124,11 @@ std::vector<Args> keyed_commands(const std::string& tag) {
       {"INFER.VINFO", kb},
       {"INFER.VSETATTR", kb, "cow", R"({"a":1})"},
       {"INFER.VGETATTR", kb, "cow"},
+      {"INFER.VISMEMBER", kb, "cow"},
+      {"INFER.VRANDMEMBER", kb, "-2"},
+      {"INFER.VRANGE", kb, "-", "+", "10"},
+      {"INFER.VLINKS", kb, "cow", "WITHSCORES"},
+      {"INFER.VADD", kb, "VALUES", "3", "1", "0", "0", "v4", "CAS"},
   };
 }
 

@@ -262,6 +262,13 @@ TEST_F(MainThreadBudget, VsimAtTheLargestCountAndEf) {
     const std::string r = run(argv);
     EXPECT_EQ(r.find("(error)"), std::string::npos) << r.substr(0, 200);
   }
+  // The largest random draw (a larger one is refused before any work) and every element's links.
+  EXPECT_EQ(command(c_.get(), {"INFER.VRANDMEMBER", "budget:big", "-65536"})->elements, 65536u);
+  EXPECT_NE(run({"INFER.VRANDMEMBER", "budget:big", "-9223372036854775808"}).find("a reply may hold"),
+            std::string::npos);
+  EXPECT_EQ(command(c_.get(), {"INFER.VRANDMEMBER", "budget:big", "9223372036854775807"})->elements, 3000u);
+  EXPECT_EQ(run({"INFER.VLINKS", "budget:big", "e1", "WITHSCORES"}).find("(error)"), std::string::npos);
+  EXPECT_EQ(command(c_.get(), {"INFER.VRANGE", "budget:big", "-", "+", "-1"})->elements, 3000u);
 }
 
 TEST_F(MainThreadBudget, VaddAndVsetattrAtTheirLargestArguments) {
@@ -364,6 +371,34 @@ TEST_F(MainThreadBudget, VremAtTheLargestM) {
     ASSERT_EQ(all->type, REDIS_REPLY_ARRAY);
     EXPECT_EQ(all->elements, 100u) << "M " << m;
   }
+}
+
+TEST_F(MainThreadBudget, MemberRepliesAtTheirLargest) {
+  // VRANGE, VRANDMEMBER and VLINKS write their replies on the main thread: the largest accepted ones
+  // (65,536 names; 63 names of 64 KiB, just under the 4 MiB a reply may hold) stay within the budget,
+  // and larger asks (LLONG_MIN repetitions, 4 MiB of names) are refused before any work.
+  for (int i = 0; i < 63; ++i) {
+    std::string name(65536, static_cast<char>('a' + i % 26));
+    name.replace(0, 4, std::to_string(1000 + i));
+    ASSERT_EQ(run({"INFER.VADD", "budget:names", "VALUES", "3", std::to_string(i % 7), "1", "2", name, "M", "4096"}),
+              "1");
+  }
+  Reply all = command(c_.get(), {"INFER.VRANGE", "budget:names", "-", "+"});
+  ASSERT_EQ(all->type, REDIS_REPLY_ARRAY) << show(all.get()).substr(0, 200);
+  EXPECT_EQ(all->elements, 63u);
+  Reply drawn = command(c_.get(), {"INFER.VRANDMEMBER", "budget:names", "63"});
+  EXPECT_EQ(drawn->elements, 63u);
+  EXPECT_NE(run({"INFER.VRANDMEMBER", "budget:names", "-65537"}).find("a reply may hold"), std::string::npos);
+  EXPECT_NE(run({"INFER.VRANDMEMBER", "budget:names", "-9223372036854775808"}).find("a reply may hold"),
+            std::string::npos);
+  Reply links = command(c_.get(), {"INFER.VLINKS", "budget:names", all->element[7]->str, "WITHSCORES"});
+  EXPECT_EQ(links->type, REDIS_REPLY_ARRAY) << show(links.get()).substr(0, 200);
+  EXPECT_EQ(run({"INFER.VADD", "budget:few", "VALUES", "3", "1", "2", "3", "a"}), "1");
+  Reply many = command(c_.get(), {"INFER.VRANDMEMBER", "budget:few", "-65536"});
+  EXPECT_EQ(many->elements, 65536u);
+  // A CAS insert commits on the main thread with the neighbours found on a search thread.
+  EXPECT_EQ(run({"INFER.VADD", "budget:names", "VALUES", "3", "1", "1", "1", "cas", "M", "4096", "CAS"}), "1");
+  EXPECT_EQ(run({"INFER.VISMEMBER", "budget:names", "cas"}), "1");
 }
 
 TEST_F(MainThreadBudget, LongNamesAndStopStringsAreRefused) {

@@ -24,6 +24,8 @@ std::string chat_templates_dir() {
   return (std::filesystem::path(models_dir()).parent_path() / "chat-templates").string();
 }
 
+std::string source_dir() { return INFER_SOURCE_DIR; }
+
 bool in_ci() {
   const char* v = std::getenv("CI");
   return v && (std::strcmp(v, "true") == 0 || std::strcmp(v, "1") == 0);

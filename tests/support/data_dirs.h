@@ -14,6 +14,8 @@ std::string vectors_dir();
 std::string reference_dir();
 // INFER_CHAT_TEMPLATES_DIR, default: beside the models dir (<models>/../chat-templates).
 std::string chat_templates_dir();
+// The source tree this test binary was built from (for files it checks, such as docs/*.md).
+std::string source_dir();
 
 // True when running under CI (CI=true): a missing data dir is then a failure, not a skip.
 bool in_ci();

@@ -74,7 +74,7 @@ TEST(Projection, WrongInputDimensionIsAClearError) {
     s.add("x", random_vec(32, rng));
     FAIL() << "a reduced-size vector was taken as input";
   } catch (const VectorSetError& e) {
-    EXPECT_NE(std::string(e.what()).find("got 32, set has 128"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("got 32 but projection expects 128"), std::string::npos) << e.what();
   }
   EXPECT_THROW(s.search(random_vec(64, rng), {}), VectorSetError);
   EXPECT_NO_THROW(s.add("y", random_vec(32, rng), std::nullopt, 0, /*projected=*/true));

@@ -66,10 +66,10 @@ TEST_F(VsetReduce, MismatchesAreClearErrors) {
   fill(c.get(), 2);
   std::mt19937 rng(2);
   EXPECT_NE(run(c.get(), {"INFER.VADD", "r", "REDUCE", "8", "FP32", fp32(random_vec(64, rng)), "x"})
-                .find("REDUCE mismatch: the vector set reduces to 16 dimensions, asked 8"),
+                .find("projection dimension mismatch with existing set: it reduces to 16 dimensions, asked 8"),
             std::string::npos);
   EXPECT_NE(run(c.get(), {"INFER.VADD", "r", "FP32", fp32(random_vec(16, rng)), "x"})
-                .find("vector dimension mismatch: got 16, set has 64 (it reduces 64-dimensional vectors to 16)"),
+                .find("Input dimension mismatch for projection - got 16 but projection expects 64 (it reduces 64-dimensional vectors to 16)"),
             std::string::npos);
   EXPECT_NE(run(c.get(), {"INFER.VSIM", "r", "FP32", fp32(random_vec(32, rng))}).find("dimension mismatch"),
             std::string::npos);
