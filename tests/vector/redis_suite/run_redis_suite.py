@@ -42,8 +42,8 @@ NOT_APPLICABLE = {
     "[regression] RESTORE rejects nodes with oversized max links":
         "edits Redis's own DUMP layout of a vector set (its per-node link fields); the module's layout differs",
     "[regression] RESTORE rejects an empty vector set":
-        "a fixed DUMP payload of Redis 8's vectorset type (RDB version 12+); Redis 7.0 refuses it by version "
-        "before any module sees it",
+        "a fixed DUMP payload of Redis 8's own vectorset type at RDB version 14; Redis 7.0 (RDB version 10) "
+        "refuses it by version before any module sees it",
 }
 
 # Redis 8's vset-force-single-threaded-execution: the module has no such switch, its behaviour is that of "no"
