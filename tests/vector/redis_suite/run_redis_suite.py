@@ -9,8 +9,10 @@ $INFER_BUILD_DIR/../redis-vector-sets. Exit status: 0 when every applicable test
 77 (ctest's skip) when python3-redis or the suite is missing.
 """
 import argparse
+import ctypes
 import hashlib
 import os
+import signal
 import shutil
 import socket
 import subprocess
@@ -88,6 +90,11 @@ def free_port():
         return s.getsockname()[1]
 
 
+def die_with_parent():
+    """The server gets SIGTERM when the harness dies (a ctest timeout kills only the harness)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 class Server:
     """A redis-server with the module on a free loopback port, in its own temporary directory."""
 
@@ -98,7 +105,8 @@ class Server:
         args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                 "--dir", self.dir, "--daemonize", "no", "--logfile", self.log, "--enable-debug-command", "yes",
                 "--loadmodule", module]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     preexec_fn=die_with_parent)
         deadline = time.time() + 20
         while time.time() < deadline:
             try:
