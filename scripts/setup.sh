@@ -20,7 +20,7 @@ packages=(
   libhiredis-dev                    # the gateway's Redis client, and the tests'
   libcpp-httplib-dev                # the gateway's HTTP server
   python3-jsonschema python3-jinja2 # test oracles: schema-constrained output, chat-template renderings
-  python3-redis python3-pytest      # the Python client (clients/python) and its tests
+  python3-redis python3-pytest      # the Python client (clients/python), its tests, ctest redis_vector_suite
   python3-hnswlib                   # scripts/vector_bench.sh: hnswlib (and numpy) beside our vector search
   redis-server redis-tools          # the host (Redis 7.0) and redis-cli
 )
