@@ -264,6 +264,8 @@ void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
       const engine::EngineStats s = m->engine->stats();
       info_engine_fields(ctx, s);
       rm::InfoAddFieldCString(ctx, "device", model::device_name(s.device));
+      rm::InfoAddFieldCString(ctx, "kv_type", kernels::kv_type_name(s.kv_type));
+      rm::InfoAddFieldULongLong(ctx, "kv_bytes_per_token", s.kv_bytes_per_token);
       rm::InfoEndDictField(ctx);
     }
   } catch (...) {
