@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
+#include "cli/device_flags.h"
 #include "engine/engine.h"
 #include "gguf/file.h"
 #include "model/hparams.h"
@@ -29,6 +30,7 @@ struct EmbedArgs {
   bool json = false;
   int threads = 1;
   bool mmap = false;
+  std::string kv_type = "f16";
 };
 
 engine::Pooling parse_pooling(const std::string& name) {
@@ -52,6 +54,7 @@ void run_embed(const EmbedArgs& a) {
   // header of the mapped file before the engine loads it
   o.context = o.step_tokens = model::read_hparams(*gguf::File::open(a.model)).n_ctx_train;
   o.prefix_cache = false;
+  o.device.kv_type = kernels::parse_kv_type(a.kv_type);
   auto e = engine::Engine::create(o);
 
   engine::Request r;
@@ -105,6 +108,7 @@ void setup_embed(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON object with prompt_ids and the embedding(s)");
   cmd->add_option("-t,--threads", args->threads, "Compute threads")->check(CLI::Range(1, 1024));
   cmd->add_flag("--mmap", args->mmap, "Map the model file instead of copying it into memory");
+  cmd->add_option("--kv-type", args->kv_type, kKvTypeHelp)->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
   cmd->callback([args] { run_embed(*args); });
 }
 

@@ -300,6 +300,7 @@ nlohmann::ordered_json json_row(const ServeBenchArgs& a, const LevelResult& r) {
   }
   row["model_bytes"] = r.plan.model_bytes;
   row["kv_bytes_per_token"] = r.plan.kv_bytes_per_token;
+  row["kv_type"] = kernels::kv_type_name(r.plan.kv_type);
   row["kv_pool_bytes"] = r.plan.kv_bytes;
   row["kv_pool_tokens"] = r.kv_pool_tokens();
   row["kv_page_tokens"] = r.plan.kv_page_tokens;
@@ -315,9 +316,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 // The plan's parts that do not depend on the level, then the table's header.
 void print_header(const ServeBenchArgs& a, const LevelResult& r) {
   std::printf("backend: %s\n", r.backend.c_str());
-  std::printf("memory: weights %.1f MiB, KV %.1f KiB per token (F16, pages of %d tokens), per-sequence cap %d tokens\n",
-              double(r.plan.model_bytes) / kMiB, double(r.plan.kv_bytes_per_token) / 1024.0, r.plan.kv_page_tokens,
-              r.plan.max_seq_tokens);
+  std::printf("memory: weights %.1f MiB, KV %.1f KiB per token (%s, pages of %d tokens), per-sequence cap %d tokens\n",
+              double(r.plan.model_bytes) / kMiB, double(r.plan.kv_bytes_per_token) / 1024.0,
+              kernels::kv_type_name(r.plan.kv_type), r.plan.kv_page_tokens, r.plan.max_seq_tokens);
   std::printf("%-12s %12s %8s %12s %14s %14s %12s %10s", "concurrency", "decode tok/s", "vs first", "e2e tok/s",
               "ttft p50 ms", "ttft p99 ms", "kv pool MiB", "kv tokens");
   if (a.shared_prefix > 0) std::printf(" %13s %13s %10s", "ttft cold ms", "ttft warm ms", "cache hit");

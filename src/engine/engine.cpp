@@ -81,7 +81,8 @@ class EngineImpl final : public Engine {
       if (opts_.device.kind != model::DeviceKind::Cpu) throw;
       throw std::runtime_error("engine: cannot allocate the KV pool (" + std::to_string(n_pages) + " pages of " +
                                std::to_string(opts_.page_tokens) + " tokens, " + format_bytes(kv_bytes) + " at " +
-                               std::to_string(hp.kv_bytes_per_token()) + " bytes/token): " + e.what());
+                               std::to_string(model::KvPool::bytes_per_token(hp, opts_.device.kv_type)) +
+                               " bytes/token): " + e.what());
     }
     description_ = backend_->description();
     scheduler_ = std::make_unique<Scheduler>(*model_, *tok_, *pool_, *backend_, opts_);

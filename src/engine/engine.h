@@ -151,7 +151,7 @@ struct EngineOptions {
   int queue_depth = 16;        // waiting requests
   int context = 4096;          // max tokens per sequence (prompt + generated)
   int kv_tokens = 0;           // KV pool size in tokens; 0 = from kv_bytes, else max_running full contexts
-  uint64_t kv_bytes = 0;       // KV pool budget in bytes when kv_tokens is 0 (F16: see kv_bytes_per_token)
+  uint64_t kv_bytes = 0;       // KV pool budget in bytes when kv_tokens is 0 (see kv_bytes_per_token)
   int page_tokens = 16;
   int step_tokens = 512;       // per-step token budget (decode rows + prefill chunks)
   bool prefix_cache = true;
@@ -200,7 +200,8 @@ struct EngineStats {
                                // uses them; evicted on demand): used - cached are the requests' own
   uint64_t cache_lookups = 0, cache_hits = 0, cache_evictions = 0;
   uint64_t kv_bytes = 0, model_bytes = 0;  // the KV pool's bytes (pages and their padding); weight bytes
-  uint64_t kv_bytes_per_token = 0;         // layers × KV heads × head_dim × 2 (K and V) × 2 bytes (F16)
+  uint64_t kv_bytes_per_token = 0;  // layers × 2 (K and V) × a row's bytes (F16: kv_dim × 2; Q8_0, Q4_0: blocks)
+  kernels::KvType kv_type = kernels::KvType::F16;  // how the KV pages store keys and values
   int interleaved_matrices = 0;  // weight matrices in the interleaved layout (model::Model)
   int kv_page_tokens = 0;      // tokens per KV page
   int max_seq_tokens = 0;      // per-sequence cap (prompt + generated): the resolved context

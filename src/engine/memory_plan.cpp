@@ -83,17 +83,18 @@ MemoryPlan plan_memory(const model::HParams& hp, uint64_t file_bytes, const Engi
   if (opts.kv_tokens > 0)
     kv_tokens = opts.kv_tokens;
   else if (opts.kv_bytes > 0)  // whole pages within the budget (a page is its tokens plus a small pad)
-    kv_tokens = int64_t(std::min<uint64_t>(opts.kv_bytes / model::KvPool::bytes_for(hp, o.page_tokens, 1),
+    kv_tokens = int64_t(std::min<uint64_t>(opts.kv_bytes / model::KvPool::bytes_for(hp, o.page_tokens, 1, o.device.kv_type),
                                            INT32_MAX / o.page_tokens)) * o.page_tokens;
   if (kv_tokens < o.page_tokens)
     throw std::invalid_argument("engine options: the KV pool holds less than one page (" + std::to_string(kv_tokens) +
-                                " tokens at " + std::to_string(hp.kv_bytes_per_token()) + " bytes/token)");
+                                " tokens at " + std::to_string(model::KvPool::bytes_per_token(hp, o.device.kv_type)) +
+                                " bytes/token)");
   const int64_t n_pages = (kv_tokens + o.page_tokens - 1) / o.page_tokens;
   if (n_pages > INT32_MAX / o.page_tokens)
     throw std::runtime_error("engine: KV pool of " + std::to_string(kv_tokens) + " tokens is too large");
   o.kv_tokens = int(n_pages * o.page_tokens);
   p.n_pages = int(n_pages);
-  p.kv_bytes = model::KvPool::bytes_for(hp, o.page_tokens, p.n_pages);
+  p.kv_bytes = model::KvPool::bytes_for(hp, o.page_tokens, p.n_pages, o.device.kv_type);
   p.kv_on_device = o.device.kind != model::DeviceKind::Cpu;
   p.weight_bytes = file_bytes;
   // A step has at most step_tokens + max_running rows (scheduler.cpp); logits for max_running rows and
@@ -133,6 +134,7 @@ std::string describe(const MemoryPlan& p) {
     pool += " for " + std::to_string(o.max_running) + " sequences x " + std::to_string(o.context) + " tokens";
   else
     pool += " for " + std::to_string(o.kv_tokens) + " tokens";
+  if (o.device.kv_type != kernels::KvType::F16) pool += std::string(" as ") + kernels::kv_type_name(o.device.kv_type);
   if (p.kv_on_device) pool += " on the GPU";
   return "weights " + format_bytes(p.weight_bytes) + ", " + pool + ", scratch " + format_bytes(p.scratch_bytes);
 }

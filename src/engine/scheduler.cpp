@@ -67,7 +67,8 @@ Scheduler::Scheduler(const model::Model& model, const tokenizer::Tokenizer& tok,
   stats_.kv_bytes = backend.kv_bytes();
   stats_.device = backend.kind();
   stats_.model_bytes = model.weight_bytes();
-  stats_.kv_bytes_per_token = model.hparams().kv_bytes_per_token();
+  stats_.kv_bytes_per_token = model::KvPool::bytes_per_token(model.hparams(), backend.kv_type());
+  stats_.kv_type = backend.kv_type();
   stats_.interleaved_matrices = model.interleaved_matrices();
   stats_.kv_page_tokens = backend.page_tokens();
   stats_.max_seq_tokens = opts.context;
@@ -542,6 +543,7 @@ void Scheduler::publish_stats() {
   stats_.kv_bytes = keep.kv_bytes;
   stats_.model_bytes = keep.model_bytes;
   stats_.kv_bytes_per_token = keep.kv_bytes_per_token;
+  stats_.kv_type = keep.kv_type;
   stats_.interleaved_matrices = keep.interleaved_matrices;
   stats_.kv_page_tokens = keep.kv_page_tokens;
   stats_.max_seq_tokens = keep.max_seq_tokens;

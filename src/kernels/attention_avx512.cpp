@@ -2,7 +2,8 @@
 // order, 16 lanes wide, with each head's output held in registers while the values stream past (the
 // AVX2 version reloads and stores it for every key). attention_row() takes it for every row on
 // AVX-512 machines (use_avx512()), and attention_rows() a block kernel that gives each row the same
-// bits, so a row's arithmetic never depends on its batch (invariant 7).
+// bits, so a row's arithmetic never depends on its batch (invariant 7). Q8_0 and Q4_0 rows are
+// dequantised (exactly: attention.cpp) 16 elements at a time as they are read, through the same steps.
 // Like the *_avx512.cpp and *_amx.cpp kernel files, this file defines no weak symbols (no
 // standard-library templates): see avx512_common.h.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
@@ -24,6 +25,34 @@ inline int min_int(int a, int b) { return a < b ? a : b; }
 inline __m512 load_f16x16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
+
+// How the kernels read 16 elements d..d+15 of a row of the head's slice in f32 (d a multiple of 16;
+// the head starts a block: head widths 64, 128, 256), and the 2-byte units a slice of n elements spans.
+struct F16Rows {
+  __m512 load16(const uint16_t* row, int d) const { return load_f16x16(row + d); }
+  int slice_halves(int n) const { return n; }
+};
+
+template <KvType T>
+struct BlockRows {
+  static constexpr int kBlockHalves = int(kv_block_halves(T));
+  __m512 load16(const uint16_t* row, int d) const {
+    const uint16_t* block = row + (d / kKvBlockElements) * kBlockHalves;
+    const __m512 scale = _mm512_set1_ps(_cvtsh_ss(block[0]));
+    const auto* codes = reinterpret_cast<const uint8_t*>(block + 1);
+    __m512i wide;
+    if constexpr (T == KvType::Q8_0) {
+      wide = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + d % kKvBlockElements)));
+    } else {  // byte j: element j in its low nibble, j + 16 in its high one
+      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes));
+      if (d % kKvBlockElements != 0) b = _mm_srli_epi16(b, 4);
+      b = _mm_and_si128(b, _mm_set1_epi8(0x0F));
+      wide = _mm512_sub_epi32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(8));
+    }
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(wide), scale);
+  }
+  int slice_halves(int n) const { return n / kKvBlockElements * kBlockHalves; }
+};
 
 // How far ahead the passes prefetch (keys). A head's rows are a slice of rows kv_dim apart, which the
 // hardware prefetchers do not follow. Far ahead into L2, whose miss buffers keep many more lines in
@@ -60,6 +89,7 @@ inline __m512 sum16(const __m512 (&a)[16]) {
 // keys kKeysAhead further on (to L2) and of the next W (to L1). Returns how many of the W are real keys.
 template <int W>
 int key_block(const uint16_t* k_base, const PagedKv& kv, int n_keys, int j0, int row_len, const uint16_t** rows) {
+  // row_len: 2-byte units of a row's slice
   const int m = min_int(W, n_keys - j0);
   for (int i = 0; i < W; ++i) rows[i] = key_row(k_base, kv, j0 + min_int(i, m - 1));
   for (int j = j0 + kKeysAhead; j < min_int(j0 + kKeysAhead + W, n_keys); ++j) {
@@ -71,14 +101,15 @@ int key_block(const uint16_t* k_base, const PagedKv& kv, int n_keys, int j0, int
 
 // scores[h * n_keys + j] = (q_h · k_j) · scale for the n_gqa heads of one group, 16 keys at a time;
 // the last group repeats its final key to fill the vector and keeps only the real lanes.
-template <int NC>  // head_dim = 16 · NC
-void scores_by_16(const float* qg, const uint16_t* k_base, const PagedKv& kv, int n_keys, int h_begin, int n_gqa,
-                  float scale, float* scores) {
+template <int NC, class Rows>  // head_dim = 16 · NC
+void scores_by_16(const float* qg, const Rows& fmt, const uint16_t* k_base, const PagedKv& kv, int n_keys, int h_begin,
+                  int n_gqa, float scale, float* scores) {
   const __m512 sv = _mm512_set1_ps(scale);
-  for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row_l2(key_row(k_base, kv, j), 16 * NC);
+  const int halves = fmt.slice_halves(16 * NC);
+  for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row_l2(key_row(k_base, kv, j), halves);
   for (int j0 = 0; j0 < n_keys; j0 += 16) {
     const uint16_t* rows[16];
-    const int m = key_block<16>(k_base, kv, n_keys, j0, 16 * NC, rows);
+    const int m = key_block<16>(k_base, kv, n_keys, j0, halves, rows);
     const auto mask = static_cast<__mmask16>((1u << m) - 1);
     for (int h = h_begin; h < n_gqa; ++h) {
       const float* q = qg + h * 16 * NC;
@@ -86,7 +117,7 @@ void scores_by_16(const float* qg, const uint16_t* k_base, const PagedKv& kv, in
       for (auto& x : a) x = _mm512_setzero_ps();
       for (int c = 0; c < NC; ++c) {
         const __m512 qv = _mm512_loadu_ps(q + 16 * c);
-        for (int i = 0; i < 16; ++i) a[i] = _mm512_fmadd_ps(qv, load_f16x16(rows[i] + 16 * c), a[i]);
+        for (int i = 0; i < 16; ++i) a[i] = _mm512_fmadd_ps(qv, fmt.load16(rows[i], 16 * c), a[i]);
       }
       _mm512_mask_storeu_ps(scores + static_cast<int64_t>(h) * n_keys + j0, mask, _mm512_mul_ps(sum16(a), sv));
     }
@@ -97,24 +128,25 @@ void scores_by_16(const float* qg, const uint16_t* k_base, const PagedKv& kv, in
 // both heads (the conversion is two µops), sum16's lanes 0-7 are head h0's keys and 8-15 head
 // h0 + 1's. Every (head, key) dot takes the same steps as in scores_by_16 (its chunks in order into
 // its own accumulator, then the same tree), so the scores are bitwise the same.
-template <int NC>
-void scores_pair_by_8(const float* qg, const uint16_t* k_base, const PagedKv& kv, int n_keys, int h0, float scale,
-                      float* scores) {
+template <int NC, class Rows>
+void scores_pair_by_8(const float* qg, const Rows& fmt, const uint16_t* k_base, const PagedKv& kv, int n_keys, int h0,
+                      float scale, float* scores) {
   const __m512 sv = _mm512_set1_ps(scale);
+  const int halves = fmt.slice_halves(16 * NC);
   const float* q0 = qg + h0 * 16 * NC;
   const float* q1 = q0 + 16 * NC;
   float* s0 = scores + static_cast<int64_t>(h0) * n_keys;
   float* s1 = s0 + n_keys;
-  for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row_l2(key_row(k_base, kv, j), 16 * NC);
+  for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row_l2(key_row(k_base, kv, j), halves);
   for (int j0 = 0; j0 < n_keys; j0 += 8) {
     const uint16_t* rows[8];
-    const int m = key_block<8>(k_base, kv, n_keys, j0, 16 * NC, rows);
+    const int m = key_block<8>(k_base, kv, n_keys, j0, halves, rows);
     __m512 a[16];
     for (auto& x : a) x = _mm512_setzero_ps();
     for (int c = 0; c < NC; ++c) {
       const __m512 qv0 = _mm512_loadu_ps(q0 + 16 * c), qv1 = _mm512_loadu_ps(q1 + 16 * c);
       for (int i = 0; i < 8; ++i) {
-        const __m512 k = load_f16x16(rows[i] + 16 * c);
+        const __m512 k = fmt.load16(rows[i], 16 * c);
         a[i] = _mm512_fmadd_ps(qv0, k, a[i]);
         a[8 + i] = _mm512_fmadd_ps(qv1, k, a[8 + i]);
       }
@@ -128,20 +160,22 @@ void scores_pair_by_8(const float* qg, const uint16_t* k_base, const PagedKv& kv
 
 // out_h = Σ_j p_h[j] · v_j for heads h0..h0+HP-1 of a group (p_h = scores row h), keys in order, the
 // HP outputs in registers; each value row is converted once for the HP heads.
-template <int NC, int HP>
-void values_pass(const float* scores, int n_keys, const uint16_t* v_base, const PagedKv& kv, int h0, float* og) {
+template <int NC, int HP, class Rows>
+void values_pass(const float* scores, int n_keys, const Rows& fmt, const uint16_t* v_base, const PagedKv& kv, int h0,
+                 float* og) {
+  const int halves = fmt.slice_halves(16 * NC);
   __m512 acc[HP][NC];
   for (auto& head : acc) {
     for (auto& x : head) x = _mm512_setzero_ps();
   }
   for (int j = 0; j < n_keys; ++j) {
-    if (j + kValuesAhead < n_keys) prefetch_row_l2(key_row(v_base, kv, j + kValuesAhead), 16 * NC);
-    if (j + kValuesAheadL1 < n_keys) prefetch_row(key_row(v_base, kv, j + kValuesAheadL1), 16 * NC);
+    if (j + kValuesAhead < n_keys) prefetch_row_l2(key_row(v_base, kv, j + kValuesAhead), halves);
+    if (j + kValuesAheadL1 < n_keys) prefetch_row(key_row(v_base, kv, j + kValuesAheadL1), halves);
     const uint16_t* v = key_row(v_base, kv, j);
     __m512 p[HP];
     for (int hh = 0; hh < HP; ++hh) p[hh] = _mm512_set1_ps(scores[static_cast<int64_t>(h0 + hh) * n_keys + j]);
     for (int c = 0; c < NC; ++c) {
-      const __m512 vv = load_f16x16(v + 16 * c);
+      const __m512 vv = fmt.load16(v, 16 * c);
       for (int hh = 0; hh < HP; ++hh) acc[hh][c] = _mm512_fmadd_ps(p[hh], vv, acc[hh][c]);
     }
   }
@@ -150,27 +184,27 @@ void values_pass(const float* scores, int n_keys, const uint16_t* v_base, const 
   }
 }
 
-template <int NC>
-void attention_nc(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, float scale, float* out,
-                  float* scratch) {
+template <int NC, class Rows>
+void attention_nc(const float* q, const PagedKv& kv, const Rows& fmt, int n_keys, int n_head, int n_kv_head,
+                  float scale, float* out, float* scratch) {
   constexpr int kHeadDim = 16 * NC, kHeadsPerPass = 16 / NC;  // 16 accumulators
   const int n_gqa = n_head / n_kv_head;
   for (int g = 0; g < n_kv_head; ++g) {
-    const int64_t head_off = static_cast<int64_t>(g) * kHeadDim;
+    const PagedKv head = kv_head(kv, static_cast<int64_t>(g) * kHeadDim);
     const float* qg = q + static_cast<int64_t>(g) * n_gqa * kHeadDim;
     float* og = out + static_cast<int64_t>(g) * n_gqa * kHeadDim;
     int paired = 0;
-    for (; paired + 2 <= n_gqa; paired += 2) scores_pair_by_8<NC>(qg, kv.k_base + head_off, kv, n_keys, paired, scale, scratch);
-    if (paired < n_gqa) scores_by_16<NC>(qg, kv.k_base + head_off, kv, n_keys, paired, n_gqa, scale, scratch);
+    for (; paired + 2 <= n_gqa; paired += 2) scores_pair_by_8<NC>(qg, fmt, head.k_base, kv, n_keys, paired, scale, scratch);
+    if (paired < n_gqa) scores_by_16<NC>(qg, fmt, head.k_base, kv, n_keys, paired, n_gqa, scale, scratch);
     for (int j = 0; j < min_int(kValuesAhead, n_keys); ++j) {
-      prefetch_row_l2(key_row(kv.v_base + head_off, kv, j), kHeadDim);
+      prefetch_row_l2(key_row(head.v_base, kv, j), fmt.slice_halves(kHeadDim));
     }
     for (int h = 0; h < n_gqa; ++h) softmax_avx512(scratch + static_cast<int64_t>(h) * n_keys, n_keys);
     int h0 = 0;
     for (; h0 + kHeadsPerPass <= n_gqa; h0 += kHeadsPerPass) {
-      values_pass<NC, kHeadsPerPass>(scratch, n_keys, kv.v_base + head_off, kv, h0, og);
+      values_pass<NC, kHeadsPerPass>(scratch, n_keys, fmt, head.v_base, kv, h0, og);
     }
-    for (; h0 < n_gqa; ++h0) values_pass<NC, 1>(scratch, n_keys, kv.v_base + head_off, kv, h0, og);
+    for (; h0 < n_gqa; ++h0) values_pass<NC, 1>(scratch, n_keys, fmt, head.v_base, kv, h0, og);
   }
 }
 
@@ -221,19 +255,21 @@ void scores_tile(const Queries& qs, const int (&vs)[kTileVectors], int n, const 
 
 // Every vector's scores over the span, 16 keys at a time (lanes outside a vector's own keys are
 // computed and never read).
-template <int NC>
-void scores_block(const Queries& qs, const uint16_t* k_base, PagedKv kv, const KeySpan& span, float scale) {
+template <int NC, class Rows>
+void scores_block(const Queries& qs, const Rows& fmt, const uint16_t* k_base, PagedKv kv, const KeySpan& span,
+                  float scale) {
   const __m512 sv = _mm512_set1_ps(scale);
+  const int halves = fmt.slice_halves(16 * NC);
   alignas(64) float keys[16 * 16 * NC];
   kv.first_key = 0;  // key_row takes absolute key numbers
   for (int j = span.begin; j < min_int(span.begin + kKeysAhead, span.end); ++j) {
-    prefetch_row_l2(key_row(k_base, kv, j), 16 * NC);
+    prefetch_row_l2(key_row(k_base, kv, j), halves);
   }
   for (int j0 = span.begin; j0 < span.end; j0 += 16) {
     const uint16_t* rows[16];
-    key_block<16>(k_base, kv, span.end, j0, 16 * NC, rows);
+    key_block<16>(k_base, kv, span.end, j0, halves, rows);
     for (int i = 0; i < 16; ++i) {
-      for (int c = 0; c < NC; ++c) _mm512_store_ps(keys + i * 16 * NC + 16 * c, load_f16x16(rows[i] + 16 * c));
+      for (int c = 0; c < NC; ++c) _mm512_store_ps(keys + i * 16 * NC + 16 * c, fmt.load16(rows[i], 16 * c));
     }
     int vs[kTileVectors], n = 0;
     for (int v = 0; v < qs.count(); ++v) {
@@ -253,9 +289,9 @@ void scores_block(const Queries& qs, const uint16_t* k_base, PagedKv kv, const K
 
 // out[v] chunks c0..c0+CB−1 += Σ p_v[j] · v_j over keys [k0, k1) in order, for VB vectors vs held in
 // registers across the keys.
-template <int VB, int CB>
-void values_tile(const Queries& qs, const int* vs, int c0, int k0, int k1, const uint16_t* v_base, const PagedKv& kv,
-                 bool prefetch) {
+template <int VB, int CB, class Rows>
+void values_tile(const Queries& qs, const int* vs, int c0, int k0, int k1, const Rows& fmt, const uint16_t* v_base,
+                 const PagedKv& kv, bool prefetch) {
   __m512 acc[VB][CB];
   float* out[VB];
   const float* p[VB];
@@ -265,12 +301,14 @@ void values_tile(const Queries& qs, const int* vs, int c0, int k0, int k1, const
     for (int c = 0; c < CB; ++c) acc[v][c] = _mm512_loadu_ps(out[v] + 16 * c);
   }
   for (int j = k0; j < k1; ++j) {
-    if (prefetch && j + kValuesAhead < k1) prefetch_row_l2(key_row(v_base, kv, j + kValuesAhead), qs.head_dim);
-    const uint16_t* row = key_row(v_base, kv, j) + 16 * c0;
+    if (prefetch && j + kValuesAhead < k1) {
+      prefetch_row_l2(key_row(v_base, kv, j + kValuesAhead), fmt.slice_halves(qs.head_dim));
+    }
+    const uint16_t* row = key_row(v_base, kv, j);
     __m512 pb[VB];
     for (int v = 0; v < VB; ++v) pb[v] = _mm512_set1_ps(p[v][j - k0]);
     for (int c = 0; c < CB; ++c) {
-      const __m512 vv = load_f16x16(row + 16 * c);
+      const __m512 vv = fmt.load16(row, 16 * (c0 + c));
       for (int v = 0; v < VB; ++v) acc[v][c] = _mm512_fmadd_ps(pb[v], vv, acc[v][c]);
     }
   }
@@ -280,21 +318,21 @@ void values_tile(const Queries& qs, const int* vs, int c0, int k0, int k1, const
 }
 
 // The last n (< VB) vectors of a values range.
-template <int VB, int CB>
-void values_rest(int n, const Queries& qs, const int* vs, int c0, int k0, int k1, const uint16_t* v_base,
-                 const PagedKv& kv, bool prefetch) {
+template <int VB, int CB, class Rows>
+void values_rest(int n, const Queries& qs, const int* vs, int c0, int k0, int k1, const Rows& fmt,
+                 const uint16_t* v_base, const PagedKv& kv, bool prefetch) {
   if constexpr (VB > 1) {
-    if (n < VB) return values_rest<VB - 1, CB>(n, qs, vs, c0, k0, k1, v_base, kv, prefetch);
+    if (n < VB) return values_rest<VB - 1, CB>(n, qs, vs, c0, k0, k1, fmt, v_base, kv, prefetch);
   }
-  values_tile<VB, CB>(qs, vs, c0, k0, k1, v_base, kv, prefetch);
+  values_tile<VB, CB>(qs, vs, c0, k0, k1, fmt, v_base, kv, prefetch);
 }
 
 // The values over keys [key_begin, key_end) for vectors vs[0..n), all of which read them: tiles of 6
 // vectors × 4 chunks (24 accumulators; one value chunk's conversion serves 6 FMAs, where 3 × 8 served 3:
 // BM_AttentionRowsPrefill at qwen3's 128 wide heads), kBlockValueKeys keys at a time.
-template <int NC>
-void values_range(const Queries& qs, const int* vs, int n, int key_begin, int key_end, const uint16_t* v_base,
-                  const PagedKv& kv) {
+template <int NC, class Rows>
+void values_range(const Queries& qs, const int* vs, int n, int key_begin, int key_end, const Rows& fmt,
+                  const uint16_t* v_base, const PagedKv& kv) {
   constexpr int kValueChunks = 4, kValueVectors = 6;
   static_assert(NC % kValueChunks == 0, "the tiles cover the head's chunks exactly");
   for (int k0 = key_begin; k0 < key_end; k0 += kBlockValueKeys) {
@@ -303,24 +341,44 @@ void values_range(const Queries& qs, const int* vs, int n, int key_begin, int ke
       for (int c0 = 0; c0 < NC; c0 += kValueChunks) {
         const bool first = i == 0 && c0 == 0;  // the first pass over the keys fetches their rows
         if (n - i >= kValueVectors) {
-          values_tile<kValueVectors, kValueChunks>(qs, vs + i, c0, k0, k1, v_base, kv, first);
+          values_tile<kValueVectors, kValueChunks>(qs, vs + i, c0, k0, k1, fmt, v_base, kv, first);
         } else {
-          values_rest<kValueVectors - 1, kValueChunks>(n - i, qs, vs + i, c0, k0, k1, v_base, kv, first);
+          values_rest<kValueVectors - 1, kValueChunks>(n - i, qs, vs + i, c0, k0, k1, fmt, v_base, kv, first);
         }
       }
     }
   }
 }
 
-template <int NC>
-void attention_block(const AttentionRows& rows, PagedKv kv, int n_gqa, float scale, float* scratch) {
+template <int NC, class Rows>
+void attention_block(const AttentionRows& rows, PagedKv kv, const Rows& fmt, int n_gqa, float scale, float* scratch) {
   const KeySpan span = key_span(rows);
   const Queries qs(rows, n_gqa, 16 * NC, span, scratch);
-  scores_block<NC>(qs, kv.k_base, kv, span, scale);
+  scores_block<NC>(qs, fmt, kv.k_base, kv, span, scale);
   kv.first_key = 0;
   softmax_then_values(qs, span, softmax_avx512, [&](const int* vs, int n, int key_begin, int key_end) {
-    values_range<NC>(qs, vs, n, key_begin, key_end, kv.v_base, kv);
+    values_range<NC>(qs, vs, n, key_begin, key_end, fmt, kv.v_base, kv);
   });
+}
+
+template <class Rows>
+void attention_row_as(const Rows& fmt, const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head,
+                      int head_dim, float scale, float* out, float* scratch) {
+  switch (head_dim) {
+    case 64: return attention_nc<4>(q, kv, fmt, n_keys, n_head, n_kv_head, scale, out, scratch);
+    case 128: return attention_nc<8>(q, kv, fmt, n_keys, n_head, n_kv_head, scale, out, scratch);
+    default: return attention_nc<16>(q, kv, fmt, n_keys, n_head, n_kv_head, scale, out, scratch);
+  }
+}
+
+template <class Rows>
+void attention_rows_as(const Rows& fmt, const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim,
+                       float scale, float* scratch) {
+  switch (head_dim) {
+    case 64: return attention_block<4>(rows, kv, fmt, n_gqa, scale, scratch);
+    case 128: return attention_block<8>(rows, kv, fmt, n_gqa, scale, scratch);
+    default: return attention_block<16>(rows, kv, fmt, n_gqa, scale, scratch);
+  }
 }
 }  // namespace
 
@@ -328,10 +386,10 @@ bool attention_avx512_supports(int head_dim) { return head_dim == 64 || head_dim
 
 void attention_row_avx512(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                           float scale, float* out, float* scratch) {
-  switch (head_dim) {
-    case 64: return attention_nc<4>(q, kv, n_keys, n_head, n_kv_head, scale, out, scratch);
-    case 128: return attention_nc<8>(q, kv, n_keys, n_head, n_kv_head, scale, out, scratch);
-    default: return attention_nc<16>(q, kv, n_keys, n_head, n_kv_head, scale, out, scratch);
+  switch (kv.type) {
+    case KvType::Q8_0: return attention_row_as(BlockRows<KvType::Q8_0>{}, q, kv, n_keys, n_head, n_kv_head, head_dim, scale, out, scratch);
+    case KvType::Q4_0: return attention_row_as(BlockRows<KvType::Q4_0>{}, q, kv, n_keys, n_head, n_kv_head, head_dim, scale, out, scratch);
+    default: return attention_row_as(F16Rows{}, q, kv, n_keys, n_head, n_kv_head, head_dim, scale, out, scratch);
   }
 }
 
@@ -344,10 +402,10 @@ void attention_rows_avx512(const AttentionRows& rows, const PagedKv& kv, int n_g
                          scratch);
     return;
   }
-  switch (head_dim) {
-    case 64: return attention_block<4>(rows, kv, n_gqa, scale, scratch);
-    case 128: return attention_block<8>(rows, kv, n_gqa, scale, scratch);
-    default: return attention_block<16>(rows, kv, n_gqa, scale, scratch);
+  switch (kv.type) {
+    case KvType::Q8_0: return attention_rows_as(BlockRows<KvType::Q8_0>{}, rows, kv, n_gqa, head_dim, scale, scratch);
+    case KvType::Q4_0: return attention_rows_as(BlockRows<KvType::Q4_0>{}, rows, kv, n_gqa, head_dim, scale, scratch);
+    default: return attention_rows_as(F16Rows{}, rows, kv, n_gqa, head_dim, scale, scratch);
   }
 }
 

@@ -22,7 +22,7 @@ inline const uint16_t* key_row(const uint16_t* base, const PagedKv& kv, int j) {
     page = key / tokens;
     row = key % tokens;
   }
-  return base + static_cast<int64_t>(kv.page_table[page]) * kv.page_stride + static_cast<int64_t>(row) * kv.kv_dim;
+  return base + static_cast<int64_t>(kv.page_table[page]) * kv.page_stride + static_cast<int64_t>(row) * kv.row_stride;
 }
 
 }  // namespace

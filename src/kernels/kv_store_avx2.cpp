@@ -6,12 +6,7 @@
 
 namespace infer::kernels {
 
-void kv_store_avx2(const float* k, const float* v, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
-                   int page_tokens, const int32_t* page_table, int kv_dim, int pos) {
-  const int64_t at = static_cast<int64_t>(page_table[pos / page_tokens]) * page_stride +
-                     static_cast<int64_t>(pos % page_tokens) * kv_dim;
-  uint16_t* kd = k_base + at;
-  uint16_t* vd = v_base + at;
+void kv_store_avx2(const float* k, const float* v, uint16_t* kd, uint16_t* vd, int kv_dim) {
   int i = 0;
   for (; i + 8 <= kv_dim; i += 8) {
     const __m128i kh = _mm256_cvtps_ph(_mm256_loadu_ps(k + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

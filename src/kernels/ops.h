@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/kv_type.h"
+
 namespace infer::kernels {
 
 // out[i] = x[i] / sqrt(mean(x²) + eps) * w[i]   (w may be null: no weight). The sum of squares is
@@ -57,18 +59,37 @@ void layernorm(const float* x, const float* w, const float* b, float* out, int64
 void softmax(float* x, int64_t n);
 void softmax_ref(float* x, int64_t n);
 
-// Keys/values of one sequence and one layer, read through its page table. The KV pool stores F16
-// rows of kv_dim = n_kv_head * head_dim elements; token t lives in page page_table[t / page_tokens] at
-// row t % page_tokens. Page p's K rows start at k_base + p * page_stride (likewise V with v_base).
+// Keys/values of one sequence and one layer, read through its page table. The KV pool stores rows of
+// kv_dim = n_kv_head * head_dim elements as `type` (kv_type.h); token t lives in page
+// page_table[t / page_tokens] at row t % page_tokens. Page p's K rows start at k_base + p * page_stride
+// (likewise V with v_base), rows row_stride apart; all three count 2-byte units (F16: elements).
+// A view of one KV head (kv_head) points at the head's first element (F16) or at the block holding it,
+// head_elem elements into that block (Q8_0, Q4_0: non-zero only for heads narrower than a block).
 struct PagedKv {
   const uint16_t* k_base;
   const uint16_t* v_base;
-  int64_t page_stride;  // elements between two pages' K (or V) rows
+  int64_t page_stride;  // 2-byte units between two pages' K (or V) rows
   int page_tokens;
   const int32_t* page_table;
-  int kv_dim;
+  int64_t row_stride;  // 2-byte units between two tokens' rows: kv_row_halves(type, kv_dim)
   int first_key = 0;  // attention reads keys first_key, first_key+1, ... (a sliding window skips older ones)
+  KvType type = KvType::F16;
+  int head_elem = 0;
 };
+
+// The view of the head whose elements start at element `first` of each row (first = g · head_dim).
+inline PagedKv kv_head(PagedKv kv, int64_t first) {
+  const int64_t at = kv.head_elem + first;
+  const int64_t block = kv.type == KvType::F16 ? 1 : kKvBlockElements;
+  kv.k_base += at / block * kv_block_halves(kv.type);
+  kv.v_base += at / block * kv_block_halves(kv.type);
+  kv.head_elem = int(at % block);
+  return kv;
+}
+
+// Element d of a head's slice of one row (`head`: the row's start plus kv_head's offset, as f32;
+// head_elem: PagedKv::head_elem): the reference reader the optimised kernels agree with bit for bit.
+float kv_element(const uint16_t* head, KvType type, int head_elem, int d);
 
 // Attention of one query row (all n_head heads, q is n_head*head_dim floats, already roped)
 // over the n_keys keys kv.first_key .. kv.first_key+n_keys-1 of `kv` (which keys are visible, causal or
@@ -102,11 +123,14 @@ int64_t attention_rows_scratch(int n_rows, int n_gqa, int key_span);
 void attention_rows(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
                     float* scratch);
 
-// Stores one K and V row (F32 → F16, round to nearest even) for token `pos` through the page table.
-// The optimised and reference versions give identical bits.
-void kv_store(const float* k, const float* v, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
-              int page_tokens, const int32_t* page_table, int kv_dim, int pos);
-void kv_store_ref(const float* k, const float* v, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
-                  int page_tokens, const int32_t* page_table, int kv_dim, int pos);
+// Stores one K and V row of kv_dim elements for token `pos` through the page table, in rows of
+// `type` row_stride apart (PagedKv's units): F16 rounds to nearest even (the optimised and reference
+// versions give identical bits); Q8_0 and Q4_0 are GGUF's reference quantisers (quantize_row), run
+// once per token.
+void kv_store(const float* k, const float* v, KvType type, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
+              int64_t row_stride, int page_tokens, const int32_t* page_table, int kv_dim, int pos);
+void kv_store_ref(const float* k, const float* v, KvType type, uint16_t* k_base, uint16_t* v_base,
+                  int64_t page_stride, int64_t row_stride, int page_tokens, const int32_t* page_table, int kv_dim,
+                  int pos);
 
 }  // namespace infer::kernels

@@ -18,7 +18,7 @@ void attention_row_avx2(const float* q, const PagedKv& kv, int n_keys, int n_hea
                         float scale, float* out, float* scratch);
 void attention_rows_avx2(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
                          float* scratch);
-void kv_store_avx2(const float* k, const float* v, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
-                   int page_tokens, const int32_t* page_table, int kv_dim, int pos);
+// One F16 K and V row of kv_dim elements at kd and vd.
+void kv_store_avx2(const float* k, const float* v, uint16_t* kd, uint16_t* vd, int kv_dim);
 
 }  // namespace infer::kernels

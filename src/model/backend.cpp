@@ -12,8 +12,9 @@ DeviceKind parse_device(const std::string& name) {
 
 const char* device_name(DeviceKind kind) { return kind == DeviceKind::Cuda ? "cuda" : "cpu"; }
 
-CpuBackend::CpuBackend(const Model& model, kernels::ThreadPool& pool, int max_rows, int page_tokens, int n_pages)
-    : kv_(model.hparams(), page_tokens, n_pages), forward_(model, pool, max_rows), threads_(pool.size()) {}
+CpuBackend::CpuBackend(const Model& model, kernels::ThreadPool& pool, int max_rows, int page_tokens, int n_pages,
+                       kernels::KvType kv_type)
+    : kv_(model.hparams(), page_tokens, n_pages, kv_type), forward_(model, pool, max_rows), threads_(pool.size()) {}
 
 void CpuBackend::run(const Batch& batch, float* logits, float* hidden, PassProfile* profile) {
   forward_.run(batch, kv_, logits, hidden, profile);
@@ -21,7 +22,8 @@ void CpuBackend::run(const Batch& batch, float* logits, float* hidden, PassProfi
 
 std::string CpuBackend::description() const {
   return "cpu, " + std::to_string(threads_) + " threads, KV " + std::to_string(kv_.n_pages()) + " pages of " +
-         std::to_string(kv_.page_tokens()) + " tokens (" + std::to_string(kv_.bytes() >> 20) + " MiB)";
+         std::to_string(kv_.page_tokens()) + " tokens " + kernels::kv_type_name(kv_.type()) + " (" +
+         std::to_string(kv_.bytes() >> 20) + " MiB)";
 }
 
 }  // namespace infer::model

@@ -19,6 +19,7 @@ struct DeviceOptions {
   DeviceKind kind = DeviceKind::Cpu;
   int gpu_layers = -1;       // layers kept resident on the GPU; -1 = as many as fit (auto), the rest stream
   uint64_t vram_budget = 0;  // GPU memory to use at most, bytes; 0 = what the GPU has free
+  kernels::KvType kv_type = kernels::KvType::F16;  // how the KV pages store keys and values (cuda: F16 only)
 };
 
 // "cpu" or "cuda"; throws std::invalid_argument naming the accepted values otherwise.
@@ -35,6 +36,7 @@ class Backend {
   virtual int page_tokens() const = 0;
   virtual int n_pages() const = 0;
   virtual uint64_t kv_bytes() const = 0;
+  virtual kernels::KvType kv_type() const { return kernels::KvType::F16; }
   virtual int max_rows() const = 0;
   virtual DeviceKind kind() const = 0;
   // qwen3moe: row `row` of the last run's routing margin in `layer` (Forward::router_margin's contract).
@@ -46,15 +48,17 @@ class Backend {
 };
 
 // The CPU: a Forward over a KvPool of n_pages pages of page_tokens tokens, both owned. Throws what
-// KvPool and Forward throw (allocation failure, bad max_rows).
+// KvPool and Forward throw (allocation failure, a KV type the model's rows do not fit, bad max_rows).
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(const Model& model, kernels::ThreadPool& pool, int max_rows, int page_tokens, int n_pages);
+  CpuBackend(const Model& model, kernels::ThreadPool& pool, int max_rows, int page_tokens, int n_pages,
+             kernels::KvType kv_type = kernels::KvType::F16);
   void run(const Batch& batch, float* logits, float* hidden = nullptr, PassProfile* profile = nullptr) override;
   void copy_page(int32_t from, int32_t to, int n_tokens) override { kv_.copy_page(from, to, n_tokens); }
   int page_tokens() const override { return kv_.page_tokens(); }
   int n_pages() const override { return kv_.n_pages(); }
   uint64_t kv_bytes() const override { return kv_.bytes(); }
+  kernels::KvType kv_type() const override { return kv_.type(); }
   int max_rows() const override { return forward_.max_rows(); }
   DeviceKind kind() const override { return DeviceKind::Cpu; }
   const RouterMargin& router_margin(int layer, int row) const override { return forward_.router_margin(layer, row); }

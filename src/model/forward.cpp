@@ -75,9 +75,8 @@ struct AttentionJob {
       const int block = int(task % n_blocks), g = int(task / n_blocks);
       const int r0 = (*blocks)[size_t(block)], n_rows = (*blocks)[size_t(block) + 1] - r0;
       const int seq = batch->rows[size_t(r0)].seq;
-      kernels::PagedKv view = kv->view(layer, batch->seqs[size_t(seq)].page_table);
-      view.k_base += int64_t(g) * head_dim;  // KV head g; rows keep their kv_dim stride
-      view.v_base += int64_t(g) * head_dim;
+      // KV head g; rows keep their stride
+      const kernels::PagedKv view = kernels::kv_head(kv->view(layer, batch->seqs[size_t(seq)].page_table), int64_t(g) * head_dim);
       for (int i = 0; i < n_rows; ++i) {
         // causal: positions up to the row's own; a window keeps the last `window` of them; non-causal
         // (bert): every position of the sequence
@@ -263,7 +262,7 @@ struct Forward::Pass {
 void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, PassProfile* profile) {
   const HParams& hp = model_.hparams();
   // bad input is an exception, never a wild write
-  if (kv.kv_dim() != hp.kv_dim() || kv.page_stride() != KvPool::page_stride_for(hp, kv.page_tokens())) {
+  if (kv.kv_dim() != hp.kv_dim() || kv.page_stride() != KvPool::page_stride_for(hp, kv.page_tokens(), kv.type())) {
     throw std::invalid_argument("forward: KV pool was built for another model shape");
   }
   const int n_logit_rows = check_batch(hp, batch, kv.page_tokens(), kv.n_pages(), max_rows_, buf_->out_rows);
@@ -438,8 +437,8 @@ void Forward::Pass::finish_qkv_row(int layer, int r) {
     for (int h = 0; h < hp.n_kv_head; ++h) kernels::rope_apply(kr + h * HD, c, sn, rp);
   }
   const BatchRow& row = batch.rows[size_t(r)];
-  kernels::kv_store(kr, &b.v[size_t(r) * KV], kv.k_base(layer), kv.v_base(layer), kv.page_stride(),
-                    kv.page_tokens(), batch.seqs[size_t(row.seq)].page_table, KV, row.pos);
+  kernels::kv_store(kr, &b.v[size_t(r) * KV], kv.type(), kv.k_base(layer), kv.v_base(layer), kv.page_stride(),
+                    kv.row_stride(), kv.page_tokens(), batch.seqs[size_t(row.seq)].page_table, KV, row.pos);
 }
 
 // One layer's feed-forward block, into the residual stream x: ffn rmsnorm, then SwiGLU

@@ -12,29 +12,44 @@
 
 namespace infer::model {
 
-uint64_t KvPool::bytes_for(const HParams& hp, int page_tokens, int n_pages) {
+void KvPool::check_type(const HParams& hp, kernels::KvType type) {
+  if (!kernels::kv_type_fits(type, hp.kv_dim())) {
+    throw std::invalid_argument(std::string("KV type ") + kernels::kv_type_name(type) + " needs rows of a multiple of " +
+                                std::to_string(kernels::kKvBlockElements) + " elements; this model's are " +
+                                std::to_string(hp.kv_dim()));
+  }
+}
+
+uint64_t KvPool::bytes_per_token(const HParams& hp, kernels::KvType type) {
+  return uint64_t(hp.n_layer) * 2 * uint64_t(kernels::kv_row_halves(type, hp.kv_dim())) * 2;
+}
+
+uint64_t KvPool::bytes_for(const HParams& hp, int page_tokens, int n_pages, kernels::KvType type) {
   if (page_tokens <= 0 || n_pages <= 0) {
     throw std::runtime_error("KV pool: page_tokens and n_pages must be positive (got " +
                              std::to_string(page_tokens) + ", " + std::to_string(n_pages) + ")");
   }
-  const uint64_t per_page = uint64_t(page_stride_for(hp, page_tokens)) * 2;
+  const uint64_t per_page = uint64_t(page_stride_for(hp, page_tokens, type)) * 2;
   if (per_page != 0 && uint64_t(n_pages) > std::numeric_limits<uint64_t>::max() / per_page) {
     throw std::runtime_error("KV pool: size overflows");
   }
   return per_page * uint64_t(n_pages);
 }
 
-int64_t KvPool::page_stride_for(const HParams& hp, int page_tokens) {
-  return int64_t(hp.n_layer) * 2 * page_tokens * hp.kv_dim() + kPagePadHalves;
+int64_t KvPool::page_stride_for(const HParams& hp, int page_tokens, kernels::KvType type) {
+  check_type(hp, type);
+  return int64_t(hp.n_layer) * 2 * page_tokens * kernels::kv_row_halves(type, hp.kv_dim()) + kPagePadHalves;
 }
 
-KvPool::KvPool(const HParams& hp, int page_tokens, int n_pages)
+KvPool::KvPool(const HParams& hp, int page_tokens, int n_pages, kernels::KvType type)
     : n_layer_(hp.n_layer),
       kv_dim_(hp.kv_dim()),
       page_tokens_(page_tokens),
       n_pages_(n_pages),
-      page_stride_(page_stride_for(hp, page_tokens)),
-      bytes_(bytes_for(hp, page_tokens, n_pages)) {
+      type_(type),
+      row_stride_(kernels::kv_row_halves(type, hp.kv_dim())),
+      page_stride_(page_stride_for(hp, page_tokens, type)),
+      bytes_(bytes_for(hp, page_tokens, n_pages, type)) {
   // Whole 2 MiB pages on a 2 MiB boundary, advised for transparent huge pages: attention reads every
   // running sequence's pages each step (about 100 MB for 8 sequences of 110 tokens on qwen3-0.6b), and
   // with 4 KiB pages most of those reads also miss the TLB.
@@ -53,12 +68,14 @@ KvPool::KvPool(const HParams& hp, int page_tokens, int n_pages)
 
 KvPool::~KvPool() { std::free(base_); }
 
-uint16_t* KvPool::k_base(int layer) { return base_ + int64_t(layer) * 2 * page_tokens_ * kv_dim_; }
-uint16_t* KvPool::v_base(int layer) { return k_base(layer) + int64_t(page_tokens_) * kv_dim_; }
+uint16_t* KvPool::k_base(int layer) { return base_ + int64_t(layer) * 2 * page_tokens_ * row_stride_; }
+uint16_t* KvPool::v_base(int layer) { return k_base(layer) + int64_t(page_tokens_) * row_stride_; }
 
 kernels::PagedKv KvPool::view(int layer, const int32_t* page_table) const {
-  const uint16_t* k = base_ + int64_t(layer) * 2 * page_tokens_ * kv_dim_;
-  return kernels::PagedKv{k, k + int64_t(page_tokens_) * kv_dim_, page_stride_, page_tokens_, page_table, kv_dim_};
+  const uint16_t* k = base_ + int64_t(layer) * 2 * page_tokens_ * row_stride_;
+  kernels::PagedKv v{k, k + int64_t(page_tokens_) * row_stride_, page_stride_, page_tokens_, page_table, row_stride_};
+  v.type = type_;
+  return v;
 }
 
 void KvPool::copy_page(int32_t from, int32_t to, int n_tokens) {
@@ -67,11 +84,11 @@ void KvPool::copy_page(int32_t from, int32_t to, int n_tokens) {
                             ", " + std::to_string(n_tokens) + " tokens out of range");
   }
   if (from == to) return;
-  const size_t row_bytes = size_t(kv_dim_) * sizeof(uint16_t);
+  const size_t row_bytes = size_t(row_stride_) * sizeof(uint16_t);
   for (int l = 0; l < n_layer_; ++l) {
-    const int64_t layer_off = int64_t(l) * 2 * page_tokens_ * kv_dim_;
+    const int64_t layer_off = int64_t(l) * 2 * page_tokens_ * row_stride_;
     for (int part = 0; part < 2; ++part) {
-      const int64_t off = layer_off + int64_t(part) * page_tokens_ * kv_dim_;
+      const int64_t off = layer_off + int64_t(part) * page_tokens_ * row_stride_;
       std::memcpy(base_ + int64_t(to) * page_stride_ + off, base_ + int64_t(from) * page_stride_ + off,
                   row_bytes * size_t(n_tokens));
     }

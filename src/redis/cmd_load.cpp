@@ -1,5 +1,5 @@
 // INFER.LOAD name path [THREADS n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n] [WEIGHTS copy|mmap]
-//            [DEVICE cpu|cuda] [GPU-LAYERS n|auto] [VRAM-BUDGET bytes]
+//            [DEVICE cpu|cuda] [GPU-LAYERS n|auto] [VRAM-BUDGET bytes] [KV-TYPE f16|q8_0|q4_0]
 // Admin only: the caller's ACL user must be allowed MODULE LOAD. DEVICE cuda is refused at once where this build or machine has no GPU; the CPU models
 // keep serving. The path must resolve (realpath) inside the model directory. The engine is created on a
 // loader thread; only the calling client waits. The model is registered on the main thread when the
@@ -152,12 +152,18 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
         if (!parse_int(argv[i + 1], 0, 100000, "GPU-LAYERS", &v, &err)) return reply_error(ctx, err + " (or auto)");
         model->options.device.gpu_layers = static_cast<int>(v);
       }
+    } else if (is_word(argv[i], "KV-TYPE")) {
+      try {
+        model->options.device.kv_type = kernels::parse_kv_type(str(argv[i + 1]));
+      } catch (const std::invalid_argument&) {
+        return reply_error(ctx, "KV-TYPE must be f16, q8_0 or q4_0");
+      }
     } else if (is_word(argv[i], "VRAM-BUDGET")) {
       if (!parse_int(argv[i + 1], 0, 1LL << 50, "VRAM-BUDGET", &v, &err)) return reply_error(ctx, err);
       model->options.device.vram_budget = static_cast<uint64_t>(v);
     } else {
       return reply_error(ctx, "unknown option '" + str(argv[i]) +
-                                  "' (THREADS, QUEUE, MAX-RUNNING, CONTEXT, WEIGHTS, DEVICE, GPU-LAYERS, VRAM-BUDGET)");
+                                  "' (THREADS, QUEUE, MAX-RUNNING, CONTEXT, WEIGHTS, DEVICE, GPU-LAYERS, VRAM-BUDGET, KV-TYPE)");
     }
   }
   // They size the GPU's share of the model: on the CPU they would be silently ignored.
@@ -166,6 +172,8 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       if (is_word(argv[i], "GPU-LAYERS") || is_word(argv[i], "VRAM-BUDGET"))
         return reply_error(ctx, str(argv[i]) + " applies to DEVICE cuda only");
   }
+  if (model->options.device.kind == model::DeviceKind::Cuda && model->options.device.kv_type != kernels::KvType::F16)
+    return reply_error(ctx, "KV-TYPE applies to DEVICE cpu only (cuda keeps its KV cache in f16)");
   if (std::string refusal = engine::device_unavailable(model->options.device); !refusal.empty()) {
     if (from_master) rm::Log(ctx, "warning", "infer: cannot load model '%s' as the master did: %s", name.c_str(), refusal.c_str());
     return reply_error(ctx, refusal);

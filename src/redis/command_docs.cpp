@@ -19,7 +19,7 @@ const CommandDoc kDocs[] = {
     {"infer.load", "O(1) on the main thread; the model is read on a background thread",
      "name:string path:string [THREADS count:integer] [QUEUE depth:integer] [MAX-RUNNING count:integer] "
      "[CONTEXT tokens:integer] [WEIGHTS {COPY | MMAP}] [DEVICE {CPU | CUDA}] [GPU-LAYERS layers:string] "
-     "[VRAM-BUDGET bytes:integer]"},
+     "[VRAM-BUDGET bytes:integer] [KV-TYPE {F16 | Q8_0 | Q4_0}]"},
     {"infer.unload", "O(1); the engine is freed off the main thread", "name:string"},
     {"infer.models", "O(N) with N the models loaded", ""},
     {"infer.info", "O(1)", "name:string"},

@@ -67,7 +67,8 @@ void ModelRegistry::set_loading(const std::string& name, bool on) {
     loading_.erase(name);
 }
 
-std::string ModelRegistry::load_now(const std::string& name, const std::string& path, bool* did_not_fit) {
+std::string ModelRegistry::load_now(const std::string& name, const std::string& path, kernels::KvType kv_type,
+                                    bool* did_not_fit) {
   if (did_not_fit) *did_not_fit = false;
   if (std::string why = check_model_name(name); !why.empty()) return why;
   if (find(name)) return "a model named '" + name + "' is already loaded";
@@ -76,6 +77,7 @@ std::string ModelRegistry::load_now(const std::string& name, const std::string& 
     m->name = name;
     m->path = path;
     m->options = engine_options_for(path);
+    m->options.device.kv_type = kv_type;
     m->engine = create_engine(m->options, &m->planned_bytes);
     m->loaded_at_ms = static_cast<long long>(std::time(nullptr)) * 1000;
     add(std::move(m));

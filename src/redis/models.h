@@ -38,7 +38,8 @@ class ModelRegistry {
 
   // Loads synchronously on the calling thread (startup). Returns an error message or ""; `did_not_fit`
   // (optional) tells whether the error is DoesNotFit's.
-  std::string load_now(const std::string& name, const std::string& path, bool* did_not_fit = nullptr);
+  std::string load_now(const std::string& name, const std::string& path, kernels::KvType kv_type,
+                       bool* did_not_fit = nullptr);
   void add(std::shared_ptr<const LoadedModel> m);
   bool remove(std::string_view name);
   void clear();  // a failed OnLoad: the next load of the module starts from an empty registry

@@ -49,11 +49,11 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     if (redis::register_vector_commands(ctx) != REDISMODULE_OK) return fail(ctx, "cannot register vector commands");
     if (rm::RegisterInfoFunc(ctx, redis::info_callback) != REDISMODULE_OK) return fail(ctx, "cannot register INFO");
     if (redis::register_configs(ctx) != REDISMODULE_OK) return fail(ctx, "cannot load configs");
-    for (const auto& [name, path] : redis::settings().startup_models) {
+    for (const auto& [name, path, kv_type] : redis::settings().startup_models) {
       // Startup models come from the operator's command line: any path is allowed. Loading copies the
       // file (O(file size), unless WEIGHTS mmap): the server starts once the models are in memory.
       bool did_not_fit = false;
-      std::string err = redis::models().load_now(name, path, &did_not_fit);
+      std::string err = redis::models().load_now(name, path, kv_type, &did_not_fit);
       if (did_not_fit) {
         // The settings may have changed since the model last fitted (CONFIG SET, CONFIG REWRITE, less
         // memory): the data the server holds matters more than the model, so it starts without it.

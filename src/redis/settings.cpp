@@ -163,8 +163,17 @@ std::string parse_module_args(RedisModuleString** argv, int argc) {
       if (std::string why = check_model_name(name); !why.empty()) return "MODEL: " + why;
       if (path.empty()) return "MODEL " + name + " needs a non-empty path";
       if (std::string why = check_no_nul("MODEL " + name + " path", path); !why.empty()) return why;
-      s.startup_models.emplace_back(std::move(name), std::move(path));
       i += 2;
+      kernels::KvType kv_type = kernels::KvType::F16;
+      if (need(2) && same_word(str(argv[i + 1]), "KV-TYPE")) {
+        try {
+          kv_type = kernels::parse_kv_type(str(argv[i + 2]));
+        } catch (const std::invalid_argument&) {
+          return "MODEL " + name + ": KV-TYPE must be f16, q8_0 or q4_0";
+        }
+        i += 2;
+      }
+      s.startup_models.push_back({std::move(name), std::move(path), kv_type});
       continue;
     }
     if (same_word(key, "MODEL-DIR")) {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/kv_type.h"
 #include "redis/module_api.h"
 
 namespace infer::redis {
@@ -30,7 +31,11 @@ struct Settings {
                                               // thread: MainThreadBudget.VaddAndVsetattrAtTheirLargestArguments)
   long long inline_max_bytes = 8192;   // the longest text tokenised on the main thread (INFER.TOKENIZE
                                        // inside MULTI/EXEC or a script, INFER.RAG's question)
-  std::vector<std::pair<std::string, std::string>> startup_models;  // MODEL name path
+  struct StartupModel {
+    std::string name, path;
+    kernels::KvType kv_type = kernels::KvType::F16;
+  };
+  std::vector<StartupModel> startup_models;  // MODEL name path [KV-TYPE t]
 };
 
 Settings& settings();
@@ -43,7 +48,7 @@ std::string check_settings(const Settings& s);
 // is active (Debian's systemd unit denies setpriority and kills the process with SIGSYS; spec §0.11).
 int thread_nice();
 
-// Parses `[MODEL name path]... [MODEL-DIR dir] [THREADS n] [NICE n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n]
+// Parses `[MODEL name path [KV-TYPE f16|q8_0|q4_0]]... [MODEL-DIR dir] [THREADS n] [NICE n] [QUEUE n] [MAX-RUNNING n] [CONTEXT n]
 // [MAX-TOKENS n] [DEFAULT-MAX-TOKENS n] [MAX-MEMORY bytes] [TIMEOUT ms] [STREAM-MAXLEN n] [VSIM-THREAD-THRESHOLD n]
 // [MAX-ATTRIBUTE-BYTES bytes] [INLINE-MAX-BYTES bytes]` into settings(). Returns an error message, or "".
 std::string parse_module_args(RedisModuleString** argv, int argc);

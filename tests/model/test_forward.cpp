@@ -137,8 +137,11 @@ TEST(OptionalTensors, Qwen2OutputBiasIsAddedToTheLogits) {
 std::vector<std::vector<float>> run_sequence(const model::Model& m, const std::vector<int32_t>& tokens,
                                              const std::vector<size_t>& chunks, int n_threads,
                                              const std::vector<int32_t>* other = nullptr,
-                                             model::DeviceKind device = model::DeviceKind::Cpu) {
-  ForwardHarness h(m, n_threads, 2, int(tokens.size() + (other ? other->size() : 0)) + 1, 512, 16, device);
+                                             model::DeviceKind device = model::DeviceKind::Cpu,
+                                             kernels::KvType kv_type = kernels::KvType::F16) {
+  model::DeviceOptions options{device};
+  options.kv_type = kv_type;
+  ForwardHarness h(m, n_threads, 2, int(tokens.size() + (other ? other->size() : 0)) + 1, 512, 16, options);
   std::vector<std::vector<float>> out;
   size_t at = 0, other_at = 0;
   for (size_t c : chunks) {
@@ -158,11 +161,7 @@ std::vector<std::vector<float>> run_sequence(const model::Model& m, const std::v
   return out;
 }
 
-class Invariant7 : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(Invariant7, RowLogitsBitwiseIndependentOfBatchingChunkingAndThreads) {
-  INFER_REQUIRE_DIR(reference_dir());
-  const std::string name = GetParam();
+void check_invariant7(const std::string& name, kernels::KvType kv) {
   const auto model = model::Model::load(reference_model_path(name));
   const auto tokens = sample_tokens(name, 60);
   std::vector<int32_t> other = load_reference(name).at(2).prompt_ids;
@@ -171,23 +170,55 @@ TEST_P(Invariant7, RowLogitsBitwiseIndependentOfBatchingChunkingAndThreads) {
   // Baseline: prefill 50 rows in one batch, then 10 decode steps; one thread.
   std::vector<size_t> prefill_then_decode{50};
   for (int i = 0; i < 10; ++i) prefill_then_decode.push_back(1);
-  const auto alone = run_sequence(*model, tokens, prefill_then_decode, 1);
+  const auto cpu = model::DeviceKind::Cpu;
+  const auto alone = run_sequence(*model, tokens, prefill_then_decode, 1, nullptr, cpu, kv);
 
-  expect_bitwise_equal(alone, run_sequence(*model, tokens, prefill_then_decode, 2), "2 threads");
-  expect_bitwise_equal(alone, run_sequence(*model, tokens, prefill_then_decode, 1, &other), "batched with another sequence");
-  expect_bitwise_equal(alone, run_sequence(*model, tokens, prefill_then_decode, 2, &other),
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, prefill_then_decode, 2, nullptr, cpu, kv), "2 threads");
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, prefill_then_decode, 1, &other, cpu, kv),
+                       "batched with another sequence");
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, prefill_then_decode, 2, &other, cpu, kv),
                        "batched with another sequence, 2 threads");
   std::vector<size_t> chunked{7, 1, 20, 22};
   for (int i = 0; i < 10; ++i) chunked.push_back(1);
-  expect_bitwise_equal(alone, run_sequence(*model, tokens, chunked, 1), "prefill in chunks 7+1+20+22");
-  expect_bitwise_equal(alone, run_sequence(*model, tokens, std::vector<size_t>(60, 1), 2), "token by token");
-  expect_bitwise_equal(alone, run_sequence(*model, tokens, {60}, 2, &other), "all in one batch");
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, chunked, 1, nullptr, cpu, kv), "prefill in chunks 7+1+20+22");
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, std::vector<size_t>(60, 1), 2, nullptr, cpu, kv),
+                       "token by token");
+  expect_bitwise_equal(alone, run_sequence(*model, tokens, {60}, 2, &other, cpu, kv), "all in one batch");
+}
+
+class Invariant7 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Invariant7, RowLogitsBitwiseIndependentOfBatchingChunkingAndThreads) {
+  INFER_REQUIRE_DIR(reference_dir());
+  check_invariant7(GetParam(), kernels::KvType::F16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Invariant7,
                          ::testing::Values("stories260K", "tiny-llama-q8_0", "tiny-llama-q4_k_m", "tiny-qwen2-f16",
                                            "tiny-qwen3-q4_k_m", "tiny-gemma3-q8_0", "tiny-phi3-q4_k_m",
                                            "tiny-qwen3moe-q4_k_m", "tiny-qwen3moe-f32"),
+                         param_name);
+
+// The same with each quantised KV type: stories260K (8-wide heads, four to a block), head widths 32
+// (llama), 64 with a sliding window (gemma3) and 128 (qwen3).
+class Invariant7KvQ8_0 : public ::testing::TestWithParam<std::string> {};
+class Invariant7KvQ4_0 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Invariant7KvQ8_0, RowLogitsBitwiseIndependentOfBatchingChunkingAndThreads) {
+  INFER_REQUIRE_DIR(reference_dir());
+  check_invariant7(GetParam(), kernels::KvType::Q8_0);
+}
+
+TEST_P(Invariant7KvQ4_0, RowLogitsBitwiseIndependentOfBatchingChunkingAndThreads) {
+  INFER_REQUIRE_DIR(reference_dir());
+  check_invariant7(GetParam(), kernels::KvType::Q4_0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Invariant7KvQ8_0,
+                         ::testing::Values("stories260K", "tiny-llama-q4_k_m", "tiny-gemma3-q8_0", "tiny-qwen3-q4_k_m"),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(Models, Invariant7KvQ4_0,
+                         ::testing::Values("stories260K", "tiny-llama-q4_k_m", "tiny-gemma3-q8_0", "tiny-qwen3-q4_k_m"),
                          param_name);
 
 // The same on the GPU: a row's logits bitwise the same alone, beside another sequence, and in any

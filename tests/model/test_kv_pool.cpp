@@ -49,7 +49,8 @@ TEST(KvPool, LayoutMatchesTheHeaderFormula) {
     EXPECT_EQ(v.v_base, kv.v_base(l));
     EXPECT_EQ(v.page_stride, kv.page_stride());
     EXPECT_EQ(v.page_tokens, T);
-    EXPECT_EQ(v.kv_dim, D);
+    EXPECT_EQ(v.row_stride, D);
+    EXPECT_EQ(v.type, kernels::KvType::F16);
     EXPECT_EQ(v.page_table, table);
   }
   // Page p of layer l: p * page_stride + l * 2 * T * D from the base.
@@ -66,8 +67,10 @@ TEST(KvPool, CopyPageCopiesEveryLayersFirstRows) {
   for (int l = 0; l < hp.n_layer; ++l) {
     for (int pos = 0; pos < 4; ++pos) {
       for (int i = 0; i < D; ++i) k[size_t(i)] = float(l * 100 + pos * 10 + i), v[size_t(i)] = -k[size_t(i)];
-      kernels::kv_store_ref(k.data(), v.data(), kv.k_base(l), kv.v_base(l), kv.page_stride(), 4, from_table, D, pos);
-      kernels::kv_store_ref(zero.data(), zero.data(), kv.k_base(l), kv.v_base(l), kv.page_stride(), 4, to_table, D, pos);
+      kernels::kv_store_ref(k.data(), v.data(), kernels::KvType::F16, kv.k_base(l), kv.v_base(l), kv.page_stride(), D, 4,
+                            from_table, D, pos);
+      kernels::kv_store_ref(zero.data(), zero.data(), kernels::KvType::F16, kv.k_base(l), kv.v_base(l), kv.page_stride(), D,
+                            4, to_table, D, pos);
     }
   }
   kv.copy_page(1, 2, 3);

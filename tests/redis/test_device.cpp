@@ -31,7 +31,7 @@ TEST_F(DeviceTest, CpuModelsShowTheirDevice) {
   EXPECT_TRUE(contains(run({"INFER.INFO", "oncpu"}), "device, cpu, backend, cpu, ")) << run({"INFER.INFO", "oncpu"});
   const std::string all = run({"INFO", "infer"});
   EXPECT_TRUE(contains(all, "infer_model_oncpu:queued=0,")) << all;
-  EXPECT_TRUE(contains(all, ",device=cpu\r\ninfer_latency_queue_ms_oncpu:")) << all;  // each model's line ends so
+  EXPECT_TRUE(contains(all, ",device=cpu,kv_type=f16,kv_bytes_per_token=640\r\ninfer_latency_queue_ms_oncpu:")) << all;  // each model's line ends so
   EXPECT_TRUE(contains(all, "infer_model_stories:queued=0,")) << all;
   EXPECT_EQ(run({"INFER.UNLOAD", "oncpu"}), "OK");
 }
