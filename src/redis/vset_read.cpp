@@ -5,7 +5,7 @@
 // the handler parses, blocks the client and queues the search with a reference to the set
 // (vset_threads.h); the search thread reads under the set's read lock, copies the hits out and unblocks;
 // the reply callback replies on the main thread. Inside MULTI, Lua, or with NOTHREAD it runs here,
-// synchronously, as it does for small sets, under a filter work limit of ~8 ms (vector_set.h). Both paths
+// synchronously, as it does for small sets, under a filter work limit of ~4 ms (vector_set.h). Both paths
 // run the same search and give the same reply.
 #include <cstring>
 #include <memory>

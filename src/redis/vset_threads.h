@@ -18,7 +18,7 @@ inline constexpr size_t kMaxQueuedSearches = 256;
 
 // Filter work (src/vector/filter.h units) one search may use on a search thread: about 5 s of one core,
 // so that no search holds a search thread without end. On the main thread the limit is
-// vector::kFilterWorkLimit (~8 ms).
+// vector::kFilterWorkLimit (~4 ms).
 inline constexpr uint64_t kThreadedFilterWorkLimit = 10'000'000'000;
 
 }  // namespace infer::redis

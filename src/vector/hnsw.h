@@ -157,7 +157,7 @@ class Hnsw {
   // Insertion: one insert compares at most insert_distance_budget() vectors (kInsertBytes of vector data)
   // in its candidate searches, neighbour selection and reverse-link pruning, so that its cost is bounded
   // whatever the dimension; small vectors never reach it.
-  static constexpr size_t kInsertBytes = size_t{64} << 20;
+  static constexpr size_t kInsertBytes = size_t{32} << 20;
   size_t insert_distance_budget() const { return kInsertBytes / (vec_bytes_ + 64); }
   // Pruning can leave a node, or a small group of nodes, that no link leads to from the rest: no search
   // reaches them. `at_risk[level]` lists the nodes an insert or a removal cut links to; each one found

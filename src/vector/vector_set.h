@@ -42,15 +42,15 @@ struct SetConfig {
   uint32_t ef_construction = 200;
 };
 
-// Filter work (filter.h units) a search may use unless the caller allows more: about 8 ms of one core,
+// Filter work (filter.h units) a search may use unless the caller allows more: about 4 ms of one core,
 // what a search on Redis's main thread may take.
-inline constexpr uint64_t kFilterWorkLimit = 16'000'000;
+inline constexpr uint64_t kFilterWorkLimit = 8'000'000;
 
 // Vector bytes a search may be expected to compare on Redis's main thread: the budget of one insert
 // (Hnsw::kInsertBytes), a few milliseconds. Costlier searches run on the search threads, and are refused
 // where they cannot (MULTI, scripts, NOTHREAD).
-inline constexpr uint64_t kMainThreadSearchBytes = uint64_t{64} << 20;
-// "search would compare about N MiB of vectors, more than the 64 MiB ..." for a search past it.
+inline constexpr uint64_t kMainThreadSearchBytes = uint64_t{32} << 20;
+// "search would compare about N MiB of vectors, more than the 32 MiB ..." for a search past it.
 std::string main_thread_search_error(uint64_t search_bytes);
 
 struct SearchOptions {

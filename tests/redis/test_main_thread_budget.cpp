@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
@@ -124,6 +125,7 @@ class MainThreadBudget : public ::testing::Test {
     EXPECT_LT(pinger_->worst_us(), ping_bound_us) << "a PING waited this long (us) for the main thread";
     for (const auto& [name, t] : main_thread_timings(c_.get())) {
       if (t.max_cpu_us == before_[name].max_cpu_us) continue;
+      std::printf("main thread: %s at most %lld us of CPU\n", name.c_str(), t.max_cpu_us);
       EXPECT_LE(t.max_cpu_us, kCpuBoundUs) << name << " held the main thread for " << t.max_cpu_us << " us of CPU";
     }
     const long long stall = info_number(c_.get(), "infer", "infer_max_main_thread_stall_us");
