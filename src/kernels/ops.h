@@ -78,7 +78,8 @@ struct PagedKv {
 };
 
 // The view of the head whose elements start at element `first` of each row (first = g · head_dim).
-inline PagedKv kv_head(PagedKv kv, int64_t first) {
+// Always inlined: the per-instruction-set kernel files must define no weak symbols (avx512_common.h).
+[[gnu::always_inline]] inline PagedKv kv_head(PagedKv kv, int64_t first) {
   const int64_t at = kv.head_elem + first;
   const int64_t block = kv.type == KvType::F16 ? 1 : kKvBlockElements;
   kv.k_base += at / block * kv_block_halves(kv.type);

@@ -15,6 +15,11 @@ namespace infer::model {
 
 enum class DeviceKind { Cpu, Cuda };
 
+// How the KV pages store keys and values (kernels/kv_type.h), named here for the layers above the model.
+using kernels::KvType;
+using kernels::kv_type_name;
+using kernels::parse_kv_type;
+
 struct DeviceOptions {
   DeviceKind kind = DeviceKind::Cpu;
   int gpu_layers = -1;       // layers kept resident on the GPU; -1 = as many as fit (auto), the rest stream

@@ -154,7 +154,7 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       }
     } else if (is_word(argv[i], "KV-TYPE")) {
       try {
-        model->options.device.kv_type = kernels::parse_kv_type(str(argv[i + 1]));
+        model->options.device.kv_type = model::parse_kv_type(str(argv[i + 1]));
       } catch (const std::invalid_argument&) {
         return reply_error(ctx, "KV-TYPE must be f16, q8_0 or q4_0");
       }
@@ -172,7 +172,7 @@ int cmd_load(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       if (is_word(argv[i], "GPU-LAYERS") || is_word(argv[i], "VRAM-BUDGET"))
         return reply_error(ctx, str(argv[i]) + " applies to DEVICE cuda only");
   }
-  if (model->options.device.kind == model::DeviceKind::Cuda && model->options.device.kv_type != kernels::KvType::F16)
+  if (model->options.device.kind == model::DeviceKind::Cuda && model->options.device.kv_type != model::KvType::F16)
     return reply_error(ctx, "KV-TYPE applies to DEVICE cpu only (cuda keeps its KV cache in f16)");
   if (std::string refusal = engine::device_unavailable(model->options.device); !refusal.empty()) {
     if (from_master) rm::Log(ctx, "warning", "infer: cannot load model '%s' as the master did: %s", name.c_str(), refusal.c_str());

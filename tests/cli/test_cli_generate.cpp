@@ -357,7 +357,7 @@ TEST_F(CliTest, ServeBenchTextReportsTheMemoryPlan) {
   INFER_REQUIRE_DIR(test::models_dir());
   auto r = run("serve-bench -m " + stories_ + " --concurrency 1,2 --prompt-tokens 16 --gen-tokens 8 -t 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("memory: weights 1.1 MiB, KV 0.6 KiB per token (F16, pages of 16 tokens), per-sequence cap 25 tokens"),
+  EXPECT_NE(r.out.find("memory: weights 1.1 MiB, KV 0.6 KiB per token (f16, pages of 16 tokens), per-sequence cap 25 tokens"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kv pool MiB"), std::string::npos) << r.out;
   std::istringstream lines(r.out);

@@ -165,7 +165,7 @@ TEST(KvTypeAttention, Avx512MatchesReference) {
 TEST(KvTypeAttention, RowsOfABlockEqualEachRowAloneBitwise) {
   const int first_key[] = {0, 0, 3, 0, 0}, end[] = {13, 14, 15, 16, 290};
   for (KvType t : kQuantTypes) {
-    for (const auto [n_gqa, hd] : {std::pair{2, 8}, {1, 16}, {3, 32}, {2, 64}, {5, 128}, {1, 256}}) {
+    for (const auto& [n_gqa, hd] : {std::pair{2, 8}, {1, 16}, {3, 32}, {2, 64}, {5, 128}, {1, 256}}) {
       TypedKv kv(t, std::max(2 * hd, 32), 16, 300 / 16 + 2);  // rows of whole blocks
       kv.fill(300, 11);
       const PagedKv head = kv_head(kv.view(), hd);
