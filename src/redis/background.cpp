@@ -15,6 +15,10 @@ TaskThreads& long_lane() {
   static TaskThreads* w = new TaskThreads(kLongLaneThreads, kMaxBackgroundTasks, thread_nice());
   return *w;
 }
+TaskThreads& model_lane() {
+  static TaskThreads* w = new TaskThreads(kModelLaneThreads, kMaxModelTasks, thread_nice());
+  return *w;
+}
 }  // namespace
 
 bool run_in_background(size_t text_bytes, std::function<void()> task) {
@@ -24,6 +28,9 @@ bool run_in_background(size_t text_bytes, std::function<void()> task) {
 void start_background_threads() {
   short_lane().start();
   long_lane().start();
+  model_lane().start();
 }
+
+bool run_model_task(std::function<void()> task) { return model_lane().post(std::move(task)); }
 
 }  // namespace infer::redis

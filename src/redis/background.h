@@ -16,6 +16,13 @@ inline constexpr size_t kMaxBackgroundTasks = 1024;
 // Starts the threads (OnLoad), so that no command pays for creating them.
 void start_background_threads();
 
+// Model loads and engine teardowns (seconds each) run in a lane of their own, kModelLaneThreads
+// threads, so that they never wait behind texts nor texts behind them; false (and the task is dropped)
+// when kMaxModelTasks tasks already wait.
+bool run_model_task(std::function<void()> task);
+inline constexpr size_t kMaxModelTasks = 1024;
+inline constexpr unsigned kModelLaneThreads = 2;
+
 // Texts longer than this are tokenised off the main thread when the client may block; up to this many
 // bytes cost the main thread microseconds even at the slowest encode rate measured (BM_Encode;
 // docs/performance.md, Constants).

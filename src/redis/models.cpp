@@ -11,11 +11,11 @@
 #include <filesystem>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 
 #include "engine/memory_plan.h"
 #include "gguf/file.h"
 #include "model/hparams.h"
+#include "redis/background.h"
 #include "redis/settings.h"
 #include "redis/stats.h"
 
@@ -169,12 +169,14 @@ std::shared_ptr<engine::Engine> create_engine(const engine::EngineOptions& opts,
   }
   return std::shared_ptr<engine::Engine>(e.release(), [held](engine::Engine* p) {
     engine_destroyed(p);
-    // The destructor cancels and joins the engine's threads: never on the caller's (main) thread.
-    std::thread([p, held] {
+    // The destructor cancels and joins the engine's threads: never on the caller's (main) thread,
+    // unless the model lane's queue is full.
+    auto free_engine = [p, held] {
       delete p;
       std::lock_guard lk(ledger().mu);
       ledger().committed -= held;
-    }).detach();
+    };
+    if (!run_model_task(free_engine)) free_engine();
   });
 }
 
