@@ -23,6 +23,7 @@
 #include "redis/background.h"
 #include "redis/blocked_call.h"
 #include "redis/cluster_slots.h"
+#include "redis/commands.h"
 #include "redis/models.h"
 #include "redis/settings.h"
 #include "redis/stats.h"

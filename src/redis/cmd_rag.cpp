@@ -48,6 +48,7 @@
 #include "redis/background.h"
 #include "redis/chat_args.h"
 #include "redis/cluster_slots.h"
+#include "redis/commands.h"
 #include "redis/generation_job.h"
 #include "redis/models.h"
 #include "redis/settings.h"

@@ -6,8 +6,8 @@
 
 namespace infer::redis {
 
-// Create the INFER.* commands with their flags, arity and key specs: the model and token commands
-// (command_table.cpp), and the vector-set data type with INFER.V*, EMBED and RAG (vset_commands.cpp).
+// Create the INFER.* commands with their flags, arity and key specs: the model, token, EMBED and RAG
+// commands (command_table.cpp), and the vector-set data type with INFER.V* (vset_commands.cpp).
 // OnLoad only; REDISMODULE_ERR fails the load.
 int register_commands(RedisModuleCtx* ctx);
 int register_vector_commands(RedisModuleCtx* ctx);
@@ -19,5 +19,7 @@ int cmd_info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);        //
 int cmd_tokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);    // cmd_tokenize.cpp
 int cmd_detokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);  // cmd_detokenize.cpp
 int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);    // cmd_generate.cpp
+int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);       // cmd_embed.cpp
+int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);         // cmd_rag.cpp
 
 }  // namespace infer::redis

@@ -1,8 +1,7 @@
-// register_vector_commands (redis/commands.h): the "infervset" data type and the INFER.V*,
-// INFER.EMBED and INFER.RAG commands with their flags, arity and exact key specs (spec §0.4, §6).
+// register_vector_commands (redis/commands.h): the "infervset" data type and the INFER.V* commands
+// with their flags, arity and exact key specs (spec §0.4, §6).
 #include "redis/command_registration.h"
 #include "redis/commands.h"
-#include "redis/semantic_cache.h"
 #include "redis/vset_handlers.h"
 #include "redis/vset_type.h"
 
@@ -18,8 +17,6 @@ constexpr char kVcard[] = "infer.vcard";
 constexpr char kVdim[] = "infer.vdim";
 constexpr char kVinfo[] = "infer.vinfo";
 constexpr char kVgetattr[] = "infer.vgetattr";
-constexpr char kEmbed[] = "infer.embed";
-constexpr char kRag[] = "infer.rag";
 constexpr char kVismember[] = "infer.vismember";
 constexpr char kVrandmember[] = "infer.vrandmember";
 constexpr char kVlinks[] = "infer.vlinks";
@@ -31,9 +28,7 @@ constexpr uint64_t RO = REDISMODULE_CMD_KEY_RO, RW = REDISMODULE_CMD_KEY_RW, ACC
 
 // Static: the key-spec arrays stay valid for as long as Redis might look at them. One key each, and a
 // zeroed terminator.
-RedisModuleCommandKeySpec g_specs[6][2];
-// INFER.RAG: the set, and the STREAM key after a keyword (getkeys-api gives its exact position).
-RedisModuleCommandKeySpec rag_specs[4];
+RedisModuleCommandKeySpec g_specs[5][2];
 
 }  // namespace
 
@@ -47,14 +42,6 @@ int register_vector_commands(RedisModuleCtx* ctx) {
   g_specs[2][0] = index_key_spec("vector set", RW | UPDATE, 1);
   g_specs[3][0] = index_key_spec("vector set", RO | ACCESS, 1);
   g_specs[4][0] = index_key_spec("vector set (metadata only)", RO, 1);
-  // STORE is searched from argv[3] so that the model name or text is never taken for the keyword.
-  g_specs[5][0] = keyword_key_spec("vector set the embedding is added to", RW | UPDATE, "STORE", 3, 0);
-  rag_specs[0] =
-      index_key_spec("vector set searched; document keys found through it are ACL-checked", RO | ACCESS, 2);
-  rag_specs[1] = keyword_key_spec("stream the output is appended to",
-                                  RW | REDISMODULE_CMD_KEY_INSERT | REDISMODULE_CMD_KEY_VARIABLE_FLAGS, "STREAM", -1, 0);
-  rag_specs[2] = keyword_key_spec("semantic cache: vector set looked up, stored into, expired entries removed",
-                                  kCacheKeyFlags | REDISMODULE_CMD_KEY_VARIABLE_FLAGS, "CACHE", -1, 0);
 
   const CommandDef commands[] = {
       {"infer.vadd", guarded<cmd_vadd, kVadd>, "write deny-oom", -5, "Add or update an element of a vector set",
@@ -78,12 +65,6 @@ int register_vector_commands(RedisModuleCtx* ctx) {
        "Element names in byte order between two bounds (a stateless iterator)", g_specs[3]},
       {"infer.vlinks", guarded<cmd_vlinks, kVlinks>, "readonly", -3,
        "The graph neighbours of an element on each level, optionally with their scores", g_specs[3]},
-      {"infer.embed", guarded<cmd_embed, kEmbed>, "deny-oom deny-script getkeys-api no-mandatory-keys", -3,
-       "Embed text with a loaded model, optionally adding it to a vector set (blocks only the caller)",
-       g_specs[5]},
-      {"infer.rag", guarded<cmd_rag, kRag>, "readonly deny-oom deny-script getkeys-api", -5,
-       "Retrieve documents from a vector set and generate an answer from them (blocks only the caller)",
-       rag_specs},
   };
   return create_commands(ctx, commands);
 }

@@ -1,5 +1,5 @@
-// Handlers of the vector-set commands (vset_write.cpp, vset_read.cpp), INFER.EMBED (cmd_embed.cpp) and
-// INFER.RAG (cmd_rag.cpp), registered by vset_commands.cpp, plus the argument helpers they share.
+// Handlers of the vector-set commands (vset_write.cpp, vset_read.cpp, vset_members.cpp, vset_cas.cpp),
+// registered by vset_commands.cpp, and the argument helpers they share with INFER.EMBED and INFER.RAG.
 // Main thread only; handlers may throw, the registration wrapper turns exceptions into -ERR replies.
 #pragma once
 #include <optional>
@@ -29,8 +29,6 @@ int cmd_vismember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vrandmember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vrange(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vlinks(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
-int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
-int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 
 // Submits an embedding request for `text` (pooled and normalised as asked, see engine::Request) on
 // behalf of a blocked client (cmd_embed.cpp). Engine::submit
