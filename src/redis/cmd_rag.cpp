@@ -241,8 +241,8 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
 // Step 2 then 3, on the main thread with the client blocked. Always ends in UnblockClient, now or
 // from the engine.
 void retrieve_and_generate(RedisModuleCtx* ctx, RagJob* job) {
-  if (job->cancellation->requested()) return unblock_generation(job);
-  if (!retrieve_and_assemble(ctx, job)) return unblock_generation(job);
+  if (job->cancellation->requested()) return complete(job);
+  if (!retrieve_and_assemble(ctx, job)) return complete(job);
   submit_generation(job, std::move(job->gen));
 }
 
@@ -282,13 +282,13 @@ void render_chat_pieces(RagJob* job) {
 void after_chat_render(void* data) {
   auto* job = static_cast<RagJob*>(data);
   try {
-    if (!job->error.empty()) return unblock_generation(job);
+    if (!job->error.empty()) return complete(job);
     RedisModuleCtx* ctx = rm::GetThreadSafeContext(job->bc);
     retrieve_and_generate(ctx, job);
     rm::FreeThreadSafeContext(ctx);
   } catch (const std::exception& e) {
     job->error = std::string("internal error: ") + e.what();
-    unblock_generation(job);
+    complete(job);
   }
 }
 
@@ -311,14 +311,14 @@ void retrieve_when_ready(RedisModuleCtx* ctx, RagJob* job) {
     ++stats().busy_replies;
     job->error_code = "BUSY";
     job->error = "too many requests waiting to be submitted; retry later";
-    unblock_generation(job);
+    complete(job);
   }
 }
 
 // Main thread: the cache had no answer; retrieve and generate.
 void retrieve_after_cache_miss(GenerationJob* g) {
   auto* job = static_cast<RagJob*>(g);
-  if (job->cancellation->requested()) return unblock_generation(job);
+  if (job->cancellation->requested()) return complete(job);
   RedisModuleCtx* ctx = rm::GetThreadSafeContext(job->bc);
   retrieve_when_ready(ctx, job);
   rm::FreeThreadSafeContext(ctx);
@@ -336,11 +336,11 @@ void after_embedding(void* data) {
   auto* job = static_cast<RagJob*>(data);
   try {
     // Past the deadline: replied as -TIMEOUT from the result.
-    if (job->result.finish == engine::FinishReason::Deadline) return unblock_generation(job);
+    if (job->result.finish == engine::FinishReason::Deadline) return complete(job);
     if (job->result.finish != engine::FinishReason::Stop || job->result.embedding.empty()) {
       job->error = job->result.finish == engine::FinishReason::Error ? "query embedding failed: " + job->result.error
                                                                     : "query embedding did not finish";
-      return unblock_generation(job);
+      return complete(job);
     }
     job->query = std::move(job->result.embedding);
     job->result = engine::Result{};
@@ -350,7 +350,7 @@ void after_embedding(void* data) {
     rm::FreeThreadSafeContext(ctx);
   } catch (const std::exception& e) {
     job->error = std::string("internal error: ") + e.what();
-    unblock_generation(job);
+    complete(job);
   }
 }
 
@@ -565,7 +565,7 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   apply_generation_options(options, &job->gen);
   job->vset = rm::CreateStringFromString(nullptr, argv[2]);
   job->user = rm::GetCurrentUserName(ctx);
-  auto* j = static_cast<RagJob*>(block_generation(ctx, std::move(job)));  // owned by the client now
+  auto* j = static_cast<RagJob*>(block_client(ctx, std::move(job)));  // owned by the client now
   if (!query_text) {
     look_up_or_retrieve(ctx, j);
     return REDISMODULE_OK;
@@ -580,7 +580,7 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
         if (busy) ++stats().busy_replies;
         j->error_code = busy ? "BUSY" : "ERR";
         j->error = refusal.message;
-        unblock_generation(j);
+        complete(j);
       },
       [j](engine::Result&& r) {
         // Engine thread: hand the rest to the main thread (retrieval must hold the lock).

@@ -134,7 +134,7 @@ engine::Callbacks callbacks_for(GenerationJob* job) {
         job->tool_reply.reset();  // out of memory while parsing: the text is the reply
       }
     }
-    unblock_generation(job);
+    complete(job);
   };
   return cb;
 }
@@ -492,12 +492,6 @@ void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const Generat
   }
 }
 
-GenerationJob* block_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job) {
-  return static_cast<GenerationJob*>(block_client(ctx, std::move(job)));
-}
-
-void unblock_generation(GenerationJob* job) { complete(job); }
-
 std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long max_tokens, const char* qualifier) {
   const long long need = static_cast<long long>(n_prompt) + max_tokens;
   if (need <= m.engine->options().context) return "";
@@ -532,7 +526,7 @@ void lookup_on_main(void* data) {
     rm::FreeThreadSafeContext(ctx);
   } catch (const std::exception& e) {
     job->error = std::string("internal error: ") + e.what();
-    unblock_generation(job);
+    complete(job);
   }
 }
 
@@ -550,7 +544,7 @@ void embed_for_cache(GenerationJob* job, engine::Request req) {
     e.prompt_text = req.prompt_text.empty() ? std::move(job->cache->text) : req.prompt_text;
     if (std::string why = embedder->engine->refuse_prompt_text(e.prompt_text, true); !why.empty()) {
       job->error = "CACHE: EMBEDDER '" + embedder->name + "': " + why;
-      return unblock_generation(job);
+      return complete(job);
     }
   } else {
     e.prompt_text = req.prompt_text;
@@ -570,12 +564,12 @@ void embed_for_cache(GenerationJob* job, engine::Request req) {
     } else {
       job->result.finish = r.finish;  // a deadline or a cancel, replied as for a generation
     }
-    unblock_generation(job);
+    complete(job);
   };
   auto submitted = embedder->engine->submit(std::move(e), std::move(cb));
   if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
     job->refusal = *refusal;
-    unblock_generation(job);
+    complete(job);
   } else {
     job->cancellation->set(std::get<engine::Handle>(submitted));
   }
@@ -600,12 +594,12 @@ auto background_submit(GenerationJob* job, engine::Request req, PreparePrompt pr
     if (why.empty() && job->tool_choice.constrains()) why = constrain_to_tool_call(*job, req);
     if (!why.empty()) {
       job->refusal = engine::SubmitError{engine::SubmitError::Kind::Invalid, std::move(why), 0};
-      return unblock_generation(job);
+      return complete(job);
     }
     auto submitted = job->model->engine->submit(std::move(req), std::move(cb));
     if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
       job->refusal = *refusal;  // no callback will run: the job is still ours
-      unblock_generation(job);
+      complete(job);
     } else {
       cancellation->set(std::get<engine::Handle>(submitted));
     }
@@ -616,7 +610,7 @@ auto background_submit(GenerationJob* job, engine::Request req, PreparePrompt pr
 
 int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, engine::Request req,
                      size_t text_bytes, PreparePrompt prepare) {
-  GenerationJob* job = block_generation(ctx, std::move(owned));
+  auto* job = static_cast<GenerationJob*>(block_client(ctx, std::move(owned)));
   // Tokenising (prompt text, suffix), compiling a grammar and Engine::submit (validation, queueing,
   // waking the scheduler) run on a background thread: the main thread only parses, copies token keys
   // and blocks the client, which keeps its time per command small and independent of the prompt. A
@@ -639,13 +633,13 @@ namespace {
 void resume_after_cache_miss(GenerationJob* job) {
   if (job->cancellation->requested()) {
     job->result.finish = engine::FinishReason::Cancelled;
-    return unblock_generation(job);
+    return complete(job);
   }
   job->counted_before_submit = true;
   if (!run_in_background(job->constraint_text.size(), background_submit(job, std::move(job->pending), {}))) {
     job->counted_before_submit = false;
     job->refusal = engine::SubmitError{engine::SubmitError::Kind::Busy, "too many requests waiting to be submitted", 10};
-    return unblock_generation(job);
+    return complete(job);
   }
   ++stats().generate_requests;
 }
@@ -659,7 +653,7 @@ void submit_generation(GenerationJob* job, engine::Request req) {
       job->counted_before_submit = false;
       job->refusal = engine::SubmitError{engine::SubmitError::Kind::Busy,
                                          "too many requests waiting to be submitted", 10};
-      return unblock_generation(job);
+      return complete(job);
     }
     ++stats().generate_requests;
     return;
@@ -667,7 +661,7 @@ void submit_generation(GenerationJob* job, engine::Request req) {
   auto submitted = job->model->engine->submit(std::move(req), callbacks_for(job));
   if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
     job->refusal = *refusal;  // no callback will run: the job is still ours
-    return unblock_generation(job);
+    return complete(job);
   }
   job->cancellation->set(std::get<engine::Handle>(submitted));
   ++stats().generate_requests;

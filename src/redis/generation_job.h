@@ -1,6 +1,6 @@
 // What INFER.GENERATE and INFER.RAG share: the generation options of their grammar, and a generation
 // run on a blocked client (blocked_call.h has the sequence and who owns the job when):
-//   main thread: block the client (block_generation), submit (start_generation / submit_generation);
+//   main thread: block the client (block_client), submit (start_generation / submit_generation);
 //   engine thread: on_token feeds the optional StreamWriter, on_done stores the result and completes;
 //   main thread: the stream's final entry from the write queue, then the reply.
 #pragma once
@@ -153,14 +153,6 @@ bool refuse_cache_key(RedisModuleCtx* ctx, const GenerationOptions& o, const Loa
 // TOOLS, CHATARGS, JSONSCHEMA and GRAMMAR are hashed into CACHE's fingerprint on the main thread: at most
 // this many bytes of them in all.
 inline constexpr size_t kMaxFingerprintedBytes = 1 << 20;
-
-// Blocks the client (no Redis timeout) and hands it the job; returns the job, owned by the client
-// from now on. Main thread; the command must have checked refuse_if_cannot_block.
-GenerationJob* block_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job);
-
-// The job is over (result, refusal or error set): its stream's final entry, then the reply. Once per
-// job; any thread; the job belongs to the main thread after it.
-void unblock_generation(GenerationJob* job);
 
 // Work on a background thread that completes req's prompt from text the job holds (the prompt text,
 // a suffix to tokenise, chat messages), before it is submitted; returns "" or why the request is refused.

@@ -152,7 +152,7 @@ void miss_on_main(void* data) {
     m->on_miss(m->job);
   } catch (const std::exception& e) {
     m->job->error = std::string("internal error: ") + e.what();
-    unblock_generation(m->job);
+    complete(m->job);
   }
 }
 
@@ -167,7 +167,7 @@ void conclude(GenerationJob* job, void (*on_miss)(GenerationJob*), bool on_main)
     } catch (const std::exception&) {
       loaded = false;
     }
-    if (loaded) return unblock_generation(job);
+    if (loaded) return complete(job);
     c.outcome = CacheRequest::Outcome::Miss;  // an entry this version cannot read: generate anew
   }
   if (on_main) return on_miss(job);
@@ -273,7 +273,7 @@ void cache_lookup(RedisModuleCtx* ctx, GenerationJob* job, void (*on_miss)(Gener
   if (k.wrong_type) {
     job->error_code = "WRONGTYPE";
     job->error = "CACHE key holds a value that is not a vector set";
-    return unblock_generation(job);
+    return complete(job);
   }
   if (!k.set) {
     c.outcome = CacheRequest::Outcome::Miss;
@@ -283,7 +283,7 @@ void cache_lookup(RedisModuleCtx* ctx, GenerationJob* job, void (*on_miss)(Gener
     job->error = "CACHE: vector dimension mismatch: the request embeds in " + std::to_string(c.vector.size()) +
                  " dimensions, the cache set takes " + std::to_string(k.set->input_dim()) +
                  " (a cache set holds the embeddings of one embedding model)";
-    return unblock_generation(job);
+    return complete(job);
   }
   if (k.set->size() >= static_cast<size_t>(settings().vsim_thread_threshold)) {
     c.set = k.shared;
@@ -291,7 +291,7 @@ void cache_lookup(RedisModuleCtx* ctx, GenerationJob* job, void (*on_miss)(Gener
       CacheRequest& cr = *job->cache;
       if (job->cancellation->requested()) {
         cr.set.reset();
-        return unblock_generation(job);
+        return complete(job);
       }
       try {
         auto lock = cr.set->read();
