@@ -136,6 +136,39 @@ void BM_AttentionStepQwen3Shape(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * n_seqs * n_layer * n_keys * kv_dim * 2 * 2);
 }
 
+
+// The step above with the pages laid out head-major (each KV head's K rows, then V rows, contiguous: a
+// head's keys 256 B apart instead of a whole row's 2 KiB): what a head-major KV layout would gain
+// (docs/performance.md, "Serving: 8 sequences against 1").
+void BM_AttentionStepHeadMajor(benchmark::State& state) {
+  const int n_keys = int(state.range(0)), n_seqs = int(state.range(1)), n_layer = 28;
+  const int n_head = 16, n_kv = 8, hd = 128, T = 16;
+  const int pages_per_seq = (n_keys + T - 1) / T, n_pages = pages_per_seq * n_seqs;
+  // page: per layer, per kv head: T K rows of hd then T V rows
+  const int64_t head_block = int64_t(2) * T * hd;
+  const int64_t page_stride = int64_t(n_layer) * n_kv * head_block + 160;
+  const size_t huge = size_t(2) << 20, bytes = (size_t(n_pages) * size_t(page_stride) * 2 + huge - 1) / huge * huge;
+  std::unique_ptr<uint16_t, decltype(&std::free)> mem(static_cast<uint16_t*>(std::aligned_alloc(huge, bytes)), &std::free);
+  ::madvise(mem.get(), bytes, MADV_HUGEPAGE);
+  std::fill_n(mem.get(), bytes / 2, uint16_t(0x3c00));
+  std::vector<int32_t> table(static_cast<size_t>(n_pages));
+  for (int i = 0; i < n_pages; ++i) table[size_t(i)] = i;
+  std::vector<float> q(size_t(n_head * hd), 0.01f), out(q.size()), scratch(size_t(infer::kernels::attention_rows_scratch(1, n_head / n_kv, n_keys)));
+  for (auto _ : state) {
+    for (int l = 0; l < n_layer; ++l) {
+      for (int s = 0; s < n_seqs; ++s) {
+        for (int g = 0; g < n_kv; ++g) {
+          const uint16_t* k = mem.get() + (int64_t(l) * n_kv + g) * head_block;
+          const infer::kernels::PagedKv kv{k, k + T * hd, page_stride, T, &table[size_t(s * pages_per_seq)], hd};
+          infer::kernels::attention_row(q.data() + g * 2 * hd, kv, n_keys, 2, 1, hd, 0.088f, out.data() + g * 2 * hd, scratch.data());
+        }
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * n_seqs * n_layer * n_keys * n_kv * hd * 2 * 2);
+}
+
 // A prefill's attention for one KV head over range(0) prompt rows taken range(1) rows at a time
 // (kernels::attention_rows), at range(2) query heads per KV head and head_dim range(3) (Qwen3-0.6B is
 // 2 × 128, llama-3.2-1b 4 × 64, bge-small 1 × 32, bge-base 1 × 64), causal if range(4), else
@@ -176,4 +209,5 @@ BENCHMARK(BM_AttentionRowsPrefill)
     ->Args({2048, 1, 4, 64, 1})->Args({2048, 6, 4, 64, 1})  // llama-3.2-1b: 4 × 64
     ->Args({128, 1, 1, 32, 0})->Args({128, 12, 1, 32, 0})->Args({128, 24, 1, 32, 0})->Args({128, 24, 1, 64, 0});
 BENCHMARK(BM_AttentionRowQwen3Shape)->Arg(256)->Arg(2048);
-BENCHMARK(BM_AttentionStepQwen3Shape)->Args({96, 1})->Args({96, 8})->Args({2048, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionStepQwen3Shape)->Args({96, 1})->Args({96, 8})->Args({192, 8})->Args({1100, 8})->Args({2048, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionStepHeadMajor)->Args({192, 8})->Args({1100, 8})->Unit(benchmark::kMillisecond);
