@@ -139,7 +139,7 @@ void BM_AttentionStepQwen3Shape(benchmark::State& state) {
 
 // The step above with the pages laid out head-major (each KV head's K rows, then V rows, contiguous: a
 // head's keys 256 B apart instead of a whole row's 2 KiB): what a head-major KV layout would gain
-// (docs/performance.md, "Serving: 8 sequences against 1").
+// (docs/performance.md, "serving 8 sequences against 1").
 void BM_AttentionStepHeadMajor(benchmark::State& state) {
   const int n_keys = int(state.range(0)), n_seqs = int(state.range(1)), n_layer = 28;
   const int n_head = 16, n_kv = 8, hd = 128, T = 16;
