@@ -169,6 +169,13 @@ class EngineImpl final : public Engine {
     return refuse_prompt_length(tok_->min_tokens(text), embedding, true);
   }
 
+  std::string refuse_generation_length(size_t n_prompt, long long max_tokens, bool at_least) const override {
+    if (static_cast<long long>(n_prompt) + max_tokens <= opts_.context) return "";
+    return "prompt of " + std::string(at_least ? "at least " : "") + std::to_string(n_prompt) +
+           " tokens plus MAXTOKENS " + std::to_string(max_tokens) + " exceeds the context of " +
+           std::to_string(opts_.context);
+  }
+
   EngineStats stats() const override { return scheduler_->stats(); }
   LatencySummary latency() const override { return scheduler_->latency(); }
   void flush_prefix_cache() override { scheduler_->request_flush(); }

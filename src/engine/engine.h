@@ -232,6 +232,9 @@ class Engine {
   virtual std::string refuse_prompt_length(size_t n_tokens, bool embedding, bool at_least) const = 0;
   // The same for a text, before tokenising it, from Tokenizer::min_tokens; "" when it may fit.
   virtual std::string refuse_prompt_text(std::string_view text, bool embedding) const = 0;
+  // Why a prompt of n_prompt tokens (at least them, when at_least) plus max_tokens to generate does not
+  // fit the context ("prompt of N tokens plus MAXTOKENS M exceeds the context of C"); "" when it does.
+  virtual std::string refuse_generation_length(size_t n_prompt, long long max_tokens, bool at_least) const = 0;
 
   virtual EngineStats stats() const = 0;
   // Percentiles of the recent requests' latencies (latency_window.h); computed per call.

@@ -137,7 +137,8 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, Generation
     }
     const std::string_view suffix = a.prompt ? view(a.prompt) : std::string_view();
     if (req->prompt_ids.empty() && suffix.empty()) return "the token keys hold no tokens";
-    if (std::string e = check_fits_context(m, req->prompt_ids.size(), max_tokens); !e.empty()) return e;
+    if (std::string e = m.engine->refuse_generation_length(req->prompt_ids.size(), max_tokens, false); !e.empty())
+      return e;
     if (!suffix.empty()) {
       const std::string_view held = job->hold(a.prompt);
       *text_bytes = held.size();
@@ -146,15 +147,15 @@ std::string build_request(RedisModuleCtx* ctx, const GenerateArgs& a, Generation
         o.add_special = false;
         const tokenizer::Tokenizer& t = m.engine->tokenizer();
         // A suffix that cannot fit is refused before it is tokenised.
-        if (std::string e = check_fits_context(m, r.prompt_ids.size() + t.min_tokens(held, o), max_tokens, "at least ");
+        if (std::string e = m.engine->refuse_generation_length(r.prompt_ids.size() + t.min_tokens(held, o), max_tokens, true);
             !e.empty())
           return e;
-        // Room left (check_fits_context passed for the keys); tokenising stops soon after it is used up.
+        // Room left (refuse_generation_length passed for the keys); tokenising stops soon after it is used up.
         const size_t room = static_cast<size_t>(m.engine->options().context - max_tokens) - r.prompt_ids.size();
         bool complete = true;
         std::vector<int32_t> ids = t.encode_at_most(held, room, o, &complete);
         r.prompt_ids.insert(r.prompt_ids.end(), ids.begin(), ids.end());
-        return check_fits_context(m, r.prompt_ids.size(), max_tokens, complete ? "" : "at least ");
+        return m.engine->refuse_generation_length(r.prompt_ids.size(), max_tokens, !complete);
       };
     }
   } else if (!a.chat.empty() || a.chat_options.messages) {

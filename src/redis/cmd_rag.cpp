@@ -228,11 +228,8 @@ bool retrieve_and_assemble(RedisModuleCtx* ctx, RagJob* job) {
     return false;
   }
   job->prompt_tokens = ids.size();
-  const long long need = static_cast<long long>(ids.size()) + job->gen.max_tokens;
-  if (need > job->model->engine->options().context) {
-    job->error = "prompt of " + std::to_string(ids.size()) + " tokens (" + std::to_string(docs.size()) +
-                 " documents) plus MAXTOKENS exceeds the context of " +
-                 std::to_string(job->model->engine->options().context) + "; lower COUNT or MAXTOKENS";
+  if (std::string e = job->model->engine->refuse_generation_length(ids.size(), job->gen.max_tokens, false); !e.empty()) {
+    job->error = e + " (" + std::to_string(docs.size()) + " documents); lower COUNT or MAXTOKENS";
     return false;
   }
   return true;

@@ -492,12 +492,6 @@ void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const Generat
   }
 }
 
-std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long max_tokens, const char* qualifier) {
-  const long long need = static_cast<long long>(n_prompt) + max_tokens;
-  if (need <= m.engine->options().context) return "";
-  return "prompt of " + std::string(qualifier) + std::to_string(n_prompt) + " tokens plus MAXTOKENS " +
-         std::to_string(max_tokens) + " exceeds the context of " + std::to_string(m.engine->options().context);
-}
 
 namespace {
 

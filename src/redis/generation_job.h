@@ -166,11 +166,6 @@ using PreparePrompt = std::function<std::string(engine::Request& req)>;
 int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job, engine::Request req,
                      size_t text_bytes, PreparePrompt prepare = {});
 
-// Error message when `n_prompt` ids plus max_tokens do not fit the model's context, else "".
-// `qualifier` goes before the count ("at least " for a bound found before tokenising).
-std::string check_fits_context(const LoadedModel& m, size_t n_prompt, long long max_tokens,
-                               const char* qualifier = "");
-
 // Submits req for a job already blocked (INFER.RAG after retrieval); a refusal unblocks the job and is
 // replied by the reply callback. With an output constraint, compiling it and the submit run on a
 // background thread. Main thread.

@@ -113,7 +113,7 @@ TEST_F(LongTextsTest, PromptsThatCannotFitAreRefusedBeforeTokenising) {
   EXPECT_NE(reply.find("ERR prompt of at least "), std::string::npos) << reply;
   EXPECT_NE(reply.find(" tokens does not fit the context of 2048 tokens with room to generate"), std::string::npos)
       << reply;
-  // The same for a PROMPT suffix after TOKENS, in check_fits_context's words.
+  // The same for a PROMPT suffix after TOKENS, in Engine::refuse_generation_length's words.
   ASSERT_EQ(run({"INFER.TOKENIZE", "stories", "Once upon a time", "STORE", "lt:doc"}), "5");
   EXPECT_LT(
       timed(c_.get(), {"INFER.GENERATE", "stories", "TOKENS", "lt:doc", "PROMPT", huge, "MAXTOKENS", "4"}, &reply),
