@@ -600,6 +600,21 @@ auto background_submit(GenerationJob* job, engine::Request req, PreparePrompt pr
   };
 }
 
+// Main thread, the job blocked: queues the background half of its submit in the lane of text_bytes
+// plus the output constraint's. A request that looks up the cache first is counted when a miss submits
+// it. False, with nothing queued, when that lane is full.
+bool queue_submit(GenerationJob* job, engine::Request req, size_t text_bytes, PreparePrompt prepare) {
+  const bool generates_now = !job->cache || job->cache->outcome != CacheRequest::Outcome::Pending;
+  job->counted_before_submit = generates_now;
+  if (!run_in_background(text_bytes + job->constraint_text.size(),
+                         background_submit(job, std::move(req), std::move(prepare)))) {
+    job->counted_before_submit = false;
+    return false;
+  }
+  if (generates_now) ++stats().generate_requests;
+  return true;
+}
+
 }  // namespace
 
 int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, engine::Request req,
@@ -608,17 +623,19 @@ int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> owned, 
   // Tokenising (prompt text, suffix), compiling a grammar and Engine::submit (validation, queueing,
   // waking the scheduler) run on a background thread: the main thread only parses, copies token keys
   // and blocks the client, which keeps its time per command small and independent of the prompt. A
-  // refusal there (BUSY included) is replied by on_reply. A cache lookup comes first: the generation is
-  // counted when a miss submits it.
-  const bool generates_now = !job->cache;
-  auto task = background_submit(job, std::move(req), std::move(prepare));
-  job->counted_before_submit = generates_now;
-  if (!run_in_background(text_bytes + job->constraint_text.size(), std::move(task))) {
+  // refusal there (BUSY included) is replied by on_reply.
+  if (!queue_submit(job, std::move(req), text_bytes, std::move(prepare))) {
     abort_blocked(job);
     return reply_coded_error(ctx, "BUSY", "too many requests waiting to be submitted; retry later");
   }
-  if (generates_now) ++stats().generate_requests;
   return REDISMODULE_OK;
+}
+
+void submit_generation(GenerationJob* job, engine::Request req) {
+  if (!queue_submit(job, std::move(req), 0, {})) {
+    job->refusal = engine::SubmitError{engine::SubmitError::Kind::Busy, "too many requests waiting to be submitted", 10};
+    complete(job);
+  }
 }
 
 namespace {
@@ -629,36 +646,9 @@ void resume_after_cache_miss(GenerationJob* job) {
     job->result.finish = engine::FinishReason::Cancelled;
     return complete(job);
   }
-  job->counted_before_submit = true;
-  if (!run_in_background(job->constraint_text.size(), background_submit(job, std::move(job->pending), {}))) {
-    job->counted_before_submit = false;
-    job->refusal = engine::SubmitError{engine::SubmitError::Kind::Busy, "too many requests waiting to be submitted", 10};
-    return complete(job);
-  }
-  ++stats().generate_requests;
+  submit_generation(job, std::move(job->pending));
 }
 
 }  // namespace
-
-void submit_generation(GenerationJob* job, engine::Request req) {
-  if (job->constraint != OutputConstraint::None || job->tool_choice.constrains()) {  // compiled off the main thread
-    job->counted_before_submit = true;
-    if (!run_in_background(job->constraint_text.size(), background_submit(job, std::move(req), {}))) {
-      job->counted_before_submit = false;
-      job->refusal = engine::SubmitError{engine::SubmitError::Kind::Busy,
-                                         "too many requests waiting to be submitted", 10};
-      return complete(job);
-    }
-    ++stats().generate_requests;
-    return;
-  }
-  auto submitted = job->model->engine->submit(std::move(req), callbacks_for(job));
-  if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
-    job->refusal = *refusal;  // no callback will run: the job is still ours
-    return complete(job);
-  }
-  job->cancellation->set(std::get<engine::Handle>(submitted));
-  ++stats().generate_requests;
-}
 
 }  // namespace infer::redis

@@ -166,9 +166,9 @@ using PreparePrompt = std::function<std::string(engine::Request& req)>;
 int start_generation(RedisModuleCtx* ctx, std::unique_ptr<GenerationJob> job, engine::Request req,
                      size_t text_bytes, PreparePrompt prepare = {});
 
-// Submits req for a job already blocked (INFER.RAG after retrieval); a refusal unblocks the job and is
-// replied by the reply callback. With an output constraint, compiling it and the submit run on a
-// background thread. Main thread.
+// Submits req for a job already blocked (INFER.RAG after retrieval, a cache miss) the way
+// start_generation does, on a background thread; a refusal (BUSY included) unblocks the job and is
+// replied by the reply callback. Main thread.
 void submit_generation(GenerationJob* job, engine::Request req);
 
 }  // namespace infer::redis
