@@ -25,6 +25,16 @@ class CompiledGrammar;
 
 namespace infer::engine {
 
+// The device and KV-cache vocabulary of EngineOptions (model/backend.h), named here for the front ends,
+// which reach the model and device layers only through the engine.
+using model::device_name;
+using model::DeviceKind;
+using model::DeviceOptions;
+using model::KvType;
+using model::kv_type_name;
+using model::parse_device;
+using model::parse_kv_type;
+
 class ModelChatTemplates;  // chat_prompt.h
 
 struct SamplingParams {

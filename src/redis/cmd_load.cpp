@@ -100,10 +100,10 @@ struct LoadArgs {
   std::string name, path;  // path as given, resolved by the handler
   std::optional<int> threads, queue_depth, max_running, context;
   std::optional<bool> mmap;
-  std::optional<model::DeviceKind> device;
+  std::optional<engine::DeviceKind> device;
   std::optional<int> gpu_layers;  // -1: auto
   std::optional<uint64_t> vram_budget;
-  std::optional<model::KvType> kv_type;
+  std::optional<engine::KvType> kv_type;
 };
 
 // An option's name as the errors spell it, whatever case the client sent.
@@ -139,7 +139,7 @@ bool parse(RedisModuleString** argv, int argc, LoadArgs* a, std::string* err) {
       std::string device = str(argv[i + 1]);
       for (char& c : device) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       try {
-        a->device = model::parse_device(device);
+        a->device = engine::parse_device(device);
       } catch (const std::invalid_argument&) {
         return *err = "DEVICE must be cpu or cuda", false;
       }
@@ -151,7 +151,7 @@ bool parse(RedisModuleString** argv, int argc, LoadArgs* a, std::string* err) {
       }
     } else if (is_word(argv[i], "KV-TYPE")) {
       try {
-        a->kv_type = model::parse_kv_type(str(argv[i + 1]));
+        a->kv_type = engine::parse_kv_type(str(argv[i + 1]));
       } catch (const std::invalid_argument&) {
         return *err = "KV-TYPE must be f16, q8_0 or q4_0", false;
       }
@@ -165,11 +165,11 @@ bool parse(RedisModuleString** argv, int argc, LoadArgs* a, std::string* err) {
              false;
     }
   }
-  const bool cuda = a->device == model::DeviceKind::Cuda;
+  const bool cuda = a->device == engine::DeviceKind::Cuda;
   // They size the GPU's share of the model: on the CPU they would be silently ignored.
   if (!cuda && a->gpu_layers) return *err = "GPU-LAYERS applies to DEVICE cuda only", false;
   if (!cuda && a->vram_budget) return *err = "VRAM-BUDGET applies to DEVICE cuda only", false;
-  if (cuda && a->kv_type && *a->kv_type != model::KvType::F16)
+  if (cuda && a->kv_type && *a->kv_type != engine::KvType::F16)
     return *err = "KV-TYPE applies to DEVICE cpu only (cuda keeps its KV cache in f16)", false;
   return true;
 }

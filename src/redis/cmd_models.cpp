@@ -49,9 +49,9 @@ int cmd_info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   ll("queue_depth", o.queue_depth);
   ll("threads", o.threads);
   s("weights", o.mmap ? "mmap" : "copy");
-  s("device", model::device_name(o.device.kind));
+  s("device", engine::device_name(o.device.kind));
   s("backend", m->engine->backend_description());
-  s("kv_type", model::kv_type_name(m->engine->stats().kv_type));
+  s("kv_type", engine::kv_type_name(m->engine->stats().kv_type));
   ll("kv_bytes_per_token", static_cast<long long>(m->engine->stats().kv_bytes_per_token));
   ll("interleaved_matrices", m->engine->stats().interleaved_matrices);
   ll("model_bytes", static_cast<long long>(m->engine->stats().model_bytes));

@@ -67,7 +67,7 @@ void ModelRegistry::set_loading(const std::string& name, bool on) {
     loading_.erase(name);
 }
 
-std::string ModelRegistry::load_now(const std::string& name, const std::string& path, model::KvType kv_type,
+std::string ModelRegistry::load_now(const std::string& name, const std::string& path, engine::KvType kv_type,
                                     bool* did_not_fit) {
   if (did_not_fit) *did_not_fit = false;
   if (std::string why = check_model_name(name); !why.empty()) return why;

@@ -38,7 +38,7 @@ class ModelRegistry {
 
   // Loads synchronously on the calling thread (startup). Returns an error message or ""; `did_not_fit`
   // (optional) tells whether the error is DoesNotFit's.
-  std::string load_now(const std::string& name, const std::string& path, model::KvType kv_type,
+  std::string load_now(const std::string& name, const std::string& path, engine::KvType kv_type,
                        bool* did_not_fit = nullptr);
   void add(std::shared_ptr<const LoadedModel> m);
   bool remove(std::string_view name);

@@ -164,10 +164,10 @@ std::string parse_module_args(RedisModuleString** argv, int argc) {
       if (path.empty()) return "MODEL " + name + " needs a non-empty path";
       if (std::string why = check_no_nul("MODEL " + name + " path", path); !why.empty()) return why;
       i += 2;
-      model::KvType kv_type = model::KvType::F16;
+      engine::KvType kv_type = engine::KvType::F16;
       if (need(2) && same_word(str(argv[i + 1]), "KV-TYPE")) {
         try {
-          kv_type = model::parse_kv_type(str(argv[i + 2]));
+          kv_type = engine::parse_kv_type(str(argv[i + 2]));
         } catch (const std::invalid_argument&) {
           return "MODEL " + name + ": KV-TYPE must be f16, q8_0 or q4_0";
         }

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/backend.h"
+#include "engine/engine.h"
 #include "redis/module_api.h"
 
 namespace infer::redis {
@@ -33,7 +33,7 @@ struct Settings {
                                        // inside MULTI/EXEC or a script, INFER.RAG's question)
   struct StartupModel {
     std::string name, path;
-    model::KvType kv_type = model::KvType::F16;
+    engine::KvType kv_type = engine::KvType::F16;
   };
   std::vector<StartupModel> startup_models;  // MODEL name path [KV-TYPE t]
 };

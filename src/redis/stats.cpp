@@ -298,8 +298,8 @@ void info_callback(RedisModuleInfoCtx* ctx, int for_crash_report) {
       rm::InfoBeginDictField(ctx, field.c_str());
       const engine::EngineStats s = m->engine->stats();
       info_engine_fields(ctx, s);
-      rm::InfoAddFieldCString(ctx, "device", model::device_name(s.device));
-      rm::InfoAddFieldCString(ctx, "kv_type", model::kv_type_name(s.kv_type));
+      rm::InfoAddFieldCString(ctx, "device", engine::device_name(s.device));
+      rm::InfoAddFieldCString(ctx, "kv_type", engine::kv_type_name(s.kv_type));
       rm::InfoAddFieldULongLong(ctx, "kv_bytes_per_token", s.kv_bytes_per_token);
       rm::InfoEndDictField(ctx);
       // infer_latency_<metric>_<name>:p50=..,p90=..,p99=..,samples=n (as Redis's latency_percentiles_usec_*)
