@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "forward_harness.h"
+#include "kernel_test_util.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kv_type.h"
 #include "kernels/ops.h"
@@ -25,18 +26,8 @@
 namespace infer::kernels {
 namespace {
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-bool have_avx2() {
-  const CpuFeatures& f = cpu_features();
-  return f.avx2 && f.fma && f.f16c;
-}
+using test_util::have_avx2;
+using test_util::random_vec;
 
 constexpr KvType kQuantTypes[] = {KvType::Q8_0, KvType::Q4_0};
 

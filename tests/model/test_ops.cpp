@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "kernels/ops_avx2.h"
@@ -17,18 +18,8 @@
 namespace infer::kernels {
 namespace {
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-bool have_avx2() {
-  const CpuFeatures& f = cpu_features();
-  return f.avx2 && f.fma && f.f16c;
-}
+using test_util::have_avx2;
+using test_util::random_vec;
 
 #define REQUIRE_AVX2() \
   if (!have_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C"

@@ -308,29 +308,31 @@ TEST_F(MainThreadBudget, VaddAcrossAGrowthBoundaryOfAWideSet) {
   EXPECT_EQ(run({"INFER.VCARD", "budget:m"}), "2100");
 }
 
+// A 65,536-d vector of uniform components in [-1, 1], different for each `e`, as an FP32 blob.
+std::string wide_blob(int e) {
+  constexpr size_t kDim = 65536;
+  std::string blob(kDim * 4, '\0');
+  uint64_t x = 0xd1b54a32d192ed03ULL * static_cast<uint64_t>(e + 1);
+  for (size_t i = 0; i < kDim; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const float f = static_cast<float>(x % 2001) / 1000.0f - 1.0f;
+    std::memcpy(blob.data() + i * 4, &f, 4);
+  }
+  return blob;
+}
+
 TEST_F(MainThreadBudget, VaddOfTheWidestNoquantVectorsIntoAFewHundred) {
   // An insert's candidate search at EF 200 visits nearly every node of a few hundred, and the neighbour
   // selection compares candidates pairwise: at 65,536-d float32 (256 KiB a vector) each VADD must still
   // bound its own work. 300 distinct vectors; every one is still found by its own vector.
-  constexpr size_t kDim = 65536;
   constexpr int kCount = 300;
-  auto blob_for = [&](int e) {
-    std::string blob(kDim * 4, '\0');
-    uint64_t x = 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(e + 1);
-    for (size_t i = 0; i < kDim; ++i) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      const float f = static_cast<float>(x % 2001) / 1000.0f - 1.0f;  // uniform in [-1, 1]
-      std::memcpy(blob.data() + i * 4, &f, 4);
-    }
-    return blob;
-  };
   for (int e = 0; e < kCount; ++e)
-    ASSERT_EQ(run({"INFER.VADD", "budget:wide-nq", "FP32", blob_for(e), "e" + std::to_string(e), "NOQUANT"}), "1") << e;
+    ASSERT_EQ(run({"INFER.VADD", "budget:wide-nq", "FP32", wide_blob(e), "e" + std::to_string(e), "NOQUANT"}), "1") << e;
   EXPECT_EQ(run({"INFER.VCARD", "budget:wide-nq"}), std::to_string(kCount));
   for (int e = 0; e < kCount; e += 37) {
-    Reply r = command(c_.get(), {"INFER.VSIM", "budget:wide-nq", "FP32", blob_for(e), "COUNT", "1"});
+    Reply r = command(c_.get(), {"INFER.VSIM", "budget:wide-nq", "FP32", wide_blob(e), "COUNT", "1"});
     ASSERT_TRUE(r);
     ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
     ASSERT_EQ(r->elements, 1u);
@@ -351,7 +353,7 @@ TEST_F(MainThreadBudget, VaddOfTheWidestNoquantVectorsIntoAFewHundred) {
                                "budget:wide-nq"});
   EXPECT_NE(lua.find(refusal), std::string::npos) << lua.substr(0, 200);
   // INFER.RAG searches on the main thread: the same bound.
-  const std::string rag = run({"INFER.RAG", "stories", "budget:wide-nq", "FP32", blob_for(7), "QUESTION", "which?",
+  const std::string rag = run({"INFER.RAG", "stories", "budget:wide-nq", "FP32", wide_blob(7), "QUESTION", "which?",
                                "EF", "1000", "MAXTOKENS", "4"});
   EXPECT_NE(rag.find(refusal), std::string::npos) << rag.substr(0, 200);
 }
@@ -421,21 +423,6 @@ TEST_F(MainThreadBudget, VaddAcrossTheIdMapSplit) {
   EXPECT_EQ(run({"INFER.VREM", "budget:ids", "element:16384"}), "1");
   EXPECT_EQ(run({"INFER.VISMEMBER", "budget:ids", "element:16384"}), "0");
   EXPECT_EQ(run({"DEL", "budget:ids"}), "1");
-}
-
-// A 65,536-d vector of uniform components in [-1, 1], different for each `e`, as an FP32 blob.
-std::string wide_blob(int e) {
-  constexpr size_t kDim = 65536;
-  std::string blob(kDim * 4, '\0');
-  uint64_t x = 0xd1b54a32d192ed03ULL * static_cast<uint64_t>(e + 1);
-  for (size_t i = 0; i < kDim; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    const float f = static_cast<float>(x % 2001) / 1000.0f - 1.0f;
-    std::memcpy(blob.data() + i * 4, &f, 4);
-  }
-  return blob;
 }
 
 TEST_F(MainThreadBudget, VremOfTheWidestNoquantVectorsAtMFour) {
