@@ -272,7 +272,7 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     if (rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_SLAVE)
       return reply_coded_error(ctx, "READONLY", "STORE cannot write on a replica");
     VsetKey k(ctx, store_key, REDISMODULE_READ);
-    if (k.wrong_type) return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    if (k.wrong_type) return reply_wrongtype(ctx);
     const int n_embd = model->engine->n_embd();
     if (k.set && k.set->input_dim() != static_cast<uint32_t>(n_embd))
       return reply_error(ctx, "STORE: vector dimension mismatch: the model embeds in " + std::to_string(n_embd) +

@@ -544,7 +544,7 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   {
     VsetKey k(ctx, argv[2], REDISMODULE_READ);
-    if (k.wrong_type) return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    if (k.wrong_type) return reply_wrongtype(ctx);
     const uint32_t want = query_text ? static_cast<uint32_t>(job->embedder->engine->n_embd())
                                      : static_cast<uint32_t>(job->query.size());
     if (k.set && k.set->input_dim() != want)

@@ -1,4 +1,4 @@
-// Argument parsing shared by INFER.VADD, INFER.VSIM and INFER.RAG.
+// Argument parsing and replies shared by the vector-set commands, INFER.EMBED and INFER.RAG.
 #include <cmath>
 #include <cstring>
 
@@ -10,6 +10,8 @@ namespace infer::redis {
 namespace {
 constexpr long long kMaxDim = 65536;
 }
+
+int reply_wrongtype(RedisModuleCtx* ctx) { return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE); }
 
 bool is_vector_start(RedisModuleString* arg) { return is_word(arg, "FP32") || is_word(arg, "VALUES"); }
 

@@ -2,12 +2,11 @@
 // registered by vset_commands.cpp, and the argument helpers they share with INFER.EMBED and INFER.RAG.
 // Main thread only; handlers may throw, the registration wrapper turns exceptions into -ERR replies.
 #pragma once
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <functional>
-#include <memory>
 
 #include "engine/engine.h"
 #include "redis/models.h"
@@ -29,6 +28,9 @@ int cmd_vismember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vrandmember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vrange(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 int cmd_vlinks(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+
+// Replies Redis's WRONGTYPE error (a key that holds something other than a vector set).
+int reply_wrongtype(RedisModuleCtx* ctx);
 
 // Submits an embedding request for `text` (pooled and normalised as asked, see engine::Request) on
 // behalf of a blocked client (cmd_embed.cpp). Engine::submit

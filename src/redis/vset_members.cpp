@@ -4,6 +4,8 @@
 // count can make one call allocate or write without bound.
 #include <algorithm>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "redis/args.h"
 #include "redis/vset_handlers.h"
@@ -14,7 +16,6 @@ namespace infer::redis {
 
 namespace {
 
-int reply_wrongtype(RedisModuleCtx* ctx) { return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE); }
 
 std::mt19937_64& rng() {
   static std::mt19937_64 gen{std::random_device{}()};  // main thread only
@@ -30,6 +31,17 @@ std::string reply_size_error(const char* command, uint64_t count, uint64_t bytes
     return std::string(command) + " would reply " + std::to_string(bytes) + " bytes of element names, more than the " +
            std::to_string(kMaxReplyNameBytes) + " a reply may hold";
   return "";
+}
+
+// Replies `names`, or refuses them (the refusal followed by `hint`) when they do not fit one reply.
+int reply_names(RedisModuleCtx* ctx, const char* command, const std::vector<const std::string*>& names,
+                const std::string& hint = "") {
+  uint64_t bytes = 0;
+  for (const std::string* name : names) bytes += name->size();
+  if (std::string e = reply_size_error(command, names.size(), bytes); !e.empty()) return reply_error(ctx, e + hint);
+  rm::ReplyWithArray(ctx, static_cast<long>(names.size()));
+  for (const std::string* name : names) rm::ReplyWithStringBuffer(ctx, name->data(), name->size());
+  return REDISMODULE_OK;
 }
 
 // One end of a VRANGE: `-`, `+`, `[name` (inclusive) or `(name` (exclusive). False when malformed.
@@ -82,13 +94,7 @@ int cmd_vrandmember(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   uint64_t want = repeat ? 0 - static_cast<uint64_t>(count) : static_cast<uint64_t>(count);
   if (!repeat) want = std::min<uint64_t>(want, s.size());
   if (std::string e = reply_size_error("VRANDMEMBER", want, 0); !e.empty()) return reply_error(ctx, e);
-  const auto names = s.random_names(static_cast<size_t>(want), repeat, rng());
-  uint64_t bytes = 0;
-  for (const std::string* name : names) bytes += name->size();
-  if (std::string e = reply_size_error("VRANDMEMBER", names.size(), bytes); !e.empty()) return reply_error(ctx, e);
-  rm::ReplyWithArray(ctx, static_cast<long>(names.size()));
-  for (const std::string* name : names) rm::ReplyWithStringBuffer(ctx, name->data(), name->size());
-  return REDISMODULE_OK;
+  return reply_names(ctx, "VRANDMEMBER", s.random_names(static_cast<size_t>(want), repeat, rng()));
 }
 
 // INFER.VRANGE key start end [count]: element names from start to end in byte order; start and end are
@@ -109,14 +115,9 @@ int cmd_vrange(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (!k.set || count == 0) return rm::ReplyWithEmptyArray(ctx);
   // One past the reply limit tells a range that is too long from one that fits.
   const uint64_t want = count < 0 ? UINT64_MAX : static_cast<uint64_t>(count);
-  const auto names = k.set->range(start, end, static_cast<size_t>(std::min<uint64_t>(want, kMaxReplyNames + 1)));
-  uint64_t bytes = 0;
-  for (const std::string* name : names) bytes += name->size();
-  if (std::string e = reply_size_error("VRANGE", names.size(), bytes); !e.empty())
-    return reply_error(ctx, e + "; give a COUNT and continue from the last element with '('");
-  rm::ReplyWithArray(ctx, static_cast<long>(names.size()));
-  for (const std::string* name : names) rm::ReplyWithStringBuffer(ctx, name->data(), name->size());
-  return REDISMODULE_OK;
+  return reply_names(ctx, "VRANGE",
+                     k.set->range(start, end, static_cast<size_t>(std::min<uint64_t>(want, kMaxReplyNames + 1))),
+                     "; give a COUNT and continue from the last element with '('");
 }
 
 // INFER.VLINKS key element [WITHSCORES]: the element's neighbours on each of its HNSW levels, highest
@@ -143,10 +144,7 @@ int cmd_vlinks(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     // Scores compare the element's vector with each neighbour's: bounded as a search's comparisons are.
     const uint64_t compared = total * vector::encoded_size(s.config().quant, s.config().dim);
     if (compared > vector::kMainThreadSearchBytes)
-      return reply_error(ctx, "VLINKS WITHSCORES would compare " + std::to_string(compared >> 20) +
-                                  " MiB of vectors, more than the " +
-                                  std::to_string(vector::kMainThreadSearchBytes >> 20) +
-                                  " MiB a command may on Redis's main thread; ask without WITHSCORES");
+      return reply_error(ctx, vector::main_thread_search_error(compared) + "; ask VLINKS without WITHSCORES");
     levels = s.neighbours(view(argv[2]), /*with_scores=*/true);
   }
   // Redis 8's order: the element's highest level first, level 0 last.

@@ -22,7 +22,6 @@ namespace infer::redis {
 
 namespace {
 
-int reply_wrongtype(RedisModuleCtx* ctx) { return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE); }
 
 int reply_attrs(RedisModuleCtx* ctx, std::string_view attrs) {
   return attrs.empty() ? rm::ReplyWithNull(ctx) : rm::ReplyWithStringBuffer(ctx, attrs.data(), attrs.size());

@@ -10,7 +10,6 @@
 namespace infer::redis {
 
 namespace {
-int reply_wrongtype(RedisModuleCtx* ctx) { return rm::ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE); }
 }  // namespace
 
 namespace {
