@@ -224,13 +224,6 @@ std::string cache_fingerprint(const GenerateArgs& a, const LoadedModel& m, const
   return f.hex();
 }
 
-size_t fingerprinted_bytes(const GenerateArgs& a) {
-  size_t n = 0;
-  for (const RedisModuleString* s : {a.chat_options.tools, a.chat_options.chat_args, a.options.constraint_text})
-    if (s) n += view(s).size();
-  return n;
-}
-
 }  // namespace
 
 int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
@@ -249,7 +242,7 @@ int cmd_generate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     embedder = models().find(view(a.embedder));
     if (!embedder) return reply_error(ctx, "unknown EMBEDDER model '" + str(a.embedder) + "' (see INFER.MODELS)");
   }
-  if (refuse_cache_key(ctx, a.options, *embedder, fingerprinted_bytes(a))) return REDISMODULE_OK;
+  if (refuse_cache_key(ctx, a.options, a.chat_options, *embedder)) return REDISMODULE_OK;
 
   auto job = std::make_unique<GenerationJob>(model, "infer.generate");
   engine::Request req;

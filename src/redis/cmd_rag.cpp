@@ -553,10 +553,7 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   if (refuse_if_cannot_block(ctx, "INFER.RAG")) return REDISMODULE_OK;
   if (refuse_stream_key(ctx, options)) return REDISMODULE_OK;
-  size_t fingerprinted = 0;
-  for (const RedisModuleString* s : {a.chat_options.tools, a.chat_options.chat_args, options.constraint_text})
-    if (s) fingerprinted += view(s).size();
-  if (refuse_cache_key(ctx, options, *job->embedder, fingerprinted)) return REDISMODULE_OK;
+  if (refuse_cache_key(ctx, options, a.chat_options, *job->embedder)) return REDISMODULE_OK;
 
   configure_generation(ctx, job.get(), options, options.cache.key ? cache_fingerprint(argv, a, *job) : "");
   apply_generation_options(options, &job->gen);

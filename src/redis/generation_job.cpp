@@ -449,9 +449,12 @@ const char* cache_bypass_reason(const GenerationOptions& o) {
   return "";
 }
 
-bool refuse_cache_key(RedisModuleCtx* ctx, const GenerationOptions& o, const LoadedModel& embedder,
-                      size_t fingerprinted_bytes) {
+bool refuse_cache_key(RedisModuleCtx* ctx, const GenerationOptions& o, const ChatOptions& chat,
+                      const LoadedModel& embedder) {
   if (!o.cache.key) return false;
+  size_t fingerprinted_bytes = 0;
+  for (const RedisModuleString* s : {chat.tools, chat.chat_args, o.constraint_text})
+    if (s) fingerprinted_bytes += view(s).size();
   RedisModuleKey* k = rm::OpenKey(ctx, o.cache.key, REDISMODULE_READ);
   const int type = rm::KeyType(k);
   const bool is_set = type == REDISMODULE_KEYTYPE_MODULE && rm::ModuleTypeGetType(k) == vset_type();

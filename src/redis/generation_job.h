@@ -15,6 +15,7 @@
 
 #include "engine/chat_prompt.h"
 #include "redis/blocked_call.h"
+#include "redis/chat_args.h"
 #include "redis/models.h"
 #include "redis/module_api.h"
 #include "redis/semantic_cache.h"
@@ -146,10 +147,11 @@ struct GenerationJob : BlockedJob {
 void configure_generation(RedisModuleCtx* ctx, GenerationJob* job, const GenerationOptions& o,
                           const std::string& cache_fingerprint = "");
 
-// Refuses a CACHE that cannot work: a key of another type (-WRONGTYPE), fingerprinted option text over
-// kMaxFingerprintedBytes, an embedder that cannot embed. Replies and returns true when refused. Main thread.
-bool refuse_cache_key(RedisModuleCtx* ctx, const GenerationOptions& o, const LoadedModel& embedder,
-                      size_t fingerprinted_bytes);
+// Refuses a CACHE that cannot work: a key of another type (-WRONGTYPE), fingerprinted option text (the
+// chat's TOOLS and CHATARGS, the output constraint) over kMaxFingerprintedBytes, an embedder that cannot
+// embed. Replies and returns true when refused. Main thread.
+bool refuse_cache_key(RedisModuleCtx* ctx, const GenerationOptions& o, const ChatOptions& chat,
+                      const LoadedModel& embedder);
 // TOOLS, CHATARGS, JSONSCHEMA and GRAMMAR are hashed into CACHE's fingerprint on the main thread: at most
 // this many bytes of them in all.
 inline constexpr size_t kMaxFingerprintedBytes = 1 << 20;
