@@ -24,6 +24,9 @@ packages=(
   python3-hnswlib                   # scripts/vector_bench.sh: hnswlib (and numpy) beside our vector search
   redis-server redis-tools          # the host (Redis 7.0) and redis-cli
 )
+# npm installs the official openai SDK for GatewayTest.OfficialOpenAiSdk (scripts/test.sh). A machine
+# with Node.js from elsewhere (which ships its own npm) keeps it: Debian's npm would conflict with it.
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
