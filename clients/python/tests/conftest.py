@@ -27,35 +27,78 @@ def model_path():
                         "stories260K.gguf")
 
 
-def free_port():
-    # Below 55536: a cluster node also listens on its port + 10000.
+def ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def bindable(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def free_port(cluster):
+    # Ports the kernel hands out to other tests' sockets (the ephemeral range) are avoided, and a
+    # cluster node also needs its port + 10000 (the cluster bus) free.
+    lo, hi = ephemeral_range()
     rng = random.Random()
     while True:
-        port = rng.randrange(20000, 55000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
+        port = rng.randrange(10000, 55000)
+        ports = (port, port + 10000) if cluster else (port,)
+        if any(lo <= p <= hi for p in ports):
+            continue
+        if all(bindable(p) for p in ports):
+            return port
 
 
 class Server:
     def __init__(self, extra=()):
-        self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="infer-py-")
+        # A port can be taken between the probe and redis-server's bind: try a few.
+        for _ in range(5):
+            self.port = free_port("--cluster-enabled" in extra)
+            if self._start(extra):
+                return
+        raise RuntimeError("redis-server did not start: " + self._log()[-2000:])
+
+    def _log(self):
+        try:
+            with open(os.path.join(self.dir, "redis.log")) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def _start(self, extra):
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", self.dir, "--logfile", os.path.join(self.dir, "redis.log"), *extra,
              "--loadmodule", module_path(), "MODEL", "stories", model_path(), "THREADS", "1"])
         client = redis.Redis(port=self.port)
         for _ in range(200):
+            if self.proc.poll() is not None:
+                if "Address already in use" in self._log():
+                    os.remove(os.path.join(self.dir, "redis.log"))
+                    for leftover in ("nodes.conf",):
+                        try:
+                            os.remove(os.path.join(self.dir, leftover))
+                        except OSError:
+                            pass
+                    return False
+                raise RuntimeError("redis-server exited: " + self._log()[-2000:])
             try:
                 client.ping()
-                return
+                return True
             except redis.exceptions.ConnectionError:
                 time.sleep(0.05)
-        raise RuntimeError("redis-server did not start: " + open(os.path.join(self.dir, "redis.log")).read()[-2000:])
+        raise RuntimeError("redis-server did not start: " + self._log()[-2000:])
 
     def stop(self):
         self.proc.terminate()
