@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/ops.h"
-#include "kernels/thread_pool.h"
+#include "kernels/ops/ops.h"
+#include "kernels/runtime/thread_pool.h"
 #include "model/kv_pool.h"
 #include "model/model.h"
 

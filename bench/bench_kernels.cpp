@@ -15,14 +15,14 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/avx512_kernels.h"
-#include "kernels/bandwidth.h"
-#include "kernels/cpu_features.h"
-#include "kernels/interleave.h"
-#include "kernels/matmul.h"
-#include "kernels/quant.h"
-#include "kernels/row_kernels.h"
-#include "kernels/thread_pool.h"
+#include "kernels/x86/avx512/avx512_kernels.h"
+#include "kernels/runtime/bandwidth.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/quant/interleave.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/quant/quant.h"
+#include "kernels/matmul/row_kernels.h"
+#include "kernels/runtime/thread_pool.h"
 
 namespace {
 

@@ -26,9 +26,9 @@
 #include "engine/engine.h"
 #include "engine/generator.h"
 #include "gguf/tensor_type.h"
-#include "kernels/bandwidth.h"
-#include "kernels/kernel_report.h"
-#include "kernels/thread_pool.h"
+#include "kernels/runtime/bandwidth.h"
+#include "kernels/matmul/kernel_report.h"
+#include "kernels/runtime/thread_pool.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 

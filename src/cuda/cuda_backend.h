@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "kernels/thread_pool.h"
+#include "kernels/runtime/thread_pool.h"
 #include "model/backend.h"
 #include "model/model.h"
 

@@ -1,5 +1,5 @@
 // The GPU backend's kernels, as host functions that enqueue them on a stream. Every pointer is device
-// memory. Each mirrors the CPU kernel of the same name (kernels/ops.h) within rounding; the matmul keeps
+// memory. Each mirrors the CPU kernel of the same name (kernels/ops/ops.h) within rounding; the matmul keeps
 // invariant 7: an output's arithmetic does not depend on the rows beside it or the batch size.
 #pragma once
 #include <cuda_fp16.h>

@@ -23,7 +23,7 @@
 #include "engine/chat_prompt.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
-#include "kernels/thread_pool.h"
+#include "kernels/runtime/thread_pool.h"
 #include "model/backend.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/ops.h"
+#include "kernels/ops/ops.h"
 
 namespace infer::engine {
 

@@ -2,7 +2,7 @@
 // row and its most likely tokens, for the DecodeStep of a request that asked for them.
 //
 // Numerics: log p(i) = x_i - (m + log sum_j exp(x_j - m)) with m the row's maximum, the exponentials
-// summed in double by the vectorised softmax (kernels/ops.h), so the sum neither overflows nor loses
+// summed in double by the vectorised softmax (kernels/ops/ops.h), so the sum neither overflows nor loses
 // the small terms, and x_i - lse is taken in double: a very unlikely token gets its true value, never
 // -inf. NaN logits count as -inf (as in the Sampler). A row without a finite maximum gives 0 to the
 // tokens at the maximum, -inf elsewhere.

@@ -41,7 +41,7 @@
 #include "engine/latency_window.h"
 #include "engine/page_allocator.h"
 #include "engine/radix_tree.h"
-#include "kernels/thread_pool.h"
+#include "kernels/runtime/thread_pool.h"
 #include "model/backend.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "kernels/thread_pool.h"
+#include "kernels/runtime/thread_pool.h"
 #include "model/kv_pool.h"
 #include "model/model.h"
 #include "model/pass_profile.h"
@@ -15,7 +15,7 @@ namespace infer::model {
 
 enum class DeviceKind { Cpu, Cuda };
 
-// How the KV pages store keys and values (kernels/kv_type.h), named here for the layers above the model.
+// How the KV pages store keys and values (kernels/ops/kv_type.h), named here for the layers above the model.
 using kernels::KvType;
 using kernels::kv_type_name;
 using kernels::parse_kv_type;

@@ -1,7 +1,7 @@
 #include "model/embedding.h"
 
-#include "kernels/interleave.h"
-#include "kernels/ops.h"
+#include "kernels/quant/interleave.h"
+#include "kernels/ops/ops.h"
 
 namespace infer::model {
 

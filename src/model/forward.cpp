@@ -15,11 +15,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/claim_barrier.h"
-#include "kernels/interleave.h"
-#include "kernels/ops.h"
-#include "kernels/pool_policy.h"
-#include "kernels/quant.h"
+#include "kernels/runtime/claim_barrier.h"
+#include "kernels/quant/interleave.h"
+#include "kernels/ops/ops.h"
+#include "kernels/runtime/pool_policy.h"
+#include "kernels/quant/quant.h"
 #include "model/batch_check.h"
 #include "model/embedding.h"
 #include "model/model.h"

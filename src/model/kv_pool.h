@@ -1,5 +1,5 @@
 // Storage for the paged KV cache: one pool of fixed-size pages shared by all sequences, its rows of
-// kv_dim elements stored as the pool's KvType (F16, or Q8_0 / Q4_0 blocks: kernels/kv_type.h), R =
+// kv_dim elements stored as the pool's KvType (F16, or Q8_0 / Q4_0 blocks: kernels/ops/kv_type.h), R =
 // kv_row_halves(type, kv_dim) 2-byte units a row (F16: kv_dim; Q8_0: kv_dim/32 · 17; Q4_0: kv_dim/32 · 9).
 // Layout, in 2-byte units: page p, layer l holds K rows then V rows, each page_tokens × R:
 //   k(p, l) = base + p * page_stride + (l * 2 + 0) * page_tokens * R
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "kernels/ops.h"
+#include "kernels/ops/ops.h"
 #include "model/hparams.h"
 
 namespace infer::model {

@@ -1,7 +1,7 @@
 // Model loading: hyper-parameters, then every tensor bound by name with an exact shape check
 // (spec/architectures.md §2, architectures-more.md). Matrices stay views into the file's memory (DESIGN invariant 1): the
 // mapping, or the huge-page copy, whose Q8_0/Q4_0/Q4_K/Q5_K/Q6_K matrices are rewritten in place into the interleaved
-// layout where the CPU has kernels for it (kernels/interleave.h).
+// layout where the CPU has kernels for it (kernels/quant/interleave.h).
 #include "model/model.h"
 
 #include <map>
@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "kernels/interleave.h"
-#include "kernels/quant.h"
+#include "kernels/quant/interleave.h"
+#include "kernels/quant/quant.h"
 
 namespace infer::model {
 namespace {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gguf/file.h"
-#include "kernels/matmul.h"
-#include "kernels/thread_pool.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/runtime/thread_pool.h"
 #include "model/hparams.h"
 #include "model/kv_pool.h"
 #include "model/pass_profile.h"
@@ -25,7 +25,7 @@ struct LoadOptions {
   int context = 0;
 };
 // A copy (not mmap) has its matrices rewritten into the interleaved layout where this CPU has kernels
-// for it (kernels/interleave.h: Q8_0, Q4_0 and the K-quants with AVX-512 VNNI), for faster decode and batches; see
+// for it (kernels/quant/interleave.h: Q8_0, Q4_0 and the K-quants with AVX-512 VNNI), for faster decode and batches; see
 // interleaved_matrices().
 
 // One layer's tensors; which are set depends on the architecture (null / empty when absent).

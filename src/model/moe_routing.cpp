@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/ops.h"
+#include "kernels/ops/ops.h"
 
 namespace infer::model {
 

@@ -9,8 +9,8 @@
 
 #include "gguf/file.h"
 #include "gguf/writer.h"
-#include "kernels/quant.h"
-#include "kernels/thread_pool.h"
+#include "kernels/quant/quant.h"
+#include "kernels/runtime/thread_pool.h"
 
 namespace infer::model {
 

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/quant.h"
+#include "kernels/quant/quant.h"
 
 namespace infer::kernels::test {
 

@@ -10,12 +10,12 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/avx2_kernels.h"
-#include "kernels/blocks.h"
-#include "kernels/cpu_features.h"
-#include "kernels/ops.h"
-#include "kernels/quant.h"
-#include "kernels/row_kernels.h"
+#include "kernels/x86/avx2/avx2_kernels.h"
+#include "kernels/quant/blocks.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/ops/ops.h"
+#include "kernels/quant/quant.h"
+#include "kernels/matmul/row_kernels.h"
 #include "kernel_test_data.h"
 
 namespace infer::kernels {

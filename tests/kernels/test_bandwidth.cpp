@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/bandwidth.h"
-#include "kernels/cpu_features.h"
-#include "kernels/row_kernels.h"
+#include "kernels/runtime/bandwidth.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/matmul/row_kernels.h"
 
 namespace infer::kernels {
 namespace {

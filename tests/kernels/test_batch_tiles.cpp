@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/cpu_features.h"
-#include "kernels/quant.h"
-#include "kernels/row_kernels.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/quant/quant.h"
+#include "kernels/matmul/row_kernels.h"
 #include "kernel_test_data.h"
 
 namespace infer::kernels {

@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/cpu_features.h"
-#include "kernels/quant.h"
-#include "kernels/reference_kernels.h"
-#include "kernels/row_kernels.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/quant/quant.h"
+#include "kernels/quant/reference_kernels.h"
+#include "kernels/matmul/row_kernels.h"
 #include "kernel_test_data.h"
 
 namespace infer::kernels {

@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/cpu_features.h"
-#include "kernels/quant.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/quant/quant.h"
 
 namespace infer::kernels {
 namespace {

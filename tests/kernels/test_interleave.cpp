@@ -10,11 +10,11 @@
 #include <gtest/gtest.h>
 
 #include "gguf/file.h"
-#include "kernels/blocks.h"
-#include "kernels/decode_streams.h"
-#include "kernels/interleave.h"
-#include "kernels/matmul.h"
-#include "kernels/quant.h"
+#include "kernels/quant/blocks.h"
+#include "kernels/matmul/decode_streams.h"
+#include "kernels/quant/interleave.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/quant/quant.h"
 #include "kernel_test_data.h"
 #include "support/data_dirs.h"
 

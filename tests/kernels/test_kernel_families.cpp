@@ -12,10 +12,10 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/cpu_features.h"
-#include "kernels/interleave.h"
-#include "kernels/quant.h"
-#include "kernels/row_kernels.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/quant/interleave.h"
+#include "kernels/quant/quant.h"
+#include "kernels/matmul/row_kernels.h"
 #include "kernel_test_data.h"
 
 namespace infer::kernels {

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/cpu_features.h"
-#include "kernels/kernel_report.h"
-#include "kernels/row_kernels.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/matmul/kernel_report.h"
+#include "kernels/matmul/row_kernels.h"
 #include "kernel_test_data.h"
 
 namespace infer::kernels {

@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/matmul.h"
-#include "kernels/quant.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/quant/quant.h"
 #include "kernel_test_data.h"
 
 namespace infer::kernels {

@@ -1,5 +1,5 @@
 // The AVX-512 batch kernels of Q8_0 and Q4_0 weights: the VNNI tile (row layout,
-// q8_0_q4_0_avx512.cpp) and the AMX-INT8 tiles (row and interleaved layouts, q8_0_q4_0_amx.cpp, on the
+// q8_0_q4_0_q5_0_q5_1_avx512.cpp) and the AMX-INT8 tiles (row and interleaved layouts, q8_0_q4_0_amx.cpp, on the
 // hardware and on the software model of the tile instructions): every output bitwise what the AVX2
 // kernel (dot_rows) gives for the same weight row and activation row (invariant 7), on random data of
 // odd sizes and on the tiny reference models' tensors. Skipped on CPUs without AVX-512 VNNI (the AMX
@@ -14,10 +14,10 @@
 #include <gtest/gtest.h>
 
 #include "gguf/file.h"
-#include "kernels/cpu_features.h"
-#include "kernels/interleave.h"
-#include "kernels/quant.h"
-#include "kernels/row_kernels.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/quant/interleave.h"
+#include "kernels/quant/quant.h"
+#include "kernels/matmul/row_kernels.h"
 #include "kernel_test_data.h"
 #include "support/data_dirs.h"
 

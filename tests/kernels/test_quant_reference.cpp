@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/blocks.h"
-#include "kernels/quant.h"
+#include "kernels/quant/blocks.h"
+#include "kernels/quant/quant.h"
 #include "kernel_test_data.h"
 
 namespace infer::kernels {

@@ -10,10 +10,10 @@
 #include <gtest/gtest.h>
 
 #include "gguf/file.h"
-#include "kernels/cpu_features.h"
-#include "kernels/matmul.h"
-#include "kernels/quant.h"
-#include "kernels/row_kernels.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/quant/quant.h"
+#include "kernels/matmul/row_kernels.h"
 #include "kernel_test_data.h"
 #include "support/data_dirs.h"
 

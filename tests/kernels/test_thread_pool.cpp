@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/thread_pool.h"
+#include "kernels/runtime/thread_pool.h"
 
 namespace infer::kernels {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cuda/cuda_backend.h"
-#include "kernels/thread_pool.h"
+#include "kernels/runtime/thread_pool.h"
 #include "model/backend.h"
 #include "model/kv_pool.h"
 #include "model/model.h"

@@ -4,7 +4,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu_features.h"
+#include "kernels/runtime/cpu_features.h"
 
 namespace infer::kernels::test_util {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/interleave.h"
-#include "kernels/quant.h"
+#include "kernels/quant/interleave.h"
+#include "kernels/quant/quant.h"
 
 namespace infer::test {
 namespace {
@@ -30,7 +30,7 @@ ReferenceForward::Matrix ReferenceForward::dequantize(const kernels::WeightMatri
   m.n_in = w.n_in;
   m.n_out = w.n_out;
   m.w.resize(size_t(w.n_in * w.n_out));
-  // Either layout: a loaded model's matrices may be interleaved (kernels/interleave.h).
+  // Either layout: a loaded model's matrices may be interleaved (kernels/quant/interleave.h).
   for (int64_t r = 0; r < w.n_out; ++r) kernels::dequantize_weight_row(w, r, &m.w[size_t(r * w.n_in)]);
   return m;
 }

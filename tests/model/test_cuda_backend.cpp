@@ -13,7 +13,7 @@
 
 #include "cuda/block_layout.h"
 #include "cuda/cuda_backend.h"
-#include "kernels/quant.h"
+#include "kernels/quant/quant.h"
 #include "forward_harness.h"
 #include "model/model.h"
 #include "reference_data.h"

@@ -9,7 +9,7 @@
 
 #include "forward_harness.h"
 #include "gguf_variant.h"
-#include "kernels/matmul.h"
+#include "kernels/matmul/matmul.h"
 #include "model/model.h"
 #include "reference_data.h"
 #include "reference_forward.h"

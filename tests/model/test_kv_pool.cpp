@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "kernels/ops.h"
-#include "kernels/quant.h"
+#include "kernels/ops/ops.h"
+#include "kernels/quant/quant.h"
 #include "model/kv_pool.h"
 
 namespace infer::model {

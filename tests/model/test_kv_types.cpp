@@ -1,4 +1,4 @@
-// The quantised KV cache types (kernels/kv_type.h): rows stored as GGUF's Q8_0 / Q4_0 blocks, read back
+// The quantised KV cache types (kernels/ops/kv_type.h): rows stored as GGUF's Q8_0 / Q4_0 blocks, read back
 // exactly by the reference reader, and each optimised attention kernel (AVX2, AVX-512) against the
 // scalar reference on random rows and on the real keys and values a model leaves in its pages, with
 // the tolerance the F16 kernels are held to; blocks of rows bitwise equal to each row alone.
@@ -13,12 +13,12 @@
 
 #include "forward_harness.h"
 #include "kernel_test_util.h"
-#include "kernels/cpu_features.h"
-#include "kernels/kv_type.h"
-#include "kernels/ops.h"
-#include "kernels/ops_avx2.h"
-#include "kernels/ops_avx512.h"
-#include "kernels/quant.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/ops/kv_type.h"
+#include "kernels/ops/ops.h"
+#include "kernels/x86/avx2/ops_avx2.h"
+#include "kernels/x86/avx512/ops_avx512.h"
+#include "kernels/quant/quant.h"
 #include "model/model.h"
 #include "reference_data.h"
 #include "support/data_dirs.h"

@@ -1,4 +1,4 @@
-// The ops of kernels/ops.h: each scalar reference against the formula it implements, and each AVX2
+// The ops of kernels/ops/ops.h: each scalar reference against the formula it implements, and each AVX2
 // version against its reference on random data.
 #include <gtest/gtest.h>
 
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "kernel_test_util.h"
-#include "kernels/cpu_features.h"
-#include "kernels/ops.h"
-#include "kernels/ops_avx2.h"
-#include "kernels/ops_avx512.h"
-#include "kernels/quant.h"
+#include "kernels/runtime/cpu_features.h"
+#include "kernels/ops/ops.h"
+#include "kernels/x86/avx2/ops_avx2.h"
+#include "kernels/x86/avx512/ops_avx512.h"
+#include "kernels/quant/quant.h"
 
 namespace infer::kernels {
 namespace {

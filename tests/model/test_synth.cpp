@@ -12,8 +12,8 @@
 #include <iterator>
 
 #include "gguf/file.h"
-#include "kernels/quant.h"
-#include "kernels/thread_pool.h"
+#include "kernels/quant/quant.h"
+#include "kernels/runtime/thread_pool.h"
 #include "model/kv_pool.h"
 #include "model/model.h"
 #include "forward_harness.h"

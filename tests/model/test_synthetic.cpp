@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "forward_harness.h"
-#include "kernels/interleave.h"
+#include "kernels/quant/interleave.h"
 #include "model/model.h"
 #include "model/synth.h"
 #include "reference_forward.h"

@@ -1,0 +1,29 @@
+// Key j's row in a paged K or V, for the attention kernels. With pages of a power-of-two size (the
+// engine's 16) the page and row come from a shift and a mask, not a division by page_tokens per key
+// (BM_AttentionRowQwen3Shape; docs/performance.md, "Constants").
+#pragma once
+#include <cstdint>
+
+#include "kernels/ops/ops.h"
+
+namespace infer::kernels {
+// Internal linkage: files compiled for different instruction sets include this (see avx512_common.h).
+namespace {
+
+// Row of key kv.first_key + j (its `base`-relative slice: base is kv.k_base or kv.v_base plus the head's offset).
+inline const uint16_t* key_row(const uint16_t* base, const PagedKv& kv, int j) {
+  const auto tokens = static_cast<unsigned>(kv.page_tokens);
+  const auto key = static_cast<unsigned>(j + kv.first_key);
+  unsigned page, row;
+  if ((tokens & (tokens - 1)) == 0) {
+    page = key >> __builtin_ctz(tokens);
+    row = key & (tokens - 1);
+  } else {
+    page = key / tokens;
+    row = key % tokens;
+  }
+  return base + static_cast<int64_t>(kv.page_table[page]) * kv.page_stride + static_cast<int64_t>(row) * kv.row_stride;
+}
+
+}  // namespace
+}  // namespace infer::kernels

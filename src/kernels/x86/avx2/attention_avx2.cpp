@@ -1,0 +1,383 @@
+// AVX2 attention of a block of query rows. Same steps and key order as attention_row_ref; the F16 keys
+// and values are widened with F16C, Q8_0 and Q4_0 ones dequantised (exactly: attention.cpp) 8 at a
+// time as they are read. A key's score is one FMA chain over its 8-wide chunks and one fixed
+// add tree, an output element one FMA chain over the row's keys in order, however the rows, heads, keys
+// and chunks are tiled: a row's result does not depend on which other rows are in its block or on the
+// thread that computed it (invariant 7).
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/ops/attention_queries.h"
+#include "kernels/x86/hsum256.h"
+#include "kernels/ops/key_rows.h"
+#include "kernels/x86/avx2/ops_avx2.h"
+#include "kernels/quant/quant.h"
+#include "kernels/x86/avx2/vec_exp_avx2.h"
+
+namespace infer::kernels {
+namespace {
+
+// Keys of up to this width are widened once per block of 8 into a stack buffer for all the query
+// vectors of a block of rows that read them.
+constexpr int kMaxWidenedHeadDim = 256;
+// The values' register tiles pass over the keys once per group of chunks: they take kValueKeys keys at a
+// time, whose V slices stay in L1/L2 between the passes (BM_AttentionRowsPrefill, BM_AttentionRowQwen3Shape).
+constexpr int kValueKeys = 128;
+// Rows this many keys ahead of the one being read are prefetched into L1, and kRowsAheadL2 ahead into
+// L2, whose miss buffers keep more lines in flight: a head's rows are slices kv_dim apart, and pages
+// scattered, which the hardware prefetchers do not follow (BM_AttentionStepQwen3Shape).
+constexpr int kRowsAhead = 4, kRowsAheadL2 = 32;
+
+inline void prefetch_row(const uint16_t* row, int halves) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int b = 0; b < halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+}
+inline void prefetch_row_l2(const uint16_t* row, int halves) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int b = 0; b < halves * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
+}
+
+inline __m256 load_f16x8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// How the kernels below read 8 elements of a row of the head's slice (which starts at the row pointer):
+// load8(row, d) gives elements d..d+7 (d a multiple of 8) in f32; at(row, e) is where element e's
+// storage starts (F16: the element, quantised: its block) and from(e) the reader of the slice from
+// there; slice_halves(n) the 2-byte units n elements span, for prefetches.
+struct F16Rows {
+  __m256 load8(const uint16_t* row, int d) const { return load_f16x8(row + d); }
+  const uint16_t* at(const uint16_t* row, int e) const { return row + e; }
+  F16Rows from(int) const { return *this; }
+  int slice_halves(int n) const { return n; }
+};
+
+template <KvType T>
+struct BlockRows {
+  int head_elem;  // the slice's first element in the first block (PagedKv::head_elem)
+  static constexpr int kBlockHalves = int(kv_block_halves(T));
+  __m256 load8(const uint16_t* row, int d) const {
+    const int e = head_elem + d;
+    const uint16_t* block = row + (e / kKvBlockElements) * kBlockHalves;
+    const __m256 scale = _mm256_set1_ps(_cvtsh_ss(block[0]));
+    const auto* codes = reinterpret_cast<const uint8_t*>(block + 1);
+    const int i = e % kKvBlockElements;
+    __m256i wide;
+    if constexpr (T == KvType::Q8_0) {
+      wide = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
+    } else {  // byte j: element j in its low nibble, j + 16 in its high one
+      __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + (i & 15)));
+      if (i >= 16) b = _mm_srli_epi16(b, 4);
+      b = _mm_and_si128(b, _mm_set1_epi8(0x0F));
+      wide = _mm256_sub_epi32(_mm256_cvtepu8_epi32(b), _mm256_set1_epi32(8));
+    }
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(wide), scale);
+  }
+  const uint16_t* at(const uint16_t* row, int e) const {
+    return row + (head_elem + e) / kKvBlockElements * kBlockHalves;
+  }
+  BlockRows from(int e) const { return BlockRows{(head_elem + e) % kKvBlockElements}; }
+  int slice_halves(int n) const { return (head_elem + n + kKvBlockElements - 1) / kKvBlockElements * kBlockHalves; }
+};
+
+float dot_f32_f16(const float* q, const uint16_t* k, int n) {
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  int d = 0;
+  for (; d + 32 <= n; d += 32) {
+    for (int c = 0; c < 4; ++c) {
+      acc[c] = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8 * c), load_f16x8(k + d + 8 * c), acc[c]);
+    }
+  }
+  for (; d + 8 <= n; d += 8) acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load_f16x8(k + d), acc[0]);
+  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  for (; d < n; ++d) sum += q[d] * f16_to_f32(k[d]);
+  return sum;
+}
+
+// Calls fn(j, rows, count) for the runs of keys j .. j+count-1 (keys kv.first_key + j ...) that lie in one
+// page, in order, `rows` pointing at the first one's `row_halves`-long slice of its row (the
+// others follow row_stride apart). A run lets its caller keep sums in registers across its keys. The
+// next page's first rows are prefetched at each run's start: pages are scattered, which the hardware
+// prefetcher does not follow; `into_l2` (rows read from memory, as a decode row's) also prefetches
+// the rows kRowsAheadL2 on into L2.
+template <typename Fn>
+inline void for_each_key_run(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, bool into_l2,
+                             Fn&& fn) {
+  // run j's length: to the end of its page or of the keys
+  const auto run_keys = [&](int j) { return std::min(kv.page_tokens - (kv.first_key + j) % kv.page_tokens, n_keys - j); };
+  const auto prefetch_run = [&](int j) {
+    const uint16_t* first = key_row(base, kv, j);
+    for (int i = 0; i < std::min(kRowsAhead, run_keys(j)); ++i) prefetch_row(first + int64_t(i) * kv.row_stride, row_halves);
+  };
+  if (n_keys > 0) prefetch_run(0);
+  for (int j = 0; j < n_keys;) {
+    const int count = run_keys(j);
+    if (j + count < n_keys) prefetch_run(j + count);
+    for (int i = j + kRowsAheadL2; into_l2 && i < std::min(j + kRowsAheadL2 + count, n_keys); ++i) {
+      prefetch_row_l2(key_row(base, kv, i), row_halves);
+    }
+    fn(j, key_row(base, kv, j), count);
+    j += count;
+  }
+}
+
+// Calls fn(j, row) for keys j = 0..n_keys-1 in order (for_each_key_run, key by key, prefetching the
+// run's rows kRowsAhead ahead).
+template <typename Fn>
+inline void for_each_key(const uint16_t* base, const PagedKv& kv, int n_keys, int row_halves, Fn&& fn) {
+  for_each_key_run(base, kv, n_keys, row_halves, true, [&](int j, const uint16_t* rows, int count) {
+    for (int i = 0; i < count; ++i) {
+      const uint16_t* row = rows + int64_t(i) * kv.row_stride;
+      if (i + kRowsAhead < count) prefetch_row(row + int64_t(kRowsAhead) * kv.row_stride, row_halves);
+      fn(j + i, row);
+    }
+  });
+}
+
+// Chunk d of key i of a block of 8: read from the cache's rows, or from f32 rows widened once for
+// several query vectors. Widening is exact, so both give the same scores.
+template <class Rows>
+struct CacheKeys {
+  Rows fmt;
+  const uint16_t* rows[8];
+  __m256 chunk(int i, int d) const { return fmt.load8(rows[i], d); }
+};
+struct F32Keys {
+  const float* rows;  // 8 rows of `stride` floats
+  int stride;
+  __m256 chunk(int i, int d) const { return _mm256_load_ps(rows + i * stride + d); }
+};
+
+// Dots of one query vector with 8 keys at once (n a multiple of 8): an FMA chain per key over the
+// 8-wide chunks, then one add tree leaves the 8 sums in one vector. Every lane goes through the same
+// arithmetic, so a key's score does not depend on its place among the 8.
+template <typename Keys>
+inline __m256 dot8(const float* q, const Keys& k, int n) {
+  __m256 a[8];
+  for (auto& x : a) x = _mm256_setzero_ps();
+  for (int d = 0; d < n; d += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + d);
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, k.chunk(i, d), a[i]);
+  }
+  // hadd(a, b) = [a0+a1, a2+a3, b0+b1, b2+b3 | a4+a5, a6+a7, b4+b5, b6+b7]
+  const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  // lane i of s0123 holds key i's elements 0..3 (low half) and 4..7 (high half); likewise keys 4..7.
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+}
+
+// Every query vector's scores (q_v · k_j) · scale over its keys, 8 keys at a time from span_begin
+// (a block's lanes past a vector's keys are computed and never read; past the span they repeat its
+// last key). head_dim is a multiple of 8.
+template <class Rows>
+void scores_by_8(const Queries& qs, const Rows& fmt, const uint16_t* k_base, PagedKv kv, int span_end, float scale) {
+  const int hd = qs.head_dim, n_vec = qs.count(), halves = fmt.slice_halves(hd);
+  const __m256 sv = _mm256_set1_ps(scale);
+  // one or two vectors (a decode row) convert on the fly: widening would cost stores that a memory-bound
+  // step does not win back (BM_AttentionStepQwen3Shape)
+  const bool widen = n_vec > 2 && hd <= kMaxWidenedHeadDim;
+  alignas(32) float widened[8 * kMaxWidenedHeadDim];
+  const F32Keys f32{widened, hd};
+  kv.first_key = 0;  // key_row takes absolute key numbers
+  for (int j0 = qs.span_begin; j0 < span_end; j0 += 8) {
+    CacheKeys<Rows> f16{fmt, {}};
+    for (int i = 0; i < 8; ++i) f16.rows[i] = key_row(k_base, kv, std::min(j0 + i, span_end - 1));
+    for (int j = j0 + 8; j < std::min(j0 + 16, span_end); ++j) prefetch_row(key_row(k_base, kv, j), halves);  // the next block's
+    for (int j = j0 + kRowsAheadL2; !widen && j < std::min(j0 + kRowsAheadL2 + 8, span_end); ++j) {
+      prefetch_row_l2(key_row(k_base, kv, j), halves);
+    }
+    if (widen) {
+      for (int i = 0; i < 8; ++i) {
+        for (int d = 0; d < hd; d += 8) _mm256_store_ps(widened + i * hd + d, f16.chunk(i, d));
+      }
+    }
+    for (int v = 0; v < n_vec; ++v) {
+      if (j0 + 8 <= qs.begin(v) || j0 >= qs.end(v)) continue;  // no key of this vector's in the block
+      const __m256 s = widen ? dot8(qs.q(v), f32, hd) : dot8(qs.q(v), f16, hd);
+      _mm256_storeu_ps(qs.probs(v, j0), _mm256_mul_ps(s, sv));
+    }
+  }
+}
+
+// out[q][8·(chunk0+c) ..] += Σ p[q][j] · v_j over keys key_begin.. key_end-1 in order, for QB query
+// vectors and CB 8-wide chunks held in registers across the keys; p[q] is indexed from key_begin.
+// `ahead_halves`: how much of each row ahead to prefetch (the first pass fetches the head's whole
+// slice for the later ones).
+template <int QB, int CB, class Rows>
+void values_tile(float* const* out, const float* const* p, int chunk0, int key_begin, int key_end, const Rows& fmt,
+                 const uint16_t* v_base, PagedKv kv, int ahead_halves) {
+  kv.first_key = key_begin;
+  const bool into_l2 = QB <= 2;  // a decode row's vectors: the rows come from memory
+  const Rows sub = fmt.from(8 * chunk0);
+  for_each_key_run(fmt.at(v_base, 8 * chunk0), kv, key_end - key_begin, ahead_halves, into_l2,
+                   [&](int j0, const uint16_t* v, int count) {
+    __m256 acc[QB][CB];  // in registers for the run, not across the lambda's calls
+    for (int q = 0; q < QB; ++q) {
+      for (int c = 0; c < CB; ++c) acc[q][c] = _mm256_loadu_ps(out[q] + 8 * (chunk0 + c));
+    }
+    for (int j = j0; j < j0 + count; ++j, v += kv.row_stride) {
+      if (j + kRowsAhead < j0 + count) prefetch_row(v + int64_t(kRowsAhead) * kv.row_stride, ahead_halves);
+      __m256 pb[QB];
+      for (int q = 0; q < QB; ++q) pb[q] = _mm256_broadcast_ss(p[q] + j);
+      for (int c = 0; c < CB; ++c) {
+        const __m256 vv = sub.load8(v, 8 * c);
+        for (int q = 0; q < QB; ++q) acc[q][c] = _mm256_fmadd_ps(pb[q], vv, acc[q][c]);
+      }
+    }
+    for (int q = 0; q < QB; ++q) {
+      for (int c = 0; c < CB; ++c) _mm256_storeu_ps(out[q] + 8 * (chunk0 + c), acc[q][c]);
+    }
+  });
+}
+
+// The last `rest` (< the full tile's) chunks.
+template <int QB, int CB, class Rows>
+void values_rest(int rest, float* const* out, const float* const* p, int chunk0, int key_begin, int key_end,
+                 const Rows& fmt, const uint16_t* v_base, const PagedKv& kv, int ahead_halves) {
+  if constexpr (CB > 0) {
+    if (rest == CB) return values_tile<QB, CB>(out, p, chunk0, key_begin, key_end, fmt, v_base, kv, ahead_halves);
+    values_rest<QB, CB - 1>(rest, out, p, chunk0, key_begin, key_end, fmt, v_base, kv, ahead_halves);
+  }
+}
+
+// Chunks a register tile of qb query vectors holds (accumulators, broadcast probabilities and a
+// value chunk within the 16 registers).
+constexpr int register_chunks(int qb) { return qb == 1 ? 8 : qb == 2 ? 4 : 3; }
+
+// Tiles of QB vectors × register_chunks(QB) chunks across all `chunks` of the head.
+template <int QB, class Rows>
+void values_chunks(float* const* out, const float* const* p, int chunks, int key_begin, int key_end, const Rows& fmt,
+                   const uint16_t* v_base, const PagedKv& kv) {
+  constexpr int kChunks = register_chunks(QB);
+  const auto ahead = [&](int c0) {
+    return fmt.from(8 * c0).slice_halves(c0 == 0 ? 8 * chunks : 8 * std::min(kChunks, chunks - c0));
+  };
+  int c0 = 0;
+  for (; c0 + kChunks <= chunks; c0 += kChunks) {
+    values_tile<QB, kChunks>(out, p, c0, key_begin, key_end, fmt, v_base, kv, ahead(c0));
+  }
+  values_rest<QB, kChunks - 1>(chunks - c0, out, p, c0, key_begin, key_end, fmt, v_base, kv, ahead(c0));
+}
+
+// One or two vectors whose chunks need several register passes: one pass over the keys instead,
+// the outputs in memory (L1), each V chunk converted once for both: a decode row reads its V rows
+// from memory in one stream (BM_AttentionStepQwen3Shape).
+template <class Rows>
+void values_in_memory(float* const* out, const float* const* p, int n, int chunks, int key_begin, int key_end,
+                      const Rows& fmt, const uint16_t* v_base, PagedKv kv) {
+  kv.first_key = key_begin;
+  for_each_key(v_base, kv, key_end - key_begin, fmt.slice_halves(8 * chunks), [&](int j, const uint16_t* v) {
+    for (int c = 0; c < chunks; ++c) {
+      const __m256 vv = fmt.load8(v, 8 * c);
+      for (int q = 0; q < n; ++q) {
+        float* o = out[q] + 8 * c;
+        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_broadcast_ss(p[q] + j), vv, _mm256_loadu_ps(o)));
+      }
+    }
+  });
+}
+
+// The values' pass over keys [key_begin, key_end) for vectors vs[0..n) (all of which have these keys).
+template <class Rows>
+void values_range(const Queries& qs, const int* vs, int n, int key_begin, int key_end, const Rows& fmt,
+                  const uint16_t* v_base, const PagedKv& kv) {
+  if (key_begin >= key_end) return;
+  const int chunks = qs.head_dim / 8;
+  if (n <= 2 && chunks > register_chunks(n)) {
+    float* out[2];
+    const float* p[2];
+    for (int q = 0; q < n; ++q) out[q] = qs.out(vs[q]), p[q] = qs.probs(vs[q], key_begin);
+    return values_in_memory(out, p, n, chunks, key_begin, key_end, fmt, v_base, kv);
+  }
+  for (int k0 = key_begin; k0 < key_end; k0 += kValueKeys) {
+    const int k1 = std::min(key_end, k0 + kValueKeys);
+    for (int i = 0; i < n; i += 3) {
+      float* out[3];
+      const float* p[3];
+      const int qb = std::min(3, n - i);
+      for (int q = 0; q < qb; ++q) {
+        out[q] = qs.out(vs[i + q]);
+        p[q] = qs.probs(vs[i + q], k0);
+      }
+      if (qb == 3) values_chunks<3>(out, p, chunks, k0, k1, fmt, v_base, kv);
+      if (qb == 2) values_chunks<2>(out, p, chunks, k0, k1, fmt, v_base, kv);
+      if (qb == 1) values_chunks<1>(out, p, chunks, k0, k1, fmt, v_base, kv);
+    }
+  }
+}
+
+// One row's attention for one KV head when head_dim is not a multiple of 8: key by key.
+void attention_row_any_dim(const float* qg, const PagedKv& kv, int n_keys, int n_gqa, int head_dim, float scale,
+                           float* og, float* scratch) {
+  for_each_key(kv.k_base, kv, n_keys, head_dim, [&](int j, const uint16_t* k) {
+    for (int h = 0; h < n_gqa; ++h) scratch[int64_t(h) * n_keys + j] = dot_f32_f16(qg + int64_t(h) * head_dim, k, head_dim) * scale;
+  });
+  for (int h = 0; h < n_gqa; ++h) softmax_avx2(scratch + int64_t(h) * n_keys, n_keys);
+  for (int64_t i = 0; i < int64_t(n_gqa) * head_dim; ++i) og[i] = 0.f;
+  for_each_key(kv.v_base, kv, n_keys, head_dim, [&](int j, const uint16_t* v) {
+    for (int d = 0; d < head_dim; ++d) {
+      const float vf = f16_to_f32(v[d]);
+      for (int h = 0; h < n_gqa; ++h) og[int64_t(h) * head_dim + d] += scratch[int64_t(h) * n_keys + j] * vf;
+    }
+  });
+}
+
+// A block of rows over one KV head whose width is a multiple of 8, its rows read through `fmt`.
+template <class Rows>
+void attention_block(const AttentionRows& rows, const PagedKv& kv, const Rows& fmt, int n_gqa, int head_dim,
+                     float scale, float* scratch) {
+  const KeySpan span = key_span(rows);
+  const Queries qs(rows, n_gqa, head_dim, span, scratch);
+  scores_by_8(qs, fmt, kv.k_base, kv, span.end, scale);
+  softmax_then_values(qs, span, softmax_avx2, [&](const int* vs, int n, int key_begin, int key_end) {
+    values_range(qs, vs, n, key_begin, key_end, fmt, kv.v_base, kv);
+  });
+}
+
+}  // namespace
+
+// The rows of a prefill block and the heads of their GQA group share each key block's widening and
+// each value chunk's conversion (BM_AttentionRowsPrefill); a decode row keeps one pass over its keys
+// and one over its values.
+void attention_rows_avx2(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
+                         float* scratch) {
+  if (head_dim % 8 != 0 && kv.type != KvType::F16) {  // ops.h's dispatch does not send these here
+    for (int i = 0; i < rows.n_rows; ++i) {
+      PagedKv row_kv = kv;
+      row_kv.first_key = rows.key_begin[i];
+      attention_row_ref(rows.q + i * rows.q_stride, row_kv, rows.key_end[i] - rows.key_begin[i], n_gqa, 1, head_dim,
+                        scale, rows.out + i * rows.out_stride, scratch);
+    }
+    return;
+  }
+  if (head_dim % 8 != 0) {
+    for (int i = 0; i < rows.n_rows; ++i) {
+      PagedKv row_kv = kv;
+      row_kv.first_key = rows.key_begin[i];
+      attention_row_any_dim(rows.q + i * rows.q_stride, row_kv, rows.key_end[i] - rows.key_begin[i], n_gqa,
+                            head_dim, scale, rows.out + i * rows.out_stride, scratch);
+    }
+    return;
+  }
+  switch (kv.type) {
+    case KvType::Q8_0: return attention_block(rows, kv, BlockRows<KvType::Q8_0>{kv.head_elem}, n_gqa, head_dim, scale, scratch);
+    case KvType::Q4_0: return attention_block(rows, kv, BlockRows<KvType::Q4_0>{kv.head_elem}, n_gqa, head_dim, scale, scratch);
+    default: return attention_block(rows, kv, F16Rows{}, n_gqa, head_dim, scale, scratch);
+  }
+}
+
+// One row is a block of one row, KV head by KV head.
+void attention_row_avx2(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
+                        float scale, float* out, float* scratch) {
+  const int n_gqa = n_head / n_kv_head;
+  const int begin = kv.first_key, end = kv.first_key + n_keys;
+  for (int g = 0; g < n_kv_head; ++g) {
+    const int64_t at = int64_t(g) * n_gqa * head_dim;
+    const PagedKv head_kv = kv_head(kv, int64_t(g) * head_dim);
+    const AttentionRows row{q + at, 0, out + at, 0, &begin, &end, 1};
+    attention_rows_avx2(row, head_kv, n_gqa, head_dim, scale, scratch);
+  }
+}
+
+}  // namespace infer::kernels

@@ -1,0 +1,24 @@
+// AVX2/FMA/F16C versions of the ops in ops.h. Defined in the *_avx2.cpp files (compiled with those
+// flags); callers reach them only through the dispatching functions in ops.h, after use_avx2().
+#pragma once
+#include <cstdint>
+
+#include "kernels/ops/ops.h"
+
+namespace infer::kernels {
+
+void rmsnorm_avx2(const float* x, const float* w, float* out, int64_t n, float eps);
+void rope_apply_avx2(float* head, const float* cos, const float* sin, const RopeParams& p);
+void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n);
+void softmax_avx2(float* x, int64_t n);
+// `table`: the GELU table (gelu.cpp) with one entry of padding after its 65,536.
+void gelu_avx2(const uint16_t* table, const float* x, float* out, int64_t n);
+void geglu_avx2(const uint16_t* table, const float* gate, const float* up, float* out, int64_t n);
+void attention_row_avx2(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
+                        float scale, float* out, float* scratch);
+void attention_rows_avx2(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
+                         float* scratch);
+// One F16 K and V row of kv_dim elements at kd and vd.
+void kv_store_avx2(const float* k, const float* v, uint16_t* kd, uint16_t* vd, int kv_dim);
+
+}  // namespace infer::kernels
