@@ -1,40 +1,54 @@
-// Run-time choice between the scalar, AVX2, AVX-512 and AMX row kernels.
+// Run-time choice between the scalar, AVX2, AVX-512 and AMX row kernels, over the kernel table.
 #include "kernels/matmul/row_kernels.h"
 
 #include <array>
 
+#include "kernels/matmul/kernel_table.h"
+#include "kernels/quant/format_traits.h"
 #include "kernels/runtime/cpu_features.h"
-#include "kernels/quant/reference_kernels.h"
 
 namespace infer::kernels {
 
-namespace {
-template <float (*Dot)(const void*, const void*, int64_t)>
-void scalar_dot_rows(int64_t n, const void* w_row, const uint8_t* act, uint64_t act_stride, int n_rows,
-                     float* out, int64_t out_stride) {
-  for (int r = 0; r < n_rows; ++r) out[r * out_stride] = Dot(w_row, act + r * act_stride, n);
-}
-
-void copy_f32(const float* src, void* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) static_cast<float*>(dst)[i] = src[i];
-}
-}  // namespace
-
 RowKernels scalar_row_kernels(TensorType weight) {
   const TensorType a = activation_type(weight);  // throws for unsupported types
-  RowKernels k{nullptr, nullptr, block_elements(a), block_bytes(a)};
-  switch (weight) {
-    case TensorType::F32: k.dot_rows = scalar_dot_rows<ref::dot_f32>; k.quantize_act = copy_f32; break;
-    case TensorType::F16: k.dot_rows = scalar_dot_rows<ref::dot_f16>; k.quantize_act = ref::quantize_f16; break;
-    case TensorType::BF16: k.dot_rows = scalar_dot_rows<ref::dot_bf16>; k.quantize_act = ref::quantize_bf16; break;
-    case TensorType::Q8_0: k.dot_rows = scalar_dot_rows<ref::dot_q8_0>; k.quantize_act = ref::quantize_q8_0_activation; break;
-    case TensorType::Q4_0: k.dot_rows = scalar_dot_rows<ref::dot_q4_0>; k.quantize_act = ref::quantize_q8_0_activation; break;
-    case TensorType::Q5_0: k.dot_rows = scalar_dot_rows<ref::dot_q5_0>; k.quantize_act = ref::quantize_q8_0_activation; break;
-    case TensorType::Q5_1: k.dot_rows = scalar_dot_rows<ref::dot_q5_1>; k.quantize_act = ref::quantize_q8_0_activation; break;
-    case TensorType::Q4_K: k.dot_rows = scalar_dot_rows<ref::dot_q4_k>; k.quantize_act = ref::quantize_q8_k; break;
-    case TensorType::Q5_K: k.dot_rows = scalar_dot_rows<ref::dot_q5_k>; k.quantize_act = ref::quantize_q8_k; break;
-    case TensorType::Q6_K: k.dot_rows = scalar_dot_rows<ref::dot_q6_k>; k.quantize_act = ref::quantize_q8_k; break;
-    default: break;
+  const KernelTableRow& row = kernel_table_row(weight);
+  return RowKernels{row.scalar_rows, format_traits(weight, "scalar_row_kernels").quantize_activation,
+                    block_elements(a), block_bytes(a)};
+}
+
+RowKernels avx2_row_kernels(TensorType weight) {
+  const FormatTraits* f = find_format_traits(weight);
+  if (!f || !f->weight) return {nullptr, nullptr, 1, 0};
+  return kernel_table_row(weight).avx2;
+}
+
+DotTileFn amx_dot_tile(TensorType weight) {
+  if (weight == TensorType::BF16) return use_amx_bf16() ? amx_bf16_row_kernels(weight).dot_tile : nullptr;
+  const FormatTraits* f = find_format_traits(weight);
+  return f && f->weight ? kernel_table_row(weight).amx_tile : nullptr;
+}
+
+DotTileFn avx512_dot_tile(TensorType weight) {
+  const FormatTraits* f = find_format_traits(weight);
+  if (!f || !f->weight) return nullptr;
+  const KernelTableRow& row = kernel_table_row(weight);
+  if (row.avx512_vnni_tile) return row.avx512_vnni_tile;
+  return use_avx512_fma_tiles() ? row.avx512_fma_tile : row.avx512_fma256_tile;
+}
+
+RowKernels avx512_bf16_row_kernels(TensorType weight) {
+  if (weight != TensorType::BF16) return {nullptr, nullptr, 1, 1};
+  return kernel_table_row(weight).avx512_bf16;
+}
+
+InterleavedKernels avx512_interleaved_kernels(TensorType weight, bool tiles) {
+  const FormatTraits* f = find_format_traits(weight);
+  if (!f || !f->weight) return {};
+  const KernelTableRow& row = kernel_table_row(weight);
+  InterleavedKernels k{row.interleaved_decode, nullptr, row.interleaved_rows};
+  if (tiles) {
+    k.dot_tile = row.amx_interleaved_tile;
+    if (row.amx_interleaved_rows) k.dot_rows = row.amx_interleaved_rows;
   }
   return k;
 }

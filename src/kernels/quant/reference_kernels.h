@@ -1,5 +1,5 @@
 // Scalar reference implementations, one set per block format (files q8_0.cpp, q4_0.cpp, q5_0.cpp, q5_1.cpp, q4_k.cpp,
-// q5_k.cpp, q6_k.cpp, q8_k.cpp, float_rows.cpp). quant_dispatch.cpp dispatches to these by type.
+// q5_k.cpp, q6_k.cpp, q8_k.cpp, float_rows.cpp). format_traits.cpp holds them by type.
 // Internal to src/kernels. `n` is a count of elements, a multiple of the block size.
 #pragma once
 #include <cstdint>

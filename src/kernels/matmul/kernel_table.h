@@ -1,0 +1,35 @@
+// One row per weight type: the matmul kernels each instruction set has for it (null: none there). The
+// formats' own traits (activation format, references) are quant/format_traits.h; which of these
+// kernels runs for a given batch on this CPU is kernel_plan.h's choice. Internal to src/kernels.
+#pragma once
+#include "kernels/matmul/row_kernels.h"
+
+namespace infer::kernels {
+
+struct KernelTableRow {
+  TensorType type;
+  DotRowsFn scalar_rows;  // the reference dot, per activation row
+  RowKernels avx2;        // x86/avx2: the row set, over the AVX2 activation blocks
+  // x86/avx512, the row layout's batch tile over the AVX2 set's activation blocks: VNNI for the
+  // 32-element block formats, FMAs for float rows (512-bit, or 256-bit over 32 registers where the
+  // 512-bit FMA probe finds half rate).
+  DotTileFn avx512_vnni_tile;
+  DotTileFn avx512_fma_tile;
+  DotTileFn avx512_fma256_tile;
+  // x86/avx512, the interleaved layout (AVX-512 VNNI): decode and batch.
+  DotOutputsFn interleaved_decode;
+  DotTileFn interleaved_rows;
+  // x86/amx (AMX-INT8): the row layout's tile, the interleaved layout's tile (large batches), and the
+  // interleaved batch kernel that takes AMX planes for mid-size batches (null: interleaved_rows).
+  DotTileFn amx_tile;
+  DotTileFn amx_interleaved_tile;
+  DotTileFn amx_interleaved_rows;
+  // x86/avx512bf16 (BF16 weights only): the AVX-512 BF16 set, activations as bf16. The AMX-BF16 set
+  // is amx_bf16_row_kernels() (x86/amxbf16).
+  RowKernels avx512_bf16;
+};
+
+// The row of a weight type; throws std::invalid_argument for a type matmul does not multiply.
+const KernelTableRow& kernel_table_row(TensorType weight);
+
+}  // namespace infer::kernels
