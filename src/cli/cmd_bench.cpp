@@ -27,6 +27,7 @@
 #include "engine/generator.h"
 #include "gguf/tensor_type.h"
 #include "kernels/runtime/bandwidth.h"
+#include "kernels/matmul/kernel_plan.h"
 #include "kernels/matmul/kernel_report.h"
 #include "kernels/runtime/thread_pool.h"
 #include "model/model.h"
@@ -81,19 +82,6 @@ uint64_t weight_bytes_per_token(const model::Model& m) {
   const auto* embd = m.file().tensor("token_embd.weight");
   if (embd && !m.hparams().tied_output) bytes -= embd->n_bytes - embd->row_bytes();
   return bytes;
-}
-
-// The (type, layout) of every matrix the forward pass multiplies by, each once, in type order.
-std::set<std::pair<kernels::TensorType, bool>> matrix_kinds(const model::Model& m) {
-  std::set<std::pair<kernels::TensorType, bool>> kinds;
-  auto add = [&](const kernels::WeightMatrix& w) {
-    if (w.data) kinds.insert({w.type, w.interleaved});
-  };
-  for (const model::LayerWeights& l : m.layers()) {
-    for (const kernels::WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*w);
-  }
-  add(m.output());
-  return kinds;
 }
 
 // Embedding throughput: each repetition submits embed_seqs sequences of `embed` random tokens at once
@@ -348,12 +336,13 @@ void run_bench(const BenchArgs& a) {
     j["interleaved_decode_streams"] = kernels::interleaved_decode_streams();
     j["cpu"] = kernels::cpu_model();
     j["kernels"] = nlohmann::json::array();
-    for (const auto& [type, interleaved] : matrix_kinds(*model)) {
+    for (const auto& [type, interleaved] : model->matmul_kinds()) {
       const kernels::KernelFamilies f = kernels::kernel_families(type, interleaved);
       j["kernels"].push_back({{"type", std::string(gguf::type_name(type))},
                               {"interleaved", interleaved},
                               {"decode", f.decode},
-                              {"batch", f.batch}});
+                              {"batch", f.batch},
+                              {"plan", kernels::describe_plans(type, interleaved)}});
     }
     std::puts(j.dump().c_str());
     return;
@@ -382,12 +371,16 @@ void run_bench(const BenchArgs& a) {
               a.mmap ? "mapped file (--mmap)" : "copied into huge pages", model->interleaved_matrices(),
               kernels::interleaved_decode_streams());
   std::printf("cpu: %s; kernels (decode / batch):", kernels::cpu_model().c_str());
-  for (const auto& [type, interleaved] : matrix_kinds(*model)) {
+  for (const auto& [type, interleaved] : model->matmul_kinds()) {
     const kernels::KernelFamilies f = kernels::kernel_families(type, interleaved);
     std::printf(" %s%s %s / %s;", std::string(gguf::type_name(type)).c_str(), interleaved ? " (interleaved)" : "",
                 f.decode, f.batch);
   }
   std::printf("\n");
+  for (const auto& [type, interleaved] : model->matmul_kinds()) {
+    std::printf("matmul plan, %s%s: %s\n", std::string(gguf::type_name(type)).c_str(),
+                interleaved ? " (interleaved)" : "", kernels::describe_plans(type, interleaved).c_str());
+  }
   std::printf("%s bandwidth probe: %.2f GB/s; decode reads %.1f MiB/token = %.2f GB/s: share %.2f\n",
               cuda ? "GPU device-copy" : "read", bw_gbs, double(per_token) / (1 << 20), tg_gbs, share);
   if (cuda) std::printf("host-to-device bandwidth: %.2f GB/s\n", h2d_gbs);

@@ -4,12 +4,15 @@
 // layout where the CPU has kernels for it (kernels/quant/interleave.h).
 #include "model/model.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "kernels/matmul/kernel_plan.h"
 #include "kernels/quant/interleave.h"
 #include "kernels/quant/quant.h"
 
@@ -226,7 +229,29 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   oo.huge_page_copy = !opts.mmap;
   auto model = from_file(gguf::File::open(path, oo), opts.context);
   if (opts.prefetch) model->file_->prefetch();
+  // The debug log of which kernel runs each batch size (INFER_LOG_KERNELS=1), on stderr.
+  if (const char* v = std::getenv("INFER_LOG_KERNELS"); v && *v && std::string_view(v) != "0") {
+    for (const auto& [type, interleaved] : model->matmul_kinds()) {
+      std::fprintf(stderr, "infer: %s: matmul plan, %s%s: %s\n", path.c_str(), std::string(gguf::type_name(type)).c_str(),
+                   interleaved ? " (interleaved)" : "", kernels::describe_plans(type, interleaved).c_str());
+    }
+  }
   return model;
+}
+
+std::set<std::pair<kernels::TensorType, bool>> Model::matmul_kinds() const {
+  std::set<std::pair<kernels::TensorType, bool>> kinds;
+  auto add = [&](const kernels::WeightMatrix& w) {
+    if (w.data) kinds.insert({w.type, w.interleaved});
+  };
+  for (const LayerWeights& l : layers_) {
+    for (const kernels::WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.gate_exps,
+                                           &l.up_exps, &l.down_exps}) {
+      add(*w);
+    }
+  }
+  add(output_);
+  return kinds;
 }
 
 std::unique_ptr<Model> Model::from_file(std::unique_ptr<gguf::File> file, int context) {

@@ -4,7 +4,9 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gguf/file.h"
@@ -65,6 +67,9 @@ class Model {
   // n_expert_used / n_expert of its size (a token runs only its chosen experts); dense models: all.
   uint64_t active_weight_bytes() const;
   int interleaved_matrices() const { return interleaved_matrices_; }  // tensors in the interleaved layout
+  // The (weight type, interleaved) pairs of the matrices the forward pass multiplies: what to ask
+  // kernels::describe_plans about.
+  std::set<std::pair<kernels::TensorType, bool>> matmul_kinds() const;
 
   // F32-only tensors (norms, biases) are pointed to directly; other small vectors are dequantised once.
   const std::vector<LayerWeights>& layers() const { return layers_; }

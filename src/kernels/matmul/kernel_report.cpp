@@ -7,7 +7,7 @@
 
 #include "kernels/runtime/cpu_features.h"
 #include "kernels/matmul/decode_streams.h"
-#include "kernels/matmul/row_kernels.h"
+#include "kernels/matmul/kernel_plan.h"
 
 namespace infer::kernels {
 
@@ -40,23 +40,9 @@ std::string cpu_model() {
 }
 
 KernelFamilies kernel_families(TensorType weight, bool interleaved) {
-  const RowKernels k = row_kernels(weight);  // throws for unsupported types
-  if (!use_avx2()) return {"scalar", "scalar"};
-  if (interleaved && k.dot_outputs_interleaved) {
-    // More rows than the VNNI kernel takes go to the AMX tiles where there are some (matmul.cpp).
-    return {"avx512-vnni-interleaved", k.dot_tile_interleaved ? "amx-tiles" : "avx512-vnni-interleaved"};
-  }
-  if (use_amx_bf16() && amx_bf16_row_kernels(weight).dot_rows) return {"amx-bf16-rows", "amx-bf16-tiles"};
-  if (use_avx512_bf16() && avx512_bf16_row_kernels(weight).dot_rows) {
-    return {"avx512-bf16-rows", "avx512-bf16-tiles"};
-  }
-  const char* decode = k.dot_outputs ? "avx2-streams" : "avx2-rows";
-  if (!k.dot_tile) return {decode, "avx2-rows"};
-  if (k.dot_tile == avx2_row_kernels(weight).dot_tile) return {decode, "avx2-tiles"};
-  if (!use_avx512() || k.dot_tile != avx512_dot_tile(weight)) return {decode, "amx-tiles"};
-  const bool float_rows = weight == TensorType::F32 || weight == TensorType::F16 || weight == TensorType::BF16;
-  if (!float_rows) return {decode, "avx512-vnni-tiles"};
-  return {decode, use_avx512_fma_tiles() ? "avx512-fma-tiles" : "avx512-fma256-tiles"};
+  constexpr int64_t kPrefillRows = 512;
+  return {kernel_name(weight, plan_matmul(weight, interleaved, 1)).family,
+          kernel_name(weight, plan_matmul(weight, interleaved, kPrefillRows)).family};
 }
 
 int interleaved_decode_streams() { return decode_streams_chosen(); }

@@ -13,11 +13,11 @@ namespace infer::kernels {
 std::string cpu_model();
 
 // Stable names of the kernel families matmul runs for a matrix of `weight` in the given layout: one
-// activation row (decode) and a batch of more than two rows (prefill). Families: "scalar",
-// "avx2-rows", "avx2-streams", "avx2-tiles", "avx512-fma-tiles", "avx512-fma256-tiles",
-// "avx512-vnni-tiles", "avx512-vnni-interleaved", "avx512-bf16-rows", "avx512-bf16-tiles", "amx-tiles", "amx-bf16-rows",
-// "amx-bf16-tiles". Follows the run-time choice of row_kernels (INFER_FORCE_SCALAR, INFER_NO_AVX512,
-// INFER_NO_AMX and the 512-bit FMA probe included).
+// activation row (decode) and a batch of 512 (prefill); kernel_plan.h names each kernel and row range.
+// Families: "scalar", "avx2-rows", "avx2-streams", "avx2-tiles", "avx512-fma-tiles",
+// "avx512-fma256-tiles", "avx512-vnni-tiles", "avx512-vnni-interleaved", "avx512-bf16-rows",
+// "avx512-bf16-tiles", "amx-tiles", "amx-planes", "amx-bf16-rows", "amx-bf16-tiles". Follows the
+// run-time choice (INFER_FORCE_SCALAR, INFER_NO_AVX512, INFER_NO_AMX and the 512-bit FMA probe included).
 // Throws std::invalid_argument for an unsupported type.
 struct KernelFamilies {
   const char* decode;

@@ -16,17 +16,28 @@ struct KernelTableRow {
   DotTileFn avx512_vnni_tile;
   DotTileFn avx512_fma_tile;
   DotTileFn avx512_fma256_tile;
-  // x86/avx512, the interleaved layout (AVX-512 VNNI): decode and batch.
+  // x86/avx512, the interleaved layout (AVX-512 VNNI): decode, batch (8 rows a pass), and the tile
+  // that unpacks each group once for larger batches.
   DotOutputsFn interleaved_decode;
   DotTileFn interleaved_rows;
-  // x86/amx (AMX-INT8): the row layout's tile, the interleaved layout's tile (large batches), and the
-  // interleaved batch kernel that takes AMX planes for mid-size batches (null: interleaved_rows).
+  DotTileFn interleaved_tile;
+  // x86/amx (AMX-INT8): the row layout's tile, the interleaved layout's tile (large batches), and AMX
+  // planes for mid-size interleaved batches.
   DotTileFn amx_tile;
   DotTileFn amx_interleaved_tile;
-  DotTileFn amx_interleaved_rows;
+  DotTileFn amx_interleaved_planes;
   // x86/avx512bf16 (BF16 weights only): the AVX-512 BF16 set, activations as bf16. The AMX-BF16 set
   // is amx_bf16_row_kernels() (x86/amxbf16).
   RowKernels avx512_bf16;
+  // The files under src/kernels that hold them, for reports (null: none).
+  struct Files {
+    const char* ref;
+    const char* avx2;
+    const char* avx512_tile;
+    const char* interleaved;
+    const char* interleaved_tile;
+    const char* amx;
+  } files;
 };
 
 // The row of a weight type; throws std::invalid_argument for a type matmul does not multiply.

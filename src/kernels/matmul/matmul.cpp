@@ -16,6 +16,8 @@
 #include "kernels/runtime/claim_barrier.h"
 #include "kernels/runtime/cpu_features.h"
 #include "kernels/quant/interleave.h"
+#include "kernels/matmul/batch_rows.h"
+#include "kernels/matmul/kernel_plan.h"
 #include "kernels/matmul/row_kernels.h"
 
 namespace infer::kernels {
@@ -27,11 +29,6 @@ constexpr uint64_t kTileBytes = 192 * 1024;   // prefill chunk: weight rows well
 // decode; figures in docs/performance.md, "Constants").
 constexpr uint64_t kMinStreamBytes = 128 * 1024, kMaxStreamBytes = 1024 * 1024;
 constexpr int64_t kQuantizeChunkRows = 8;   // at most this many activation rows per quantising claim
-constexpr int64_t kRowsByDecodeKernel = 2;  // up to this many rows, the decode kernel runs once per row
-// Interleaved layout: up to this many rows take the AVX-512 VNNI kernel (codes unpacked once per 8
-// rows, no tiles), more the AMX tiles, which win for prefill (bench_kernels BM_MatmulBatch, infer bench
-// pp512; docs/performance.md, "Constants").
-constexpr int64_t kRowsByVnniKernel = 16;
 // Large batches in the row layout: a chunk also takes at most this many activation rows, so that the
 // threads' shares end together (a matrix of 5 chunks, or a thread that falls behind, left the other
 // waiting at the barrier; infer bench pp512 on F16, Q8_0 and Q4_K_M, --embed on bge-base F16;
@@ -116,39 +113,35 @@ struct MatmulPart {
 
   // o0 and o1 on group boundaries.
   void multiply_interleaved(int64_t o0, int64_t o1) const {
-    const auto* wdata = static_cast<const uint8_t*>(w->data) + o0 * w->row_bytes;
-    if (n_rows == 1) {
-      k.dot_outputs_interleaved(w->n_in, wdata, w->row_bytes, o1 - o0, act, y + o0);
-      return;
-    }
-    const bool tiles = k.dot_tile_interleaved && n_rows > kRowsByVnniKernel;
-    const DotTileFn batch = tiles ? k.dot_tile_interleaved : k.dot_rows_interleaved;
-    batch(w->n_in, wdata, w->row_bytes, o1 - o0, act, act_row_bytes, static_cast<int>(n_rows), y + o0, y_stride);
+    run(plan_matmul(k, w->type, true, n_rows), static_cast<const uint8_t*>(w->data) + o0 * w->row_bytes, o1 - o0,
+        y + o0);
   }
 
   void multiply_row_layout(int64_t o0, int64_t o1) const {
-    const auto* wdata = static_cast<const uint8_t*>(w->data);
-    // One or two rows: the decode kernel once per row. Its streams keep more reads in flight than the
-    // batch kernels (bench_kernels BM_MatmulBatch at 2 rows; docs/performance.md, "Constants").
-    if (n_rows <= kRowsByDecodeKernel && k.dot_outputs) {
-      for (int64_t r = 0; r < n_rows; ++r) {
-        k.dot_outputs(w->n_in, wdata + o0 * w->row_bytes, w->row_bytes, o1 - o0, act + r * act_row_bytes,
-                      y + r * y_stride + o0);
-      }
-      return;
-    }
-    if (n_rows > 1 && k.dot_tile) {
-      k.dot_tile(w->n_in, wdata + o0 * w->row_bytes, w->row_bytes, o1 - o0, act, act_row_bytes,
-                 static_cast<int>(n_rows), y + o0, y_stride);
-      return;
-    }
-    for (int64_t r = 0; r < n_rows; r += kMaxRows) {
-      const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r));
-      const uint8_t* a = act + r * act_row_bytes;
-      float* out = y + r * y_stride;
-      for (int64_t o = o0; o < o1; ++o) {
-        k.dot_rows(w->n_in, wdata + o * w->row_bytes, a, act_row_bytes, nr, out + o, y_stride);
-      }
+    run(plan_matmul(k, w->type, false, n_rows), static_cast<const uint8_t*>(w->data) + o0 * w->row_bytes, o1 - o0,
+        y + o0);
+  }
+
+  // The plan's kernel over n_w weight rows from wdata into out (this part's activation rows).
+  void run(const KernelPlan& plan, const uint8_t* wdata, int64_t n_w, float* out) const {
+    switch (plan.call) {
+      case KernelCall::kOutputsPerRow:
+        for (int64_t r = 0; r < n_rows; ++r) {
+          plan.outputs(w->n_in, wdata, w->row_bytes, n_w, act + r * act_row_bytes, out + r * y_stride);
+        }
+        return;
+      case KernelCall::kTile:
+        plan.tile(w->n_in, wdata, w->row_bytes, n_w, act, act_row_bytes, static_cast<int>(n_rows), out, y_stride);
+        return;
+      case KernelCall::kRowsByFour:
+        for (int64_t r = 0; r < n_rows; r += kMaxRows) {
+          const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r));
+          for (int64_t o = 0; o < n_w; ++o) {
+            plan.rows(w->n_in, wdata + o * w->row_bytes, act + r * act_row_bytes, act_row_bytes, nr,
+                      out + r * y_stride + o, y_stride);
+          }
+        }
+        return;
     }
   }
 };
@@ -233,7 +226,7 @@ void matmul_shared(std::span<const MatmulOutput> outputs, const float* x, int64_
     // call for all of the call's rows, whatever the chunk: they take the decode chunks too, which split
     // small matrices evenly between the threads (192 KiB tiles gave a 576 KiB matrix 2 chunks to one
     // thread and 1 to the other).
-    const bool whole_batch = (p.k.dot_tile || w.interleaved) && n_rows > kRowsByDecodeKernel;
+    const bool whole_batch = (p.k.dot_tile || w.interleaved) && n_rows > batch_rows::kDecodeKernelUpTo;
     // The AVX2 register tiles block for the caches inside a chunk and start no prefetch streams: they
     // keep the decode chunks, so that a thread the OS deschedules holds less of the batch (bench_kernels
     // BM_MatmulPrefill, infer bench pp512 on Q8_0; docs/performance.md, "Prefill").

@@ -45,10 +45,10 @@ InterleavedKernels avx512_interleaved_kernels(TensorType weight, bool tiles) {
   const FormatTraits* f = find_format_traits(weight);
   if (!f || !f->weight) return {};
   const KernelTableRow& row = kernel_table_row(weight);
-  InterleavedKernels k{row.interleaved_decode, nullptr, row.interleaved_rows};
+  InterleavedKernels k{row.interleaved_decode, nullptr, row.interleaved_rows, row.interleaved_tile, nullptr};
   if (tiles) {
     k.dot_tile = row.amx_interleaved_tile;
-    if (row.amx_interleaved_rows) k.dot_rows = row.amx_interleaved_rows;
+    k.dot_planes = row.amx_interleaved_planes;
   }
   return k;
 }
@@ -75,6 +75,8 @@ RowKernels choose(TensorType weight) {
       k.dot_outputs_interleaved = il.dot_outputs;
       k.dot_tile_interleaved = il.dot_tile;
       k.dot_rows_interleaved = il.dot_rows;
+      k.dot_tile_vnni_interleaved = il.dot_tile_vnni;
+      k.dot_planes_interleaved = il.dot_planes;
     }
     if (fast.quantize_act) {  // the fast dot reads the fast quantiser's blocks
       k.quantize_act = fast.quantize_act;

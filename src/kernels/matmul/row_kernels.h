@@ -44,7 +44,9 @@ struct RowKernels {
   // layout's kernels give for the same rows.
   DotOutputsFn dot_outputs_interleaved = nullptr;
   DotTileFn dot_tile_interleaved = nullptr;  // optional (AMX only): large batches
-  DotTileFn dot_rows_interleaved = nullptr;  // batches: AVX-512 VNNI (AMX planes for 12-16 rows, if AMX)
+  DotTileFn dot_rows_interleaved = nullptr;  // batches: AVX-512 VNNI, 8 rows a pass
+  DotTileFn dot_tile_vnni_interleaved = nullptr;  // optional: larger batches, AVX-512 VNNI tile
+  DotTileFn dot_planes_interleaved = nullptr;     // optional (AMX only): mid-size batches on AMX planes
 
   uint64_t act_row_bytes(int64_t n) const { return static_cast<uint64_t>(n / act_block_elements) * act_block_bytes; }
 };
@@ -79,6 +81,8 @@ struct InterleavedKernels {
   DotOutputsFn dot_outputs = nullptr;
   DotTileFn dot_tile = nullptr;
   DotTileFn dot_rows = nullptr;
+  DotTileFn dot_tile_vnni = nullptr;
+  DotTileFn dot_planes = nullptr;
 };
 InterleavedKernels avx512_interleaved_kernels(TensorType weight, bool tiles);
 

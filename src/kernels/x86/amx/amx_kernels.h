@@ -25,9 +25,9 @@ void dot_tile_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int
 void dot_tile_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
-// Small batches over the interleaved layout: the AMX planes for 12-16 rows, the AVX-512 VNNI kernel
-// (avx512::dot_rows_interleaved_q4_k) for the others.
-void dot_rows_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                               uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+// Mid-size batches over the interleaved layout on AMX planes: at most kTileActRows (16) rows (where
+// they run: matmul/batch_rows.h).
+void dot_planes_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                 uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
 }  // namespace infer::kernels::amx

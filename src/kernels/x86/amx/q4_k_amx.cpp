@@ -15,11 +15,6 @@
 namespace infer::kernels::amx {
 
 namespace {
-// Small batches over the interleaved layout: from this many rows the AMX planes kernel, below it the
-// VNNI one; at 8 rows the small matrices gain nothing from the planes (bench_kernels BM_MatmulBatch,
-// infer serve-bench; docs/performance.md, "Constants").
-constexpr int kRowsByPlanes = 12;
-
 struct Q4KGroup {
   static constexpr int kSubLen = avx512::kSubLen;
   static constexpr int kSubs = avx512::kSubs;
@@ -125,13 +120,9 @@ void dot_tile_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int
   dot_tile<Q4KGroup, InterleavedRows>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
-void dot_rows_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
-                               uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  if (n_rows >= kRowsByPlanes && n_rows <= kTileActRows) {
-    dot_rows_planes<Q4KPlanes>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
-    return;
-  }
-  avx512::dot_rows_interleaved_q4_k(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+void dot_planes_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                 uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  dot_rows_planes<Q4KPlanes>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::amx

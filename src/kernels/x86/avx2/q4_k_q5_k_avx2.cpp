@@ -7,6 +7,7 @@
 #include "kernels/x86/avx2/avx2_common.h"
 #include "kernels/x86/avx2/avx2_kernels.h"
 #include "kernels/quant/blocks.h"
+#include "kernels/matmul/batch_rows.h"
 #include "kernels/x86/avx2/k_tile_avx2.h"
 
 namespace infer::kernels::avx2 {
@@ -99,9 +100,7 @@ struct KQuant {
 template <bool kFiveBit>
 struct KTileFormat {
   using Block = typename KQuant<kFiveBit>::Block;
-  // bench_kernels BM_MatmulBatch with INFER_NO_AVX512=1, rows against tiled: Q4_K 4 rows 6.0-6.2 / 8.0-8.2
-  // ms, 8 rows 11.9-12.8 / 11.5-12.1; Q5_K 8 rows 12.9-13.8 / 14.0-15.3 (docs/performance.md, Constants).
-  static constexpr int kTileMinRows = kFiveBit ? 12 : 8;
+  static constexpr int kTileMinRows = kFiveBit ? batch_rows::kAvx2Q5KQ6KTileFrom : batch_rows::kAvx2Q4KTileFrom;
   static constexpr DotRowsFn kRows = kFiveBit ? dot_rows_q5_k : dot_rows_q4_k;
   static constexpr int kScaleVecs = 8;
   static constexpr bool kMins = true;

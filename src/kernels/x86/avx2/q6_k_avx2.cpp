@@ -4,6 +4,7 @@
 #include "kernels/x86/avx2/avx2_common.h"
 #include "kernels/x86/avx2/avx2_kernels.h"
 #include "kernels/quant/blocks.h"
+#include "kernels/matmul/batch_rows.h"
 #include "kernels/x86/avx2/k_tile_avx2.h"
 
 namespace infer::kernels::avx2 {
@@ -129,9 +130,7 @@ static void run(int64_t n, const uint8_t* w, uint64_t stream_bytes, const uint8_
 // the bsums.
 struct Q6KTileFormat {
   using Block = BlockQ6_K;
-  // bench_kernels BM_MatmulBatch (INFER_NO_AVX512=1): 8 rows 12.3-12.4 ms by rows, 13.6-14.3 tiled; 12
-  // rows 18.6-18.7 and 16.8-16.9 (docs/performance.md, Constants).
-  static constexpr int kTileMinRows = 12;
+  static constexpr int kTileMinRows = batch_rows::kAvx2Q5KQ6KTileFrom;
   static constexpr DotRowsFn kRows = dot_rows_q6_k;
   static constexpr int kScaleVecs = 4;
   static constexpr bool kMins = false;

@@ -1,5 +1,5 @@
 // Entry points of the AVX-512 kernels (files *_avx512.cpp, *_avx512bf16.cpp; no tiles, so also for
-// AVX-512 CPUs without AMX), gathered by row_kernels_avx512.cpp. Call only when use_avx512() (the
+// AVX-512 CPUs without AMX), gathered in matmul/kernel_table.cpp. Call only when use_avx512() (the
 // BF16 ones only when use_avx512_bf16()). Internal to src/kernels.
 // Contracts as DotRowsFn, DotOutputsFn, DotTileFn and QuantizeActFn (row_kernels.h).
 #pragma once
@@ -14,12 +14,21 @@ void dot_outputs_interleaved_q5_k(int64_t n, const void* w, uint64_t row_bytes, 
 void dot_outputs_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                   float* out);
 
+// The interleaved layout's batch kernels: dot_rows_interleaved_* meet the units as they lie, 8 rows a
+// pass; dot_tile_vnni_interleaved_* unpack each group once for all the rows (larger batches; where
+// each takes over: matmul/batch_rows.h). Both take any row count and give the same bits.
 void dot_rows_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 void dot_rows_interleaved_q5_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 void dot_rows_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_vnni_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_vnni_interleaved_q5_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
+void dot_tile_vnni_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
 // Q8_0 / Q4_0 weights × BlockQ8_0F activations in the interleaved layout (q8_0_q4_0_interleaved_avx512.cpp).
 void dot_outputs_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,

@@ -27,8 +27,7 @@ struct alignas(64) KUnpackedUnit {
 };
 
 // A Format gives: Unit (a KUnpackedUnit), kSumGroupLen and kBlockBytes as its interleaved rows
-// kernel's Decode; kRowsByPasses, the most rows that still take that kernel's passes (the tile pays
-// for its unpacking only beyond them); unpack(src, i, unit): super-block i of the group;
+// kernel's Decode; unpack(src, i, unit): super-block i of the group;
 // add_unit(unit, s, sums, row, i, dy, acc): the rows kernel's float step with the exact integer sums s
 // of activation row `row`.
 //

@@ -94,9 +94,6 @@ struct KUnpack {
   using Unit = KUnpackedUnit<kSubs>;
   static constexpr int kSumGroupLen = Decode::kSumGroupLen;
   static constexpr int64_t kBlockBytes = Decode::kBlockBytes;
-  // Q4_K's passes unpack least (no fifth bits), so they stay ahead longer (bench_kernels
-  // BM_MatmulBatch, 12-128 rows; docs/performance.md, Constants).
-  static constexpr int kRowsByPasses = (kFiveBit ? 2 : 4) * kRowsPerPass;
 
   static void unpack(const InterleavedRows& src, int64_t i, Unit& u) {
     __m512i sc[kSubs], min_pairs[kSubs / 2], h[kSubLen / 4];
@@ -133,10 +130,12 @@ void dot_outputs_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, 
 
 void dot_rows_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  if (n_rows > KUnpack<false>::kRowsByPasses) {
-    return dot_tile_unpacked<KUnpack<false>>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
-  }
   dot_rows_interleaved<Q4KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_vnni_interleaved_q4_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  dot_tile_unpacked<KUnpack<false>>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 void dot_outputs_interleaved_q5_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
@@ -146,10 +145,12 @@ void dot_outputs_interleaved_q5_k(int64_t n, const void* w, uint64_t row_bytes, 
 
 void dot_rows_interleaved_q5_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  if (n_rows > KUnpack<true>::kRowsByPasses) {
-    return dot_tile_unpacked<KUnpack<true>>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
-  }
   dot_rows_interleaved<Q5KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_vnni_interleaved_q5_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  dot_tile_unpacked<KUnpack<true>>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::avx512

@@ -79,7 +79,6 @@ struct Q6KUnpack {
   using Unit = KUnpackedUnit<kSubs>;
   static constexpr int kSumGroupLen = Q6KDecode::kSumGroupLen;
   static constexpr int64_t kBlockBytes = Q6KDecode::kBlockBytes;
-  static constexpr int kRowsByPasses = 2 * kRowsPerPass;  // as Q5_K's (q4_k_q5_k_avx512.cpp)
 
   static void unpack(const InterleavedRows& src, int64_t i, Unit& u) {
     __m512i sc[kSubs], sc_pairs[kSubs / 2];
@@ -110,10 +109,12 @@ void dot_outputs_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, 
 
 void dot_rows_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  if (n_rows > Q6KUnpack::kRowsByPasses) {
-    return dot_tile_unpacked<Q6KUnpack>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
-  }
   dot_rows_interleaved<Q6KDecode>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
+}
+
+void dot_tile_vnni_interleaved_q6_k(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
+                                    uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
+  dot_tile_unpacked<Q6KUnpack>(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
 }  // namespace infer::kernels::avx512

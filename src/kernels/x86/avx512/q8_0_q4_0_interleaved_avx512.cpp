@@ -79,11 +79,6 @@ struct Q4_0Sums {
   }
 };
 
-// Batches of up to this many rows meet the units as they lie, 8 rows a pass; larger ones take the VNNI
-// tile, each group realigned once for all of them (bench_kernels BM_MatmulBatch, 12-48 rows;
-// docs/performance.md, Constants).
-constexpr int kRowsByDirectPasses = 4 * kRowsPerPass;
-
 template <class Sums>
 struct Kernels {
   // Block b of one group against activation rows y[0..NR) (off: their group of BlockOffsets).
@@ -167,9 +162,6 @@ void dot_outputs_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, 
 }
 void dot_rows_interleaved_q8_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  if (n_rows > kRowsByDirectPasses) {
-    return dot_tile_vnni_interleaved_q8_0(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
-  }
   Kernels<Q8_0Sums>::dot_rows(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 void dot_outputs_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
@@ -178,9 +170,6 @@ void dot_outputs_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, 
 }
 void dot_rows_interleaved_q4_0(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                                uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
-  if (n_rows > kRowsByDirectPasses) {
-    return dot_tile_vnni_interleaved_q4_0(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
-  }
   Kernels<Q4_0Sums>::dot_rows(n, w, row_bytes, n_w, act, act_stride, n_rows, out, out_stride);
 }
 
