@@ -1,5 +1,5 @@
-// Entry points of the AMX tile kernels (files *_amx.cpp), gathered by row_kernels_amx.cpp and
-// row_kernels_avx512.cpp. Call only when use_amx(). Internal to src/kernels.
+// Entry points of the AMX tile kernels (files *_amx.cpp), gathered in matmul/kernel_table.cpp.
+// Call only when use_amx(). Internal to src/kernels.
 // Contracts as DotTileFn (row_kernels.h).
 #pragma once
 #include <cstdint>

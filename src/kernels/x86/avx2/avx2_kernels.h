@@ -1,4 +1,4 @@
-// Entry points of the AVX2 kernels (files *_avx2.cpp), gathered by row_kernels_avx2.cpp.
+// Entry points of the AVX2 kernels (files *_avx2.cpp), gathered in matmul/kernel_table.cpp.
 // Call only when use_avx2(). Internal to src/kernels. Contracts as DotRowsFn / QuantizeActFn.
 #pragma once
 #include <cstdint>
