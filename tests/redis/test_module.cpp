@@ -159,11 +159,13 @@ TEST_F(ModuleTest, ComputeThreadsYieldToTheMainThread) {
   EXPECT_EQ(run({"INFER.GENERATE", "stories", "PROMPT", "Once", "MAXTOKENS", "2", "TEMP", "0"}).rfind("(error)", 0),
             std::string::npos);
   std::map<pid_t, int> nice = thread_nice(server_->pid());
-  ASSERT_TRUE(nice.count(server_->pid()));
-  EXPECT_EQ(nice.at(server_->pid()), 0) << "Redis's main thread keeps its priority";
+  std::string seen;  // every thread's niceness, for the failure message
+  for (const auto& [tid, n] : nice) seen += " " + std::to_string(tid) + ":" + std::to_string(n);
+  ASSERT_TRUE(nice.count(server_->pid())) << "threads:" << seen;
+  EXPECT_EQ(nice.at(server_->pid()), 0) << "Redis's main thread keeps its priority; threads:" << seen;
   int niced = 0;
   for (const auto& [tid, n] : nice) niced += n == 10;
-  EXPECT_GE(niced, 1) << "the scheduler thread (and compute workers) run at nice 10";
+  EXPECT_GE(niced, 1) << "the scheduler thread (and compute workers) run at nice 10; threads:" << seen;
 }
 
 // Under Debian's systemd unit a seccomp filter kills the server on setpriority: the module then leaves
