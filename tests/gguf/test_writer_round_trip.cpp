@@ -2,7 +2,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <csignal>
 
 #include <cstring>
 #include <filesystem>
@@ -179,6 +181,54 @@ TEST(GgufWriter, RefusesInvalidInput) {
   EXPECT_THROW(w.add_tensor("t", TensorType::F32, {4}, data), Error);
   EXPECT_THROW(Writer(48), Error);
   EXPECT_THROW(Writer(0), Error);
+}
+
+
+// The file-size limit (RLIMIT_FSIZE, with SIGXFSZ ignored) makes the kernel refuse writes past it:
+// a write, and the truncation that ends a trailing hole, fail with the reason, and nothing is left
+// behind (no file, no .tmp).
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit small = saved_;
+    small.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &small);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit saved_{};
+  void (*old_handler_)(int) = nullptr;
+};
+
+std::string write_error(const Writer& w, const std::string& path) {
+  try {
+    FileSizeLimit limit(64 * 1024);
+    w.write(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(written)";
+}
+
+TEST(GgufWriter, AFailedWriteNamesTheReasonAndLeavesNothing) {
+  Writer data;
+  std::vector<uint8_t> bytes(1 << 20, 7);  // 1 MiB of F16, past the 64 KiB limit
+  data.add_tensor("x", TensorType::F16, {512, 1024}, bytes.data());
+  const std::string path = temp_path("too_big.gguf");
+  EXPECT_THAT(write_error(data, path), ::testing::HasSubstr(".tmp: write failed: File too large"));
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+
+  Writer hole;  // all zeros: a seek past the limit, then the truncation that sizes the file fails
+  hole.add_tensor("z", TensorType::Q8_0, {32 * 1024, 64}, [](TensorSink& sink) { sink.write_zeros(34 * 1024 * 64); });
+  EXPECT_THAT(write_error(hole, path), ::testing::HasSubstr(".tmp: truncate failed: File too large"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }
 
 }  // namespace
