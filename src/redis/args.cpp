@@ -44,6 +44,10 @@ bool parse_real(const RedisModuleString* s, double min, double max, std::string_
   return true;
 }
 
+std::string needs_value(std::string_view keyword, std::string_view what) {
+  return std::string(keyword) + " needs " + std::string(what);
+}
+
 bool GivenOnce::first(std::string_view keyword, std::string* err) {
   for (std::string_view k : seen_)
     if (k == keyword) return *err = std::string(keyword) + " given twice", false;

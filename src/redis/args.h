@@ -22,6 +22,10 @@ bool parse_int(const RedisModuleString* s, long long min, long long max, std::st
 bool parse_real(const RedisModuleString* s, double min, double max, std::string_view what, double* out,
                 std::string* err);
 
+// The one form of every "a keyword is missing its value" error: "<keyword> needs <what>", where
+// `what` says what is missing ("a value", "a key", "a key and an element name: ...").
+std::string needs_value(std::string_view keyword, std::string_view what = "a value");
+
 // The single-valued keywords a command has seen: a second one is a mistake, never a silent override.
 class GivenOnce {
  public:

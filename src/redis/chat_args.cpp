@@ -27,7 +27,7 @@ ChatParse parse_chat_option(RedisModuleString** argv, int argc, int* i, ChatOpti
     for (const char* k : kChatOptions)
       if (a == k && is_word(w, k)) name = k;
   if (!name) return ChatParse::NotOption;
-  if (*i + 1 >= argc) return *err = std::string(name) + " needs a value", ChatParse::Error;
+  if (*i + 1 >= argc) return *err = needs_value(name), ChatParse::Error;
   RedisModuleString* v = argv[++*i];
   const std::string_view n(name);
   RedisModuleString** slot = n == "MESSAGES"   ? &o->messages

@@ -203,16 +203,65 @@ void submit_embedding(std::shared_ptr<const LoadedModel> model, RedisModuleStrin
 
 namespace {
 
-// getkeys-api: Redis 7.0 routes cluster commands by these positions (key specs alone give none).
-int report_keys(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+// INFER.EMBED model text [POOLING last|mean|cls] [NORMALIZE] [ARRAY] [STORE key element [SETATTR json]]
+struct EmbedArgs {
+  engine::Pooling pooling = engine::Pooling::Default;
+  bool normalize = false;
+  bool array = false;
+  int store_pos = 0;  // argv index of STORE's key; 0: no STORE
+  RedisModuleString* store_key = nullptr;
+  RedisModuleString* element = nullptr;
+  RedisModuleString* attrs = nullptr;  // SETATTR's json
+};
+
+// Parses argv without touching the keyspace (also used to answer the server's key-position queries).
+bool parse(RedisModuleString** argv, int argc, EmbedArgs* a, std::string* err) {
+  GivenOnce once;
   for (int i = 3; i < argc; ++i) {
     if (is_word(argv[i], "POOLING")) {
-      ++i;
-    } else if (is_word(argv[i], "STORE") && i + 2 < argc) {
-      rm::KeyAtPosWithFlags(ctx, i + 1, REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_UPDATE);
-      return REDISMODULE_OK;
+      if (!once.first("POOLING", err)) return false;
+      if (++i >= argc) return *err = needs_value("POOLING", "a value (last, mean or cls)"), false;
+      if (is_word(argv[i], "mean"))
+        a->pooling = engine::Pooling::Mean;
+      else if (is_word(argv[i], "last"))
+        a->pooling = engine::Pooling::Last;
+      else if (is_word(argv[i], "cls"))
+        a->pooling = engine::Pooling::Cls;
+      else
+        return *err = "POOLING must be last, mean or cls", false;
+    } else if (is_word(argv[i], "NORMALIZE")) {
+      if (!once.first("NORMALIZE", err)) return false;
+      a->normalize = true;
+    } else if (is_word(argv[i], "ARRAY")) {
+      if (!once.first("ARRAY", err)) return false;
+      a->array = true;
+    } else if (is_word(argv[i], "STORE")) {
+      if (a->store_key) return *err = "STORE given twice", false;
+      if (i + 2 >= argc) return *err = needs_value("STORE", "a key and an element name: STORE key element [SETATTR json]"), false;
+      a->store_pos = i + 1;
+      a->store_key = argv[++i];
+      a->element = argv[++i];
+      if (i + 2 < argc && is_word(argv[i + 1], "SETATTR")) {
+        a->attrs = argv[i + 2];
+        i += 2;
+      }
+    } else {
+      return *err = "unknown option '" + str(argv[i]) +
+                    "' (POOLING last|mean|cls, NORMALIZE, ARRAY, STORE key element [SETATTR json])",
+             false;
     }
   }
+  // STORE replies with the add's outcome, not the vector: ARRAY would be silently ignored.
+  if (a->array && a->store_key) return *err = "ARRAY and STORE cannot be combined: STORE replies 1 or 0, not the vector", false;
+  return true;
+}
+
+// getkeys-api: Redis 7.0 routes cluster commands by these positions (key specs alone give none).
+int report_keys(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  EmbedArgs a;
+  std::string err;
+  if (argc < 3 || !parse(argv, argc, &a, &err)) return REDISMODULE_OK;  // the command will fail anyway
+  if (a.store_pos) rm::KeyAtPosWithFlags(ctx, a.store_pos, REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_UPDATE);
   return REDISMODULE_OK;
 }
 
@@ -221,50 +270,22 @@ int report_keys(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (rm::IsKeysPositionRequest(ctx)) return report_keys(ctx, argv, argc);
   if (argc < 3) return rm::WrongArity(ctx);
-  bool array = false;
-  engine::Pooling pooling = engine::Pooling::Default;
-  bool normalize = false;
-  RedisModuleString* store_key = nullptr;
-  RedisModuleString* element = nullptr;
-  std::optional<std::string> attrs;
-  GivenOnce once;
+  EmbedArgs a;
   std::string err;
-  for (int i = 3; i < argc; ++i) {
-    if (is_word(argv[i], "POOLING")) {
-      if (!once.first("POOLING", &err)) return reply_error(ctx, err);
-      if (++i >= argc) return reply_error(ctx, "POOLING needs a value (last, mean or cls)");
-      if (is_word(argv[i], "mean"))
-        pooling = engine::Pooling::Mean;
-      else if (is_word(argv[i], "last"))
-        pooling = engine::Pooling::Last;
-      else if (is_word(argv[i], "cls"))
-        pooling = engine::Pooling::Cls;
-      else
-        return reply_error(ctx, "POOLING must be last, mean or cls");
-    } else if (is_word(argv[i], "NORMALIZE")) {
-      if (!once.first("NORMALIZE", &err)) return reply_error(ctx, err);
-      normalize = true;
-    } else if (is_word(argv[i], "ARRAY")) {
-      if (!once.first("ARRAY", &err)) return reply_error(ctx, err);
-      array = true;
-    } else if (is_word(argv[i], "STORE")) {
-      if (store_key) return reply_error(ctx, "STORE given twice");
-      if (i + 2 >= argc) return reply_error(ctx, "STORE needs a key and an element name: STORE key element [SETATTR json]");
-      store_key = argv[++i];
-      element = argv[++i];
-      if (std::string e = element_name_error(ctx, element); !e.empty()) return reply_error(ctx, e);
-      if (i + 2 < argc && is_word(argv[i + 1], "SETATTR")) {
-        if (std::string e = attribute_size_error(ctx, view(argv[i + 2]).size()); !e.empty()) return reply_error(ctx, e);
-        attrs = str(argv[i + 2]);
-        i += 2;
-      }
-    } else {
-      return reply_error(ctx, "unknown option '" + str(argv[i]) +
-                                  "' (POOLING last|mean|cls, NORMALIZE, ARRAY, STORE key element [SETATTR json])");
+  if (!parse(argv, argc, &a, &err)) return reply_error(ctx, err);
+  if (a.store_key) {
+    if (std::string e = element_name_error(ctx, a.element); !e.empty()) return reply_error(ctx, e);
+    if (a.attrs) {
+      if (std::string e = attribute_size_error(ctx, view(a.attrs).size()); !e.empty()) return reply_error(ctx, e);
     }
   }
-  // STORE replies with the add's outcome, not the vector: ARRAY would be silently ignored.
-  if (array && store_key) return reply_error(ctx, "ARRAY and STORE cannot be combined: STORE replies 1 or 0, not the vector");
+  const bool array = a.array;
+  const engine::Pooling pooling = a.pooling;
+  const bool normalize = a.normalize;
+  RedisModuleString* store_key = a.store_key;
+  RedisModuleString* element = a.element;
+  std::optional<std::string> attrs;
+  if (a.attrs) attrs = str(a.attrs);
   auto model = models().find(view(argv[1]));
   if (!model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");
   if (store_key) {

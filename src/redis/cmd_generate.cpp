@@ -44,7 +44,7 @@ bool parse(RedisModuleString** argv, int argc, GenerateArgs* a, std::string* err
     RedisModuleString* w = argv[i];
     auto value = [&](const char* what) -> RedisModuleString* {
       if (i + 1 >= argc) {
-        *err = std::string(what) + " needs a value";
+        *err = needs_value(what);
         return nullptr;
       }
       return argv[++i];

@@ -443,7 +443,7 @@ bool parse(RedisModuleString** argv, int argc, RagArgs* a, std::string* err) {
     } else if (!has_value && (is_word(w, "QUESTION") || is_word(w, "COUNT") || is_word(w, "EF") ||
                               is_word(w, "FILTER-EF") || is_word(w, "FILTER") || is_word(w, "EMBEDDER") ||
                               is_word(w, "DOCKEY") || is_word(w, "TEMPLATE"))) {
-      return *err = str(w) + " needs a value", false;
+      return *err = needs_value(view(w)), false;
     } else if (ChatParse c = parse_chat_option(argv, argc, &i, &a->chat_options, err,
                                                {"TOOLS", "CHATARGS", "TOOLCHOICE"});
                c != ChatParse::NotOption) {

@@ -102,31 +102,50 @@ void TokenizeJob::write(RedisModuleCtx* ctx, Writable writable) {
   if (store_error.empty()) store_error = store_blob(ctx, *this);
 }
 
+// The command's arguments after the model and the text.
+struct TokenizeArgs {
+  bool parse_special = true;
+  bool add_special = true;
+  int store_pos = 0;  // argv index of STORE's key; 0: no STORE
+  RedisModuleString* store = nullptr;
+};
+
+// Parses argv without touching the keyspace (also used to answer the server's key-position queries).
+bool parse(RedisModuleString** argv, int argc, TokenizeArgs* a, std::string* err) {
+  for (int i = 3; i < argc; ++i) {
+    if (is_word(argv[i], "NOSPECIAL")) {
+      a->parse_special = false;
+    } else if (is_word(argv[i], "NOBOS")) {
+      a->add_special = false;
+    } else if (is_word(argv[i], "STORE")) {
+      if (a->store) return *err = "STORE given twice", false;
+      if (i + 1 >= argc) return *err = needs_value("STORE", "a key"), false;
+      a->store_pos = i + 1;
+      a->store = argv[++i];
+    } else {
+      return *err = "unknown option '" + str(argv[i]) + "' (NOSPECIAL, NOBOS, STORE key)", false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int cmd_tokenize(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  TokenizeArgs a;
+  std::string err;
   // getkeys-api: Redis 7.0 routes cluster commands by these positions (key specs alone give none).
   if (rm::IsKeysPositionRequest(ctx)) {
-    for (int i = 3; i + 1 < argc; ++i)
-      if (is_word(argv[i], "STORE")) return rm::KeyAtPosWithFlags(ctx, i + 1, REDISMODULE_CMD_KEY_OW | REDISMODULE_CMD_KEY_UPDATE), REDISMODULE_OK;
+    if (argc >= 3 && parse(argv, argc, &a, &err) && a.store_pos)
+      rm::KeyAtPosWithFlags(ctx, a.store_pos, REDISMODULE_CMD_KEY_OW | REDISMODULE_CMD_KEY_UPDATE);
     return REDISMODULE_OK;
   }
   if (argc < 3) return rm::WrongArity(ctx);
+  if (!parse(argv, argc, &a, &err)) return reply_error(ctx, err);
   auto job = std::make_unique<TokenizeJob>();
-  RedisModuleString* store = nullptr;
-  for (int i = 3; i < argc; ++i) {
-    if (is_word(argv[i], "NOSPECIAL")) {
-      job->opts.parse_special = false;
-    } else if (is_word(argv[i], "NOBOS")) {
-      job->opts.add_special = false;
-    } else if (is_word(argv[i], "STORE")) {
-      if (store) return reply_error(ctx, "STORE given twice");
-      if (i + 1 >= argc) return reply_error(ctx, "STORE needs a key");
-      store = argv[++i];
-    } else {
-      return reply_error(ctx, "unknown option '" + str(argv[i]) + "' (NOSPECIAL, NOBOS, STORE key)");
-    }
-  }
+  job->opts.parse_special = a.parse_special;
+  job->opts.add_special = a.add_special;
+  RedisModuleString* store = a.store;
   job->model = models().find(view(argv[1]));
   if (!job->model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");
   const int flags = rm::GetContextFlags(ctx);

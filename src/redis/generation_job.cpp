@@ -296,7 +296,7 @@ OptionParse parse_constraint_option(RedisModuleString** argv, int argc, int* i, 
                                     std::string* err) {
   RedisModuleString* w = argv[*i];
   const char* name = is_word(w, "FORMAT") ? "FORMAT" : is_word(w, "JSONSCHEMA") ? "JSONSCHEMA" : "GRAMMAR";
-  if (*i + 1 >= argc) return *err = std::string(name) + " needs a value", OptionParse::Error;
+  if (*i + 1 >= argc) return *err = needs_value(name), OptionParse::Error;
   const OutputConstraint kind = name[0] == 'F' ? OutputConstraint::Json
                                 : name[0] == 'J' ? OutputConstraint::Schema
                                                  : OutputConstraint::Grammar;
@@ -338,7 +338,7 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
   for (size_t k = 0; k < std::size(kSamplingKeywords); ++k)
     if (is_word(w, kSamplingKeywords[k])) name = kSamplingKeywords[k], bit = 1u << k;
   if (!name) return OptionParse::NotOption;
-  if (*i + 1 >= argc) return *err = std::string(name) + " needs a value", OptionParse::Error;
+  if (*i + 1 >= argc) return *err = needs_value(name), OptionParse::Error;
   // Every option but STOP takes one value: a second one is a mistake, not an override.
   if (!is_word(w, "STOP")) {
     if (o->given & bit) return *err = std::string(name) + " given twice", OptionParse::Error;
@@ -381,7 +381,7 @@ OptionParse parse_generation_option(RedisModuleString** argv, int argc, int* i, 
     o->logprobs = static_cast<int>(n);
   } else {  // STREAM
     if (is_generation_option(v))  // "STREAM MAXTOKENS 3": the key is missing, not named MAXTOKENS
-      return *err = "STREAM needs a key: '" + str(v) + "' is an option, and a STREAM key may not be named like one",
+      return *err = needs_value("STREAM", "a key") + ": '" + str(v) + "' is an option, and a STREAM key may not be named like one",
              OptionParse::Error;
     o->stream_key = v;
     o->stream_key_pos = *i;

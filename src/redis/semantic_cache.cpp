@@ -183,7 +183,7 @@ bool is_cache_word(const RedisModuleString* s) {
 bool parse_cache_option(RedisModuleString** argv, int argc, int* i, CacheOptions* o, std::string* err) {
   if (o->key) return *err = "CACHE given twice", false;
   if (*i + 1 >= argc || is_generation_option(argv[*i + 1]) || is_cache_word(argv[*i + 1])) {
-    *err = "CACHE needs a key: CACHE key [THRESHOLD similarity] [TTL seconds] [SAMPLED]";
+    *err = needs_value("CACHE", "a key: CACHE key [THRESHOLD similarity] [TTL seconds] [SAMPLED]");
     if (*i + 1 < argc) *err += " ('" + str(argv[*i + 1]) + "' is an option, and a cache key may not be named like one)";
     return false;
   }
@@ -195,12 +195,12 @@ bool parse_cache_option(RedisModuleString** argv, int argc, int* i, CacheOptions
     const bool has_value = *i + 2 < argc;
     if (is_word(w, "THRESHOLD")) {
       if (!once.first("THRESHOLD", err)) return false;
-      if (!has_value) return *err = "THRESHOLD needs a value", false;
+      if (!has_value) return *err = needs_value("THRESHOLD"), false;
       if (!parse_real(argv[*i + 2], -1, 1, "THRESHOLD", &o->threshold, err)) return false;
       *i += 2;
     } else if (is_word(w, "TTL")) {
       if (!once.first("TTL", err)) return false;
-      if (!has_value) return *err = "TTL needs a value", false;
+      if (!has_value) return *err = needs_value("TTL"), false;
       if (!parse_int(argv[*i + 2], 1, kMaxCacheTtlSeconds, "TTL", &o->ttl_s, err)) return false;
       *i += 2;
     } else if (is_word(w, "SAMPLED")) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "redis/args.h"
 #include "redis/models.h"
 
 namespace infer::redis {
@@ -158,7 +159,7 @@ std::string parse_module_args(RedisModuleString** argv, int argc) {
     std::string key = str(argv[i]);
     auto need = [&](int n) { return i + n < argc; };
     if (same_word(key, "MODEL")) {
-      if (!need(2)) return "MODEL needs a name and a path";
+      if (!need(2)) return needs_value("MODEL", "a name and a path");
       std::string name = str(argv[i + 1]), path = str(argv[i + 2]);
       if (std::string why = check_model_name(name); !why.empty()) return "MODEL: " + why;
       if (path.empty()) return "MODEL " + name + " needs a non-empty path";
@@ -177,7 +178,7 @@ std::string parse_module_args(RedisModuleString** argv, int argc) {
       continue;
     }
     if (same_word(key, "MODEL-DIR")) {
-      if (!need(1)) return "MODEL-DIR needs a directory";
+      if (!need(1)) return needs_value("MODEL-DIR", "a directory");
       s.model_dir = str(argv[++i]);
       if (std::string why = check_model_dir(s.model_dir); !why.empty()) return why;
       continue;
@@ -186,7 +187,7 @@ std::string parse_module_args(RedisModuleString** argv, int argc) {
     for (const auto& o : kNumeric)
       if (same_word(key, o.arg)) opt = &o;
     if (!opt) return "unknown module argument '" + key + "'";
-    if (!need(1)) return key + " needs a value";
+    if (!need(1)) return needs_value(key);
     long long v = 0;
     if (rm::StringToLongLong(argv[++i], &v) != REDISMODULE_OK || v < opt->min || v > opt->max)
       return key + " must be an integer in [" + std::to_string(opt->min) + ", " + std::to_string(opt->max) + "]";

@@ -22,7 +22,7 @@ std::optional<std::vector<float>> parse_vector(RedisModuleString** argv, int arg
   }
   if (is_word(argv[*i], "FP32")) {
     if (*i + 1 >= argc) {
-      *err = "FP32 needs a blob";
+      *err = needs_value("FP32", "a blob");
       return std::nullopt;
     }
     std::string_view blob = view(argv[*i + 1]);
@@ -43,7 +43,7 @@ std::optional<std::vector<float>> parse_vector(RedisModuleString** argv, int arg
   if (is_word(argv[*i], "VALUES")) {
     long long n = 0;
     if (*i + 1 >= argc || !parse_int(argv[*i + 1], 1, kMaxDim, "VALUES count", &n, err)) {
-      if (err->empty()) *err = "VALUES needs a count";
+      if (err->empty()) *err = needs_value("VALUES", "a count");
       *err = "invalid vector specification: " + *err;
       return std::nullopt;
     }

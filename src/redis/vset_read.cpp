@@ -133,26 +133,49 @@ bool can_block(RedisModuleCtx* ctx) {
   return !(flags & (REDISMODULE_CTX_FLAGS_MULTI | REDISMODULE_CTX_FLAGS_LUA | REDISMODULE_CTX_FLAGS_DENY_BLOCKING));
 }
 
-}  // namespace
-
 // INFER.VSIM key (ELE e | FP32 blob | VALUES n v...) [WITHSCORES] [WITHATTRIBS] [COUNT n] [EPSILON d] [EF n]
 //            [FILTER expr] [FILTER-EF n] [TRUTH] [NOTHREAD]
-int cmd_vsim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc < 4) return rm::WrongArity(ctx);
-  auto job = std::make_unique<VsimJob>();
+struct VsimArgs {
+  RedisModuleString* element = nullptr;  // ELE's
+  std::optional<std::vector<float>> query;
+  vector::SearchOptions opt;
+  std::optional<vector::Filter> filter;
+  VsimReplyOptions ro;
+  bool nothread = false;
+};
+
+// Parses argv without touching the keyspace or the settings.
+bool parse(RedisModuleString** argv, int argc, VsimArgs* a, std::string* err) {
   int i = 2;
-  std::string err;
   if (is_word(argv[i], "ELE")) {
-    if (std::string e = element_name_error(ctx, argv[i + 1]); !e.empty()) return reply_error(ctx, e);
-    job->element = str(argv[i + 1]);
+    a->element = argv[i + 1];  // argc >= 4
     i += 2;
   } else {
-    job->query = parse_vector(argv, argc, &i, &err);
-    if (!job->query) return reply_error(ctx, err);
+    a->query = parse_vector(argv, argc, &i, err);
+    if (!a->query) return false;
   }
-  if (!parse_search_options(argv, argc, i, &job->opt, &job->filter, &job->ro, &err)) return reply_error(ctx, err);
-  bool nothread = false;
-  for (int j = i; j < argc; ++j) nothread = nothread || is_word(argv[j], "NOTHREAD");
+  if (!parse_search_options(argv, argc, i, &a->opt, &a->filter, &a->ro, err)) return false;
+  for (int j = i; j < argc; ++j) a->nothread = a->nothread || is_word(argv[j], "NOTHREAD");
+  return true;
+}
+
+}  // namespace
+
+int cmd_vsim(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 4) return rm::WrongArity(ctx);
+  VsimArgs a;
+  std::string err;
+  if (!parse(argv, argc, &a, &err)) return reply_error(ctx, err);
+  if (a.element) {
+    if (std::string e = element_name_error(ctx, a.element); !e.empty()) return reply_error(ctx, e);
+  }
+  auto job = std::make_unique<VsimJob>();
+  if (a.element) job->element = str(a.element);
+  job->query = std::move(a.query);
+  job->opt = a.opt;
+  job->filter = std::move(a.filter);
+  job->ro = a.ro;
+  const bool nothread = a.nothread;
 
   VsetKey k(ctx, argv[1], REDISMODULE_READ);
   if (k.wrong_type) return reply_wrongtype(ctx);

@@ -10,9 +10,6 @@
 namespace infer::redis {
 
 namespace {
-}  // namespace
-
-namespace {
 // A replica applies what its master (or the AOF) did, whatever its own limits.
 bool from_master_or_aof(RedisModuleCtx* ctx) {
   return rm::GetContextFlags(ctx) & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING);
@@ -37,58 +34,82 @@ std::string attribute_size_error(RedisModuleCtx* ctx, size_t bytes) {
 // REDUCE creates the set with a random projection (vector/projection.h); later VADDs and VSIMs pass
 // full-size vectors. REDUCED-FROM n (what AOF rewrite emits) adds a vector that is already reduced to a
 // set that projects from n dimensions.
-int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc < 4) return rm::WrongArity(ctx);
-  int i = 2;
-  std::string err;
-  long long n = 0;
+namespace {
+struct VaddArgs {
   std::optional<uint32_t> reduce, reduced_from;
-  if (is_word(argv[i], "REDUCE")) {
-    if (i + 1 >= argc || !parse_int(argv[i + 1], 1, 65536, "REDUCE", &n, &err))
-      return reply_error(ctx, err.empty() ? "REDUCE needs a dimension" : err);
-    reduce = static_cast<uint32_t>(n);
-    i += 2;
-    if (i >= argc || !is_vector_start(argv[i]))
-      return reply_error(ctx, "REDUCE must come immediately before the vector (FP32 or VALUES)");
-  }
-  auto vec = parse_vector(argv, argc, &i, &err);
-  if (!vec) return reply_error(ctx, err);
-  if (i >= argc) return reply_error(ctx, "missing element name after the vector");
-  const int element_index = i;
-  RedisModuleString* element = argv[i++];
-  if (std::string e = element_name_error(ctx, element); !e.empty()) return reply_error(ctx, e);
+  std::vector<float> vec;
+  int element_index = 0;
+  RedisModuleString* element = nullptr;
   std::optional<vector::Quant> quant;
   std::optional<uint32_t> m, ef;
-  std::optional<std::string> attrs;
+  RedisModuleString* attrs = nullptr;  // SETATTR's json
   bool cas = false;
+};
+
+// Parses argv without touching the keyspace or the settings.
+bool parse(RedisModuleString** argv, int argc, VaddArgs* a, std::string* err) {
+  int i = 2;
+  long long n = 0;
+  if (is_word(argv[i], "REDUCE")) {
+    if (i + 1 >= argc || !parse_int(argv[i + 1], 1, 65536, "REDUCE", &n, err)) {
+      if (err->empty()) *err = needs_value("REDUCE", "a dimension");
+      return false;
+    }
+    a->reduce = static_cast<uint32_t>(n);
+    i += 2;
+    if (i >= argc || !is_vector_start(argv[i]))
+      return *err = "REDUCE must come immediately before the vector (FP32 or VALUES)", false;
+  }
+  auto vec = parse_vector(argv, argc, &i, err);
+  if (!vec) return false;
+  a->vec = std::move(*vec);
+  if (i >= argc) return *err = "missing element name after the vector", false;
+  a->element_index = i;
+  a->element = argv[i++];
   for (; i < argc; ++i) {
-    RedisModuleString* a = argv[i];
+    RedisModuleString* w = argv[i];
     const bool has_value = i + 1 < argc;
-    if (is_word(a, "CAS")) {
-      cas = true;
-    } else if (is_word(a, "NOQUANT") || is_word(a, "Q8") || is_word(a, "BIN")) {
-      const auto q = is_word(a, "NOQUANT") ? vector::Quant::F32 : is_word(a, "Q8") ? vector::Quant::Q8 : vector::Quant::Bin;
-      if (quant && *quant != q) return reply_error(ctx, "only one of NOQUANT, Q8 and BIN may be given");
-      quant = q;
-    } else if (is_word(a, "EF") && has_value) {
-      if (!parse_int(argv[++i], 1, 1000000, "EF", &n, &err)) return reply_error(ctx, "invalid EF: " + err);
-      ef = static_cast<uint32_t>(n);
-    } else if (is_word(a, "M") && has_value) {
-      if (!parse_int(argv[++i], 4, 4096, "M", &n, &err)) return reply_error(ctx, "invalid M: " + err);
-      m = static_cast<uint32_t>(n);
-    } else if (is_word(a, "SETATTR") && has_value) {
-      if (std::string e = attribute_size_error(ctx, view(argv[i + 1]).size()); !e.empty()) return reply_error(ctx, e);
-      attrs = str(argv[++i]);
-    } else if (is_word(a, "REDUCED-FROM") && has_value) {
-      if (!parse_int(argv[++i], 1, 65536, "REDUCED-FROM", &n, &err)) return reply_error(ctx, err);
-      reduced_from = static_cast<uint32_t>(n);
+    if (is_word(w, "CAS")) {
+      a->cas = true;
+    } else if (is_word(w, "NOQUANT") || is_word(w, "Q8") || is_word(w, "BIN")) {
+      const auto q = is_word(w, "NOQUANT") ? vector::Quant::F32 : is_word(w, "Q8") ? vector::Quant::Q8 : vector::Quant::Bin;
+      if (a->quant && *a->quant != q) return *err = "only one of NOQUANT, Q8 and BIN may be given", false;
+      a->quant = q;
+    } else if (is_word(w, "EF") && has_value) {
+      if (!parse_int(argv[++i], 1, 1000000, "EF", &n, err)) return *err = "invalid EF: " + *err, false;
+      a->ef = static_cast<uint32_t>(n);
+    } else if (is_word(w, "M") && has_value) {
+      if (!parse_int(argv[++i], 4, 4096, "M", &n, err)) return *err = "invalid M: " + *err, false;
+      a->m = static_cast<uint32_t>(n);
+    } else if (is_word(w, "SETATTR") && has_value) {
+      a->attrs = argv[++i];
+    } else if (is_word(w, "REDUCED-FROM") && has_value) {
+      if (!parse_int(argv[++i], 1, 65536, "REDUCED-FROM", &n, err)) return false;
+      a->reduced_from = static_cast<uint32_t>(n);
     } else {
-      return reply_error(ctx, "invalid option after element: syntax error at '" + str(a) + "'");
+      return *err = "invalid option after element: syntax error at '" + str(w) + "'", false;
     }
   }
+  if (a->reduce && a->reduced_from) return *err = "REDUCE and REDUCED-FROM cannot be combined", false;
+  return true;
+}
+}  // namespace
 
-  if (reduce && reduced_from) return reply_error(ctx, "REDUCE and REDUCED-FROM cannot be combined");
-  const auto size = static_cast<uint32_t>(vec->size());
+int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 4) return rm::WrongArity(ctx);
+  VaddArgs a;
+  std::string err;
+  if (!parse(argv, argc, &a, &err)) return reply_error(ctx, err);
+  if (std::string e = element_name_error(ctx, a.element); !e.empty()) return reply_error(ctx, e);
+  std::optional<std::string> attrs;
+  if (a.attrs) {
+    if (std::string e = attribute_size_error(ctx, view(a.attrs).size()); !e.empty()) return reply_error(ctx, e);
+    attrs = str(a.attrs);
+  }
+  const std::optional<uint32_t>&reduce = a.reduce, &reduced_from = a.reduced_from, &m = a.m, &ef = a.ef;
+  const std::optional<vector::Quant>& quant = a.quant;
+  RedisModuleString* element = a.element;
+  const auto size = static_cast<uint32_t>(a.vec.size());
 
   VsetKey k(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
   if (k.wrong_type) return reply_wrongtype(ctx);
@@ -103,7 +124,7 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       cfg.ef_construction = ef.value_or(200);
       // Build the first element before touching the key, so a bad request leaves nothing behind.
       auto fresh = std::make_unique<vector::VectorSet>(cfg);
-      added = fresh->add(view(element), *vec, attrs, 0, reduced_from.has_value());
+      added = fresh->add(view(element), a.vec, attrs, 0, reduced_from.has_value());
       k.store(std::move(fresh));
     } else {
       const auto& cfg = k.set->config();
@@ -133,10 +154,10 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       // block (not in MULTI or scripts) and not from the master or the AOF, which insert in order.
       const int no_cas = REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING |
                          REDISMODULE_CTX_FLAGS_MULTI | REDISMODULE_CTX_FLAGS_LUA | REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
-      if (cas && !reduced_from && !(rm::GetContextFlags(ctx) & no_cas) && !k.set->contains(view(element)) &&
-          start_cas_insert(ctx, argv, argc, element_index, k.shared, *vec, attrs, ef.value_or(0)))
+      if (a.cas && !reduced_from && !(rm::GetContextFlags(ctx) & no_cas) && !k.set->contains(view(element)) &&
+          start_cas_insert(ctx, argv, argc, a.element_index, k.shared, a.vec, attrs, ef.value_or(0)))
         return REDISMODULE_OK;
-      added = k.set->add(view(element), *vec, attrs, ef.value_or(0), reduced_from.has_value());
+      added = k.set->add(view(element), a.vec, attrs, ef.value_or(0), reduced_from.has_value());
     }
   } catch (const vector::VectorSetError& e) {
     return reply_error(ctx, e.what());
