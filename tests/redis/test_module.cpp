@@ -201,6 +201,9 @@ TEST_F(ModuleTest, CommandInfoDeclaresKeySpecs) {
   EXPECT_NE(s.find("STORE"), std::string::npos) << s;
   EXPECT_EQ(run({"COMMAND", "GETKEYS", "INFER.TOKENIZE", "m", "text", "NOBOS", "STORE", "k1"}), "[k1]");
   EXPECT_EQ(run({"COMMAND", "GETKEYS", "INFER.DETOKENIZE", "m", "KEY", "k2"}), "[k2]");
+  EXPECT_EQ(run({"COMMAND", "GETKEYS", "INFER.EMBED", "m", "text", "POOLING", "mean", "STORE", "vs", "el", "SETATTR",
+                 "{}"}),
+            "[vs]");
   EXPECT_EQ(run({"COMMAND", "GETKEYS", "INFER.GENERATE", "m", "TOKENS", "a", "b", "PROMPT", "x", "STREAM", "s"}),
             "[a, b, s]");
 }
