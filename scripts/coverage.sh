@@ -14,10 +14,11 @@ ctest --preset coverage -j "$(nproc)" ${CTEST_ARGS:-} ||
 gcovr --root . --object-directory build/coverage --filter 'src/' --exclude-unreachable-branches --gcov-ignore-parse-errors \
   --exclude-throw-branches --json-summary build/coverage/summary.json --json-summary-pretty >/dev/null
 /usr/bin/python3 - build/coverage/summary.json <<'PY'
-import collections, json, sys
+import collections, json, re, sys
 layers = collections.OrderedDict()
 for f in json.load(open(sys.argv[1]))["files"]:
-    layer = f["filename"].split("/")[1]
+    # Headers reached through a layer's include folder (build/<preset>/layers/<layer>/<layer>/...) are src/<layer>/...
+    layer = re.sub(r"^build/[^/]+/layers/[^/]+/", "src/", f["filename"]).split("/")[1]
     t = layers.setdefault(layer, [0, 0, 0, 0])
     for i, k in enumerate(("line_covered", "line_total", "branch_covered", "branch_total")):
         t[i] += f[k]

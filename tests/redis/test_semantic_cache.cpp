@@ -173,6 +173,25 @@ TEST_F(SemanticCacheTest, AnExpiredEntryMissesAndIsReplaced) {
   EXPECT_EQ(generate(kPrompt, "cache:5", {"TTL", "1"}).at("cached"), "1");
 }
 
+// A cache set at infer.vsim-thread-threshold or above is searched on the search threads: the miss goes
+// on to generate from the main thread, the hit completes from the search thread, as on the main thread.
+TEST_F(SemanticCacheTest, LookupsOnTheSearchThreadsMissThenHit) {
+  run({"DEL", "cache:threads"});
+  const std::string before = run({"CONFIG", "GET", "infer.vsim-thread-threshold"});
+  ASSERT_EQ(run({"CONFIG", "SET", "infer.vsim-thread-threshold", "1"}), "OK");
+  ASSERT_EQ(generate(kFar, "cache:threads").at("cached"), "0");  // an empty key: no search
+  ASSERT_EQ(run({"INFER.VCARD", "cache:threads"}), "1");
+  const auto miss = generate(kPrompt, "cache:threads");  // one entry, another prompt: searched, missed
+  ASSERT_EQ(miss.count("error"), 0u) << miss.at("error");
+  EXPECT_EQ(miss.at("cached"), "0");
+  const auto hit = generate(kPrompt, "cache:threads");
+  EXPECT_EQ(hit.at("cached"), "1");
+  EXPECT_EQ(hit.at("text"), miss.at("text"));
+  EXPECT_EQ(run({"INFER.VCARD", "cache:threads"}), "2");
+  const std::string value = before.substr(before.rfind(' ') + 1, before.size() - before.rfind(' ') - 2);
+  EXPECT_EQ(run({"CONFIG", "SET", "infer.vsim-thread-threshold", value}), "OK") << before;
+}
+
 TEST_F(SemanticCacheTest, TheSweepRemovesExpiredEntries) {
   run({"DEL", "cache:6"});
   const long long removed = stat(c_.get(), "cache_expired_removed");
