@@ -279,20 +279,13 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       if (std::string e = attribute_size_error(ctx, view(a.attrs).size()); !e.empty()) return reply_error(ctx, e);
     }
   }
-  const bool array = a.array;
-  const engine::Pooling pooling = a.pooling;
-  const bool normalize = a.normalize;
-  RedisModuleString* store_key = a.store_key;
-  RedisModuleString* element = a.element;
-  std::optional<std::string> attrs;
-  if (a.attrs) attrs = str(a.attrs);
   auto model = models().find(view(argv[1]));
   if (!model) return reply_error(ctx, "unknown model '" + str(argv[1]) + "' (see INFER.MODELS)");
-  if (store_key) {
+  if (a.store_key) {
     // Refuse what is wrong now rather than after the work; the queued write checks again.
     if (rm::GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_SLAVE)
       return reply_coded_error(ctx, "READONLY", "STORE cannot write on a replica");
-    VsetKey k(ctx, store_key, REDISMODULE_READ);
+    VsetKey k(ctx, a.store_key, REDISMODULE_READ);
     if (k.wrong_type) return reply_wrongtype(ctx);
     const int n_embd = model->engine->n_embd();
     if (k.set && k.set->input_dim() != static_cast<uint32_t>(n_embd))
@@ -307,16 +300,16 @@ int cmd_embed(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 
   auto owned = std::make_unique<EmbedJob>();
   owned->model = model;
-  owned->array = array;
-  owned->attrs = std::move(attrs);
-  if (store_key) {
-    owned->store_key = rm::CreateStringFromString(nullptr, store_key);
-    owned->element = rm::CreateStringFromString(nullptr, element);
-    owned->asked = importing_here(ctx, view(store_key));
+  owned->array = a.array;
+  if (a.attrs) owned->attrs = str(a.attrs);
+  if (a.store_key) {
+    owned->store_key = rm::CreateStringFromString(nullptr, a.store_key);
+    owned->element = rm::CreateStringFromString(nullptr, a.element);
+    owned->asked = importing_here(ctx, view(a.store_key));
   }
   auto* job = static_cast<EmbedJob*>(block_client(ctx, std::move(owned)));  // owned by the client now
   submit_embedding(
-      model, argv[2], pooling, normalize, deadline,
+      model, argv[2], a.pooling, a.normalize, deadline,
       [cancellation = job->cancellation](engine::Handle h) { cancellation->set(std::move(h)); },
       [job](const engine::SubmitError& refusal) {
         if (refusal.kind == engine::SubmitError::Kind::Busy) ++stats().busy_replies;

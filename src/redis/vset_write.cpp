@@ -106,9 +106,6 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     if (std::string e = attribute_size_error(ctx, view(a.attrs).size()); !e.empty()) return reply_error(ctx, e);
     attrs = str(a.attrs);
   }
-  const std::optional<uint32_t>&reduce = a.reduce, &reduced_from = a.reduced_from, &m = a.m, &ef = a.ef;
-  const std::optional<vector::Quant>& quant = a.quant;
-  RedisModuleString* element = a.element;
   const auto size = static_cast<uint32_t>(a.vec.size());
 
   VsetKey k(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
@@ -117,32 +114,32 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   try {
     if (!k.set) {
       vector::SetConfig cfg;
-      cfg.dim = reduce.value_or(size);
-      cfg.projection_input_dim = reduce ? size : reduced_from.value_or(0);
-      cfg.quant = quant.value_or(vector::Quant::Q8);
-      cfg.m = m.value_or(16);
-      cfg.ef_construction = ef.value_or(200);
+      cfg.dim = a.reduce.value_or(size);
+      cfg.projection_input_dim = a.reduce ? size : a.reduced_from.value_or(0);
+      cfg.quant = a.quant.value_or(vector::Quant::Q8);
+      cfg.m = a.m.value_or(16);
+      cfg.ef_construction = a.ef.value_or(200);
       // Build the first element before touching the key, so a bad request leaves nothing behind.
       auto fresh = std::make_unique<vector::VectorSet>(cfg);
-      added = fresh->add(view(element), a.vec, attrs, 0, reduced_from.has_value());
+      added = fresh->add(view(a.element), a.vec, attrs, 0, a.reduced_from.has_value());
       k.store(std::move(fresh));
     } else {
       const auto& cfg = k.set->config();
-      if (quant && *quant != cfg.quant)
+      if (a.quant && *a.quant != cfg.quant)
         return reply_error(ctx, "asked quantization mismatch with existing vector set");
-      if (m && *m != cfg.m) return reply_error(ctx, "asked M value mismatch with existing vector set");
-      if (reduce && !cfg.projection_input_dim)
+      if (a.m && *a.m != cfg.m) return reply_error(ctx, "asked M value mismatch with existing vector set");
+      if (a.reduce && !cfg.projection_input_dim)
         return reply_error(ctx, "cannot add projection to existing set without projection (the set was created "
                                 "without REDUCE)");
-      if (reduce && *reduce != cfg.dim)
+      if (a.reduce && *a.reduce != cfg.dim)
         return reply_error(ctx, "projection dimension mismatch with existing set: it reduces to " +
-                                    std::to_string(cfg.dim) + " dimensions, asked " + std::to_string(*reduce));
-      if (reduced_from && *reduced_from != cfg.projection_input_dim)
+                                    std::to_string(cfg.dim) + " dimensions, asked " + std::to_string(*a.reduce));
+      if (a.reduced_from && *a.reduced_from != cfg.projection_input_dim)
         return reply_error(ctx, "REDUCED-FROM mismatch: the vector set projects from " +
                                     std::to_string(cfg.projection_input_dim) + " dimensions");
-      const uint32_t want = reduced_from ? cfg.dim : k.set->input_dim();
+      const uint32_t want = a.reduced_from ? cfg.dim : k.set->input_dim();
       if (size != want) {  // Redis 8's wording, which clients match
-        if (cfg.projection_input_dim && !reduced_from)
+        if (cfg.projection_input_dim && !a.reduced_from)
           return reply_error(ctx, "Input dimension mismatch for projection - got " + std::to_string(size) +
                                       " but projection expects " + std::to_string(want) + " (it reduces " +
                                       std::to_string(want) + "-dimensional vectors to " + std::to_string(cfg.dim) +
@@ -154,10 +151,10 @@ int cmd_vadd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       // block (not in MULTI or scripts) and not from the master or the AOF, which insert in order.
       const int no_cas = REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING |
                          REDISMODULE_CTX_FLAGS_MULTI | REDISMODULE_CTX_FLAGS_LUA | REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
-      if (a.cas && !reduced_from && !(rm::GetContextFlags(ctx) & no_cas) && !k.set->contains(view(element)) &&
-          start_cas_insert(ctx, argv, argc, a.element_index, k.shared, a.vec, attrs, ef.value_or(0)))
+      if (a.cas && !a.reduced_from && !(rm::GetContextFlags(ctx) & no_cas) && !k.set->contains(view(a.element)) &&
+          start_cas_insert(ctx, argv, argc, a.element_index, k.shared, a.vec, attrs, a.ef.value_or(0)))
         return REDISMODULE_OK;
-      added = k.set->add(view(element), a.vec, attrs, ef.value_or(0), reduced_from.has_value());
+      added = k.set->add(view(a.element), a.vec, attrs, a.ef.value_or(0), a.reduced_from.has_value());
     }
   } catch (const vector::VectorSetError& e) {
     return reply_error(ctx, e.what());

@@ -93,10 +93,15 @@ const KernelTableRow kTable[] = {
 };
 }  // namespace
 
-const KernelTableRow& kernel_table_row(TensorType weight) {
+const KernelTableRow* find_kernel_table_row(TensorType weight) {
   for (const KernelTableRow& row : kTable) {
-    if (row.type == weight) return row;
+    if (row.type == weight) return &row;
   }
+  return nullptr;
+}
+
+const KernelTableRow& kernel_table_row(TensorType weight) {
+  if (const KernelTableRow* row = find_kernel_table_row(weight)) return *row;
   throw std::invalid_argument("matmul: unsupported weight type id " + std::to_string(static_cast<uint32_t>(weight)));
 }
 

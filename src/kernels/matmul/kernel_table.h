@@ -42,5 +42,7 @@ struct KernelTableRow {
 
 // The row of a weight type; throws std::invalid_argument for a type matmul does not multiply.
 const KernelTableRow& kernel_table_row(TensorType weight);
+// The same, or null for a type matmul does not multiply.
+const KernelTableRow* find_kernel_table_row(TensorType weight);
 
 }  // namespace infer::kernels

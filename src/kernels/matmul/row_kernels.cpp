@@ -17,23 +17,21 @@ RowKernels scalar_row_kernels(TensorType weight) {
 }
 
 RowKernels avx2_row_kernels(TensorType weight) {
-  const FormatTraits* f = find_format_traits(weight);
-  if (!f || !f->weight) return {nullptr, nullptr, 1, 0};
-  return kernel_table_row(weight).avx2;
+  const KernelTableRow* row = find_kernel_table_row(weight);
+  return row ? row->avx2 : RowKernels{nullptr, nullptr, 1, 0};
 }
 
 DotTileFn amx_dot_tile(TensorType weight) {
   if (weight == TensorType::BF16) return use_amx_bf16() ? amx_bf16_row_kernels(weight).dot_tile : nullptr;
-  const FormatTraits* f = find_format_traits(weight);
-  return f && f->weight ? kernel_table_row(weight).amx_tile : nullptr;
+  const KernelTableRow* row = find_kernel_table_row(weight);
+  return row ? row->amx_tile : nullptr;
 }
 
 DotTileFn avx512_dot_tile(TensorType weight) {
-  const FormatTraits* f = find_format_traits(weight);
-  if (!f || !f->weight) return nullptr;
-  const KernelTableRow& row = kernel_table_row(weight);
-  if (row.avx512_vnni_tile) return row.avx512_vnni_tile;
-  return use_avx512_fma_tiles() ? row.avx512_fma_tile : row.avx512_fma256_tile;
+  const KernelTableRow* row = find_kernel_table_row(weight);
+  if (!row) return nullptr;
+  if (row->avx512_vnni_tile) return row->avx512_vnni_tile;
+  return use_avx512_fma_tiles() ? row->avx512_fma_tile : row->avx512_fma256_tile;
 }
 
 RowKernels avx512_bf16_row_kernels(TensorType weight) {
@@ -42,13 +40,12 @@ RowKernels avx512_bf16_row_kernels(TensorType weight) {
 }
 
 InterleavedKernels avx512_interleaved_kernels(TensorType weight, bool tiles) {
-  const FormatTraits* f = find_format_traits(weight);
-  if (!f || !f->weight) return {};
-  const KernelTableRow& row = kernel_table_row(weight);
-  InterleavedKernels k{row.interleaved_decode, nullptr, row.interleaved_rows, row.interleaved_tile, nullptr};
+  const KernelTableRow* row = find_kernel_table_row(weight);
+  if (!row) return {};
+  InterleavedKernels k{row->interleaved_decode, nullptr, row->interleaved_rows, row->interleaved_tile, nullptr};
   if (tiles) {
-    k.dot_tile = row.amx_interleaved_tile;
-    k.dot_planes = row.amx_interleaved_planes;
+    k.dot_tile = row->amx_interleaved_tile;
+    k.dot_planes = row->amx_interleaved_planes;
   }
   return k;
 }
