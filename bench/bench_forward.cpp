@@ -109,10 +109,13 @@ void BM_AttentionRowQwen3Shape(benchmark::State& state) {
 
 // One decode step's attention for range(1) sequences of range(0) cached keys each, over all 28 layers
 // of Qwen3-0.6B, every sequence and layer in its own pages: unlike the row benchmark above, the keys
-// come from memory (about 100 MB for 8 sequences of 110 keys), as in serving.
+// come from memory (about 100 MB for 8 sequences of 110 keys), as in serving. KV rows are F16, or
+// Q8_0 when range(2) is 1.
 void BM_AttentionStepQwen3Shape(benchmark::State& state) {
   const int n_keys = int(state.range(0)), n_seqs = int(state.range(1)), n_layer = 28;
-  const int n_head = 16, n_kv = 8, hd = 128, kv_dim = n_kv * hd, T = 16;
+  const auto type = state.range(2) == 1 ? infer::kernels::KvType::Q8_0 : infer::kernels::KvType::F16;
+  const int n_head = 16, n_kv = 8, hd = 128, T = 16;
+  const int kv_dim = int(infer::kernels::kv_row_halves(type, n_kv * hd));  // 2-byte units of a row
   const int pages_per_seq = (n_keys + T - 1) / T, n_pages = pages_per_seq * n_seqs;
   const int64_t page_stride = int64_t(n_layer) * 2 * T * kv_dim + 160;
   // The engine's pool (model::KvPool) is on transparent huge pages; so is this.
@@ -127,13 +130,15 @@ void BM_AttentionStepQwen3Shape(benchmark::State& state) {
     for (int l = 0; l < n_layer; ++l) {
       const uint16_t* k = mem.get() + int64_t(l) * 2 * T * kv_dim;
       for (int s = 0; s < n_seqs; ++s) {
-        const infer::kernels::PagedKv kv{k, k + T * kv_dim, page_stride, T, &table[size_t(s * pages_per_seq)], kv_dim};
+        infer::kernels::PagedKv kv{k, k + T * kv_dim, page_stride, T, &table[size_t(s * pages_per_seq)], kv_dim};
+        kv.type = type;
         infer::kernels::attention_row(q.data(), kv, n_keys, n_head, n_kv, hd, 0.088f, out.data(), scratch.data());
       }
     }
     benchmark::DoNotOptimize(out.data());
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * n_seqs * n_layer * n_keys * kv_dim * 2 * 2);
+  state.SetLabel(infer::kernels::kv_type_name(type));
 }
 
 
@@ -209,5 +214,7 @@ BENCHMARK(BM_AttentionRowsPrefill)
     ->Args({2048, 1, 4, 64, 1})->Args({2048, 6, 4, 64, 1})  // llama-3.2-1b: 4 × 64
     ->Args({128, 1, 1, 32, 0})->Args({128, 12, 1, 32, 0})->Args({128, 24, 1, 32, 0})->Args({128, 24, 1, 64, 0});
 BENCHMARK(BM_AttentionRowQwen3Shape)->Arg(256)->Arg(2048);
-BENCHMARK(BM_AttentionStepQwen3Shape)->Args({96, 1})->Args({96, 8})->Args({192, 8})->Args({1100, 8})->Args({2048, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionStepQwen3Shape)
+    ->Args({96, 1, 0})->Args({96, 8, 0})->Args({192, 8, 0})->Args({1100, 8, 0})->Args({2048, 1, 0})
+    ->Args({192, 8, 1})->Args({1100, 8, 1})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionStepHeadMajor)->Args({192, 8})->Args({1100, 8})->Unit(benchmark::kMillisecond);

@@ -1,7 +1,8 @@
 // The quantised KV cache types (kernels/ops/kv_type.h): rows stored as GGUF's Q8_0 / Q4_0 blocks, read back
 // exactly by the reference reader, and each optimised attention kernel (AVX2, AVX-512) against the
 // scalar reference on random rows and on the real keys and values a model leaves in its pages, with
-// the tolerance the F16 kernels are held to; blocks of rows bitwise equal to each row alone.
+// the tolerance the F16 kernels are held to; blocks of rows bitwise equal to each row alone; Q8_0
+// keys' integer scores bitwise the reference's in every kernel.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "forward_harness.h"
@@ -146,6 +148,61 @@ TEST(KvTypeAttention, Avx512MatchesReference) {
         TypedKv kv(t, sh.n_kv * sh.hd, page_tokens, (sh.n_keys + page_tokens - 1) / page_tokens + 2);
         kv.fill(sh.n_keys, uint32_t(sh.hd + 1));
         expect_near_reference(kv.view(), sh, true, describe(t, sh, page_tokens));
+      }
+    }
+  }
+}
+
+// Q8_0 keys in heads of whole blocks are scored by integer dots with the query quantised
+// (q8_0_scores.h): the AVX2 and AVX-512 kernels give the reference's bits, for heads of one to eight
+// blocks, key counts around the kernels' groups of 8 and 16, pages of 16, 5 and 1, a query with an
+// all-zero block and one with a single large element. Each score stays within the quantisation's
+// error of the exact dot of the stored keys.
+TEST(KvTypeAttention, Q8_0ScoresAreTheReferenceBitsInEveryKernel) {
+  for (const auto& [n_gqa, hd, n_keys] : {std::tuple{1, 32, 1}, {2, 32, 9}, {3, 64, 17}, {2, 96, 40}, {2, 128, 70},
+                                           {5, 128, 33}, {1, 256, 300}, {2, 256, 16}}) {
+    for (int page_tokens : {16, 5, 1}) {
+      TypedKv kv(KvType::Q8_0, 2 * hd, page_tokens, (n_keys + 3 + page_tokens - 1) / page_tokens + 2);
+      kv.fill(n_keys + 3, uint32_t(hd + n_keys));
+      PagedKv head = kv_head(kv.view(), hd);  // the second KV head
+      head.first_key = 3;
+      auto q = random_vec(size_t(n_gqa * hd), uint32_t(hd * 7 + n_keys), 2.f);
+      std::fill_n(q.begin(), 32, 0.f);  // an all-zero block
+      if (n_gqa > 1) q[size_t(hd + 5)] = 300.f;
+      const std::string what = std::to_string(n_gqa) + " heads of " + std::to_string(hd) + ", " +
+                               std::to_string(n_keys) + " keys, pages of " + std::to_string(page_tokens);
+      const size_t n = size_t(n_gqa * n_keys);
+      std::vector<float> ref(n + 7), got(n + 7);
+      q8_0_scores_ref(q.data(), head, n_keys, n_gqa, hd, 0.25f, ref.data());
+      for (int h = 0; h < n_gqa; ++h) {
+        for (int j = 0; j < n_keys; ++j) {
+          const int key = head.first_key + j;
+          const uint16_t* k = head.k_base + int64_t(head.page_table[key / page_tokens]) * head.page_stride +
+                              int64_t(key % page_tokens) * head.row_stride;
+          // each query element moves by at most half its block's step, amax / 127 / 2
+          double exact = 0, bound = 0;
+          for (int b = 0; b < hd / 32; ++b) {
+            double amax = 0, k_sum = 0;
+            for (int d = 32 * b; d < 32 * b + 32; ++d) {
+              const double qd = q[size_t(h * hd + d)], kd = kv_element(k, KvType::Q8_0, 0, d);
+              exact += qd * kd;
+              amax = std::max(amax, std::fabs(qd));
+              k_sum += std::fabs(kd);
+            }
+            bound += amax / 254 * k_sum * (1 + 1e-4);
+          }
+          ASSERT_NEAR(ref[size_t(h * n_keys + j)], 0.25 * exact, 0.25 * bound + 1e-6) << what;
+        }
+      }
+      if (have_avx2()) {
+        q8_0_scores_avx2(q.data(), head, n_keys, n_gqa, hd, 0.25f, got.data());
+        EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), n * sizeof(float))) << "AVX2, " << what;
+      }
+      if (use_avx512() && attention_avx512_supports(hd)) {
+        std::fill(got.begin(), got.end(), -1.f);
+        q8_0_scores_avx512(q.data(), head, n_keys, n_gqa, hd, 0.25f, got.data());
+        EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), n * sizeof(float))) << "AVX-512, " << what;
+        EXPECT_EQ(got[n], -1.f) << "AVX-512 wrote past the scores, " << what;
       }
     }
   }

@@ -1,9 +1,11 @@
 // Attention of one query row over a sequence's paged keys/values (spec §3.5):
 // scores = (q_h · k_j) · scale, softmax, out_h = Σ_j p_j · v_j, keys always taken in order from kv.first_key.
 // Q8_0 and Q4_0 elements are code · d in f32, which is exact (an 8-bit code times an 11-bit
-// significand), so every kernel reads the same values from a row whatever it dequantises with.
+// significand), so every kernel reads the same values from a row whatever it dequantises with. Q8_0
+// keys in heads of whole blocks are scored by integer dots instead (q8_0_scores.h).
 #include "kernels/runtime/cpu_features.h"
 #include "kernels/ops/ops.h"
+#include "kernels/ops/q8_0_scores.h"
 #include "kernels/x86/avx2/ops_avx2.h"
 #include "kernels/x86/avx512/ops_avx512.h"
 #include "kernels/quant/quant.h"
@@ -22,22 +24,39 @@ float kv_element(const uint16_t* head, KvType type, int head_elem, int d) {
   return static_cast<float>(code - 8) * scale;
 }
 
+namespace {
+const uint16_t* ref_row(const PagedKv& head, const uint16_t* base, int j) {
+  const int key = head.first_key + j;
+  return base + int64_t(head.page_table[key / head.page_tokens]) * head.page_stride +
+         int64_t(key % head.page_tokens) * head.row_stride;
+}
+}  // namespace
+
+void q8_0_scores_ref(const float* q, const PagedKv& head, int n_keys, int n_gqa, int head_dim, float scale,
+                     float* scores) {
+  for (int h = 0; h < n_gqa; ++h) {
+    Q8Query qq;
+    quantise_query_ref(q + int64_t(h) * head_dim, head_dim, qq);
+    for (int j = 0; j < n_keys; ++j) scores[int64_t(h) * n_keys + j] = q8_0_key_score_ref(qq, ref_row(head, head.k_base, j)) * scale;
+  }
+}
+
 void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                        float scale, float* out, float* scratch) {
   const int n_gqa = n_head / n_kv_head;
   for (int h = 0; h < n_head; ++h) {
     const PagedKv head = kv_head(kv, int64_t(h / n_gqa) * head_dim);
-    const auto row = [&](const uint16_t* base, int j) {
-      const int key = head.first_key + j;
-      return base + int64_t(head.page_table[key / head.page_tokens]) * head.page_stride +
-             int64_t(key % head.page_tokens) * head.row_stride;
-    };
+    const auto row = [&](const uint16_t* base, int j) { return ref_row(head, base, j); };
     const float* qh = q + static_cast<int64_t>(h) * head_dim;
-    for (int j = 0; j < n_keys; ++j) {
-      const uint16_t* k = row(head.k_base, j);
-      double dot = 0.0;
-      for (int d = 0; d < head_dim; ++d) dot += static_cast<double>(qh[d]) * kv_element(k, head.type, head.head_elem, d);
-      scratch[j] = static_cast<float>(dot) * scale;
+    if (uses_q8_0_scores(head.type, head_dim, head.head_elem)) {
+      q8_0_scores_ref(qh, head, n_keys, 1, head_dim, scale, scratch);
+    } else {
+      for (int j = 0; j < n_keys; ++j) {
+        const uint16_t* k = row(head.k_base, j);
+        double dot = 0.0;
+        for (int d = 0; d < head_dim; ++d) dot += static_cast<double>(qh[d]) * kv_element(k, head.type, head.head_elem, d);
+        scratch[j] = static_cast<float>(dot) * scale;
+      }
     }
     softmax_ref(scratch, n_keys);
     float* oh = out + static_cast<int64_t>(h) * head_dim;

@@ -101,6 +101,11 @@ void attention_row(const float* q, const PagedKv& kv, int n_keys, int n_head, in
                    float scale, float* out, float* scratch);
 void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head,
                        int head_dim, float scale, float* out, float* scratch);
+// Q8_0 keys in heads of whole blocks (q8_0_scores.h) are scored by integer dot products with the
+// query quantised to Q8_0: scores[h · n_keys + j] = score(q_h, key first_key + j) · scale for the
+// n_gqa query heads of one KV head (`head`, a kv_head view); every kernel gives these bits.
+void q8_0_scores_ref(const float* q, const PagedKv& head, int n_keys, int n_gqa, int head_dim, float scale,
+                     float* scores);
 
 // A block of query rows of one sequence, for one KV head: row i's n_gqa query heads at q + i·q_stride
 // (head h at + h·head_dim), its outputs likewise at out + i·out_stride, its keys

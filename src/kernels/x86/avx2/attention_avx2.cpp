@@ -1,6 +1,7 @@
 // AVX2 attention of a block of query rows. Same steps and key order as attention_row_ref; the F16 keys
 // and values are widened with F16C, Q8_0 and Q4_0 ones dequantised (exactly: attention.cpp) 8 at a
-// time as they are read. A key's score is one FMA chain over its 8-wide chunks and one fixed
+// time as they are read, except Q8_0 keys in heads of whole blocks, scored by integer dots
+// (q8_0_scores.h). A key's score is one FMA chain over its 8-wide chunks and one fixed
 // add tree, an output element one FMA chain over the row's keys in order, however the rows, heads, keys
 // and chunks are tiled: a row's result does not depend on which other rows are in its block or on the
 // thread that computed it (invariant 7).
@@ -11,6 +12,7 @@
 #include "kernels/ops/attention_queries.h"
 #include "kernels/x86/hsum256.h"
 #include "kernels/ops/key_rows.h"
+#include "kernels/ops/q8_0_scores.h"
 #include "kernels/x86/avx2/ops_avx2.h"
 #include "kernels/quant/quant.h"
 #include "kernels/x86/avx2/vec_exp_avx2.h"
@@ -47,6 +49,7 @@ inline __m256 load_f16x8(const uint16_t* p) {
 // storage starts (F16: the element, quantised: its block) and from(e) the reader of the slice from
 // there; slice_halves(n) the 2-byte units n elements span, for prefetches.
 struct F16Rows {
+  static constexpr bool kIntegerScores = false;
   __m256 load8(const uint16_t* row, int d) const { return load_f16x8(row + d); }
   const uint16_t* at(const uint16_t* row, int e) const { return row + e; }
   F16Rows from(int) const { return *this; }
@@ -57,6 +60,7 @@ template <KvType T>
 struct BlockRows {
   int head_elem;  // the slice's first element in the first block (PagedKv::head_elem)
   static constexpr int kBlockHalves = int(kv_block_halves(T));
+  static constexpr bool kIntegerScores = T == KvType::Q8_0;  // q8_0_scores.h, in heads of whole blocks
   __m256 load8(const uint16_t* row, int d) const {
     const int e = head_elem + d;
     const uint16_t* block = row + (e / kKvBlockElements) * kBlockHalves;
@@ -167,11 +171,118 @@ inline __m256 dot8(const float* q, const Keys& k, int n) {
   return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
 }
 
+// ---- Q8_0 keys in heads of whole blocks: integer scores (q8_0_scores.h), 8 keys at a time ----
+
+// A query head quantised by quantise_query_ref's steps: a register a block, its codes and their
+// magnitudes (VPMADDUBSW multiplies unsigned by signed bytes: q·k = |q| · (k with q's sign)).
+struct Q8Head {
+  __m256i codes[kMaxQ8QueryBlocks], magnitudes[kMaxQ8QueryBlocks];
+  float d[kMaxQ8QueryBlocks];
+};
+
+inline void quantise_head(const float* q, int n_blocks, Q8Head& h) {
+  const __m256 sign = _mm256_set1_ps(-0.f);
+  for (int b = 0; b < n_blocks; ++b) {
+    __m256 x[4], mx = _mm256_setzero_ps();
+    for (int c = 0; c < 4; ++c) {
+      x[c] = _mm256_loadu_ps(q + 32 * b + 8 * c);
+      mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, x[c]));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+    h.d[b] = q8_query_scale(amax);
+    const __m256 m = _mm256_set1_ps(q8_query_multiplier(amax));
+    __m256i i[4];
+    for (int c = 0; c < 4; ++c) i[c] = _mm256_cvtps_epi32(_mm256_mul_ps(x[c], m));
+    // the packs work within 128-bit lanes: dwords come out as 0a 1a 2a 3a | 0b 1b 2b 3b
+    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+    h.codes[b] = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    h.magnitudes[b] = _mm256_abs_epi8(h.codes[b]);
+  }
+}
+
+constexpr int kQ8BlockHalves = int(kv_block_halves(KvType::Q8_0));
+
+// Lane i: the scale of block b of the key whose row slice is rows[i], for the n_blocks blocks
+// (gathered, as the AVX-512 kernel does: GCC 12 at -O3 vectorised the scalar loop there into wrong code).
+inline void key_scales8(const uint16_t* const* rows, int n_blocks, __m256* dk) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows));  // the 8 rows' addresses
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + 4));
+  const __m128i low16 = _mm_set1_epi32(0xFFFF);
+  for (int b = 0; b < n_blocks; ++b) {
+    const __m256i at = _mm256_set1_epi64x(int64_t(b) * 2 * kQ8BlockHalves);
+    // the dword at each block's start: its f16 scale, then its first code
+    const __m128i s0 = _mm256_i64gather_epi32(static_cast<const int*>(nullptr), _mm256_add_epi64(lo, at), 1);
+    const __m128i s1 = _mm256_i64gather_epi32(static_cast<const int*>(nullptr), _mm256_add_epi64(hi, at), 1);
+    dk[b] = _mm256_cvtph_ps(_mm_packus_epi32(_mm_and_si128(s0, low16), _mm_and_si128(s1, low16)));
+  }
+}
+
+// Lane i: q8_0_key_score_ref of the key whose row slice is rows[i] (scales dk from key_scales8).
+inline __m256 q8_scores8(const Q8Head& h, int n_blocks, const uint16_t* const* rows, const __m256* dk) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc = _mm256_setzero_ps();
+  for (int b = 0; b < n_blocks; ++b) {
+    __m256i p[8];
+    for (int i = 0; i < 8; ++i) {
+      const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[i] + b * kQ8BlockHalves + 1));
+      p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(h.magnitudes[b], _mm256_sign_epi8(k, h.codes[b])), ones);
+    }
+    // dot8's tree on integers: lane i the sum of p[i]
+    const __m256i s0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    const __m256i s4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+    const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20),
+                                          _mm256_permute2x128_si256(s0123, s4567, 0x31));
+    const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(_mm256_set1_ps(h.d[b]), dk[b]));
+    acc = b == 0 ? t : _mm256_add_ps(acc, t);
+  }
+  return acc;
+}
+
+// Vectors quantised at a time: their keys are read once for all of them.
+constexpr int kQ8HeadsAtOnce = 4;
+
+// scores_by_8's scores by integer dots: the blocks of 8 keys from span_begin that hold any of a
+// vector's keys, kQ8HeadsAtOnce vectors sharing each block's rows.
+void q8_scores_by_8(const Queries& qs, const uint16_t* k_base, PagedKv kv, int span_end, float scale) {
+  const int n_blocks = qs.head_dim / kKvBlockElements, halves = n_blocks * int(kv_block_halves(KvType::Q8_0));
+  const __m256 sv = _mm256_set1_ps(scale);
+  kv.first_key = 0;  // key_row takes absolute key numbers
+  for (int v0 = 0; v0 < qs.count(); v0 += kQ8HeadsAtOnce) {
+    const int nv = std::min(kQ8HeadsAtOnce, qs.count() - v0);
+    Q8Head heads[kQ8HeadsAtOnce];
+    int begin = span_end, end = qs.span_begin;
+    for (int v = 0; v < nv; ++v) {
+      quantise_head(qs.q(v0 + v), n_blocks, heads[v]);
+      begin = std::min(begin, qs.begin(v0 + v));
+      end = std::max(end, qs.end(v0 + v));
+    }
+    for (int j0 = qs.span_begin + (begin - qs.span_begin) / 8 * 8; j0 < end; j0 += 8) {
+      const uint16_t* rows[8];
+      for (int i = 0; i < 8; ++i) rows[i] = key_row(k_base, kv, std::min(j0 + i, span_end - 1));
+      for (int j = j0 + 8; j < std::min(j0 + 16, span_end); ++j) prefetch_row(key_row(k_base, kv, j), halves);
+      for (int j = j0 + kRowsAheadL2; j < std::min(j0 + kRowsAheadL2 + 8, span_end); ++j) {
+        prefetch_row_l2(key_row(k_base, kv, j), halves);
+      }
+      __m256 dk[kMaxQ8QueryBlocks];
+      key_scales8(rows, n_blocks, dk);
+      for (int v = v0; v < v0 + nv; ++v) {
+        if (j0 + 8 <= qs.begin(v) || j0 >= qs.end(v)) continue;  // no key of this vector's in the block
+        _mm256_storeu_ps(qs.probs(v, j0), _mm256_mul_ps(q8_scores8(heads[v - v0], n_blocks, rows, dk), sv));
+      }
+    }
+  }
+}
+
 // Every query vector's scores (q_v · k_j) · scale over its keys, 8 keys at a time from span_begin
 // (a block's lanes past a vector's keys are computed and never read; past the span they repeat its
 // last key). head_dim is a multiple of 8.
 template <class Rows>
 void scores_by_8(const Queries& qs, const Rows& fmt, const uint16_t* k_base, PagedKv kv, int span_end, float scale) {
+  if constexpr (Rows::kIntegerScores) {
+    if (uses_q8_0_scores(KvType::Q8_0, qs.head_dim, fmt.head_elem)) return q8_scores_by_8(qs, k_base, kv, span_end, scale);
+  }
   const int hd = qs.head_dim, n_vec = qs.count(), halves = fmt.slice_halves(hd);
   const __m256 sv = _mm256_set1_ps(scale);
   // one or two vectors (a decode row) convert on the fly: widening would cost stores that a memory-bound
@@ -364,6 +475,16 @@ void attention_rows_avx2(const AttentionRows& rows, const PagedKv& kv, int n_gqa
     case KvType::Q8_0: return attention_block(rows, kv, BlockRows<KvType::Q8_0>{kv.head_elem}, n_gqa, head_dim, scale, scratch);
     case KvType::Q4_0: return attention_block(rows, kv, BlockRows<KvType::Q4_0>{kv.head_elem}, n_gqa, head_dim, scale, scratch);
     default: return attention_block(rows, kv, F16Rows{}, n_gqa, head_dim, scale, scratch);
+  }
+}
+
+void q8_0_scores_avx2(const float* q, const PagedKv& head, int n_keys, int n_gqa, int head_dim, float scale,
+                      float* scores) {
+  const int begin = head.first_key, end = head.first_key + n_keys;
+  for (int h = 0; h < n_gqa; ++h) {  // in order: each head's last block of 8 spills into the next's first keys
+    const AttentionRows row{q + int64_t(h) * head_dim, 0, nullptr, 0, &begin, &end, 1};
+    const KeySpan span = key_span(row);
+    q8_scores_by_8(Queries(row, 1, head_dim, span, scores + int64_t(h) * n_keys), head.k_base, head, span.end, scale);
   }
 }
 

@@ -18,6 +18,9 @@ void attention_row_avx2(const float* q, const PagedKv& kv, int n_keys, int n_hea
                         float scale, float* out, float* scratch);
 void attention_rows_avx2(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
                          float* scratch);
+// q8_0_scores_ref (ops.h) by the block kernel's steps; `scores` holds n_gqa · n_keys + 7 floats.
+void q8_0_scores_avx2(const float* q, const PagedKv& head, int n_keys, int n_gqa, int head_dim, float scale,
+                      float* scores);
 // One F16 K and V row of kv_dim elements at kd and vd.
 void kv_store_avx2(const float* k, const float* v, uint16_t* kd, uint16_t* vd, int kv_dim);
 

@@ -2,8 +2,10 @@
 // order, 16 lanes wide, with each head's output held in registers while the values stream past (the
 // AVX2 version reloads and stores it for every key). attention_row() takes it for every row on
 // AVX-512 machines (use_avx512()), and attention_rows() a block kernel that gives each row the same
-// bits, so a row's arithmetic never depends on its batch (invariant 7). Q8_0 and Q4_0 rows are
-// dequantised (exactly: attention.cpp) 16 elements at a time as they are read, through the same steps.
+// bits, so a row's arithmetic never depends on its batch (invariant 7). Q8_0 keys are scored by
+// integer dots (q8_0_scores.h); Q4_0 keys are dequantised (exactly: attention.cpp) 16 elements at a
+// time as they are read, through the F16 steps; quantised values are read as codes, their block's
+// scale taken into the probabilities (F16Rows).
 // Like the *_avx512.cpp and *_amx.cpp kernel files, this file defines no weak symbols (no
 // standard-library templates): see avx512_common.h.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
@@ -15,6 +17,7 @@
 
 #include "kernels/ops/attention_queries.h"
 #include "kernels/ops/key_rows.h"
+#include "kernels/ops/q8_0_scores.h"
 #include "kernels/x86/avx512/ops_avx512.h"
 
 namespace infer::kernels {
@@ -28,18 +31,24 @@ inline __m512 load_f16x16(const uint16_t* p) {
 
 // How the kernels read 16 elements d..d+15 of a row of the head's slice in f32 (d a multiple of 16;
 // the head starts a block: head widths 64, 128, 256), and the 2-byte units a slice of n elements spans.
+// The values passes read value rows through codes16 and, for quantised rows (kScaledCodes), take
+// each block's scale into the probabilities: p · (code · d) as (p · d) · code, one multiply a block
+// and head instead of one a chunk (BM_AttentionStepQwen3Shape).
 struct F16Rows {
+  static constexpr bool kIntegerScores = false, kScaledCodes = false;
   __m512 load16(const uint16_t* row, int d) const { return load_f16x16(row + d); }
+  __m512 codes16(const uint16_t* row, int d) const { return load16(row, d); }
   int slice_halves(int n) const { return n; }
 };
 
 template <KvType T>
 struct BlockRows {
   static constexpr int kBlockHalves = int(kv_block_halves(T));
-  __m512 load16(const uint16_t* row, int d) const {
-    const uint16_t* block = row + (d / kKvBlockElements) * kBlockHalves;
-    const __m512 scale = _mm512_set1_ps(_cvtsh_ss(block[0]));
-    const auto* codes = reinterpret_cast<const uint8_t*>(block + 1);
+  static constexpr bool kIntegerScores = T == KvType::Q8_0;  // q8_0_scores.h
+  static constexpr bool kScaledCodes = true;
+  // The codes of elements d..d+15, unscaled.
+  __m512 codes16(const uint16_t* row, int d) const {
+    const auto* codes = reinterpret_cast<const uint8_t*>(row + (d / kKvBlockElements) * kBlockHalves + 1);
     __m512i wide;
     if constexpr (T == KvType::Q8_0) {
       wide = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + d % kKvBlockElements)));
@@ -49,8 +58,13 @@ struct BlockRows {
       b = _mm_and_si128(b, _mm_set1_epi8(0x0F));
       wide = _mm512_sub_epi32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(8));
     }
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(wide), scale);
+    return _mm512_cvtepi32_ps(wide);
   }
+  // The scale of the block holding element d, in every lane.
+  __m512 scale16(const uint16_t* row, int d) const {
+    return _mm512_set1_ps(_cvtsh_ss(row[(d / kKvBlockElements) * kBlockHalves]));
+  }
+  __m512 load16(const uint16_t* row, int d) const { return _mm512_mul_ps(codes16(row, d), scale16(row, d)); }
   int slice_halves(int n) const { return n / kKvBlockElements * kBlockHalves; }
 };
 
@@ -172,15 +186,137 @@ void values_pass(const float* scores, int n_keys, const Rows& fmt, const uint16_
     if (j + kValuesAhead < n_keys) prefetch_row_l2(key_row(v_base, kv, j + kValuesAhead), halves);
     if (j + kValuesAheadL1 < n_keys) prefetch_row(key_row(v_base, kv, j + kValuesAheadL1), halves);
     const uint16_t* v = key_row(v_base, kv, j);
-    __m512 p[HP];
-    for (int hh = 0; hh < HP; ++hh) p[hh] = _mm512_set1_ps(scores[static_cast<int64_t>(h0 + hh) * n_keys + j]);
+    __m512 p[HP], ps[HP];
+    for (int hh = 0; hh < HP; ++hh) ps[hh] = p[hh] = _mm512_set1_ps(scores[static_cast<int64_t>(h0 + hh) * n_keys + j]);
     for (int c = 0; c < NC; ++c) {
-      const __m512 vv = fmt.load16(v, 16 * c);
-      for (int hh = 0; hh < HP; ++hh) acc[hh][c] = _mm512_fmadd_ps(p[hh], vv, acc[hh][c]);
+      if constexpr (Rows::kScaledCodes) {
+        if (16 * c % kKvBlockElements == 0) {
+          const __m512 d = fmt.scale16(v, 16 * c);
+          for (int hh = 0; hh < HP; ++hh) ps[hh] = _mm512_mul_ps(p[hh], d);
+        }
+      }
+      const __m512 vv = fmt.codes16(v, 16 * c);
+      for (int hh = 0; hh < HP; ++hh) acc[hh][c] = _mm512_fmadd_ps(ps[hh], vv, acc[hh][c]);
     }
   }
   for (int hh = 0; hh < HP; ++hh) {
     for (int c = 0; c < NC; ++c) _mm512_storeu_ps(og + (h0 + hh) * 16 * NC + 16 * c, acc[hh][c]);
+  }
+}
+
+// ---- Q8_0 keys: integer scores (q8_0_scores.h), 16 keys at a time ----
+
+// A query head quantised by quantise_query_ref's steps, as the score loop reads it: two blocks (64
+// codes) a register, as magnitudes with a mask of the negative codes (VPDPBUSD multiplies unsigned by
+// signed bytes: q·k = |q| · (k negated where q < 0)).
+struct Q8Head {
+  __m512i magnitudes[kMaxQ8QueryBlocks / 2];
+  __mmask64 negative[kMaxQ8QueryBlocks / 2];
+  float d[kMaxQ8QueryBlocks];
+};
+
+template <int NB>  // blocks of the head: 2, 4 or 8
+void quantise_head(const float* q, Q8Head& h) {
+  alignas(64) int8_t codes[NB * kKvBlockElements];
+  for (int b = 0; b < NB; ++b) {
+    const __m512 x0 = _mm512_loadu_ps(q + 32 * b), x1 = _mm512_loadu_ps(q + 32 * b + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+    h.d[b] = q8_query_scale(amax);
+    const __m512 m = _mm512_set1_ps(q8_query_multiplier(amax));
+    _mm_store_si128(reinterpret_cast<__m128i*>(codes + 32 * b), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x0, m))));
+    _mm_store_si128(reinterpret_cast<__m128i*>(codes + 32 * b + 16),
+                    _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, m))));
+  }
+  for (int z = 0; z < NB / 2; ++z) {
+    const __m512i c = _mm512_load_si512(codes + 64 * z);
+    h.negative[z] = _mm512_movepi8_mask(c);
+    h.magnitudes[z] = _mm512_abs_epi8(c);
+  }
+}
+
+// a[i] holds key i's 16 partial sums over two blocks (lanes 0-7 the first block's, 8-15 the
+// second's); returns in `first` and `second` the keys' whole sums of each block, lane i key i.
+inline void block_sums16(const __m512i (&a)[16], __m512i& first, __m512i& second) {
+  __m512i t[8], u[4];
+  for (int i = 0; i < 8; ++i) {
+    t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]));
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+  }
+  // u[i]'s 128-bit lane L: keys 4i..4i+3 over codes 16L..16L+15 (lanes 0-1: the first block, 2-3: the second)
+  const __m512i v0 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], 0x88), _mm512_shuffle_i32x4(u[0], u[1], 0xDD));
+  const __m512i v1 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], 0x88), _mm512_shuffle_i32x4(u[2], u[3], 0xDD));
+  // v0: [first keys 0-3, second keys 0-3, first keys 4-7, second keys 4-7]; v1 likewise keys 8-15
+  first = _mm512_shuffle_i32x4(v0, v1, 0x88);
+  second = _mm512_shuffle_i32x4(v0, v1, 0xDD);
+}
+
+constexpr int kQ8BlockBytes = 2 * int(kv_block_halves(KvType::Q8_0));
+
+// Lane i: the scale of block b of the key whose row slice is rows[i], for the NB blocks (gathered:
+// GCC 12 at -O3 vectorised the scalar loop this replaces into wrong code).
+template <int NB>
+void key_scales16(const uint16_t* const* rows, __m512 (&dk)[NB]) {
+  const __m512i lo = _mm512_loadu_si512(rows), hi = _mm512_loadu_si512(rows + 8);  // the 16 rows' addresses
+  for (int b = 0; b < NB; ++b) {
+    const __m512i at = _mm512_set1_epi64(b * kQ8BlockBytes);
+    // the dword at each block's start: its f16 scale, then its first code
+    const __m256i s0 = _mm512_i64gather_epi32(_mm512_add_epi64(lo, at), nullptr, 1);
+    const __m256i s1 = _mm512_i64gather_epi32(_mm512_add_epi64(hi, at), nullptr, 1);
+    dk[b] = _mm512_cvtph_ps(_mm256_set_m128i(_mm256_cvtepi32_epi16(s1), _mm256_cvtepi32_epi16(s0)));
+  }
+}
+
+// Lane i: q8_0_key_score_ref of the key whose row slice is rows[i] (scales dk from key_scales16).
+template <int NB>
+__m512 q8_scores16(const Q8Head& h, const uint16_t* const* rows, const __m512 (&dk)[NB]) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int z = 0; z < NB / 2; ++z) {
+    __m512i p[16];
+    for (int i = 0; i < 16; ++i) {
+      const char* codes = reinterpret_cast<const char*>(rows[i]) + 2 * z * kQ8BlockBytes + 2;
+      __m512i k = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes))),
+                                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + kQ8BlockBytes)), 1);
+      k = _mm512_mask_sub_epi8(k, h.negative[z], _mm512_setzero_si512(), k);
+      p[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), h.magnitudes[z], k);
+    }
+    __m512i sums[2];
+    block_sums16(p, sums[0], sums[1]);
+    for (int half = 0; half < 2; ++half) {
+      const int b = 2 * z + half;
+      const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(sums[half]), _mm512_mul_ps(_mm512_set1_ps(h.d[b]), dk[b]));
+      acc = b == 0 ? t : _mm512_add_ps(acc, t);
+    }
+  }
+  return acc;
+}
+
+// Heads quantised at a time: their keys are read once for all of them.
+constexpr int kQ8HeadsAtOnce = 4;
+
+// scores[h * n_keys + j] = score(q_h, k_j) · scale for the n_gqa heads of one group.
+template <int NC>
+void q8_scores_group(const float* qg, const uint16_t* k_base, const PagedKv& kv, int n_keys, int n_gqa, float scale,
+                     float* scores) {
+  constexpr int NB = NC / 2;
+  const __m512 sv = _mm512_set1_ps(scale);
+  const int halves = NB * int(kv_block_halves(KvType::Q8_0));
+  for (int h0 = 0; h0 < n_gqa; h0 += kQ8HeadsAtOnce) {
+    const int nh = min_int(kQ8HeadsAtOnce, n_gqa - h0);
+    Q8Head heads[kQ8HeadsAtOnce];
+    for (int h = 0; h < nh; ++h) quantise_head<NB>(qg + (h0 + h) * 16 * NC, heads[h]);
+    for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row_l2(key_row(k_base, kv, j), halves);
+    for (int j0 = 0; j0 < n_keys; j0 += 16) {
+      const uint16_t* rows[16];
+      const int m = key_block<16>(k_base, kv, n_keys, j0, halves, rows);
+      const auto mask = static_cast<__mmask16>((1u << m) - 1);
+      __m512 dk[NB];
+      key_scales16<NB>(rows, dk);
+      for (int h = 0; h < nh; ++h) {
+        _mm512_mask_storeu_ps(scores + int64_t(h0 + h) * n_keys + j0, mask, _mm512_mul_ps(q8_scores16<NB>(heads[h], rows, dk), sv));
+      }
+    }
   }
 }
 
@@ -193,9 +329,13 @@ void attention_nc(const float* q, const PagedKv& kv, const Rows& fmt, int n_keys
     const PagedKv head = kv_head(kv, static_cast<int64_t>(g) * kHeadDim);
     const float* qg = q + static_cast<int64_t>(g) * n_gqa * kHeadDim;
     float* og = out + static_cast<int64_t>(g) * n_gqa * kHeadDim;
-    int paired = 0;
-    for (; paired + 2 <= n_gqa; paired += 2) scores_pair_by_8<NC>(qg, fmt, head.k_base, kv, n_keys, paired, scale, scratch);
-    if (paired < n_gqa) scores_by_16<NC>(qg, fmt, head.k_base, kv, n_keys, paired, n_gqa, scale, scratch);
+    if constexpr (Rows::kIntegerScores) {
+      q8_scores_group<NC>(qg, head.k_base, kv, n_keys, n_gqa, scale, scratch);
+    } else {
+      int paired = 0;
+      for (; paired + 2 <= n_gqa; paired += 2) scores_pair_by_8<NC>(qg, fmt, head.k_base, kv, n_keys, paired, scale, scratch);
+      if (paired < n_gqa) scores_by_16<NC>(qg, fmt, head.k_base, kv, n_keys, paired, n_gqa, scale, scratch);
+    }
     for (int j = 0; j < min_int(kValuesAhead, n_keys); ++j) {
       prefetch_row_l2(key_row(head.v_base, kv, j), fmt.slice_halves(kHeadDim));
     }
@@ -287,6 +427,37 @@ void scores_block(const Queries& qs, const Rows& fmt, const uint16_t* k_base, Pa
   }
 }
 
+// Every vector's integer scores over its keys: the span's blocks of 16 keys that hold any of them,
+// kQ8HeadsAtOnce vectors at a time sharing each block's rows.
+template <int NC>
+void q8_scores_block(const Queries& qs, const uint16_t* k_base, PagedKv kv, const KeySpan& span, float scale) {
+  constexpr int NB = NC / 2;
+  const __m512 sv = _mm512_set1_ps(scale);
+  const int halves = NB * int(kv_block_halves(KvType::Q8_0));
+  kv.first_key = 0;  // key_row takes absolute key numbers
+  for (int v0 = 0; v0 < qs.count(); v0 += kQ8HeadsAtOnce) {
+    const int nv = min_int(kQ8HeadsAtOnce, qs.count() - v0);
+    Q8Head heads[kQ8HeadsAtOnce];
+    int begin = span.end, end = span.begin;
+    for (int v = 0; v < nv; ++v) {
+      quantise_head<NB>(qs.q(v0 + v), heads[v]);
+      begin = min_int(begin, qs.begin(v0 + v));
+      end = end > qs.end(v0 + v) ? end : qs.end(v0 + v);
+    }
+    for (int j0 = span.begin + (begin - span.begin) / 16 * 16; j0 < end; j0 += 16) {
+      const uint16_t* rows[16];
+      const int m = key_block<16>(k_base, kv, span.end, j0, halves, rows);
+      const auto mask = static_cast<__mmask16>((1u << m) - 1);
+      __m512 dk[NB];
+      key_scales16<NB>(rows, dk);
+      for (int v = 0; v < nv; ++v) {
+        if (qs.begin(v0 + v) >= j0 + 16 || qs.end(v0 + v) <= j0) continue;  // none of its keys in this block
+        _mm512_mask_storeu_ps(qs.probs(v0 + v, j0), mask, _mm512_mul_ps(q8_scores16<NB>(heads[v], rows, dk), sv));
+      }
+    }
+  }
+}
+
 // out[v] chunks c0..c0+CB−1 += Σ p_v[j] · v_j over keys [k0, k1) in order, for VB vectors vs held in
 // registers across the keys.
 template <int VB, int CB, class Rows>
@@ -305,11 +476,17 @@ void values_tile(const Queries& qs, const int* vs, int c0, int k0, int k1, const
       prefetch_row_l2(key_row(v_base, kv, j + kValuesAhead), fmt.slice_halves(qs.head_dim));
     }
     const uint16_t* row = key_row(v_base, kv, j);
-    __m512 pb[VB];
-    for (int v = 0; v < VB; ++v) pb[v] = _mm512_set1_ps(p[v][j - k0]);
+    __m512 pb[VB], ps[VB];
+    for (int v = 0; v < VB; ++v) ps[v] = pb[v] = _mm512_set1_ps(p[v][j - k0]);
     for (int c = 0; c < CB; ++c) {
-      const __m512 vv = fmt.load16(row, 16 * (c0 + c));
-      for (int v = 0; v < VB; ++v) acc[v][c] = _mm512_fmadd_ps(pb[v], vv, acc[v][c]);
+      if constexpr (Rows::kScaledCodes) {  // values_pass's steps
+        if (16 * (c0 + c) % kKvBlockElements == 0) {
+          const __m512 d = fmt.scale16(row, 16 * (c0 + c));
+          for (int v = 0; v < VB; ++v) ps[v] = _mm512_mul_ps(pb[v], d);
+        }
+      }
+      const __m512 vv = fmt.codes16(row, 16 * (c0 + c));
+      for (int v = 0; v < VB; ++v) acc[v][c] = _mm512_fmadd_ps(ps[v], vv, acc[v][c]);
     }
   }
   for (int v = 0; v < VB; ++v) {
@@ -354,7 +531,11 @@ template <int NC, class Rows>
 void attention_block(const AttentionRows& rows, PagedKv kv, const Rows& fmt, int n_gqa, float scale, float* scratch) {
   const KeySpan span = key_span(rows);
   const Queries qs(rows, n_gqa, 16 * NC, span, scratch);
-  scores_block<NC>(qs, fmt, kv.k_base, kv, span, scale);
+  if constexpr (Rows::kIntegerScores) {
+    q8_scores_block<NC>(qs, kv.k_base, kv, span, scale);
+  } else {
+    scores_block<NC>(qs, fmt, kv.k_base, kv, span, scale);
+  }
   kv.first_key = 0;
   softmax_then_values(qs, span, softmax_avx512, [&](const int* vs, int n, int key_begin, int key_end) {
     values_range<NC>(qs, vs, n, key_begin, key_end, fmt, kv.v_base, kv);
@@ -383,6 +564,15 @@ void attention_rows_as(const Rows& fmt, const AttentionRows& rows, const PagedKv
 }  // namespace
 
 bool attention_avx512_supports(int head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
+
+void q8_0_scores_avx512(const float* q, const PagedKv& head, int n_keys, int n_gqa, int head_dim, float scale,
+                        float* scores) {
+  switch (head_dim) {
+    case 64: return q8_scores_group<4>(q, head.k_base, head, n_keys, n_gqa, scale, scores);
+    case 128: return q8_scores_group<8>(q, head.k_base, head, n_keys, n_gqa, scale, scores);
+    default: return q8_scores_group<16>(q, head.k_base, head, n_keys, n_gqa, scale, scores);
+  }
+}
 
 void attention_row_avx512(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
                           float scale, float* out, float* scratch) {

@@ -15,5 +15,8 @@ void attention_row_avx512(const float* q, const PagedKv& kv, int n_keys, int n_h
                           float scale, float* out, float* scratch);
 void attention_rows_avx512(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
                            float* scratch);
+// q8_0_scores_ref (ops.h) by the decode row kernel's steps; head_dim as above.
+void q8_0_scores_avx512(const float* q, const PagedKv& head, int n_keys, int n_gqa, int head_dim, float scale,
+                        float* scores);
 
 }  // namespace infer::kernels
