@@ -100,6 +100,27 @@ TEST(KvType, StoredRowsAreGgufBlocksReadBackExactly) {
   }
 }
 
+// The AVX2 Q8_0 row quantiser (kv_store's path on AVX2 machines) gives the reference's bits: random
+// rows of several scales, an all-zero block, and ties (x · 127 / amax exactly k + 0.5, which roundf
+// takes away from zero) of both signs.
+TEST(KvType, Avx2Q8_0RowsAreTheReferenceBits) {
+  if (!have_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
+  const int kv_dim = 256;
+  std::vector<std::vector<float>> rows;
+  for (uint32_t seed = 0; seed < 20; ++seed) rows.push_back(random_vec(kv_dim, seed, seed % 2 ? 1e-3f : 40.f));
+  std::vector<float> ties(kv_dim, 0.f);
+  for (int i = 32; i < kv_dim; ++i) ties[size_t(i)] = float((i % 2 ? 1 : -1) * (i % 127)) + (i % 3 ? 0.5f : 0.f);
+  for (int b = 1; b < kv_dim / 32; ++b) ties[size_t(32 * b)] = 127.f;  // amax 127: the multiplier is 1
+  rows.push_back(ties);
+  for (const auto& x : rows) {
+    std::vector<uint16_t> ref(size_t(kv_row_halves(KvType::Q8_0, kv_dim)) * 2), got(ref.size());
+    quantize_row(gguf::TensorType::Q8_0, x.data(), ref.data(), kv_dim);
+    quantize_row(gguf::TensorType::Q8_0, x.data(), ref.data() + ref.size() / 2, kv_dim);
+    kv_store_q8_0_avx2(x.data(), x.data(), got.data(), got.data() + got.size() / 2, kv_dim);
+    EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), ref.size() * 2));
+  }
+}
+
 struct Shape {
   int n_head, n_kv, hd, n_keys;
 };

@@ -32,9 +32,13 @@ void kv_store_ref(const float* k, const float* v, KvType type, uint16_t* k_base,
 
 void kv_store(const float* k, const float* v, KvType type, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
               int64_t row_stride, int page_tokens, const int32_t* page_table, int kv_dim, int pos) {
-  if (type == KvType::F16 && use_avx2()) {
+  if (type != KvType::Q4_0 && use_avx2()) {
     const int64_t at = row_at(page_stride, row_stride, page_tokens, page_table, pos);
-    kv_store_avx2(k, v, k_base + at, v_base + at, kv_dim);
+    if (type == KvType::F16) {
+      kv_store_avx2(k, v, k_base + at, v_base + at, kv_dim);
+    } else {
+      kv_store_q8_0_avx2(k, v, k_base + at, v_base + at, kv_dim);
+    }
   } else {
     kv_store_ref(k, v, type, k_base, v_base, page_stride, row_stride, page_tokens, page_table, kv_dim, pos);
   }
