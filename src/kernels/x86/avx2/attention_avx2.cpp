@@ -24,7 +24,8 @@ namespace {
 // vectors of a block of rows that read them.
 constexpr int kMaxWidenedHeadDim = 256;
 // The values' register tiles pass over the keys once per group of chunks: they take kValueKeys keys at a
-// time, whose V slices stay in L1/L2 between the passes (BM_AttentionRowsPrefill, BM_AttentionRowQwen3Shape).
+// time, whose V slices stay in L1/L2 between the passes (BM_AttentionRowsPrefill, BM_AttentionRowQwen3Shape,
+// BM_AttentionStepQwen3Shape).
 constexpr int kValueKeys = 128;
 // Rows this many keys ahead of the one being read are prefetched into L1, and kRowsAheadL2 ahead into
 // L2, whose miss buffers keep more lines in flight: a head's rows are slices kv_dim apart, and pages
@@ -371,36 +372,12 @@ void values_chunks(float* const* out, const float* const* p, int chunks, int key
   values_rest<QB, kChunks - 1>(chunks - c0, out, p, c0, key_begin, key_end, fmt, v_base, kv, ahead(c0));
 }
 
-// One or two vectors whose chunks need several register passes: one pass over the keys instead,
-// the outputs in memory (L1), each V chunk converted once for both: a decode row reads its V rows
-// from memory in one stream (BM_AttentionStepQwen3Shape).
-template <class Rows>
-void values_in_memory(float* const* out, const float* const* p, int n, int chunks, int key_begin, int key_end,
-                      const Rows& fmt, const uint16_t* v_base, PagedKv kv) {
-  kv.first_key = key_begin;
-  for_each_key(v_base, kv, key_end - key_begin, fmt.slice_halves(8 * chunks), [&](int j, const uint16_t* v) {
-    for (int c = 0; c < chunks; ++c) {
-      const __m256 vv = fmt.load8(v, 8 * c);
-      for (int q = 0; q < n; ++q) {
-        float* o = out[q] + 8 * c;
-        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_broadcast_ss(p[q] + j), vv, _mm256_loadu_ps(o)));
-      }
-    }
-  });
-}
-
 // The values' pass over keys [key_begin, key_end) for vectors vs[0..n) (all of which have these keys).
 template <class Rows>
 void values_range(const Queries& qs, const int* vs, int n, int key_begin, int key_end, const Rows& fmt,
                   const uint16_t* v_base, const PagedKv& kv) {
   if (key_begin >= key_end) return;
   const int chunks = qs.head_dim / 8;
-  if (n <= 2 && chunks > register_chunks(n)) {
-    float* out[2];
-    const float* p[2];
-    for (int q = 0; q < n; ++q) out[q] = qs.out(vs[q]), p[q] = qs.probs(vs[q], key_begin);
-    return values_in_memory(out, p, n, chunks, key_begin, key_end, fmt, v_base, kv);
-  }
   for (int k0 = key_begin; k0 < key_end; k0 += kValueKeys) {
     const int k1 = std::min(key_end, k0 + kValueKeys);
     for (int i = 0; i < n; i += 3) {
@@ -449,8 +426,10 @@ void attention_block(const AttentionRows& rows, const PagedKv& kv, const Rows& f
 }  // namespace
 
 // The rows of a prefill block and the heads of their GQA group share each key block's widening and
-// each value chunk's conversion (BM_AttentionRowsPrefill); a decode row keeps one pass over its keys
-// and one over its values.
+// each value chunk's conversion (BM_AttentionRowsPrefill); a decode row's values too take register tiles
+// over kValueKeys keys at a time, not one pass with its outputs in memory, whose loads and stores of
+// every output chunk for every key cost more than re-reading the rows from L1/L2
+// (BM_AttentionStepQwen3Shape with INFER_NO_AVX512=1).
 void attention_rows_avx2(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
                          float* scratch) {
   if (head_dim % 8 != 0 && kv.type != KvType::F16) {  // ops.h's dispatch does not send these here
