@@ -46,13 +46,12 @@ void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head
   const int n_gqa = n_head / n_kv_head;
   for (int h = 0; h < n_head; ++h) {
     const PagedKv head = kv_head(kv, int64_t(h / n_gqa) * head_dim);
-    const auto row = [&](const uint16_t* base, int j) { return ref_row(head, base, j); };
     const float* qh = q + static_cast<int64_t>(h) * head_dim;
     if (uses_q8_0_scores(head.type, head_dim, head.head_elem)) {
       q8_0_scores_ref(qh, head, n_keys, 1, head_dim, scale, scratch);
     } else {
       for (int j = 0; j < n_keys; ++j) {
-        const uint16_t* k = row(head.k_base, j);
+        const uint16_t* k = ref_row(head, head.k_base, j);
         double dot = 0.0;
         for (int d = 0; d < head_dim; ++d) dot += static_cast<double>(qh[d]) * kv_element(k, head.type, head.head_elem, d);
         scratch[j] = static_cast<float>(dot) * scale;
@@ -62,7 +61,7 @@ void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head
     float* oh = out + static_cast<int64_t>(h) * head_dim;
     for (int d = 0; d < head_dim; ++d) oh[d] = 0.f;
     for (int j = 0; j < n_keys; ++j) {
-      const uint16_t* v = row(head.v_base, j);
+      const uint16_t* v = ref_row(head, head.v_base, j);
       const float p = scratch[j];
       for (int d = 0; d < head_dim; ++d) oh[d] += p * kv_element(v, head.type, head.head_elem, d);
     }

@@ -8,7 +8,6 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/ops/kv_type.h"
 #include "kernels/quant/quant.h"

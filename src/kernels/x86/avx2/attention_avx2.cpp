@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "kernels/ops/attention_queries.h"
+#include "kernels/x86/avx2/avx2_common.h"
 #include "kernels/x86/hsum256.h"
 #include "kernels/ops/key_rows.h"
 #include "kernels/ops/q8_0_scores.h"
@@ -182,41 +183,27 @@ struct Q8Head {
 };
 
 inline void quantise_head(const float* q, int n_blocks, Q8Head& h) {
-  const __m256 sign = _mm256_set1_ps(-0.f);
   for (int b = 0; b < n_blocks; ++b) {
-    __m256 x[4], mx = _mm256_setzero_ps();
-    for (int c = 0; c < 4; ++c) {
-      x[c] = _mm256_loadu_ps(q + 32 * b + 8 * c);
-      mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, x[c]));
-    }
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+    __m256 x[4];
+    for (int c = 0; c < 4; ++c) x[c] = _mm256_loadu_ps(q + 32 * b + 8 * c);
+    const float amax = avx2::amax32(x);
     h.d[b] = q8_query_scale(amax);
     const __m256 m = _mm256_set1_ps(q8_query_multiplier(amax));
     __m256i i[4];
     for (int c = 0; c < 4; ++c) i[c] = _mm256_cvtps_epi32(_mm256_mul_ps(x[c], m));
-    // the packs work within 128-bit lanes: dwords come out as 0a 1a 2a 3a | 0b 1b 2b 3b
-    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
-    h.codes[b] = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    h.codes[b] = avx2::pack_i8(i[0], i[1], i[2], i[3]);
     h.magnitudes[b] = _mm256_abs_epi8(h.codes[b]);
   }
 }
 
 constexpr int kQ8BlockHalves = int(kv_block_halves(KvType::Q8_0));
 
-// Lane i: the scale of block b of the key whose row slice is rows[i], for the n_blocks blocks
-// (gathered, as the AVX-512 kernel does: GCC 12 at -O3 vectorised the scalar loop there into wrong code).
+// Lane i: the scale of block b of the key whose row slice is rows[i], for the n_blocks blocks.
 inline void key_scales8(const uint16_t* const* rows, int n_blocks, __m256* dk) {
-  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows));  // the 8 rows' addresses
-  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + 4));
-  const __m128i low16 = _mm_set1_epi32(0xFFFF);
   for (int b = 0; b < n_blocks; ++b) {
-    const __m256i at = _mm256_set1_epi64x(int64_t(b) * 2 * kQ8BlockHalves);
-    // the dword at each block's start: its f16 scale, then its first code
-    const __m128i s0 = _mm256_i64gather_epi32(static_cast<const int*>(nullptr), _mm256_add_epi64(lo, at), 1);
-    const __m128i s1 = _mm256_i64gather_epi32(static_cast<const int*>(nullptr), _mm256_add_epi64(hi, at), 1);
-    dk[b] = _mm256_cvtph_ps(_mm_packus_epi32(_mm_and_si128(s0, low16), _mm_and_si128(s1, low16)));
+    const BlockQ8_0* blocks[8];  // a Q8_0 KV block is GGUF's
+    for (int i = 0; i < 8; ++i) blocks[i] = reinterpret_cast<const BlockQ8_0*>(rows[i] + b * kQ8BlockHalves);
+    dk[b] = avx2::block_scales8(blocks);
   }
 }
 

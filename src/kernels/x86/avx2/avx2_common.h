@@ -16,6 +16,28 @@ namespace infer::kernels::avx2 {
 
 // hsum, hsum4: kernels/x86/hsum256.h.
 
+inline __m256 abs8(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+// The largest lane (max is exact, so any order gives it).
+inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// The largest magnitude of a block's 32 floats.
+inline float amax32(const __m256 (&v)[4]) {
+  return hmax(_mm256_max_ps(_mm256_max_ps(abs8(v[0]), abs8(v[1])), _mm256_max_ps(abs8(v[2]), abs8(v[3]))));
+}
+
+// 32 int32 lanes in the int8 range, in element order, as 32 int8: the packs work within 128-bit lanes
+// and the final permute restores the order.
+inline __m256i pack_i8(__m256i i0, __m256i i1, __m256i i2, __m256i i3) {
+  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+  return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 // The four exact int32 sums of a, b, c, d (lanes 0..3 of the result).
 inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d) {
   const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));

@@ -4,6 +4,7 @@
 // at 8 sequences found the scalar quantiser's roundf and fmaxf calls a large share of attention).
 #include <immintrin.h>
 
+#include "kernels/x86/avx2/avx2_common.h"
 #include "kernels/x86/avx2/ops_avx2.h"
 #include "kernels/quant/quant.h"
 
@@ -36,25 +37,16 @@ inline __m256 round_half_away(__m256 v) {
 }
 
 void quantize_row_q8_0(const float* x, uint16_t* dst, int n) {
-  const __m256 abs_mask = _mm256_set1_ps(-0.f);
   for (int b = 0; b < n / 32; ++b, x += 32, dst += kv_block_halves(KvType::Q8_0)) {
-    __m256 v[4], mx = _mm256_setzero_ps();
-    for (int c = 0; c < 4; ++c) {
-      v[c] = _mm256_loadu_ps(x + 8 * c);
-      mx = _mm256_max_ps(mx, _mm256_andnot_ps(abs_mask, v[c]));
-    }
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+    __m256 v[4];
+    for (int c = 0; c < 4; ++c) v[c] = _mm256_loadu_ps(x + 8 * c);
+    const float amax = avx2::amax32(v);
     const float d = amax / 127;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     dst[0] = f32_to_f16(d);
     __m256i i[4];
     for (int c = 0; c < 4; ++c) i[c] = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v[c], _mm256_set1_ps(id))));
-    // the packs work within 128-bit lanes; the permute restores element order
-    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 1),
-                        _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 1), avx2::pack_i8(i[0], i[1], i[2], i[3]));
   }
 }
 

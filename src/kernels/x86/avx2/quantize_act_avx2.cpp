@@ -12,25 +12,11 @@
 namespace infer::kernels::avx2 {
 
 namespace {
-inline __m256 abs8(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
-
-inline float hmax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-
 // Rounds 32 floats (already scaled) to nearest even and packs them as int8 in element order.
 inline __m256i round_pack32(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
   constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  const __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(v0, kRound));
-  const __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(v1, kRound));
-  const __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(v2, kRound));
-  const __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(v3, kRound));
-  // packs work within 128-bit lanes; the final permute restores element order.
-  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
-  return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  return pack_i8(_mm256_cvtps_epi32(_mm256_round_ps(v0, kRound)), _mm256_cvtps_epi32(_mm256_round_ps(v1, kRound)),
+                 _mm256_cvtps_epi32(_mm256_round_ps(v2, kRound)), _mm256_cvtps_epi32(_mm256_round_ps(v3, kRound)));
 }
 }  // namespace
 
@@ -42,8 +28,7 @@ void quantize_act_q8(const float* src, void* dst, int64_t n) {
     const float* x = src + i * kQK0;
     __m256 v[4];
     for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(x + 8 * k);
-    const __m256 m = _mm256_max_ps(_mm256_max_ps(abs8(v[0]), abs8(v[1])), _mm256_max_ps(abs8(v[2]), abs8(v[3])));
-    const float amax = hmax(m);
+    const float amax = amax32(v);
     b[i].d = f16_to_f32(f32_to_f16(amax / 127));  // the value a Q8_0 block would hold
     const __m256 id = _mm256_set1_ps(amax != 0 ? 127.0f / amax : 0.0f);
     const __m256i q = round_pack32(_mm256_mul_ps(v[0], id), _mm256_mul_ps(v[1], id), _mm256_mul_ps(v[2], id),
