@@ -8,6 +8,7 @@
 // Run: build/bench/bench_kernels --benchmark_filter=Decode   (compare ratios from one run only)
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -150,35 +151,59 @@ void BM_MatmulPrefill(benchmark::State& state) {
                                                  benchmark::Counter::kIsRate);
 }
 
-// One decode token of Qwen3-0.6B's matmuls. Arg 0: 0 = Q8_0 file, 1 = Q4_K_M file (Q4_K, with Q6_K for
-// the tied output and for attn_v/ffn_down on the use_more_bits layers, spec §9.3). Arg 1: threads.
-void BM_DecodeQwen3Step(benchmark::State& state) {
-  const bool q4_k_m = state.range(0) == 1;
-  const int threads = static_cast<int>(state.range(1));
+// The matmuls of one Qwen3-0.6B decode token: 28 layers (q, k, v, output, gate, up, down) and the tied
+// output. Q4_K_M files use Q6_K for the output and for attn_v/ffn_down on the use_more_bits layers
+// (spec §9.3).
+struct Qwen3Matmul {
+  int64_t n_in, n_out;
+  bool six_bit;
+};
+constexpr int64_t kQwen3Embd = 1024, kQwen3Ff = 3072, kQwen3Vocab = 151936;
+
+std::vector<Qwen3Matmul> qwen3_matmuls() {
   constexpr int kLayers = 28;
-  constexpr int64_t kEmbd = 1024, kQ = 2048, kKv = 1024, kFf = 3072, kVocab = 151936;
+  constexpr int64_t kQ = 2048, kKv = 1024;
   auto more_bits = [](int i) { return i < kLayers / 8 || i >= 7 * kLayers / 8 || (i - kLayers / 8) % 3 == 2; };
-  struct Shape { int64_t n_in, n_out; bool six_bit; };
-  std::vector<Shape> shapes;
+  std::vector<Qwen3Matmul> shapes;
   for (int i = 0; i < kLayers; ++i) {
-    shapes.push_back({kEmbd, kQ, false});
-    shapes.push_back({kEmbd, kKv, false});
-    shapes.push_back({kEmbd, kKv, more_bits(i)});
-    shapes.push_back({kQ, kEmbd, false});
-    shapes.push_back({kEmbd, kFf, false});
-    shapes.push_back({kEmbd, kFf, false});
-    shapes.push_back({kFf, kEmbd, more_bits(i)});
+    shapes.push_back({kQwen3Embd, kQ, false});
+    shapes.push_back({kQwen3Embd, kKv, false});
+    shapes.push_back({kQwen3Embd, kKv, more_bits(i)});
+    shapes.push_back({kQ, kQwen3Embd, false});
+    shapes.push_back({kQwen3Embd, kQwen3Ff, false});
+    shapes.push_back({kQwen3Embd, kQwen3Ff, false});
+    shapes.push_back({kQwen3Ff, kQwen3Embd, more_bits(i)});
   }
-  shapes.push_back({kEmbd, kVocab, true});
+  shapes.push_back({kQwen3Embd, kQwen3Vocab, true});
+  return shapes;
+}
+
+// The step's weights of a Q4_K_M (or Q8_0) file, in the layout the engine loads (interleaved where the
+// CPU has those kernels) when `interleaved`.
+struct Qwen3Weights {
   std::vector<std::vector<uint8_t>> store;
   std::vector<WeightMatrix> mats;
   uint64_t bytes = 0;
-  for (const Shape& s : shapes) {
-    const TensorType t = !q4_k_m ? TensorType::Q8_0 : s.six_bit ? TensorType::Q6_K : TensorType::Q4_K;
-    store.push_back(weights(t, s.n_in, s.n_out));
-    mats.push_back({t, store.back().data(), s.n_in, s.n_out, k::quant_row_bytes(t, s.n_in)});
-    bytes += store.back().size();
+  Qwen3Weights(bool q4_k_m, bool interleaved) {
+    for (const Qwen3Matmul& s : qwen3_matmuls()) {
+      const TensorType t = !q4_k_m ? TensorType::Q8_0 : s.six_bit ? TensorType::Q6_K : TensorType::Q4_K;
+      store.push_back(weights(t, s.n_in, s.n_out));
+      const bool il = interleaved && k::interleaved_kernels_available(t);
+      if (il) k::interleave_rows(t, store.back().data(), s.n_in, s.n_out);
+      mats.push_back({t, store.back().data(), s.n_in, s.n_out, k::quant_row_bytes(t, s.n_in), il});
+      bytes += store.back().size();
+    }
   }
+};
+
+// One decode token of Qwen3-0.6B's matmuls. Arg 0: 0 = Q8_0 file, 1 = Q4_K_M file. Arg 1: threads.
+void BM_DecodeQwen3Step(benchmark::State& state) {
+  const bool q4_k_m = state.range(0) == 1;
+  const int threads = static_cast<int>(state.range(1));
+  const Qwen3Weights qw(q4_k_m, false);
+  const std::vector<WeightMatrix>& mats = qw.mats;
+  const uint64_t bytes = qw.bytes;
+  constexpr int64_t kFf = kQwen3Ff, kVocab = kQwen3Vocab;
   const std::vector<float> x = activations(kFf);
   std::vector<float> y(kVocab);
   ThreadPool pool(threads);
@@ -191,6 +216,48 @@ void BM_DecodeQwen3Step(benchmark::State& state) {
   state.counters["MiB"] = static_cast<double>(bytes) / (1 << 20);
   state.counters["probe_GB/s"] = probe_gbs(threads);
   state.SetLabel(q4_k_m ? "Q4_K_M" : "Q8_0");
+}
+
+// This machine's int8 multiply-add peak on `threads` cores (VPDPBUSD; 0 without AVX-512 VNNI).
+double vnni_peak_macs(int threads) {
+  static double cached[8] = {};
+  if (cached[threads] == 0 && k::use_avx512()) {
+    std::vector<double> rate(static_cast<size_t>(threads));
+    ThreadPool pool(threads);
+    pool.run([&](int t) { rate[static_cast<size_t>(t)] = k::avx512::vnni_macs_per_second(); });
+    for (double r : rate) cached[threads] += r;
+  }
+  return cached[threads];
+}
+
+// The matmuls of one Qwen3-0.6B Q4_K_M decode step for range(0) sequences at once (activation rows),
+// on range(1) threads, over the weights in the engine's layout: what a serving step's matmuls cost at
+// that batch. Counters: rows/s (the ratio of two batch sizes is the matmuls' share of serve-bench's
+// 8-against-1), int8 GMAC/s, and of_peak: that rate over the cores' VPDPBUSD peak measured in the same
+// process (a K-quant's scale steps cost about a fifth more multiply-add slots on top: docs/performance.md).
+void BM_DecodeQwen3Rows(benchmark::State& state) {
+  const int rows = static_cast<int>(state.range(0)), threads = static_cast<int>(state.range(1));
+  const Qwen3Weights qw(true, true);
+  double macs = 0;
+  for (const WeightMatrix& m : qw.mats) macs += double(m.n_in) * double(m.n_out) * rows;
+  const std::vector<float> x = activations(kQwen3Ff * rows);
+  std::vector<float> y(static_cast<size_t>(kQwen3Vocab * rows));
+  ThreadPool pool(threads);
+  MatmulScratch scratch;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    for (const WeightMatrix& m : qw.mats) k::matmul(m, x.data(), rows, m.n_in, y.data(), m.n_out, pool, scratch);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double steps = static_cast<double>(state.iterations());
+  state.counters["rows/s"] = steps * rows / seconds;
+  state.counters["GMAC/s"] = steps * macs / seconds / 1e9;
+  const double peak = vnni_peak_macs(threads);
+  if (peak > 0) {
+    state.counters["peak_GMAC/s"] = peak / 1e9;
+    state.counters["of_peak"] = steps * macs / seconds / peak;
+  }
+  state.SetLabel("Q4_K_M");
 }
 
 void BM_ReadBandwidth(benchmark::State& state) {
@@ -311,6 +378,7 @@ void batch_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeQwen3Step)->Args({0, 2})->Args({1, 2})->Args({0, 1})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DecodeQwen3Rows)->Args({1, 2})->Args({4, 2})->Args({8, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MatmulDecode)->Apply(decode_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_MatmulDecodeHot)->Arg(8)->Arg(12)->Arg(14)->Arg(13)->Arg(2)->Arg(6)->Arg(7)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatmulBatchHot)->ArgsProduct({{12, 14}, {1, 4, 8, 16}})->Unit(benchmark::kMicrosecond);

@@ -1,6 +1,8 @@
-// The bandwidth probe and CPU feature detection used by `infer bench` and kernel dispatch.
+// The bandwidth and int8 throughput probes, and the CPU feature detection used by `infer bench` and
+// kernel dispatch.
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -8,6 +10,7 @@
 #include "kernels/runtime/bandwidth.h"
 #include "kernels/runtime/cpu_features.h"
 #include "kernels/matmul/row_kernels.h"
+#include "kernels/x86/avx512/avx512_kernels.h"
 
 namespace infer::kernels {
 namespace {
@@ -20,6 +23,17 @@ TEST(Bandwidth, ProbeReturnsAPlausibleRateForOneAndTwoThreads) {
     EXPECT_GT(gbs, 0.1);     // even a loaded machine reads 16 MiB faster than 0.1 GB/s
     EXPECT_LT(gbs, 10000.0);  // and no machine reads it at 10 TB/s: the sum really ran
   }
+}
+
+// One core's VPDPBUSD rate (64 multiply-adds each): between one every 4 cycles at 1 GHz and four a
+// cycle at 6 GHz, whatever the machine's load.
+TEST(VnniProbe, ReturnsAPlausibleRateForOneCore) {
+  if (!use_avx512()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: nothing to probe";
+  const double macs = avx512::vnni_macs_per_second();
+  std::cout << "[ probe ] VPDPBUSD: " << macs / 64e9 << " G/s on one core\n";
+  EXPECT_TRUE(std::isfinite(macs));
+  EXPECT_GT(macs, 64 * 0.25e9);
+  EXPECT_LT(macs, 64 * 24e9);
 }
 
 TEST(CpuFeatures, Avx2PathNeedsAllThreeExtensions) {

@@ -88,4 +88,8 @@ void dot_tile_fma256_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t 
 // millisecond.
 double fma512_time_ratio();
 
+// This core's peak int8 multiply-adds a second: VPDPBUSD on 512-bit vectors, all independent
+// (vnni_rate_avx512.cpp). Takes a few milliseconds.
+double vnni_macs_per_second();
+
 }  // namespace infer::kernels::avx512
