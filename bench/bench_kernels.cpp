@@ -218,16 +218,11 @@ void BM_DecodeQwen3Step(benchmark::State& state) {
   state.SetLabel(q4_k_m ? "Q4_K_M" : "Q8_0");
 }
 
-// This machine's int8 multiply-add peak on `threads` cores (VPDPBUSD; 0 without AVX-512 VNNI).
+// This machine's int8 multiply-add peak on `threads` cores (VPDPBUSD; 0 without AVX-512 VNNI): one
+// core's, probed alone (run on both at once, a neighbour on a shared host halves it at times).
 double vnni_peak_macs(int threads) {
-  static double cached[8] = {};
-  if (cached[threads] == 0 && k::use_avx512()) {
-    std::vector<double> rate(static_cast<size_t>(threads));
-    ThreadPool pool(threads);
-    pool.run([&](int t) { rate[static_cast<size_t>(t)] = k::avx512::vnni_macs_per_second(); });
-    for (double r : rate) cached[threads] += r;
-  }
-  return cached[threads];
+  static const double per_core = k::use_avx512() ? k::avx512::vnni_macs_per_second() : 0;
+  return per_core * threads;
 }
 
 // The matmuls of one Qwen3-0.6B Q4_K_M decode step for range(0) sequences at once (activation rows),
