@@ -4,7 +4,8 @@
 //   decode hot: the same from L2 on one thread (CPU time): the kernel's own speed.
 //   prefill (64..512 rows): GFLOP/s (2·n_in·n_out·rows per call).
 //   Qwen3-0.6B decode step: every matmul of one token of the real shape (28 layers + tied output),
-//     GB/s, next to the bandwidth probe (probe_GB/s) measured in the same process.
+//     GB/s, next to the bandwidth probe (probe_GB/s) measured in the same process; the same for 1, 4
+//     and 8 sequences at once, against the VPDPBUSD peak (BM_DecodeQwen3Rows).
 // Run: build/bench/bench_kernels --benchmark_filter=Decode   (compare ratios from one run only)
 #include <benchmark/benchmark.h>
 
@@ -201,19 +202,16 @@ void BM_DecodeQwen3Step(benchmark::State& state) {
   const bool q4_k_m = state.range(0) == 1;
   const int threads = static_cast<int>(state.range(1));
   const Qwen3Weights qw(q4_k_m, false);
-  const std::vector<WeightMatrix>& mats = qw.mats;
-  const uint64_t bytes = qw.bytes;
-  constexpr int64_t kFf = kQwen3Ff, kVocab = kQwen3Vocab;
-  const std::vector<float> x = activations(kFf);
-  std::vector<float> y(kVocab);
+  const std::vector<float> x = activations(kQwen3Ff);
+  std::vector<float> y(kQwen3Vocab);
   ThreadPool pool(threads);
   MatmulScratch scratch;
   for (auto _ : state) {
-    for (const WeightMatrix& m : mats) k::matmul(m, x.data(), 1, m.n_in, y.data(), m.n_out, pool, scratch);
+    for (const WeightMatrix& m : qw.mats) k::matmul(m, x.data(), 1, m.n_in, y.data(), m.n_out, pool, scratch);
   }
-  const double gbs = bytes * static_cast<double>(state.iterations()) / 1e9;
+  const double gbs = qw.bytes * static_cast<double>(state.iterations()) / 1e9;
   state.counters["GB/s"] = benchmark::Counter(gbs, benchmark::Counter::kIsRate);
-  state.counters["MiB"] = static_cast<double>(bytes) / (1 << 20);
+  state.counters["MiB"] = static_cast<double>(qw.bytes) / (1 << 20);
   state.counters["probe_GB/s"] = probe_gbs(threads);
   state.SetLabel(q4_k_m ? "Q4_K_M" : "Q8_0");
 }
