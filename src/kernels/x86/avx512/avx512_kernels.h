@@ -83,13 +83,13 @@ void dot_tile_fma256_f16(int64_t n, const void* w, uint64_t row_bytes, int64_t n
 void dot_tile_fma256_bf16(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                           uint64_t act_stride, int n_rows, float* out, int64_t out_stride);
 
-// Time of a run of 512-bit FMAs over the same number of 256-bit ones, all independent (fma_rate_avx512.cpp):
+// Time of a run of 512-bit FMAs over the same number of 256-bit ones, all independent (rate_probes_avx512.cpp):
 // about 1 where the CPU runs 512-bit FMAs at full width, about 2 where it splits them. Takes about a
 // millisecond.
 double fma512_time_ratio();
 
 // This core's peak int8 multiply-adds a second: VPDPBUSD on 512-bit vectors, all independent
-// (vnni_rate_avx512.cpp). Takes a few milliseconds.
+// (rate_probes_avx512.cpp). Takes a few milliseconds.
 double vnni_macs_per_second();
 
 }  // namespace infer::kernels::avx512
