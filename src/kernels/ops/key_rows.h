@@ -11,7 +11,8 @@ namespace infer::kernels {
 namespace {
 
 // Row of key kv.first_key + j (its `base`-relative slice: base is kv.k_base or kv.v_base plus the head's offset).
-inline const uint16_t* key_row(const uint16_t* base, const PagedKv& kv, int j) {
+// Always inlined: GCC 12 left some calls out of line in the per-key loops (perf, BM_AttentionStepQwen3Shape).
+[[gnu::always_inline]] inline const uint16_t* key_row(const uint16_t* base, const PagedKv& kv, int j) {
   const auto tokens = static_cast<unsigned>(kv.page_tokens);
   const auto key = static_cast<unsigned>(j + kv.first_key);
   unsigned page, row;

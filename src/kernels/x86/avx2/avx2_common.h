@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/quant/blocks.h"
+#include "kernels/x86/f16_lanes.h"
 #include "kernels/x86/hsum256.h"
 #include "kernels/matmul/row_kernels.h"
 #include "kernels/x86/tile_group.h"
@@ -73,15 +74,11 @@ inline void store_rows(__m128 acc, float* out, int64_t out_stride) {
 
 inline float f16(uint16_t h) { return _cvtsh_ss(h); }  // exact, like f16_to_f32
 
-// The f16 scales `d` (or another f16 field) of 8 blocks as floats, packed 4 to a general register on
-// the way: in the block kernels the integer units are idle, the vector ones not.
+// The f16 scales `d` (or another f16 field) of 8 blocks as floats (f16_lanes8: in the block kernels
+// the integer units are idle, the vector ones not).
 template <class Block>
 inline __m256 block_scales8(const Block* const (&blk)[8], uint16_t Block::*field = &Block::d) {
-  const auto four = [&](int i) {
-    return static_cast<long long>(uint64_t{blk[i]->*field} | uint64_t{blk[i + 1]->*field} << 16 |
-                                  uint64_t{blk[i + 2]->*field} << 32 | uint64_t{blk[i + 3]->*field} << 48);
-  };
-  return _mm256_cvtph_ps(_mm_set_epi64x(four(4), four(0)));
+  return _mm256_cvtph_ps(f16_lanes8([&](int i) { return blk[i]->*field; }));
 }
 
 inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }

@@ -19,6 +19,7 @@
 #include "kernels/ops/key_rows.h"
 #include "kernels/ops/q8_0_scores.h"
 #include "kernels/x86/avx512/ops_avx512.h"
+#include "kernels/x86/f16_lanes.h"
 
 namespace infer::kernels {
 
@@ -206,12 +207,13 @@ void values_pass(const float* scores, int n_keys, const Rows& fmt, const uint16_
 
 // ---- Q8_0 keys: integer scores (q8_0_scores.h), 16 keys at a time ----
 
-// A query head quantised by quantise_query_ref's steps, as the score loop reads it: two blocks (64
-// codes) a register, as magnitudes with a mask of the negative codes (VPDPBUSD multiplies unsigned by
-// signed bytes: q·k = |q| · (k negated where q < 0)).
+// A query head quantised by quantise_query_ref's steps, as the score loops read it: two blocks (64
+// signed codes) a register. VPDPBUSD multiplies unsigned by signed bytes: the keys' codes are biased
+// to unsigned once (k + 128, shared by every head that reads them) and each block's sum taken back
+// by bias[b] = 128 · Σ_i q_i, which leaves the exact integer Σ_i q_i · k_i.
 struct Q8Head {
-  __m512i magnitudes[kMaxQ8QueryBlocks / 2];
-  __mmask64 negative[kMaxQ8QueryBlocks / 2];
+  __m512i codes[kMaxQ8QueryBlocks / 2];
+  int32_t bias[kMaxQ8QueryBlocks];
   float d[kMaxQ8QueryBlocks];
 };
 
@@ -223,19 +225,17 @@ void quantise_head(const float* q, Q8Head& h) {
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
     h.d[b] = q8_query_scale(amax);
     const __m512 m = _mm512_set1_ps(q8_query_multiplier(amax));
-    _mm_store_si128(reinterpret_cast<__m128i*>(codes + 32 * b), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x0, m))));
-    _mm_store_si128(reinterpret_cast<__m128i*>(codes + 32 * b + 16),
-                    _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, m))));
+    const __m128i c0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x0, m)));
+    const __m128i c1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, m)));
+    _mm_store_si128(reinterpret_cast<__m128i*>(codes + 32 * b), c0);
+    _mm_store_si128(reinterpret_cast<__m128i*>(codes + 32 * b + 16), c1);
+    h.bias[b] = 128 * _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(c0), _mm512_cvtepi8_epi32(c1)));
   }
-  for (int z = 0; z < NB / 2; ++z) {
-    const __m512i c = _mm512_load_si512(codes + 64 * z);
-    h.negative[z] = _mm512_movepi8_mask(c);
-    h.magnitudes[z] = _mm512_abs_epi8(c);
-  }
+  for (int z = 0; z < NB / 2; ++z) h.codes[z] = _mm512_load_si512(codes + 64 * z);
 }
 
-// a[i] holds key i's 16 partial sums over two blocks (lanes 0-7 the first block's, 8-15 the
-// second's); returns in `first` and `second` the keys' whole sums of each block, lane i key i.
+// a[i] holds vector i's 16 partial sums over two blocks (lanes 0-7 the first block's, 8-15 the
+// second's); returns in `first` and `second` the whole sums of each block, lane i vector i.
 inline void block_sums16(const __m512i (&a)[16], __m512i& first, __m512i& second) {
   __m512i t[8], u[4];
   for (int i = 0; i < 8; ++i) {
@@ -244,58 +244,102 @@ inline void block_sums16(const __m512i (&a)[16], __m512i& first, __m512i& second
   for (int i = 0; i < 4; ++i) {
     u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
   }
-  // u[i]'s 128-bit lane L: keys 4i..4i+3 over codes 16L..16L+15 (lanes 0-1: the first block, 2-3: the second)
+  // u[i]'s 128-bit lane L: vectors 4i..4i+3 over codes 16L..16L+15 (lanes 0-1: the first block, 2-3: the second)
   const __m512i v0 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], 0x88), _mm512_shuffle_i32x4(u[0], u[1], 0xDD));
   const __m512i v1 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], 0x88), _mm512_shuffle_i32x4(u[2], u[3], 0xDD));
-  // v0: [first keys 0-3, second keys 0-3, first keys 4-7, second keys 4-7]; v1 likewise keys 8-15
+  // v0: [first 0-3, second 0-3, first 4-7, second 4-7]; v1 likewise vectors 8-15
   first = _mm512_shuffle_i32x4(v0, v1, 0x88);
   second = _mm512_shuffle_i32x4(v0, v1, 0xDD);
 }
 
 constexpr int kQ8BlockBytes = 2 * int(kv_block_halves(KvType::Q8_0));
 
-// Lane i: the scale of block b of the key whose row slice is rows[i], for the NB blocks (gathered:
-// GCC 12 at -O3 vectorised the scalar loop this replaces into wrong code).
+// Codes of blocks 2z and 2z + 1 of the key whose row slice is `row`, biased to unsigned (k + 128).
+inline __m512i biased_key_codes(const uint16_t* row, int z) {
+  const char* codes = reinterpret_cast<const char*>(row) + 2 * z * kQ8BlockBytes + 2;
+  const __m512i k = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes))),
+                                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + kQ8BlockBytes)), 1);
+  return _mm512_xor_si512(k, _mm512_set1_epi8(static_cast<char>(0x80)));
+}
+
+// The f16 scales of block b of the 8 keys rows[0..8).
+inline __m128i key_scales8(const uint16_t* const* rows, int b) {
+  return f16_lanes8([&](int i) { return rows[i][b * kQ8BlockBytes / 2]; });
+}
+
+// Lane i: the scale of block b of the key whose row slice is rows[i], for the NB blocks.
 template <int NB>
 void key_scales16(const uint16_t* const* rows, __m512 (&dk)[NB]) {
-  const __m512i lo = _mm512_loadu_si512(rows), hi = _mm512_loadu_si512(rows + 8);  // the 16 rows' addresses
+  for (int b = 0; b < NB; ++b) dk[b] = _mm512_cvtph_ps(_mm256_set_m128i(key_scales8(rows + 8, b), key_scales8(rows, b)));
+}
+
+// Lanes 0-7 and 8-15: the scales of block b of keys rows[0..8), twice.
+template <int NB>
+void key_scales8_twice(const uint16_t* const* rows, __m512 (&dk)[NB]) {
   for (int b = 0; b < NB; ++b) {
-    const __m512i at = _mm512_set1_epi64(b * kQ8BlockBytes);
-    // the dword at each block's start: its f16 scale, then its first code
-    const __m256i s0 = _mm512_i64gather_epi32(_mm512_add_epi64(lo, at), nullptr, 1);
-    const __m256i s1 = _mm512_i64gather_epi32(_mm512_add_epi64(hi, at), nullptr, 1);
-    dk[b] = _mm512_cvtph_ps(_mm256_set_m128i(_mm256_cvtepi32_epi16(s1), _mm256_cvtepi32_epi16(s0)));
+    const __m128i s = key_scales8(rows, b);
+    dk[b] = _mm512_cvtph_ps(_mm256_set_m128i(s, s));
   }
+}
+
+// acc over the blocks in order of sum_b · (dq_b · dk_b), sum_b the exact integers (biased sums less
+// bias_b): q8_0_key_score_ref's steps, lane by lane.
+template <int NB>
+__m512 scores_from_sums(const __m512i (&sums)[NB], const __m512i (&bias)[NB], const __m512 (&dq)[NB],
+                        const __m512 (&dk)[NB]) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int b = 0; b < NB; ++b) {
+    const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums[b], bias[b])), _mm512_mul_ps(dq[b], dk[b]));
+    acc = b == 0 ? t : _mm512_add_ps(acc, t);
+  }
+  return acc;
 }
 
 // Lane i: q8_0_key_score_ref of the key whose row slice is rows[i] (scales dk from key_scales16).
 template <int NB>
 __m512 q8_scores16(const Q8Head& h, const uint16_t* const* rows, const __m512 (&dk)[NB]) {
-  __m512 acc = _mm512_setzero_ps();
+  __m512i sums[NB], bias[NB];
+  __m512 dq[NB];
   for (int z = 0; z < NB / 2; ++z) {
     __m512i p[16];
-    for (int i = 0; i < 16; ++i) {
-      const char* codes = reinterpret_cast<const char*>(rows[i]) + 2 * z * kQ8BlockBytes + 2;
-      __m512i k = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes))),
-                                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + kQ8BlockBytes)), 1);
-      k = _mm512_mask_sub_epi8(k, h.negative[z], _mm512_setzero_si512(), k);
-      p[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), h.magnitudes[z], k);
-    }
-    __m512i sums[2];
-    block_sums16(p, sums[0], sums[1]);
-    for (int half = 0; half < 2; ++half) {
-      const int b = 2 * z + half;
-      const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(sums[half]), _mm512_mul_ps(_mm512_set1_ps(h.d[b]), dk[b]));
-      acc = b == 0 ? t : _mm512_add_ps(acc, t);
-    }
+    for (int i = 0; i < 16; ++i) p[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), biased_key_codes(rows[i], z), h.codes[z]);
+    block_sums16(p, sums[2 * z], sums[2 * z + 1]);
   }
-  return acc;
+  for (int b = 0; b < NB; ++b) {
+    bias[b] = _mm512_set1_epi32(h.bias[b]);
+    dq[b] = _mm512_set1_ps(h.d[b]);
+  }
+  return scores_from_sums<NB>(sums, bias, dq, dk);
+}
+
+// Lanes 0-7: the scores of keys rows[0..8) for head a, lanes 8-15 for head b (scales dk from
+// key_scales8_twice): each key's codes are loaded and biased once for both heads.
+template <int NB>
+__m512 q8_scores_pair8(const Q8Head& ha, const Q8Head& hb, const uint16_t* const* rows, const __m512 (&dk)[NB]) {
+  __m512i sums[NB], bias[NB];
+  __m512 dq[NB];
+  for (int z = 0; z < NB / 2; ++z) {
+    __m512i p[16];
+    for (int i = 0; i < 8; ++i) {
+      const __m512i k = biased_key_codes(rows[i], z);
+      p[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k, ha.codes[z]);
+      p[8 + i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k, hb.codes[z]);
+    }
+    block_sums16(p, sums[2 * z], sums[2 * z + 1]);
+  }
+  const auto b_half = static_cast<__mmask16>(0xFF00);
+  for (int b = 0; b < NB; ++b) {
+    bias[b] = _mm512_mask_set1_epi32(_mm512_set1_epi32(ha.bias[b]), b_half, hb.bias[b]);
+    dq[b] = _mm512_mask_mov_ps(_mm512_set1_ps(ha.d[b]), b_half, _mm512_set1_ps(hb.d[b]));
+  }
+  return scores_from_sums<NB>(sums, bias, dq, dk);
 }
 
 // Heads quantised at a time: their keys are read once for all of them.
 constexpr int kQ8HeadsAtOnce = 4;
 
-// scores[h * n_keys + j] = score(q_h, k_j) · scale for the n_gqa heads of one group.
+// scores[h * n_keys + j] = score(q_h, k_j) · scale for the n_gqa heads of one group: heads in pairs
+// over 8 keys at a time, an odd last head over 16.
 template <int NC>
 void q8_scores_group(const float* qg, const uint16_t* k_base, const PagedKv& kv, int n_keys, int n_gqa, float scale,
                      float* scores) {
@@ -303,19 +347,33 @@ void q8_scores_group(const float* qg, const uint16_t* k_base, const PagedKv& kv,
   const __m512 sv = _mm512_set1_ps(scale);
   const int halves = NB * int(kv_block_halves(KvType::Q8_0));
   for (int h0 = 0; h0 < n_gqa; h0 += kQ8HeadsAtOnce) {
-    const int nh = min_int(kQ8HeadsAtOnce, n_gqa - h0);
+    const int nh = min_int(kQ8HeadsAtOnce, n_gqa - h0), pairs = nh / 2;
     Q8Head heads[kQ8HeadsAtOnce];
     for (int h = 0; h < nh; ++h) quantise_head<NB>(qg + (h0 + h) * 16 * NC, heads[h]);
     for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row_l2(key_row(k_base, kv, j), halves);
-    for (int j0 = 0; j0 < n_keys; j0 += 16) {
+    if (pairs > 0) {
+      for (int j0 = 0; j0 < n_keys; j0 += 8) {
+        const uint16_t* rows[8];
+        const int m = key_block<8>(k_base, kv, n_keys, j0, halves, rows);
+        const auto mask = static_cast<__mmask16>((1u << m) - 1);
+        __m512 dk[NB];
+        key_scales8_twice<NB>(rows, dk);
+        for (int p = 0; p < pairs; ++p) {
+          const __m512 s = _mm512_mul_ps(q8_scores_pair8<NB>(heads[2 * p], heads[2 * p + 1], rows, dk), sv);
+          float* sa = scores + int64_t(h0 + 2 * p) * n_keys + j0;
+          _mm512_mask_storeu_ps(sa, mask, s);
+          _mm512_mask_storeu_ps(sa + n_keys - 8, static_cast<__mmask16>(mask << 8), s);  // lanes 8.. to keys j0..
+        }
+      }
+    }
+    if (nh % 2 == 0) continue;
+    for (int j0 = 0; j0 < n_keys; j0 += 16) {  // the odd head
       const uint16_t* rows[16];
       const int m = key_block<16>(k_base, kv, n_keys, j0, halves, rows);
-      const auto mask = static_cast<__mmask16>((1u << m) - 1);
       __m512 dk[NB];
       key_scales16<NB>(rows, dk);
-      for (int h = 0; h < nh; ++h) {
-        _mm512_mask_storeu_ps(scores + int64_t(h0 + h) * n_keys + j0, mask, _mm512_mul_ps(q8_scores16<NB>(heads[h], rows, dk), sv));
-      }
+      _mm512_mask_storeu_ps(scores + int64_t(h0 + nh - 1) * n_keys + j0, static_cast<__mmask16>((1u << m) - 1),
+                            _mm512_mul_ps(q8_scores16<NB>(heads[nh - 1], rows, dk), sv));
     }
   }
 }
