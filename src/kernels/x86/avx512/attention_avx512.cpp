@@ -205,7 +205,7 @@ void values_pass(const float* scores, int n_keys, const Rows& fmt, const uint16_
   }
 }
 
-// ---- Q8_0 keys: integer scores (q8_0_scores.h), 16 keys at a time ----
+// ---- Q8_0 keys: integer scores (q8_0_scores.h), a pair of heads over 8 keys or one head over 16 ----
 
 // A query head quantised by quantise_query_ref's steps, as the score loops read it: two blocks (64
 // signed codes) a register. VPDPBUSD multiplies unsigned by signed bytes: the keys' codes are biased
