@@ -255,7 +255,8 @@ class GpuBackend final : public model::Backend {
   const model::HParams& hp_;
   const int max_rows_, page_tokens_, n_pages_;
   const int E_, Q_, KV_, HD_, F_, half_;
-  const bool bert_;
+  const model::ModelRecipe& recipe_;  // what each layer runs (model/layer_recipe.h)
+  const bool post_layernorm_;          // recipe_.norm() == PostLayerNorm
   uint64_t kv_bytes_ = 0;
   int64_t page_stride_ = 0;
   std::string description_;
@@ -325,14 +326,14 @@ class GpuBackend final : public model::Backend {
   RowsView rows_view_{};
   void prepare_inputs(const model::Batch& batch);
   void attention_block(int l, const GpuLayer& L);
-  void feed_forward_block(const GpuLayer& L);
-  void moe_block(const GpuLayer& L);
+  void feed_forward_block(int l, const GpuLayer& L);
+  void moe_block(const GpuLayer& L, const float* in);
   void output_kernels(int n_logit_rows);
   // x_ += xb_ after a block: left to the next RMSNorm of x_, which does both in one kernel (bert's
   // LayerNorm reads x_ at once: added there and then).
   bool residual_pending_ = false;
   void add_residual() {
-    if (bert_) {
+    if (post_layernorm_) {
       add(x_, xb_, int64_t(n_) * E_, stream_);
     } else {
       residual_pending_ = true;
@@ -367,7 +368,8 @@ GpuBackend::GpuBackend(const model::Model& m, const model::DeviceOptions& opts, 
       HD_(hp_.head_dim),
       F_(hp_.ffn_width()),
       half_(hp_.n_rot / 2),
-      bert_(hp_.arch == model::Arch::Bert) {
+      recipe_(m.recipe()),
+      post_layernorm_(recipe_.norm() == model::NormPlacement::PostLayerNorm) {
   if (max_rows <= 0 || page_tokens <= 0 || n_pages <= 0) {
     throw std::invalid_argument("cuda backend: max_rows, page_tokens and n_pages must be positive");
   }
@@ -578,15 +580,14 @@ void GpuBackend::grow_page_tables(size_t n) {
 void GpuBackend::prepare_inputs(const model::Batch& batch) {
   const int n = n_;
   const size_t R = size_t(max_rows_);
-  const kernels::RopeParams rope{hp_.n_rot, hp_.rope_freq_base, hp_.rope_freq_scale, hp_.rope_neox, m_.rope_factors(),
-                                 hp_.rope_mscale};
-  const kernels::RopeParams rope_swa{hp_.n_rot, hp_.rope_freq_base_swa, 1.0f, hp_.rope_neox, nullptr, hp_.rope_mscale};
+  const kernels::RopeParams rope = model::rope_params(hp_, recipe_, m_.rope_factors(), false);
+  const kernels::RopeParams rope_swa = model::rope_params(hp_, recipe_, nullptr, true);
   float* hx = h_x_.get();
   float* ha = h_angles_.get();
   for (int r = 0; r < n; ++r) {
     const model::BatchRow& row = batch.rows[size_t(r)];
     model::embed_row(m_, row.token, row.pos, hx + size_t(r) * E_, embed_scratch_.data());
-    if (bert_) continue;
+    if (!recipe_.rope()) continue;
     kernels::rope_angles(row.pos, rope, ha + size_t(r) * half_, ha + R * half_ + size_t(r) * half_);
     if (hp_.n_swa > 0) {
       kernels::rope_angles(row.pos, rope_swa, ha + 2 * R * half_ + size_t(r) * half_,
@@ -623,7 +624,7 @@ void GpuBackend::prepare_inputs(const model::Batch& batch) {
   check(cudaMemcpyAsync(x_, hx, size_t(n) * E_ * sizeof(float), cudaMemcpyHostToDevice, s), "upload rows");
   // the first n rows of each section (cos, sin, and the local layers' pair; pos, end, page-table
   // offset, output rows), not the whole max_rows
-  for (size_t part = 0; part < 4 && !bert_; ++part) {
+  for (size_t part = 0; part < 4 && recipe_.rope(); ++part) {
     if (part >= 2 && hp_.n_swa == 0) break;
     check(cudaMemcpyAsync(cos_ + part * R * half_, ha + part * R * half_, size_t(n) * half_ * sizeof(float),
                           cudaMemcpyHostToDevice, s),
@@ -641,13 +642,7 @@ void GpuBackend::prepare_inputs(const model::Batch& batch) {
 }
 
 void GpuBackend::run(const model::Batch& batch, float* logits, float* hidden, model::PassProfile* profile) {
-  const int n_logit_rows = model::check_batch(hp_, batch, page_tokens_, n_pages_, max_rows_, out_rows_);
-  if (!out_rows_.empty() && !logits && !hidden) {
-    throw std::invalid_argument("forward: rows want outputs but no logits or hidden buffer was given");
-  }
-  if (int(out_rows_.size()) > n_logit_rows && !hidden) {
-    throw std::invalid_argument("forward: rows want hidden states but no hidden buffer was given");
-  }
+  const int n_logit_rows = model::check_run(hp_, batch, page_tokens_, n_pages_, max_rows_, out_rows_, logits, hidden);
   if (batch.rows.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();
   n_ = int(batch.rows.size());
@@ -670,7 +665,7 @@ void GpuBackend::compute(int n_logit_rows) {
     const bool resident = l < plan_.resident_layers;
     const GpuLayer L = resident ? resident_[size_t(l)] : as_gpu(streamer_->acquire(l));
     attention_block(l, L);
-    feed_forward_block(L);
+    feed_forward_block(l, L);
     if (!resident) streamer_->release(l);  // the slot is refilled once these kernels are done
   }
   output_kernels(n_logit_rows);
@@ -704,8 +699,9 @@ void GpuBackend::attention_block(int l, const GpuLayer& L) {
   cudaStream_t s = stream_;
   const int n = n_;
   const float eps = hp_.rms_eps;
+  const model::LayerRecipe& R = recipe_.layers[size_t(l)];
   const float* in = x_;
-  if (!bert_) {
+  if (R.norm == model::NormPlacement::PreRms) {
     norm_x(L.attn_norm, xb_, L.wq.kind);
     in = xb_;
   }
@@ -714,53 +710,67 @@ void GpuBackend::attention_block(int l, const GpuLayer& L) {
   add_bias(q_, L.bq, n, Q_, s);
   add_bias(k_, L.bk, n, KV_, s);
   add_bias(v_, L.bv, n, KV_, s);
-  const HeadNorms norms{L.q_norm, L.k_norm, eps};
-  const bool local = hp_.is_local_layer(l);
+  const HeadNorms norms{R.qk_norm ? L.q_norm : nullptr, R.qk_norm ? L.k_norm : nullptr, eps};
   const PagedLayer kv = paged(l);
-  rope_store(q_, hp_.n_head, k_, v_, hp_.n_kv_head, HD_, norms, local ? cos_swa_ : cos_, local ? sin_swa_ : sin_,
-             half_, hp_.rope_neox, !bert_, kv, rows_view_, s);
-  attention(q_, att_, kv, rows_view_, hp_.n_head, hp_.n_kv_head, HD_, hp_.attn_scale, local ? hp_.n_swa : 0, s);
+  rope_store(q_, hp_.n_head, k_, v_, hp_.n_kv_head, HD_, norms, R.local ? cos_swa_ : cos_, R.local ? sin_swa_ : sin_,
+             half_, R.rope == model::RopeKind::Halves, R.rope != model::RopeKind::None, kv, rows_view_, s);
+  attention(q_, att_, kv, rows_view_, hp_.n_head, hp_.n_kv_head, HD_, hp_.attn_scale, R.window, s);
   matmul(L.wo, att_, Q_, n, xb_, E_, act_, s);
   add_bias(xb_, L.bo, n, E_, s);
-  if (L.post_attn_norm) rmsnorm(xb_, E_, nullptr, L.post_attn_norm, xb_, E_, n, E_, eps, s);
+  if (R.post_block_norms) rmsnorm(xb_, E_, nullptr, L.post_attn_norm, xb_, E_, n, E_, eps, s);
   add_residual();
-  if (bert_) layernorm(x_, n, E_, L.attn_out_norm, L.attn_out_norm_b, eps, s);
+  if (post_layernorm_) layernorm(x_, n, E_, L.attn_out_norm, L.attn_out_norm_b, eps, s);
 }
 
-void GpuBackend::feed_forward_block(const GpuLayer& L) {
+void GpuBackend::feed_forward_block(int l, const GpuLayer& L) {
   cudaStream_t s = stream_;
   const int n = n_;
   const float eps = hp_.rms_eps;
-  if (hp_.is_moe()) {
-    moe_block(L);
-  } else if (bert_) {
-    matmul(L.w_up, x_, E_, n, hb_, F_, act_, s);
-    bias_gelu(hb_, L.b_up, n, F_, gelu_table_, s);
-    matmul(L.w_down, hb_, F_, n, xb_, E_, act_, s);
-    add_bias(xb_, L.b_down, n, E_, s);
-  } else {
-    norm_x(L.ffn_norm, xb_, L.w_gate.kind);
-    const MatmulOutput gate_up[] = {{L.w_gate, hb_, F_}, {L.w_up, hb2_, F_}};
-    matmul_shared(gate_up, xb_, E_, n, act_, s);
-    if (hp_.arch == model::Arch::Gemma3) {
-      geglu(hb_, hb2_, n, F_, gelu_table_, act_, act_format(L.w_down.kind), s);
-    } else {
-      swiglu(hb_, hb2_, n, F_, act_, act_format(L.w_down.kind), s);
-    }
-    matmul(L.w_down, hb_, F_, n, xb_, E_, act_, s);
+  const model::LayerRecipe& R = recipe_.layers[size_t(l)];
+  // the block's input: RMSNorm(x) quantised for its first matmul (PreRms), or x itself
+  const float* in = x_;
+  if (R.norm == model::NormPlacement::PreRms) {
+    const GpuMatrix& first = R.ffn == model::FeedForwardKind::Experts ? L.router
+                             : R.ffn == model::FeedForwardKind::GeluUp ? L.w_up
+                                                                       : L.w_gate;
+    norm_x(L.ffn_norm, xb_, first.kind);
+    in = xb_;
   }
-  if (L.post_ffn_norm) rmsnorm(xb_, E_, nullptr, L.post_ffn_norm, xb_, E_, n, E_, eps, s);
+  switch (R.ffn) {
+    case model::FeedForwardKind::Experts:
+      moe_block(L, in);
+      break;
+    case model::FeedForwardKind::GeluUp:
+      matmul(L.w_up, in, E_, n, hb_, F_, act_, s);
+      bias_gelu(hb_, L.b_up, n, F_, gelu_table_, s);
+      matmul(L.w_down, hb_, F_, n, xb_, E_, act_, s);
+      add_bias(xb_, L.b_down, n, E_, s);
+      break;
+    case model::FeedForwardKind::SwiGlu:
+    case model::FeedForwardKind::GeGlu: {
+      const MatmulOutput gate_up[] = {{L.w_gate, hb_, F_}, {L.w_up, hb2_, F_}};
+      matmul_shared(gate_up, in, E_, n, act_, s);
+      if (R.ffn == model::FeedForwardKind::GeGlu) {
+        geglu(hb_, hb2_, n, F_, gelu_table_, act_, act_format(L.w_down.kind), s);
+      } else {
+        swiglu(hb_, hb2_, n, F_, act_, act_format(L.w_down.kind), s);
+      }
+      matmul(L.w_down, hb_, F_, n, xb_, E_, act_, s);
+      break;
+    }
+  }
+  if (R.post_block_norms) rmsnorm(xb_, E_, nullptr, L.post_ffn_norm, xb_, E_, n, E_, eps, s);
   add_residual();
-  if (bert_) layernorm(x_, n, E_, L.layer_out_norm, L.layer_out_norm_b, eps, s);
+  if (post_layernorm_) layernorm(x_, n, E_, L.layer_out_norm, L.layer_out_norm_b, eps, s);
 }
 
-// The router runs on the GPU, the choice of experts on the host (the CPU's own routing), then expert
-// by expert the rows routed to it are gathered, run and scattered to their (row, choice) slot.
-void GpuBackend::moe_block(const GpuLayer& L) {
+// The router runs on the GPU over the block's input rows `in`, the choice of experts on the host (the
+// CPU's own routing), then expert by expert the rows routed to it are gathered, run and scattered to
+// their (row, choice) slot.
+void GpuBackend::moe_block(const GpuLayer& L, const float* in) {
   cudaStream_t s = stream_;
   const int n = n_, NE = hp_.n_expert, K = hp_.n_expert_used, FE = hp_.n_ff_exp;
-  norm_x(L.ffn_norm, xb_, L.router.kind);
-  matmul(L.router, xb_, E_, n, router_, NE, act_, s);
+  matmul(L.router, in, E_, n, router_, NE, act_, s);
   float* hr = h_router_.get();
   check(cudaMemcpyAsync(hr, router_, size_t(n) * NE * sizeof(float), cudaMemcpyDeviceToHost, s), "router download");
   check(cudaStreamSynchronize(s), "router");
@@ -786,7 +796,7 @@ void GpuBackend::moe_block(const GpuLayer& L) {
     const int rows = first[size_t(e) + 1] - first[size_t(e)];
     if (rows == 0) continue;
     const int at = first[size_t(e)];
-    gather_rows(xb_, moe_index_ + at, rows, E_, moe_in_, s);
+    gather_rows(in, moe_index_ + at, rows, E_, moe_in_, s);
     const MatmulOutput gate_up[] = {{L.gate_exps.rows(int64_t(e) * FE, FE), hb_, FE},
                                      {L.up_exps.rows(int64_t(e) * FE, FE), hb2_, FE}};
     matmul_shared(gate_up, moe_in_, E_, rows, act_, s);
@@ -803,10 +813,10 @@ void GpuBackend::output_kernels(int n_logit_rows) {
   cudaStream_t s = stream_;
   flush_residual();
   const int* out_index = rows_i_ + 3 * max_rows_;
-  if (bert_) {
-    gather_rows(x_, out_index, n_out, E_, final_, s);
-  } else {
+  if (recipe_.final_rmsnorm()) {
     rmsnorm(x_, E_, out_index, output_norm_, final_, E_, n_out, E_, hp_.rms_eps, s);
+  } else {
+    gather_rows(x_, out_index, n_out, E_, final_, s);
   }
   if (n_logit_rows > 0) {
     const int V = hp_.n_vocab;

@@ -53,4 +53,16 @@ int check_batch(const HParams& hp, const Batch& batch, int page_tokens, int n_pa
   return n_logits;
 }
 
+int check_run(const HParams& hp, const Batch& batch, int page_tokens, int n_pages, int max_rows,
+              std::vector<int>& out_rows, const float* logits, const float* hidden) {
+  const int n_logit_rows = check_batch(hp, batch, page_tokens, n_pages, max_rows, out_rows);
+  if (!out_rows.empty() && !logits && !hidden) {
+    throw std::invalid_argument("forward: rows want outputs but no logits or hidden buffer was given");
+  }
+  if (int(out_rows.size()) > n_logit_rows && !hidden) {
+    throw std::invalid_argument("forward: rows want hidden states but no hidden buffer was given");
+  }
+  return n_logit_rows;
+}
+
 }  // namespace infer::model

@@ -14,4 +14,9 @@ namespace infer::model {
 int check_batch(const HParams& hp, const Batch& batch, int page_tokens, int n_pages, int max_rows,
                 std::vector<int>& out_rows);
 
+// check_batch, then the output buffers a run was given against what the rows want: logits or hidden
+// for any output row, hidden for hidden-only rows (std::invalid_argument). Returns check_batch's count.
+int check_run(const HParams& hp, const Batch& batch, int page_tokens, int n_pages, int max_rows,
+              std::vector<int>& out_rows, const float* logits, const float* hidden);
+
 }  // namespace infer::model

@@ -12,7 +12,7 @@ void embed_row(const Model& m, int32_t token, int pos, float* out, float* scratc
   if (hp.embd_scale != 1.f) {
     for (int i = 0; i < E; ++i) out[i] *= hp.embd_scale;
   }
-  if (hp.arch != Arch::Bert) return;
+  if (!m.recipe().embedding_layernorm()) return;
   kernels::dequantize_weight_row(m.position_embd(), pos, scratch);
   for (int i = 0; i < E; ++i) out[i] = (m.token_type0() ? out[i] + m.token_type0()[i] : out[i]) + scratch[i];
   kernels::layernorm(out, m.embd_norm(), m.embd_norm_bias(), out, E, hp.rms_eps);

@@ -1,10 +1,10 @@
 // The forward pass over a batch of (sequence, position, token) rows, llama2.c-style: Forward::run reads
 // like the math (spec/architectures.md §4, architectures-more.md): embed the tokens, then per layer the
-// attention and the feed-forward block, then the outputs, with the differences between architectures
-// as a few guarded lines: biases (qwen2, bert), q/k norms (qwen3, qwen3moe, gemma3),
-// RoPE pairing, gemma3's embedding scale, post-norms, GeGLU and sliding window, bert's post-LayerNorm,
-// GELU and whole-sequence attention, and qwen3moe's experts (moe_ffn). Matmuls take all rows at once
-// so that weights are read once per step; attention runs per row through each sequence's page table.
+// attention and the feed-forward block, then the outputs, each step as the layer's description says
+// (layer_recipe.h: norm placement, q/k norms, RoPE, sliding window, post-norms, the feed-forward's
+// kind) and biases wherever the file has them; no step asks which architecture it runs. Matmuls take
+// all rows at once so that weights are read once per step; attention runs per row through each
+// sequence's page table.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -203,7 +203,7 @@ struct Forward::Pass {
   KvPool& kv;
   PassProfile* profile;
   const int max_rows, n, E, Q, KV, HD, half_rot;
-  const bool bert;
+  const ModelRecipe& recipe;
   const kernels::RopeParams rope, rope_swa;
   kernels::ThreadPool* att_pool = nullptr;  // the pool for this batch's attention (set by embed_tokens)
   std::chrono::steady_clock::time_point lap_start;
@@ -211,12 +211,15 @@ struct Forward::Pass {
   // Row-wise steps that feed one matmul run inside it, on the rows each thread quantises. They reach
   // their state through this pass, so that the std::functions are made once and allocate nothing.
   const float* norm = nullptr;     // this layer's RMSNorm weight
-  const float* up_bias = nullptr;  // bert: this layer's FFN up bias, added before the GELU
+  const float* up_bias = nullptr;  // GeluUp: this layer's FFN up bias, added before the GELU
   kernels::PrepareRows norm_rows, swiglu_rows, geglu_rows, bias_gelu_rows;
+  const kernels::PrepareRows no_prepare{};
   std::function<void(int, int)> finish_row;
 
   void finish_qkv_row(int layer, int r);
-  void moe_ffn(int layer, const LayerWeights& L);
+  // The routed experts of rows `in` (RMSNormed by prepare_in inside the router's matmul, as the layer's
+  // description says), into xb.
+  void moe_ffn(int layer, const LayerWeights& L, const float* in, const kernels::PrepareRows& prepare_in);
 
   // lap(&PassProfile::x) adds the time since the previous lap to phase x; nothing without a profile.
   void lap(double PassProfile::*phase) {
@@ -265,13 +268,8 @@ void Forward::run(const Batch& batch, KvPool& kv, float* logits, float* hidden, 
   if (kv.kv_dim() != hp.kv_dim() || kv.page_stride() != KvPool::page_stride_for(hp, kv.page_tokens(), kv.type())) {
     throw std::invalid_argument("forward: KV pool was built for another model shape");
   }
-  const int n_logit_rows = check_batch(hp, batch, kv.page_tokens(), kv.n_pages(), max_rows_, buf_->out_rows);
-  if (!buf_->out_rows.empty() && !logits && !hidden) {
-    throw std::invalid_argument("forward: rows want outputs but no logits or hidden buffer was given");
-  }
-  if (int(buf_->out_rows.size()) > n_logit_rows && !hidden) {
-    throw std::invalid_argument("forward: rows want hidden states but no hidden buffer was given");
-  }
+  const int n_logit_rows =
+      check_run(hp, batch, kv.page_tokens(), kv.n_pages(), max_rows_, buf_->out_rows, logits, hidden);
   if (batch.rows.empty()) return;
 
   Pass pass(*this, batch, kv, profile);
@@ -300,9 +298,9 @@ Forward::Pass::Pass(Forward& f, const Batch& batch_, KvPool& kv_, PassProfile* p
       KV(hp.kv_dim()),
       HD(hp.head_dim),
       half_rot(hp.n_rot / 2),
-      bert(hp.arch == Arch::Bert),
-      rope{hp.n_rot, hp.rope_freq_base, hp.rope_freq_scale, hp.rope_neox, m.rope_factors(), hp.rope_mscale},
-      rope_swa{hp.n_rot, hp.rope_freq_base_swa, 1.0f, hp.rope_neox, nullptr, hp.rope_mscale},
+      recipe(f.model_.recipe()),
+      rope(rope_params(hp, recipe, m.rope_factors(), false)),
+      rope_swa(rope_params(hp, recipe, nullptr, true)),
       lap_start(profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}) {
   const int F = hp.ffn_width();
   norm_rows = [this](int64_t begin, int64_t end) {
@@ -332,13 +330,13 @@ Forward::Pass::Pass(Forward& f, const Batch& batch_, KvPool& kv_, PassProfile* p
   finish_row = [this](int layer, int r) { finish_qkv_row(layer, r); };
 }
 
-// Token embedding (gemma3: scaled; bert: + token type 0 + position, LayerNorm), and each row's RoPE
+// Token embedding (embedding.h), and each row's RoPE
 // angles (shared by all layers and heads); the pool for this batch's attention.
 void Forward::Pass::embed_tokens() {
   for (int r = 0; r < n; ++r) {
     const BatchRow& row = batch.rows[size_t(r)];
     embed_row(m, row.token, row.pos, &b.x[size_t(r) * E], &b.xb[size_t(r) * E]);
-    if (bert) continue;  // no RoPE
+    if (!recipe.rope()) continue;
     kernels::rope_angles(row.pos, rope, &b.rope_cos[size_t(r) * half_rot], &b.rope_sin[size_t(r) * half_rot]);
     if (hp.n_swa > 0) {
       kernels::rope_angles(row.pos, rope_swa, &b.rope_cos_swa[size_t(r) * half_rot],
@@ -376,11 +374,13 @@ void Forward::Pass::embed_tokens() {
 // One layer's attention block, into the residual stream x.
 void Forward::Pass::attention(int l) {
   const LayerWeights& L = *weights;
+  const bool pre_norm = recipe.layers[size_t(l)].norm == NormPlacement::PreRms;
 
-  // attention rmsnorm (bert: none, its input is the residual), then the qkv matmuls (+ biases)
+  // the attention's RMSNorm (PostLayerNorm: none, the block reads the residual), then the qkv
+  // matmuls (+ biases)
   norm = L.attn_norm;
   matmul_shared({{&L.wq, b.q.data(), L.wq.n_out}, {&L.wk, b.k.data(), L.wk.n_out}, {&L.wv, b.v.data(), L.wv.n_out}},
-                bert ? b.x.data() : b.xb.data(), n, bert ? kernels::PrepareRows{} : norm_rows);
+                pre_norm ? b.xb.data() : b.x.data(), n, pre_norm ? norm_rows : kernels::PrepareRows{});
   add_bias(b.q.data(), L.bq, Q);
   add_bias(b.k.data(), L.bk, KV);
   add_bias(b.v.data(), L.bv, KV);
@@ -400,7 +400,7 @@ void Forward::Pass::attention(int l) {
                          hp.n_kv_head,
                          hp.n_head / hp.n_kv_head,
                          hp.attn_scale,
-                         hp.is_local_layer(l) ? hp.n_swa : 0,
+                         recipe.layers[size_t(l)].window,
                          hp.causal ? nullptr : &b.seq_end,
                          &b.att_blocks,
                          att_pool->size(),
@@ -408,28 +408,29 @@ void Forward::Pass::attention(int l) {
   att_pool->run([&job](int t) { job.run(t); });
   lap(&PassProfile::attention_s);
 
-  // output projection (+ bias: bert; gemma3: its own RMSNorm) and residual (bert: then LayerNorm)
+  // output projection (+ bias), its own RMSNorm (post_block_norms) and the residual (PostLayerNorm:
+  // then LayerNorm)
   matmul(L.wo, b.att.data(), b.xb.data(), n);
   add_bias(b.xb.data(), L.bo, E);
-  if (L.post_attn_norm) rmsnorm_rows(b.xb.data(), L.post_attn_norm);
+  if (recipe.layers[size_t(l)].post_block_norms) rmsnorm_rows(b.xb.data(), L.post_attn_norm);
   residual(b.x.data(), b.xb.data(), E);
-  if (bert) layernorm_rows(b.x.data(), L.attn_out_norm, L.attn_out_norm_b);
+  if (!pre_norm) layernorm_rows(b.x.data(), L.attn_out_norm, L.attn_out_norm_b);
   lap(&PassProfile::output_s);
 }
 
-// Per row after the q, k, v matmuls: q/k RMSNorm (qwen3, qwen3moe, gemma3), RoPE (adjacent pairs for
-// llama, half-split NeoX for the others; none for bert; gemma3's local layers with their own base),
-// then k and v into the row's pages. Runs inside the attention job.
+// Per row after the q, k, v matmuls: the q/k RMSNorms and RoPE as the layer's description says (a
+// local layer's RoPE with its own base), then k and v into the row's pages. Runs inside the attention job.
 void Forward::Pass::finish_qkv_row(int layer, int r) {
   const LayerWeights& L = *weights;
+  const LayerRecipe& R = recipe.layers[size_t(layer)];
   float* qr = &b.q[size_t(r) * Q];
   float* kr = &b.k[size_t(r) * KV];
-  if (L.q_norm) {
+  if (R.qk_norm) {
     for (int h = 0; h < hp.n_head; ++h) kernels::rmsnorm(qr + h * HD, L.q_norm, qr + h * HD, HD, hp.rms_eps);
     for (int h = 0; h < hp.n_kv_head; ++h) kernels::rmsnorm(kr + h * HD, L.k_norm, kr + h * HD, HD, hp.rms_eps);
   }
-  if (!bert) {
-    const bool local = hp.is_local_layer(layer);
+  if (R.rope != RopeKind::None) {
+    const bool local = R.local;
     const float* c = &(local ? b.rope_cos_swa : b.rope_cos)[size_t(r) * half_rot];
     const float* sn = &(local ? b.rope_sin_swa : b.rope_sin)[size_t(r) * half_rot];
     const kernels::RopeParams& rp = local ? rope_swa : rope;
@@ -441,29 +442,39 @@ void Forward::Pass::finish_qkv_row(int layer, int r) {
                     kv.row_stride(), kv.page_tokens(), batch.seqs[size_t(row.seq)].page_table, KV, row.pos);
 }
 
-// One layer's feed-forward block, into the residual stream x: ffn rmsnorm, then SwiGLU
-// down(silu(gate·h) ⊙ up·h), GeGLU (gemma3), the experts (qwen3moe), or bert's down(gelu(up·x + b)) + b.
+// One layer's feed-forward block (layer_recipe.h's FeedForwardKind), into the residual stream x:
+// its input RMSNormed (PreRms) inside the first matmul, the block, its own RMSNorm (post_block_norms),
+// the residual (PostLayerNorm: then LayerNorm).
 void Forward::Pass::feed_forward(int l) {
   const LayerWeights& L = *weights;
+  const LayerRecipe& R = recipe.layers[size_t(l)];
+  const bool pre_norm = R.norm == NormPlacement::PreRms;
+  const float* in = pre_norm ? b.xb.data() : b.x.data();
+  const kernels::PrepareRows& prepare_in = pre_norm ? norm_rows : no_prepare;
   norm = L.ffn_norm;
   up_bias = L.b_up;
-  if (hp.is_moe()) {
-    moe_ffn(l, L);
-    lap(&PassProfile::ffn_up_s);
-  } else if (bert) {
-    matmul(L.w_up, b.x.data(), b.hb.data(), n);
-    lap(&PassProfile::ffn_up_s);
-    matmul(L.w_down, b.hb.data(), b.xb.data(), n, bias_gelu_rows);
-    add_bias(b.xb.data(), L.b_down, E);
-  } else {
-    matmul_shared({{&L.w_gate, b.hb.data(), L.w_gate.n_out}, {&L.w_up, b.hb2.data(), L.w_up.n_out}}, b.xb.data(), n,
-                  norm_rows);
-    lap(&PassProfile::ffn_up_s);
-    matmul(L.w_down, b.hb.data(), b.xb.data(), n, hp.arch == Arch::Gemma3 ? geglu_rows : swiglu_rows);
+  switch (R.ffn) {
+    case FeedForwardKind::Experts:
+      moe_ffn(l, L, in, prepare_in);
+      lap(&PassProfile::ffn_up_s);
+      break;
+    case FeedForwardKind::GeluUp:
+      matmul(L.w_up, in, b.hb.data(), n, prepare_in);
+      lap(&PassProfile::ffn_up_s);
+      matmul(L.w_down, b.hb.data(), b.xb.data(), n, bias_gelu_rows);
+      add_bias(b.xb.data(), L.b_down, E);
+      break;
+    case FeedForwardKind::SwiGlu:
+    case FeedForwardKind::GeGlu:
+      matmul_shared({{&L.w_gate, b.hb.data(), L.w_gate.n_out}, {&L.w_up, b.hb2.data(), L.w_up.n_out}}, in, n,
+                    prepare_in);
+      lap(&PassProfile::ffn_up_s);
+      matmul(L.w_down, b.hb.data(), b.xb.data(), n, R.ffn == FeedForwardKind::GeGlu ? geglu_rows : swiglu_rows);
+      break;
   }
-  if (L.post_ffn_norm) rmsnorm_rows(b.xb.data(), L.post_ffn_norm);
+  if (R.post_block_norms) rmsnorm_rows(b.xb.data(), L.post_ffn_norm);
   residual(b.x.data(), b.xb.data(), E);
-  if (bert) layernorm_rows(b.x.data(), L.layer_out_norm, L.layer_out_norm_b);
+  if (!pre_norm) layernorm_rows(b.x.data(), L.layer_out_norm, L.layer_out_norm_b);
   lap(&PassProfile::ffn_down_s);
 }
 
@@ -473,9 +484,9 @@ void Forward::Pass::feed_forward(int l) {
 // each row's outputs summed in the order of its choices (spec architectures-more.md §3.3). A row's
 // result does not depend on the other rows (invariant 7): its expert matmuls are bitwise what they
 // would be alone.
-void Forward::Pass::moe_ffn(int layer, const LayerWeights& L) {
+void Forward::Pass::moe_ffn(int layer, const LayerWeights& L, const float* in, const kernels::PrepareRows& prepare_in) {
   const int NE = hp.n_expert, K = hp.n_expert_used, FE = hp.n_ff_exp;
-  matmul(L.router, b.xb.data(), b.router.data(), n, norm_rows);
+  matmul(L.router, in, b.router.data(), n, prepare_in);
   for (int r = 0; r < n; ++r) {
     b.router_margins[size_t(layer) * size_t(max_rows) + size_t(r)] =
         route_row(&b.router[size_t(r) * NE], NE, K, &b.route_expert[size_t(r) * K], &b.route_weight[size_t(r) * K]);
@@ -488,7 +499,7 @@ void Forward::Pass::moe_ffn(int layer, const LayerWeights& L) {
     const int rows = int(b.expert_slots.size());
     if (rows == 0) continue;
     for (int i = 0; i < rows; ++i) {
-      std::memcpy(&b.moe_in[size_t(i) * E], &b.xb[size_t(b.expert_slots[size_t(i)] / K) * E], sizeof(float) * E);
+      std::memcpy(&b.moe_in[size_t(i) * E], &in[size_t(b.expert_slots[size_t(i)] / K) * E], sizeof(float) * E);
     }
     const kernels::WeightMatrix gate = expert(L.gate_exps, e, NE), up = expert(L.up_exps, e, NE);
     const kernels::WeightMatrix down = expert(L.down_exps, e, NE);
@@ -508,7 +519,7 @@ void Forward::Pass::moe_ffn(int layer, const LayerWeights& L) {
   }
 }
 
-// Final rmsnorm (bert: none, the last layer's output is the hidden state), only for the rows that
+// Final RMSNorm (PostLayerNorm: none, the last layer's output is the hidden state), only for the rows that
 // want outputs (gathered so that the classifier reads its weights once for all of them); then the
 // classifier over the leading want_logits rows (+ bias: qwen2; gemma3: soft-capped).
 void Forward::Pass::outputs(int n_logit_rows, float* logits, float* hidden) {
@@ -516,10 +527,10 @@ void Forward::Pass::outputs(int n_logit_rows, float* logits, float* hidden) {
   if (n_out == 0) return;
   for (int i = 0; i < n_out; ++i) {
     const float* xr = &b.x[size_t(b.out_rows[size_t(i)]) * E];
-    if (bert) {
-      std::memcpy(&b.final_rows[size_t(i) * E], xr, sizeof(float) * E);
-    } else {
+    if (recipe.final_rmsnorm()) {
       kernels::rmsnorm(xr, m.output_norm(), &b.final_rows[size_t(i) * E], E, hp.rms_eps);
+    } else {
+      std::memcpy(&b.final_rows[size_t(i) * E], xr, sizeof(float) * E);
     }
   }
   if (hidden) std::memcpy(hidden, b.final_rows.data(), sizeof(float) * size_t(n_out) * E);

@@ -225,7 +225,6 @@ HParams read_hparams(const gguf::File& file) {
                                get_u32(file, a + "rope.scaling.original_context_length", false, hp.n_ctx_train));
 
   hp.pooling_type = int(get_u32(file, a + "pooling_type", false, -1));
-  hp.rope_neox = hp.arch != Arch::Llama;
   hp.tied_output = file.tensor("output.weight") == nullptr;
   hp.causal = hp.arch != Arch::Bert || get_bool(file, a + "attention.causal", true);
   hp.attn_scale = 1.0f / std::sqrt(float(hp.head_dim));

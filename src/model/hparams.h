@@ -31,7 +31,6 @@ struct HParams {
   float rope_mscale = 1.f;      // rope.scaling.attn_factor: magnitude of the rotation (cos and sin × it)
   int n_ctx_orig = 0;           // rope.scaling.original_context_length (default n_ctx_train): LongRoPE
                                 // uses its long factors when the per-sequence context exceeds it
-  bool rope_neox = false;       // qwen2/qwen3: true; llama: false
   bool tied_output = false;     // no output.weight: reuse token_embd
   bool causal = true;           // bert: false, every token sees its whole sequence
   float attn_scale = 0.f;       // factor of q·k before the softmax (1/sqrt(head_dim) unless the arch says)

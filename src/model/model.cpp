@@ -145,13 +145,12 @@ void bind_qkv(Binder& b, const HParams& hp, const std::string& p, LayerWeights& 
 }
 
 // One layer's tensors by the architecture's names (spec/architectures.md §2, architectures-more.md).
-void bind_layer(Binder& b, const HParams& hp, const std::string& p, LayerWeights& L,
+void bind_layer(Binder& b, const HParams& hp, const LayerRecipe& r, const std::string& p, LayerWeights& L,
                 std::vector<std::vector<float>>& owned) {
   const int64_t E = hp.n_embd, Q = hp.q_dim(), F = hp.n_ff, HD = hp.head_dim;
-  const Arch arch = hp.arch;
   bind_qkv(b, hp, p, L, owned);
   L.wo = b.matrix(p + "attn_output.weight", Q, E);
-  if (arch == Arch::Bert) {
+  if (r.norm == NormPlacement::PostLayerNorm) {
     L.bo = b.vector(p + "attn_output.bias", E, false, owned);
     L.attn_out_norm = b.vector(p + "attn_output_norm.weight", E, true, owned);
     L.attn_out_norm_b = b.vector(p + "attn_output_norm.bias", E, true, owned);
@@ -164,16 +163,16 @@ void bind_layer(Binder& b, const HParams& hp, const std::string& p, LayerWeights
     return;
   }
   L.attn_norm = b.vector(p + "attn_norm.weight", E, true, owned);
-  if (arch == Arch::Qwen3 || arch == Arch::Qwen3Moe || arch == Arch::Gemma3) {
+  if (r.qk_norm) {
     L.q_norm = b.vector(p + "attn_q_norm.weight", HD, true, owned);
     L.k_norm = b.vector(p + "attn_k_norm.weight", HD, true, owned);
   }
-  if (arch == Arch::Gemma3) {
+  if (r.post_block_norms) {
     L.post_attn_norm = b.vector(p + "post_attention_norm.weight", E, true, owned);
     L.post_ffn_norm = b.vector(p + "post_ffw_norm.weight", E, true, owned);
   }
   L.ffn_norm = b.vector(p + "ffn_norm.weight", E, true, owned);
-  if (arch == Arch::Qwen3Moe) {
+  if (r.ffn == FeedForwardKind::Experts) {
     const int64_t FE = hp.n_ff_exp, NE = hp.n_expert;
     L.router = b.matrix(p + "ffn_gate_inp.weight", E, NE);
     L.gate_exps = b.experts(p + "ffn_gate_exps.weight", E, FE, NE);
@@ -181,7 +180,7 @@ void bind_layer(Binder& b, const HParams& hp, const std::string& p, LayerWeights
     L.down_exps = b.experts(p + "ffn_down_exps.weight", FE, E, NE);
     return;
   }
-  if (arch == Arch::Phi3) {  // ffn_up holds the gate rows, then the up rows
+  if (hp.arch == Arch::Phi3) {  // ffn_up holds the gate rows, then the up rows
     const kernels::WeightMatrix gate_up = b.matrix(p + "ffn_up.weight", E, 2 * F);
     L.w_gate = row_range(gate_up, 0, F);
     L.w_up = row_range(gate_up, F, F);
@@ -258,6 +257,7 @@ std::unique_ptr<Model> Model::from_file(std::unique_ptr<gguf::File> file, int co
   std::unique_ptr<Model> m(new Model());
   m->file_ = std::move(file);
   m->hp_ = read_hparams(*m->file_);
+  m->recipe_ = describe_layers(m->hp_);
   const HParams& hp = m->hp_;
   Binder b(*m->file_);
   auto& owned = m->owned_small_;
@@ -273,7 +273,7 @@ std::unique_ptr<Model> Model::from_file(std::unique_ptr<gguf::File> file, int co
     m->rope_factors_ = rf.divisors;
     m->rope_long_ = rf.long_factors;
   }
-  if (hp.arch == Arch::Bert) {
+  if (m->recipe_.embedding_layernorm()) {
     m->position_embd_ = b.matrix("position_embd.weight", hp.n_embd, hp.n_ctx_train);
     m->token_type0_ = b.first_row("token_types.weight", hp.n_embd, owned);
     m->embd_norm_ = b.vector("token_embd_norm.weight", hp.n_embd, true, owned);
@@ -282,7 +282,7 @@ std::unique_ptr<Model> Model::from_file(std::unique_ptr<gguf::File> file, int co
 
   m->layers_.resize(size_t(hp.n_layer));
   for (int i = 0; i < hp.n_layer; ++i) {
-    bind_layer(b, hp, "blk." + std::to_string(i) + ".", m->layers_[size_t(i)], owned);
+    bind_layer(b, hp, m->recipe_.layers[size_t(i)], "blk." + std::to_string(i) + ".", m->layers_[size_t(i)], owned);
   }
   b.check_all_used();
   if (m->file_->copied()) m->interleave_matrices();

@@ -14,6 +14,7 @@
 #include "kernels/runtime/thread_pool.h"
 #include "model/hparams.h"
 #include "model/kv_pool.h"
+#include "model/layer_recipe.h"
 #include "model/pass_profile.h"
 
 namespace infer::model {
@@ -61,6 +62,8 @@ class Model {
   static std::unique_ptr<Model> from_file(std::unique_ptr<gguf::File> file, int context = 0);
 
   const HParams& hparams() const { return hp_; }
+  // How each layer runs (layer_recipe.h): what both backends execute.
+  const ModelRecipe& recipe() const { return recipe_; }
   const gguf::File& file() const { return *file_; }
   uint64_t weight_bytes() const;  // bytes of all tensors
   // What one token's decode reads, about: weight_bytes() with each expert stack counted at
@@ -93,6 +96,7 @@ class Model {
   Model() = default;
   std::unique_ptr<gguf::File> file_;
   HParams hp_;
+  ModelRecipe recipe_;
   std::vector<LayerWeights> layers_;
   kernels::WeightMatrix token_embd_{}, output_{};
   const float* output_norm_ = nullptr;

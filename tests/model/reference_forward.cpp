@@ -100,8 +100,9 @@ std::vector<std::vector<float>> ReferenceForward::run(const std::vector<int32_t>
       if (!local && !rope_factors_.empty()) theta /= rope_factors_[i];
       if (!local) theta *= hp_.rope_freq_scale;
       const double c = hp_.rope_mscale * std::cos(theta), s = hp_.rope_mscale * std::sin(theta);
-      const size_t a = hp_.rope_neox ? off + i : off + 2 * i;
-      const size_t b = hp_.rope_neox ? off + i + half : off + 2 * i + 1;
+      const bool adjacent = hp_.arch == model::Arch::Llama;  // spec §4.3: llama pairs adjacent elements
+      const size_t a = adjacent ? off + 2 * i : off + i;
+      const size_t b = adjacent ? off + 2 * i + 1 : off + i + half;
       const double x0 = v[a], x1 = v[b];
       v[a] = x0 * c - x1 * s;
       v[b] = x0 * s + x1 * c;
