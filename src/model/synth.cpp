@@ -11,6 +11,7 @@
 #include "gguf/writer.h"
 #include "kernels/quant/quant.h"
 #include "kernels/runtime/thread_pool.h"
+#include "model/layer_recipe.h"
 
 namespace infer::model {
 
@@ -263,12 +264,23 @@ void add_tokenizer(gguf::Writer& w, const gguf::File* vocab, Arch arch, const Sy
     w.add_uint32("tokenizer.ggml.token_type_count", 2);
 }
 
+// The layer description (layer_recipe.h) of this architecture: which norms,
+// post-norms and feed-forward tensors its layers need.
+LayerRecipe recipe_of(Arch arch) {
+  HParams hp;
+  hp.arch = arch;
+  hp.n_layer = 1;
+  return describe_layers(hp).layers.front();
+}
+
 // The tensors and their types, in the order llama.cpp's tools write them: F32 files in the
 // converter's order; every other type as llama-quantize writes it: global tensors by name, then each
-// layer's tensors by name (§9.2).
+// layer's tensors by name (§9.2). Which tensors a layer has follows its description; the names and
+// fused matrices are the converter's.
 class TensorPlanner {
  public:
-  TensorPlanner(const SynthOptions& o, const SynthShape& sh) : o_(o), sh_(sh), sorted_(o.type != SynthType::F32) {}
+  TensorPlanner(const SynthOptions& o, const SynthShape& sh)
+      : o_(o), sh_(sh), recipe_(recipe_of(o.arch)), sorted_(o.type != SynthType::F32) {}
 
   std::vector<TensorPlan> plan() {
     globals();
@@ -276,8 +288,8 @@ class TensorPlanner {
     for (int l = 0; l < sh_.n_layer; ++l) {
       const size_t first = plan_.size();
       const std::string p = "blk." + std::to_string(l) + ".";
-      if (o_.arch == Arch::Bert) {
-        bert_layer(p);
+      if (recipe_.norm == NormPlacement::PostLayerNorm) {
+        post_layernorm_layer(p);
       } else {
         attention(p);
         ffn(p);
@@ -296,7 +308,7 @@ class TensorPlanner {
       vec("rope_factors_short.weight", pairs, Kind::ShortFactors);
     }
     matrix("token_embd.weight", E, V, Kind::Embedding);
-    if (o_.arch == Arch::Bert) {  // llama-quantize never quantises these two (§9.1)
+    if (recipe_.norm == NormPlacement::PostLayerNorm) {  // llama-quantize never quantises these two (§9.1)
       plan_.push_back({"token_types.weight", {E, 2}, TensorType::F32, Kind::Embedding});
       plan_.push_back({"position_embd.weight", {E, sh_.n_ctx}, TensorType::F32, Kind::Embedding});
       vec("token_embd_norm.weight", E, Kind::Norm);
@@ -322,18 +334,18 @@ class TensorPlanner {
       matrix(p + "attn_v.weight", E, KV);
       if (biases) vec(p + "attn_v.bias", KV, Kind::Bias);
     }
-    if (arch == Arch::Qwen3 || arch == Arch::Qwen3Moe || arch == Arch::Gemma3) {
+    if (recipe_.qk_norm) {
       vec(p + "attn_q_norm.weight", HD, Kind::Norm);
       vec(p + "attn_k_norm.weight", HD, Kind::Norm);
     }
     matrix(p + "attn_output.weight", Q, E);
-    if (arch == Arch::Gemma3) vec(p + "post_attention_norm.weight", E, Kind::Norm);
+    if (recipe_.post_block_norms) vec(p + "post_attention_norm.weight", E, Kind::Norm);
   }
 
   void ffn(const std::string& p) {
     const int64_t E = sh_.n_embd, F = sh_.n_ff;
     vec(p + "ffn_norm.weight", E, Kind::Norm);
-    if (o_.arch == Arch::Qwen3Moe) {
+    if (recipe_.ffn == FeedForwardKind::Experts) {
       const int64_t FE = sh_.n_ff_exp, NE = sh_.n_expert;
       plan_.push_back({p + "ffn_gate_inp.weight", {E, NE}, TensorType::F32, Kind::Matrix});  // never quantised
       experts(p + "ffn_gate_exps.weight", E, FE, NE);
@@ -348,11 +360,12 @@ class TensorPlanner {
       matrix(p + "ffn_up.weight", E, F);
     }
     matrix(p + "ffn_down.weight", F, E);
-    if (o_.arch == Arch::Gemma3) vec(p + "post_ffw_norm.weight", E, Kind::Norm);
+    if (recipe_.post_block_norms) vec(p + "post_ffw_norm.weight", E, Kind::Norm);
   }
 
-  // post-LayerNorm layer: every matrix with its bias, a LayerNorm after attention and after the FFN
-  void bert_layer(const std::string& p) {
+  // post-LayerNorm layer (bert's): every matrix with its bias, a LayerNorm after attention and after
+  // the FFN
+  void post_layernorm_layer(const std::string& p) {
     const int64_t E = sh_.n_embd, F = sh_.n_ff, Q = sh_.n_head * sh_.head_dim;
     auto affine = [&](const std::string& name, int64_t in, int64_t out) {
       matrix(p + name + ".weight", in, out);
@@ -388,6 +401,7 @@ class TensorPlanner {
 
   const SynthOptions& o_;
   const SynthShape& sh_;
+  const LayerRecipe recipe_;
   const bool sorted_;
   std::vector<TensorPlan> plan_;
 };
