@@ -66,6 +66,11 @@ struct BlockRows {
     return _mm512_set1_ps(_cvtsh_ss(row[(d / kKvBlockElements) * kBlockHalves]));
   }
   __m512 load16(const uint16_t* row, int d) const { return _mm512_mul_ps(codes16(row, d), scale16(row, d)); }
+  // The scales of a slice's first NB (≤ 8) blocks as f32, lane b block b's.
+  template <int NB>
+  __m256 scales8(const uint16_t* row) const {
+    return _mm256_cvtph_ps(f16_lanes8([&](int b) { return b < NB ? row[b * kBlockHalves] : uint16_t{0}; }));
+  }
   int slice_halves(int n) const { return n / kKvBlockElements * kBlockHalves; }
 };
 
@@ -187,13 +192,25 @@ void values_pass(const float* scores, int n_keys, const Rows& fmt, const uint16_
     if (j + kValuesAhead < n_keys) prefetch_row_l2(key_row(v_base, kv, j + kValuesAhead), halves);
     if (j + kValuesAheadL1 < n_keys) prefetch_row(key_row(v_base, kv, j + kValuesAheadL1), halves);
     const uint16_t* v = key_row(v_base, kv, j);
-    __m512 p[HP], ps[HP];
-    for (int hh = 0; hh < HP; ++hh) ps[hh] = p[hh] = _mm512_set1_ps(scores[static_cast<int64_t>(h0 + hh) * n_keys + j]);
+    __m512 ps[HP];
+    // Quantised rows: every block's p · d at once, one vector multiply a head, each spread to a whole
+    // register when its block starts (the same products as one multiply a block: the same bits;
+    // BM_AttentionStepQwen3Shape).
+    __m512 pd[HP];
+    for (int hh = 0; hh < HP; ++hh) {
+      const float p = scores[static_cast<int64_t>(h0 + hh) * n_keys + j];
+      if constexpr (Rows::kScaledCodes) {
+        pd[hh] = _mm512_castps256_ps512(
+            _mm256_mul_ps(_mm256_set1_ps(p), fmt.template scales8<16 * NC / kKvBlockElements>(v)));
+      } else {
+        ps[hh] = _mm512_set1_ps(p);
+      }
+    }
     for (int c = 0; c < NC; ++c) {
       if constexpr (Rows::kScaledCodes) {
         if (16 * c % kKvBlockElements == 0) {
-          const __m512 d = fmt.scale16(v, 16 * c);
-          for (int hh = 0; hh < HP; ++hh) ps[hh] = _mm512_mul_ps(p[hh], d);
+          const __m512i lane = _mm512_set1_epi32(16 * c / kKvBlockElements);
+          for (int hh = 0; hh < HP; ++hh) ps[hh] = _mm512_permutexvar_ps(lane, pd[hh]);
         }
       }
       const __m512 vv = fmt.codes16(v, 16 * c);
