@@ -70,9 +70,20 @@ int on_unblocked(RedisModuleCtx* ctx, RedisModuleString**, int) {
   return rm::ReplyWithError(ctx, msg.c_str());
 }
 
-void on_disconnect(RedisModuleCtx*, RedisModuleBlockedClient* bc) {
+void on_disconnect(RedisModuleCtx* ctx, RedisModuleBlockedClient* bc) {
   BlockedJob* job = job_of(bc);
   if (!job) return;
+  if (job->handed_back.load(std::memory_order_acquire)) {
+    // The work is done and Redis holds the client's unblocking. A CLIENT UNBLOCK that comes now
+    // (Redis 7.0) calls neither on_unblocked nor, later, on_reply, but comes here with the client still
+    // connected: it gets its result now. A client that did disconnect reads nothing.
+    guarded(job->command, "reply", [&] {
+      settle_once(job);
+      job->reply(ctx);
+    });
+    job->client_gone = true;
+    return;
+  }
   guarded(job->command, "disconnect", [&] {
     job->client_gone = true;
     job->abandon(Abandon::Disconnected);
@@ -90,6 +101,7 @@ void free_job(RedisModuleCtx*, void* privdata) {
 }
 
 void unblock(BlockedJob* job) {
+  job->handed_back.store(true, std::memory_order_release);
   rm::BlockedClientMeasureTimeEnd(job->bc);
   rm::UnblockClient(job->bc, job);  // never NULL: free_job runs and deletes the job
 }

@@ -6,7 +6,9 @@
 //   main thread  the reply callback replies from the job, when the client is still there; the free
 //                callback deletes the job, always.
 // A client that disconnects or is CLIENT UNBLOCKed abandons its job (the work is asked to stop); the work
-// still ends with complete(), once, and nothing about the client is touched after it left. Every
+// still ends with complete(), once, and nothing about the client is touched after it left. A CLIENT
+// UNBLOCK that comes after complete() handed the client back to Redis finds the work done: the client
+// gets its result. Every
 // callback runs inside the same guard: an exception is logged (and replied when a reply is due), never
 // passed to Redis.
 //
@@ -14,6 +16,7 @@
 // a block timeout that expires after UnblockClient but before the main thread processes it leaves the
 // client with no reply at all.)
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -66,6 +69,9 @@ class BlockedJob {
   RedisModuleBlockedClient* bc = nullptr;
   int db = 0;              // the client's selected database when it blocked
   bool unblocked = false;  // CLIENT UNBLOCK replied already
+  // Set just before the client is handed back to Redis to be unblocked (any thread; read on the main
+  // thread by the disconnect callback).
+  std::atomic<bool> handed_back{false};
   bool client_gone = false;  // disconnected, killed or unblocked: no reply() will run
   bool settled = false;
 };
