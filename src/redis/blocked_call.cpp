@@ -1,8 +1,10 @@
 #include "redis/blocked_call.h"
 
 #include <exception>
+#include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "redis/args.h"
 #include "redis/stats.h"
@@ -54,9 +56,19 @@ int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
   return rc;
 }
 
-// Only CLIENT UNBLOCK gets here: clients are blocked without a Redis timeout.
+// Only CLIENT UNBLOCK gets here: clients are blocked without a Redis timeout. Work that has already
+// ended (its client waits for the next hand-back) replies its result: there is nothing to cancel.
 int on_unblocked(RedisModuleCtx* ctx, RedisModuleString**, int) {
   BlockedJob* job = job_of(rm::GetBlockedClientHandle(ctx));
+  if (job && job->handed_back.load(std::memory_order_acquire)) {
+    int rc = REDISMODULE_OK;
+    const bool ok = guarded(job->command, "reply", [&] {
+      settle_once(job);
+      rc = job->reply(ctx);
+    });
+    job->client_gone = true;
+    return ok ? rc : rm::ReplyWithError(ctx, "ERR internal error while replying");
+  }
   std::string msg = "UNBLOCKED client unblocked; ";
   msg += job ? job->subject : "work";
   msg += " cancelled";
@@ -70,20 +82,9 @@ int on_unblocked(RedisModuleCtx* ctx, RedisModuleString**, int) {
   return rm::ReplyWithError(ctx, msg.c_str());
 }
 
-void on_disconnect(RedisModuleCtx* ctx, RedisModuleBlockedClient* bc) {
+void on_disconnect(RedisModuleCtx*, RedisModuleBlockedClient* bc) {
   BlockedJob* job = job_of(bc);
   if (!job) return;
-  if (job->handed_back.load(std::memory_order_acquire)) {
-    // The work is done and Redis holds the client's unblocking. A CLIENT UNBLOCK that comes now
-    // (Redis 7.0) calls neither on_unblocked nor, later, on_reply, but comes here with the client still
-    // connected: it gets its result now. A client that did disconnect reads nothing.
-    guarded(job->command, "reply", [&] {
-      settle_once(job);
-      job->reply(ctx);
-    });
-    job->client_gone = true;
-    return;
-  }
   guarded(job->command, "disconnect", [&] {
     job->client_gone = true;
     job->abandon(Abandon::Disconnected);
@@ -100,10 +101,49 @@ void free_job(RedisModuleCtx*, void* privdata) {
   delete job;
 }
 
-void unblock(BlockedJob* job) {
-  job->handed_back.store(true, std::memory_order_release);
+void hand_back_now(BlockedJob* job) {
   rm::BlockedClientMeasureTimeEnd(job->bc);
   rm::UnblockClient(job->bc, job);  // never NULL: free_job runs and deletes the job
+}
+
+// Finished jobs wait here for the event loop's next "before sleep" event, which Redis fires right
+// before it serves the clients that modules unblocked: no command runs between the two. Unblocked
+// from another thread, or earlier in the loop, a client sits in Redis's queue while commands run, and
+// in Redis 7.0 a CLIENT UNBLOCK that comes then calls none of the module's callbacks and the client
+// never gets a reply (FaultTest.ClientUnblockAfterTheWorkFinishedGetsTheResult).
+struct HandBacks {
+  std::mutex mu;
+  std::vector<BlockedJob*> ready;  // guarded by mu
+  bool subscribed = false;         // set once at load, before any job exists
+};
+HandBacks& hand_backs() {
+  static auto* h = new HandBacks;  // never destroyed: a worker may still push during exit
+  return *h;
+}
+
+void wake_event_loop(void*) {}  // the loop wakes to run it, then goes through "before sleep"
+
+void on_before_sleep(RedisModuleCtx*, RedisModuleEvent, uint64_t subevent, void*) {
+  if (subevent != REDISMODULE_SUBEVENT_EVENTLOOP_BEFORE_SLEEP) return;
+  std::vector<BlockedJob*> jobs;
+  {
+    std::lock_guard<std::mutex> lock(hand_backs().mu);
+    jobs.swap(hand_backs().ready);
+  }
+  for (BlockedJob* job : jobs) hand_back_now(job);
+}
+
+void unblock(BlockedJob* job) {
+  job->handed_back.store(true, std::memory_order_release);
+  HandBacks& h = hand_backs();
+  if (!h.subscribed) return hand_back_now(job);
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(h.mu);
+    wake = h.ready.empty();
+    h.ready.push_back(job);
+  }
+  if (wake) rm::EventLoopAddOneShot(wake_event_loop, nullptr);
 }
 
 }  // namespace
@@ -158,5 +198,12 @@ void cancel_all_jobs() {
 }
 
 long long blocked_jobs() { return static_cast<long long>(live_jobs().size()); }
+
+int subscribe_hand_backs(RedisModuleCtx* ctx) {
+  const RedisModuleEvent before_sleep{REDISMODULE_EVENT_EVENTLOOP, 1};
+  if (rm::SubscribeToServerEvent(ctx, before_sleep, on_before_sleep) != REDISMODULE_OK) return REDISMODULE_ERR;
+  hand_backs().subscribed = true;
+  return REDISMODULE_OK;
+}
 
 }  // namespace infer::redis

@@ -7,8 +7,7 @@
 //                callback deletes the job, always.
 // A client that disconnects or is CLIENT UNBLOCKed abandons its job (the work is asked to stop); the work
 // still ends with complete(), once, and nothing about the client is touched after it left. A CLIENT
-// UNBLOCK that comes after complete() handed the client back to Redis finds the work done: the client
-// gets its result. Every
+// UNBLOCK that comes after the work ended (before the client's reply) gets the client its result. Every
 // callback runs inside the same guard: an exception is logged (and replied when a reply is due), never
 // passed to Redis.
 //
@@ -69,8 +68,8 @@ class BlockedJob {
   RedisModuleBlockedClient* bc = nullptr;
   int db = 0;              // the client's selected database when it blocked
   bool unblocked = false;  // CLIENT UNBLOCK replied already
-  // Set just before the client is handed back to Redis to be unblocked (any thread; read on the main
-  // thread by the disconnect callback).
+  // The work has ended and the client waits to be handed back to Redis (set on any thread; read on the
+  // main thread by the CLIENT UNBLOCK callback).
   std::atomic<bool> handed_back{false};
   bool client_gone = false;  // disconnected, killed or unblocked: no reply() will run
   bool settled = false;
@@ -93,5 +92,9 @@ void cancel_all_jobs();
 
 // Jobs blocked and not yet freed (INFO infer `blocked_jobs`; a leak shows here). Main thread.
 long long blocked_jobs();
+
+// Module load, last: finished jobs are handed back to Redis in the event loop's "before sleep" event
+// (blocked_call.cpp says why). Without it (REDISMODULE_ERR) they are handed back at once, as before.
+int subscribe_hand_backs(RedisModuleCtx* ctx);
 
 }  // namespace infer::redis

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "redis/background.h"
+#include "redis/blocked_call.h"
 #include "redis/commands.h"
 #include "redis/module_api.h"
 #include "redis/models.h"
@@ -76,6 +77,8 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
     // Redis keeps a failed load's event subscriptions (a freed module's callbacks): subscribe last.
     if (redis::subscribe_stream_endings(ctx) != REDISMODULE_OK)
       rm::Log(ctx, "warning", "infer: cannot subscribe to server events: streams may end without 'finish'");
+    if (redis::subscribe_hand_backs(ctx) != REDISMODULE_OK)
+      rm::Log(ctx, "warning", "infer: cannot subscribe to the event loop: a CLIENT UNBLOCK racing a reply may lose it");
   } catch (const std::exception& e) {
     redis::models().clear();
     return fail(ctx, e.what());

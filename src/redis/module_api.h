@@ -289,10 +289,12 @@ inline constexpr uint64_t REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED = 0;
 inline constexpr uint64_t REDISMODULE_EVENT_FLUSHDB = 2;
 inline constexpr uint64_t REDISMODULE_EVENT_LOADING = 3;
 inline constexpr uint64_t REDISMODULE_EVENT_SHUTDOWN = 5;
+inline constexpr uint64_t REDISMODULE_EVENT_EVENTLOOP = 15;
 inline constexpr uint64_t REDISMODULE_SUBEVENT_REPLROLECHANGED_NOW_MASTER = 0;
 inline constexpr uint64_t REDISMODULE_SUBEVENT_REPLROLECHANGED_NOW_REPLICA = 1;
 inline constexpr uint64_t REDISMODULE_SUBEVENT_LOADING_REPL_START = 2;
 inline constexpr uint64_t REDISMODULE_SUBEVENT_LOADING_ENDED = 3;
+inline constexpr uint64_t REDISMODULE_SUBEVENT_EVENTLOOP_BEFORE_SLEEP = 0;
 
 inline constexpr const char* REDISMODULE_ERRORMSG_WRONGTYPE =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
