@@ -256,7 +256,7 @@ class GpuBackend final : public model::Backend {
   const int max_rows_, page_tokens_, n_pages_;
   const int E_, Q_, KV_, HD_, F_, half_;
   const model::ModelRecipe& recipe_;  // what each layer runs (model/layer_recipe.h)
-  const bool post_layernorm_;          // recipe_.norm() == PostLayerNorm
+  bool post_layernorm() const { return recipe_.norm() == model::NormPlacement::PostLayerNorm; }
   uint64_t kv_bytes_ = 0;
   int64_t page_stride_ = 0;
   std::string description_;
@@ -333,7 +333,7 @@ class GpuBackend final : public model::Backend {
   // LayerNorm reads x_ at once: added there and then).
   bool residual_pending_ = false;
   void add_residual() {
-    if (post_layernorm_) {
+    if (post_layernorm()) {
       add(x_, xb_, int64_t(n_) * E_, stream_);
     } else {
       residual_pending_ = true;
@@ -368,8 +368,7 @@ GpuBackend::GpuBackend(const model::Model& m, const model::DeviceOptions& opts, 
       HD_(hp_.head_dim),
       F_(hp_.ffn_width()),
       half_(hp_.n_rot / 2),
-      recipe_(m.recipe()),
-      post_layernorm_(recipe_.norm() == model::NormPlacement::PostLayerNorm) {
+      recipe_(m.recipe()) {
   if (max_rows <= 0 || page_tokens <= 0 || n_pages <= 0) {
     throw std::invalid_argument("cuda backend: max_rows, page_tokens and n_pages must be positive");
   }
@@ -712,14 +711,14 @@ void GpuBackend::attention_block(int l, const GpuLayer& L) {
   add_bias(v_, L.bv, n, KV_, s);
   const HeadNorms norms{R.qk_norm ? L.q_norm : nullptr, R.qk_norm ? L.k_norm : nullptr, eps};
   const PagedLayer kv = paged(l);
-  rope_store(q_, hp_.n_head, k_, v_, hp_.n_kv_head, HD_, norms, R.local ? cos_swa_ : cos_, R.local ? sin_swa_ : sin_,
+  rope_store(q_, hp_.n_head, k_, v_, hp_.n_kv_head, HD_, norms, R.local() ? cos_swa_ : cos_, R.local() ? sin_swa_ : sin_,
              half_, R.rope == model::RopeKind::Halves, R.rope != model::RopeKind::None, kv, rows_view_, s);
   attention(q_, att_, kv, rows_view_, hp_.n_head, hp_.n_kv_head, HD_, hp_.attn_scale, R.window, s);
   matmul(L.wo, att_, Q_, n, xb_, E_, act_, s);
   add_bias(xb_, L.bo, n, E_, s);
   if (R.post_block_norms) rmsnorm(xb_, E_, nullptr, L.post_attn_norm, xb_, E_, n, E_, eps, s);
   add_residual();
-  if (post_layernorm_) layernorm(x_, n, E_, L.attn_out_norm, L.attn_out_norm_b, eps, s);
+  if (post_layernorm()) layernorm(x_, n, E_, L.attn_out_norm, L.attn_out_norm_b, eps, s);
 }
 
 void GpuBackend::feed_forward_block(int l, const GpuLayer& L) {
@@ -761,7 +760,7 @@ void GpuBackend::feed_forward_block(int l, const GpuLayer& L) {
   }
   if (R.post_block_norms) rmsnorm(xb_, E_, nullptr, L.post_ffn_norm, xb_, E_, n, E_, eps, s);
   add_residual();
-  if (post_layernorm_) layernorm(x_, n, E_, L.layer_out_norm, L.layer_out_norm_b, eps, s);
+  if (post_layernorm()) layernorm(x_, n, E_, L.layer_out_norm, L.layer_out_norm_b, eps, s);
 }
 
 // The router runs on the GPU over the block's input rows `in`, the choice of experts on the host (the

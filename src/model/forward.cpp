@@ -380,7 +380,7 @@ void Forward::Pass::attention(int l) {
   // matmuls (+ biases)
   norm = L.attn_norm;
   matmul_shared({{&L.wq, b.q.data(), L.wq.n_out}, {&L.wk, b.k.data(), L.wk.n_out}, {&L.wv, b.v.data(), L.wv.n_out}},
-                pre_norm ? b.xb.data() : b.x.data(), n, pre_norm ? norm_rows : kernels::PrepareRows{});
+                pre_norm ? b.xb.data() : b.x.data(), n, pre_norm ? norm_rows : no_prepare);
   add_bias(b.q.data(), L.bq, Q);
   add_bias(b.k.data(), L.bk, KV);
   add_bias(b.v.data(), L.bv, KV);
@@ -430,7 +430,7 @@ void Forward::Pass::finish_qkv_row(int layer, int r) {
     for (int h = 0; h < hp.n_kv_head; ++h) kernels::rmsnorm(kr + h * HD, L.k_norm, kr + h * HD, HD, hp.rms_eps);
   }
   if (R.rope != RopeKind::None) {
-    const bool local = R.local;
+    const bool local = R.local();
     const float* c = &(local ? b.rope_cos_swa : b.rope_cos)[size_t(r) * half_rot];
     const float* sn = &(local ? b.rope_sin_swa : b.rope_sin)[size_t(r) * half_rot];
     const kernels::RopeParams& rp = local ? rope_swa : rope;

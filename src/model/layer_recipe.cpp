@@ -31,11 +31,7 @@ ModelRecipe describe_layers(const HParams& hp) {
   }
   ModelRecipe r;
   r.layers.assign(size_t(hp.n_layer > 0 ? hp.n_layer : 0), base);
-  for (int l = 0; l < hp.n_layer; ++l) {
-    LayerRecipe& layer = r.layers[size_t(l)];
-    layer.local = hp.is_local_layer(l);
-    layer.window = layer.local ? hp.n_swa : 0;
-  }
+  for (int l = 0; l < hp.n_layer; ++l) r.layers[size_t(l)].window = hp.is_local_layer(l) ? hp.n_swa : 0;
   return r;
 }
 

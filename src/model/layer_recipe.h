@@ -28,8 +28,8 @@ struct LayerRecipe {
   NormPlacement norm = NormPlacement::PreRms;
   bool qk_norm = false;           // RMSNorm of every query and key head before RoPE (qwen3, qwen3moe, gemma3)
   RopeKind rope = RopeKind::Halves;
-  bool local = false;             // a sliding-window layer: RoPE with the local base, keys pos-window+1..pos
-  int window = 0;                 // the window of a local layer, else 0 (every earlier position)
+  int window = 0;                 // a sliding-window layer's window (keys pos-window+1..pos), else 0
+  bool local() const { return window > 0; }  // a sliding-window layer: RoPE with the local base
   bool post_block_norms = false;  // RMSNorm of each block's output before the residual (gemma3)
   FeedForwardKind ffn = FeedForwardKind::SwiGlu;
 };
@@ -43,13 +43,6 @@ struct ModelRecipe {
   bool embedding_layernorm() const { return norm() == NormPlacement::PostLayerNorm; }
   bool final_rmsnorm() const { return norm() == NormPlacement::PreRms; }
   bool rope() const { return !layers.empty() && layers.front().rope != RopeKind::None; }
-  bool experts() const { return !layers.empty() && layers.front().ffn == FeedForwardKind::Experts; }
-  bool sliding_window() const {
-    for (const LayerRecipe& l : layers) {
-      if (l.local) return true;
-    }
-    return false;
-  }
 };
 
 // The description of every layer of a model with these hyper-parameters: the only place that maps an

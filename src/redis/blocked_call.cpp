@@ -43,8 +43,9 @@ void settle_once(BlockedJob* job) {
   job->settle();
 }
 
-int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
-  auto* job = static_cast<BlockedJob*>(rm::GetBlockedClientPrivateData(ctx));
+// The job's settle() (once) and reply, inside the guard: the reply callback's work, and CLIENT UNBLOCK's
+// when the work had already ended.
+int reply_result(RedisModuleCtx* ctx, BlockedJob* job) {
   int rc = REDISMODULE_OK;
   const bool ok = guarded(job->command, "reply", [&] {
     const std::string timer_name = std::string(job->command) + " reply";
@@ -56,18 +57,17 @@ int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
   return rc;
 }
 
+int on_reply(RedisModuleCtx* ctx, RedisModuleString**, int) {
+  return reply_result(ctx, static_cast<BlockedJob*>(rm::GetBlockedClientPrivateData(ctx)));
+}
+
 // Only CLIENT UNBLOCK gets here: clients are blocked without a Redis timeout. Work that has already
 // ended (its client waits for the next hand-back) replies its result: there is nothing to cancel.
 int on_unblocked(RedisModuleCtx* ctx, RedisModuleString**, int) {
   BlockedJob* job = job_of(rm::GetBlockedClientHandle(ctx));
   if (job && job->handed_back.load(std::memory_order_acquire)) {
-    int rc = REDISMODULE_OK;
-    const bool ok = guarded(job->command, "reply", [&] {
-      settle_once(job);
-      rc = job->reply(ctx);
-    });
     job->client_gone = true;
-    return ok ? rc : rm::ReplyWithError(ctx, "ERR internal error while replying");
+    return reply_result(ctx, job);
   }
   std::string msg = "UNBLOCKED client unblocked; ";
   msg += job ? job->subject : "work";
