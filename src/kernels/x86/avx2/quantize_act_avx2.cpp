@@ -1,5 +1,6 @@
 // AVX2 activation quantisers, bit-identical to the scalar references: the same f32 multiplies,
 // round-to-nearest-even (vroundps ≡ lrintf in the default mode) and the same scale arithmetic.
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -54,8 +55,17 @@ void quantize_act_q8_k(const float* src, void* dst, int64_t n) {
       std::memset(&b[i], 0, sizeof(BlockQ8_K));
       continue;
     }
-    int first = 0;  // the reference keeps the first element of largest magnitude, with its sign
-    while (first < kQKK && std::fabs(x[first]) != amax) ++first;
+    // The reference keeps the first element of largest magnitude, with its sign: found 8 at a time
+    // (the scalar search was 40% of this function in perf, infer serve-bench at 8 sequences).
+    int first = kQKK;
+    const __m256 amax8 = _mm256_set1_ps(amax);
+    for (int k = 0; k < kQKK; k += 8) {
+      const int hits = _mm256_movemask_ps(_mm256_cmp_ps(abs8(_mm256_loadu_ps(x + k)), amax8, _CMP_EQ_OQ));
+      if (hits != 0) {
+        first = k + std::countr_zero(static_cast<unsigned>(hits));
+        break;
+      }
+    }
     if (first == kQKK) {  // NaN in the block: let the reference decide what it means
       ref::quantize_q8_k(x, &b[i], kQKK);
       continue;
