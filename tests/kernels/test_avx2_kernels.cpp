@@ -117,8 +117,8 @@ TEST_F(Avx2Kernels, ActivationQuantisersAreBitIdenticalToTheReference) {
   for (int i = 0; i < 32; ++i) x[256 + i] = 0.0f;  // an all-zero block of every format
   for (int i = 512; i < 544; ++i) x[i] = (i % 7 - 3) * 0.5f;  // exact ties after scaling
   x[1000] = -1e6f;
-  for (int i : {1290, 1293, 1300, 1560, 1563}) x[i] = i % 2 ? -40.0f : 40.0f;  // ties for the largest
-  // magnitude in a block, in one 8-lane step and across steps: the first one's sign is kept
+  // ties for a block's largest magnitude, in one 8-lane step and across steps: the first one's sign is kept
+  for (int i : {1290, 1293, 1300, 1560, 1563}) x[i] = i % 2 ? -40.0f : 40.0f;
   for (TensorType t : kWeightTypes) {
     const RowKernels k = row_kernels(t);
     std::vector<uint8_t> fast(k.act_row_bytes(x.size())), ref(activation_bytes(t, x.size()));

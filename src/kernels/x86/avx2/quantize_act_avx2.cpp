@@ -55,8 +55,8 @@ void quantize_act_q8_k(const float* src, void* dst, int64_t n) {
       std::memset(&b[i], 0, sizeof(BlockQ8_K));
       continue;
     }
-    // The reference keeps the first element of largest magnitude, with its sign: found 8 at a time
-    // (the scalar search was 40% of this function in perf, infer serve-bench at 8 sequences).
+    // The reference keeps the first element of largest magnitude, with its sign: found 8 at a time, as
+    // a scalar search was much of this function (perf, infer serve-bench at 8 sequences).
     int first = kQKK;
     const __m256 amax8 = _mm256_set1_ps(amax);
     for (int k = 0; k < kQKK; k += 8) {
