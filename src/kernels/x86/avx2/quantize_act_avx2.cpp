@@ -1,7 +1,6 @@
 // AVX2 activation quantisers, bit-identical to the scalar references: the same f32 multiplies,
 // round-to-nearest-even (vroundps ≡ lrintf in the default mode) and the same scale arithmetic.
 #include <bit>
-#include <cmath>
 #include <cstring>
 
 #include "kernels/x86/avx2/avx2_common.h"
