@@ -439,7 +439,7 @@ void Forward::Pass::finish_qkv_row(int layer, int r) {
   }
   const BatchRow& row = batch.rows[size_t(r)];
   kernels::kv_store(kr, &b.v[size_t(r) * KV], kv.type(), kv.k_base(layer), kv.v_base(layer), kv.page_stride(),
-                    kv.row_stride(), kv.page_tokens(), batch.seqs[size_t(row.seq)].page_table, KV, row.pos);
+                    kv.row_stride(), kv.page_tokens(), batch.seqs[size_t(row.seq)].page_table, KV, HD, row.pos);
 }
 
 // One layer's feed-forward block (layer_recipe.h's FeedForwardKind), into the residual stream x:

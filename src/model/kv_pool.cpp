@@ -47,6 +47,7 @@ KvPool::KvPool(const HParams& hp, int page_tokens, int n_pages, kernels::KvType 
       page_tokens_(page_tokens),
       n_pages_(n_pages),
       type_(type),
+      keys_in_lanes_(kernels::keys_in_lanes(type, hp.head_dim)),
       row_stride_(kernels::kv_row_halves(type, hp.kv_dim())),
       page_stride_(page_stride_for(hp, page_tokens, type)),
       bytes_(bytes_for(hp, page_tokens, n_pages, type)) {
@@ -89,8 +90,11 @@ void KvPool::copy_page(int32_t from, int32_t to, int n_tokens) {
     const int64_t layer_off = int64_t(l) * 2 * page_tokens_ * row_stride_;
     for (int part = 0; part < 2; ++part) {
       const int64_t off = layer_off + int64_t(part) * page_tokens_ * row_stride_;
+      // keys in lanes interleave the page's tokens: the whole region (the rows past n_tokens are
+      // written before they are read)
+      const int rows = part == 0 && keys_in_lanes_ ? page_tokens_ : n_tokens;
       std::memcpy(base_ + int64_t(to) * page_stride_ + off, base_ + int64_t(from) * page_stride_ + off,
-                  row_bytes * size_t(n_tokens));
+                  row_bytes * size_t(rows));
     }
   }
 }

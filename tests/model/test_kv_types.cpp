@@ -16,6 +16,7 @@
 #include "forward_harness.h"
 #include "kernel_test_util.h"
 #include "kernels/runtime/cpu_features.h"
+#include "kernels/ops/key_lanes.h"
 #include "kernels/ops/kv_type.h"
 #include "kernels/ops/ops.h"
 #include "kernels/x86/avx2/ops_avx2.h"
@@ -33,18 +34,19 @@ using test_util::random_vec;
 
 constexpr KvType kQuantTypes[] = {KvType::Q8_0, KvType::Q4_0};
 
-// A paged pool of one layer with rows of `type`; page table scrambled.
+// A paged pool of one layer with rows of `type` in heads of head_dim (Q8_0 keys in lanes where
+// keys_in_lanes); page table scrambled.
 struct TypedKv {
   KvType type;
-  int kv_dim, page_tokens, n_pages;
+  int kv_dim, head_dim, page_tokens, n_pages;
   int64_t row;  // 2-byte units of a row
   std::vector<uint16_t> mem;
   std::vector<int32_t> table;
   int64_t stride() const { return 2 * page_tokens * row; }
   uint16_t* k() { return mem.data(); }
   uint16_t* v() { return mem.data() + page_tokens * row; }
-  TypedKv(KvType t, int dim, int tokens, int pages)
-      : type(t), kv_dim(dim), page_tokens(tokens), n_pages(pages), row(kv_row_halves(t, dim)),
+  TypedKv(KvType t, int dim, int head, int tokens, int pages)
+      : type(t), kv_dim(dim), head_dim(head), page_tokens(tokens), n_pages(pages), row(kv_row_halves(t, dim)),
         mem(size_t(2 * tokens * kv_row_halves(t, dim) * pages), 0) {
     for (int i = 0; i < n_pages; ++i) table.push_back((i * 5 + 3) % n_pages);  // n_pages coprime with 5
   }
@@ -56,7 +58,7 @@ struct TypedKv {
   void fill(int n_keys, uint32_t seed) {
     for (int j = 0; j < n_keys; ++j) {
       const auto kr = random_vec(size_t(kv_dim), seed + uint32_t(j)), vr = random_vec(size_t(kv_dim), seed + 7919 + uint32_t(j));
-      kv_store(kr.data(), vr.data(), type, k(), v(), stride(), row, page_tokens, table.data(), kv_dim, j);
+      kv_store(kr.data(), vr.data(), type, k(), v(), stride(), row, page_tokens, table.data(), kv_dim, head_dim, j);
     }
   }
 };
@@ -83,9 +85,9 @@ TEST(KvType, StoredRowsAreGgufBlocksReadBackExactly) {
   const struct { KvType kv; gguf::TensorType t; } types[] = {{KvType::Q8_0, gguf::TensorType::Q8_0},
                                                             {KvType::Q4_0, gguf::TensorType::Q4_0}};
   for (const auto& [kv_type, tensor_type] : types) {
-    TypedKv kv(kv_type, 64, 4, 3);
+    TypedKv kv(kv_type, 64, 8, 4, 3);
     const auto k = random_vec(64, 1, 3.f), v = random_vec(64, 2, 0.01f);
-    kv_store(k.data(), v.data(), kv_type, kv.k(), kv.v(), kv.stride(), kv.row, 4, kv.table.data(), 64, 6);  // page 1, row 2
+    kv_store(k.data(), v.data(), kv_type, kv.k(), kv.v(), kv.stride(), kv.row, 4, kv.table.data(), 64, 8, 6);  // page 1, row 2
     std::vector<uint16_t> blocks(size_t(kv.row));
     quantize_row(tensor_type, k.data(), blocks.data(), 64);
     const int64_t at = kv.table[1] * kv.stride() + 2 * kv.row;
@@ -116,8 +118,59 @@ TEST(KvType, Avx2Q8_0RowsAreTheReferenceBits) {
     std::vector<uint16_t> ref(size_t(kv_row_halves(KvType::Q8_0, kv_dim)) * 2), got(ref.size());
     quantize_row(gguf::TensorType::Q8_0, x.data(), ref.data(), kv_dim);
     quantize_row(gguf::TensorType::Q8_0, x.data(), ref.data() + ref.size() / 2, kv_dim);
-    kv_store_q8_0_avx2(x.data(), x.data(), got.data(), got.data() + got.size() / 2, kv_dim);
+    kv_store_q8_0_row_avx2(x.data(), got.data(), kv_dim);
+    kv_store_q8_0_row_avx2(x.data(), got.data() + got.size() / 2, kv_dim);
     EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), ref.size() * 2));
+  }
+}
+
+// Element d of key `key` (an absolute key number) of a head whose keys are in lanes.
+float lane_key_element(const KeyLanes& keys, int key, int d) {
+  const uint8_t* chunk = keys.chunk(key / keys.page_tokens);
+  const int t = key % keys.page_tokens, b = d / kKvBlockElements, i = d % kKvBlockElements;
+  const auto code = static_cast<int8_t>(keys.codes(chunk, b, i / 4)[4 * t + i % 4]);
+  return float(code) * f16_to_f32(keys.scales(chunk, b)[t]);
+}
+
+// Q8_0 keys in heads of whole blocks are stored in lanes (key_lanes.h): every head's element reads
+// back as GGUF's block encoding of the row gives it, in pages of 16, 5 and 1 tokens; the values stay
+// rows of GGUF blocks; Q4_0 keys stay rows.
+TEST(KvType, Q8_0KeysInLanesReadBackAsTheirBlocks) {
+  EXPECT_TRUE(keys_in_lanes(KvType::Q8_0, 32));
+  EXPECT_TRUE(keys_in_lanes(KvType::Q8_0, 256));
+  EXPECT_FALSE(keys_in_lanes(KvType::Q8_0, 288));
+  EXPECT_FALSE(keys_in_lanes(KvType::Q8_0, 16));
+  EXPECT_FALSE(keys_in_lanes(KvType::Q4_0, 128));
+  EXPECT_FALSE(keys_in_lanes(KvType::F16, 128));
+  for (int page_tokens : {16, 5, 1}) {
+    const int hd = 64, kv_dim = 3 * hd, n_keys = 23;
+    TypedKv kv(KvType::Q8_0, kv_dim, hd, page_tokens, (n_keys + page_tokens - 1) / page_tokens + 1), ref = kv;
+    std::vector<std::vector<float>> keys_back;
+    for (int j = 0; j < n_keys; ++j) {
+      const auto k = random_vec(size_t(kv_dim), uint32_t(40 + j), 3.f), v = random_vec(size_t(kv_dim), uint32_t(90 + j));
+      kv_store(k.data(), v.data(), KvType::Q8_0, kv.k(), kv.v(), kv.stride(), kv.row, page_tokens, kv.table.data(),
+               kv_dim, hd, j);
+      kv_store_ref(k.data(), v.data(), KvType::Q8_0, ref.k(), ref.v(), ref.stride(), ref.row, page_tokens,
+                   ref.table.data(), kv_dim, hd, j);
+      std::vector<uint16_t> blocks(size_t(kv.row));
+      std::vector<float> back(static_cast<size_t>(kv_dim));
+      quantize_row(gguf::TensorType::Q8_0, k.data(), blocks.data(), kv_dim);
+      dequantize_row(gguf::TensorType::Q8_0, blocks.data(), back.data(), kv_dim);
+      keys_back.push_back(back);
+      quantize_row(gguf::TensorType::Q8_0, v.data(), blocks.data(), kv_dim);
+      const int64_t at = kv.table[size_t(j / page_tokens)] * kv.stride() + (j % page_tokens) * kv.row;
+      EXPECT_EQ(0, std::memcmp(kv.v() + at, blocks.data(), size_t(kv.row) * 2)) << "value " << j;
+    }
+    EXPECT_EQ(kv.mem, ref.mem) << "kv_store against kv_store_ref, pages of " << page_tokens;
+    for (int g = 0; g < kv_dim / hd; ++g) {
+      const KeyLanes keys(kv_head(kv.view(), int64_t(g) * hd), hd);
+      for (int j = 0; j < n_keys; ++j) {
+        for (int d = 0; d < hd; ++d) {
+          ASSERT_EQ(lane_key_element(keys, j, d), keys_back[size_t(j)][size_t(g * hd + d)])
+              << "head " << g << " key " << j << " element " << d << ", pages of " << page_tokens;
+        }
+      }
+    }
   }
 }
 
@@ -152,7 +205,7 @@ TEST(KvTypeAttention, Avx2MatchesReference) {
     for (const Shape sh : {Shape{8, 4, 8, 1}, Shape{8, 4, 8, 70}, Shape{4, 2, 16, 19}, Shape{8, 4, 24, 45},
                            Shape{8, 2, 32, 33}, Shape{4, 2, 64, 17}, Shape{4, 2, 128, 300}, Shape{2, 1, 256, 9}}) {
       for (int page_tokens : {16, 5, 1}) {
-        TypedKv kv(t, sh.n_kv * sh.hd, page_tokens, (sh.n_keys + page_tokens - 1) / page_tokens + 2);
+        TypedKv kv(t, sh.n_kv * sh.hd, sh.hd, page_tokens, (sh.n_keys + page_tokens - 1) / page_tokens + 2);
         kv.fill(sh.n_keys, uint32_t(sh.hd));
         expect_near_reference(kv.view(), sh, false, describe(t, sh, page_tokens));
       }
@@ -166,7 +219,7 @@ TEST(KvTypeAttention, Avx512MatchesReference) {
     for (const Shape sh : {Shape{2, 1, 64, 1}, Shape{8, 2, 64, 15}, Shape{4, 2, 128, 17}, Shape{16, 8, 128, 70},
                            Shape{3, 1, 128, 300}, Shape{2, 2, 256, 33}}) {
       for (int page_tokens : {16, 5, 1}) {
-        TypedKv kv(t, sh.n_kv * sh.hd, page_tokens, (sh.n_keys + page_tokens - 1) / page_tokens + 2);
+        TypedKv kv(t, sh.n_kv * sh.hd, sh.hd, page_tokens, (sh.n_keys + page_tokens - 1) / page_tokens + 2);
         kv.fill(sh.n_keys, uint32_t(sh.hd + 1));
         expect_near_reference(kv.view(), sh, true, describe(t, sh, page_tokens));
       }
@@ -183,7 +236,7 @@ TEST(KvTypeAttention, Q8_0ScoresAreTheReferenceBitsInEveryKernel) {
   for (const auto& [n_gqa, hd, n_keys] : {std::tuple{1, 32, 1}, {2, 32, 9}, {3, 64, 17}, {2, 96, 40}, {2, 128, 70},
                                            {5, 128, 33}, {1, 256, 300}, {2, 256, 16}}) {
     for (int page_tokens : {16, 5, 1}) {
-      TypedKv kv(KvType::Q8_0, 2 * hd, page_tokens, (n_keys + 3 + page_tokens - 1) / page_tokens + 2);
+      TypedKv kv(KvType::Q8_0, 2 * hd, hd, page_tokens, (n_keys + 3 + page_tokens - 1) / page_tokens + 2);
       kv.fill(n_keys + 3, uint32_t(hd + n_keys));
       PagedKv head = kv_head(kv.view(), hd);  // the second KV head
       head.first_key = 3;
@@ -195,17 +248,16 @@ TEST(KvTypeAttention, Q8_0ScoresAreTheReferenceBitsInEveryKernel) {
       const size_t n = size_t(n_gqa * n_keys);
       std::vector<float> ref(n + 7), got(n + 7);
       q8_0_scores_ref(q.data(), head, n_keys, n_gqa, hd, 0.25f, ref.data());
+      const KeyLanes keys(head, hd);
       for (int h = 0; h < n_gqa; ++h) {
         for (int j = 0; j < n_keys; ++j) {
           const int key = head.first_key + j;
-          const uint16_t* k = head.k_base + int64_t(head.page_table[key / page_tokens]) * head.page_stride +
-                              int64_t(key % page_tokens) * head.row_stride;
           // each query element moves by at most half its block's step, amax / 127 / 2
           double exact = 0, bound = 0;
           for (int b = 0; b < hd / 32; ++b) {
             double amax = 0, k_sum = 0;
             for (int d = 32 * b; d < 32 * b + 32; ++d) {
-              const double qd = q[size_t(h * hd + d)], kd = kv_element(k, KvType::Q8_0, 0, d);
+              const double qd = q[size_t(h * hd + d)], kd = lane_key_element(keys, key, d);
               exact += qd * kd;
               amax = std::max(amax, std::fabs(qd));
               k_sum += std::fabs(kd);
@@ -235,7 +287,7 @@ TEST(KvTypeAttention, RowsOfABlockEqualEachRowAloneBitwise) {
   const int first_key[] = {0, 0, 3, 0, 0}, end[] = {13, 14, 15, 16, 290};
   for (KvType t : kQuantTypes) {
     for (const auto& [n_gqa, hd] : {std::pair{2, 8}, {1, 16}, {3, 32}, {2, 64}, {5, 128}, {1, 256}}) {
-      TypedKv kv(t, std::max(2 * hd, 32), 16, 300 / 16 + 2);  // rows of whole blocks
+      TypedKv kv(t, std::max(2 * hd, 32), hd, 16, 300 / 16 + 2);  // rows of whole blocks
       kv.fill(300, 11);
       const PagedKv head = kv_head(kv.view(), hd);
       const int n_rows = 5;

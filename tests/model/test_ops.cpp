@@ -277,8 +277,8 @@ TEST(KvStore, Avx2BitwiseEqualsReference) {
   TestKv a(68, 4, 3), b(68, 4, 3);
   for (int pos = 0; pos < 12; ++pos) {
     auto k = random_vec(68, uint32_t(pos), 30.f), v = random_vec(68, uint32_t(pos + 100), 1e-5f);
-    kv_store_ref(k.data(), v.data(), KvType::F16, a.k(), a.v(), a.stride(), 68, 4, a.table.data(), 68, pos);
-    kv_store(k.data(), v.data(), KvType::F16, b.k(), b.v(), b.stride(), 68, 4, b.table.data(), 68, pos);  // AVX2
+    kv_store_ref(k.data(), v.data(), KvType::F16, a.k(), a.v(), a.stride(), 68, 4, a.table.data(), 68, 68, pos);
+    kv_store(k.data(), v.data(), KvType::F16, b.k(), b.v(), b.stride(), 68, 4, b.table.data(), 68, 68, pos);  // AVX2
   }
   EXPECT_EQ(a.mem, b.mem);
 }
@@ -286,7 +286,7 @@ TEST(KvStore, Avx2BitwiseEqualsReference) {
 TEST(KvStore, WritesThroughThePageTable) {
   TestKv kv(8, 4, 3);
   std::vector<float> k(8, 1.5f), v(8, -2.f);
-  kv_store_ref(k.data(), v.data(), KvType::F16, kv.k(), kv.v(), kv.stride(), 8, 4, kv.table.data(), 8, 6);  // page 1, row 2
+  kv_store_ref(k.data(), v.data(), KvType::F16, kv.k(), kv.v(), kv.stride(), 8, 4, kv.table.data(), 8, 8, 6);  // page 1, row 2
   const int64_t at = kv.table[1] * kv.stride() + 2 * 8;
   EXPECT_EQ(f16_to_f32(kv.k()[at]), 1.5f);
   EXPECT_EQ(f16_to_f32(kv.v()[at + 7]), -2.f);
@@ -300,7 +300,7 @@ void fill(TestKv& kv, int n, std::vector<std::vector<float>>& ks, std::vector<st
   for (int j = 0; j < n; ++j) {
     auto k = random_vec(size_t(kv.kv_dim), uint32_t(1000 + j)), v = random_vec(size_t(kv.kv_dim), uint32_t(5000 + j));
     kv_store_ref(k.data(), v.data(), KvType::F16, kv.k(), kv.v(), kv.stride(), kv.kv_dim, kv.page_tokens, kv.table.data(),
-                 kv.kv_dim, j);
+                 kv.kv_dim, kv.kv_dim, j);
     for (float& x : k) x = f16_to_f32(f32_to_f16(x));
     for (float& x : v) x = f16_to_f32(f32_to_f16(x));
     ks.push_back(k);

@@ -37,7 +37,8 @@ void q8_0_scores_ref(const float* q, const PagedKv& head, int n_keys, int n_gqa,
   for (int h = 0; h < n_gqa; ++h) {
     Q8Query qq;
     quantise_query_ref(q + int64_t(h) * head_dim, head_dim, qq);
-    for (int j = 0; j < n_keys; ++j) scores[int64_t(h) * n_keys + j] = q8_0_key_score_ref(qq, ref_row(head, head.k_base, j)) * scale;
+    const KeyLanes keys(head, head_dim);
+    for (int j = 0; j < n_keys; ++j) scores[int64_t(h) * n_keys + j] = q8_0_key_score_ref(qq, keys, head.first_key + j) * scale;
   }
 }
 
@@ -47,7 +48,7 @@ void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head
   for (int h = 0; h < n_head; ++h) {
     const PagedKv head = kv_head(kv, int64_t(h / n_gqa) * head_dim);
     const float* qh = q + static_cast<int64_t>(h) * head_dim;
-    if (uses_q8_0_scores(head.type, head_dim, head.head_elem)) {
+    if (keys_in_lanes(head.type, head_dim)) {
       q8_0_scores_ref(qh, head, n_keys, 1, head_dim, scale, scratch);
     } else {
       for (int j = 0; j < n_keys; ++j) {

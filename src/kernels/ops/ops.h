@@ -65,6 +65,8 @@ void softmax_ref(float* x, int64_t n);
 // (likewise V with v_base), rows row_stride apart; all three count 2-byte units (F16: elements).
 // A view of one KV head (kv_head) points at the head's first element (F16) or at the block holding it,
 // head_elem elements into that block (Q8_0, Q4_0: non-zero only for heads narrower than a block).
+// Q8_0 keys in heads of whole blocks are not rows but lanes (keys_in_lanes; key_lanes.h): their pages
+// are found from k_base less key_block blocks.
 struct PagedKv {
   const uint16_t* k_base;
   const uint16_t* v_base;
@@ -75,6 +77,7 @@ struct PagedKv {
   int first_key = 0;  // attention reads keys first_key, first_key+1, ... (a sliding window skips older ones)
   KvType type = KvType::F16;
   int head_elem = 0;
+  int key_block = 0;  // blocks kv_head moved k_base on by (Q8_0, Q4_0)
 };
 
 // The view of the head whose elements start at element `first` of each row (first = g · head_dim).
@@ -84,6 +87,7 @@ struct PagedKv {
   const int64_t block = kv.type == KvType::F16 ? 1 : kKvBlockElements;
   kv.k_base += at / block * kv_block_halves(kv.type);
   kv.v_base += at / block * kv_block_halves(kv.type);
+  if (kv.type != KvType::F16) kv.key_block += int(at / block);
   kv.head_elem = int(at % block);
   return kv;
 }
@@ -129,14 +133,14 @@ int64_t attention_rows_scratch(int n_rows, int n_gqa, int key_span);
 void attention_rows(const AttentionRows& rows, const PagedKv& kv, int n_gqa, int head_dim, float scale,
                     float* scratch);
 
-// Stores one K and V row of kv_dim elements for token `pos` through the page table, in rows of
-// `type` row_stride apart (PagedKv's units): F16 rounds to nearest even (the optimised and reference
-// versions give identical bits); Q8_0 and Q4_0 are GGUF's reference quantisers (quantize_row), run
-// once per token.
+// Stores one K and V row of kv_dim elements (heads of head_dim) for token `pos` through the page table,
+// in rows of `type` row_stride apart (PagedKv's units), keys in lanes where keys_in_lanes(type,
+// head_dim) (key_lanes.h): F16 rounds to nearest even (the optimised and reference versions give
+// identical bits); Q8_0 and Q4_0 are GGUF's reference quantisers (quantize_row), run once per token.
 void kv_store(const float* k, const float* v, KvType type, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
-              int64_t row_stride, int page_tokens, const int32_t* page_table, int kv_dim, int pos);
+              int64_t row_stride, int page_tokens, const int32_t* page_table, int kv_dim, int head_dim, int pos);
 void kv_store_ref(const float* k, const float* v, KvType type, uint16_t* k_base, uint16_t* v_base,
                   int64_t page_stride, int64_t row_stride, int page_tokens, const int32_t* page_table, int kv_dim,
-                  int pos);
+                  int head_dim, int pos);
 
 }  // namespace infer::kernels

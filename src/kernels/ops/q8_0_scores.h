@@ -4,11 +4,12 @@
 // The inner sums are exact integers, so every kernel (scalar, AVX2, AVX-512; a row alone or in a
 // block) gives q8_0_key_score's bits whatever order it adds the products in: a score costs a few
 // integer instructions per 32 elements instead of widening each key to f32 (BM_AttentionStepQwen3Shape).
-// Used when the keys are Q8_0 and whole blocks make a head (uses_q8_0_scores).
+// Used when the keys are Q8_0 and whole blocks make a head: keys in lanes (keys_in_lanes, key_lanes.h).
 #pragma once
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/ops/key_lanes.h"
 #include "kernels/ops/kv_type.h"
 #include "kernels/quant/quant.h"
 
@@ -16,12 +17,7 @@ namespace infer::kernels {
 // Internal linkage: files compiled for different instruction sets include this (see avx512_common.h).
 namespace {
 
-constexpr int kMaxQ8QueryBlocks = 8;  // heads up to 256 wide
-
-inline bool uses_q8_0_scores(KvType type, int head_dim, int head_elem) {
-  return type == KvType::Q8_0 && head_dim % kKvBlockElements == 0 && head_dim <= kMaxQ8QueryBlocks * kKvBlockElements &&
-         head_elem == 0;
-}
+constexpr int kMaxQ8QueryBlocks = kMaxLaneKeyBlocks;
 
 // One query head as Q8_0 blocks: codes round(q · 127 / amax) in [-127, 127], scale amax / 127.
 struct Q8Query {
@@ -49,16 +45,19 @@ inline void quantise_query_ref(const float* q, int head_dim, Q8Query& out) {
   }
 }
 
-// The score of one key (before the attention scale) from its row slice (Q8_0 blocks).
-inline float q8_0_key_score_ref(const Q8Query& q, const uint16_t* key) {
+// The score of key `key` (an absolute key number) before the attention scale.
+inline float q8_0_key_score_ref(const Q8Query& q, const KeyLanes& keys, int key) {
+  const uint8_t* chunk = keys.chunk(key / keys.page_tokens);
+  const int t = key % keys.page_tokens;
   float acc = 0.f;
   for (int b = 0; b < q.n_blocks; ++b) {
-    const uint16_t* block = key + b * kv_block_halves(KvType::Q8_0);
-    const auto* codes = reinterpret_cast<const int8_t*>(block + 1);
     int32_t sum = 0;
-    for (int i = 0; i < kKvBlockElements; ++i) sum += int32_t(q.codes[b * kKvBlockElements + i]) * codes[i];
-    const float t = static_cast<float>(sum) * (q.d[b] * f16_to_f32(block[0]));
-    acc = b == 0 ? t : acc + t;
+    for (int i = 0; i < kKvBlockElements; ++i) {
+      const auto code = static_cast<int8_t>(keys.codes(chunk, b, i / 4)[4 * t + i % 4]);
+      sum += int32_t(q.codes[b * kKvBlockElements + i]) * code;
+    }
+    const float term = static_cast<float>(sum) * (q.d[b] * f16_to_f32(keys.scales(chunk, b)[t]));
+    acc = b == 0 ? term : acc + term;
   }
   return acc;
 }

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/ops/attention_queries.h"
 #include "kernels/x86/avx2/avx2_common.h"
@@ -173,12 +174,11 @@ inline __m256 dot8(const float* q, const Keys& k, int n) {
   return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
 }
 
-// ---- Q8_0 keys in heads of whole blocks: integer scores (q8_0_scores.h), 8 keys at a time ----
+// ---- Q8_0 keys: integer scores (q8_0_scores.h) over keys in lanes (key_lanes.h), 8 keys a register ----
 
-// A query head quantised by quantise_query_ref's steps: a register a block, its codes and their
-// magnitudes (VPMADDUBSW multiplies unsigned by signed bytes: q·k = |q| · (k with q's sign)).
+// A query head quantised by quantise_query_ref's steps.
 struct Q8Head {
-  __m256i codes[kMaxQ8QueryBlocks], magnitudes[kMaxQ8QueryBlocks];
+  alignas(32) int8_t codes[kMaxQ8QueryBlocks * kKvBlockElements];
   float d[kMaxQ8QueryBlocks];
 };
 
@@ -191,52 +191,103 @@ inline void quantise_head(const float* q, int n_blocks, Q8Head& h) {
     const __m256 m = _mm256_set1_ps(q8_query_multiplier(amax));
     __m256i i[4];
     for (int c = 0; c < 4; ++c) i[c] = _mm256_cvtps_epi32(_mm256_mul_ps(x[c], m));
-    h.codes[b] = avx2::pack_i8(i[0], i[1], i[2], i[3]);
-    h.magnitudes[b] = _mm256_abs_epi8(h.codes[b]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(h.codes + 32 * b), avx2::pack_i8(i[0], i[1], i[2], i[3]));
   }
 }
 
-constexpr int kQ8BlockHalves = int(kv_block_halves(KvType::Q8_0));
+// Keys key0 .. key0 + m − 1 (absolute numbers; m ≤ 8) as the runs of them that share a page: lanes
+// lane[r] .. lane[r] + count[r] − 1 read run r, from token t[r] of its page. Lanes from m on read
+// nothing (zero codes and scales: a score of 0).
+struct LaneRuns {
+  const uint8_t* chunk[8];
+  int t[8], lane[8], count[8];
+  int n = 0;
 
-// Lane i: the scale of block b of the key whose row slice is rows[i], for the n_blocks blocks.
-inline void key_scales8(const uint16_t* const* rows, int n_blocks, __m256* dk) {
-  for (int b = 0; b < n_blocks; ++b) {
-    const BlockQ8_0* blocks[8];  // a Q8_0 KV block is GGUF's
-    for (int i = 0; i < 8; ++i) blocks[i] = reinterpret_cast<const BlockQ8_0*>(rows[i] + b * kQ8BlockHalves);
-    dk[b] = avx2::block_scales8(blocks);
-  }
-}
-
-// Lane i: q8_0_key_score_ref of the key whose row slice is rows[i] (scales dk from key_scales8).
-inline __m256 q8_scores8(const Q8Head& h, int n_blocks, const uint16_t* const* rows, const __m256* dk) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc = _mm256_setzero_ps();
-  for (int b = 0; b < n_blocks; ++b) {
-    __m256i p[8];
-    for (int i = 0; i < 8; ++i) {
-      const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[i] + b * kQ8BlockHalves + 1));
-      p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(h.magnitudes[b], _mm256_sign_epi8(k, h.codes[b])), ones);
+  LaneRuns(const KeyLanes& k, int key0, int m) {
+    for (int l = 0; l < m;) {
+      const int key = key0 + l, t0 = key % k.page_tokens;
+      chunk[n] = k.chunk(key / k.page_tokens);
+      t[n] = t0;
+      lane[n] = l;
+      count[n] = std::min(k.page_tokens - t0, m - l);
+      l += count[n++];
     }
-    // dot8's tree on integers: lane i the sum of p[i]
-    const __m256i s0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-    const __m256i s4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
-    const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20),
-                                          _mm256_permute2x128_si256(s0123, s4567, 0x31));
-    const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(_mm256_set1_ps(h.d[b]), dk[b]));
-    acc = b == 0 ? t : _mm256_add_ps(acc, t);
   }
-  return acc;
-}
+  bool whole() const { return n == 1 && count[0] == 8; }
+  // Codes 4g..4g+3 of the head's block b, a key a lane.
+  __m256i codes(const KeyLanes& k, int b, int g) const {
+    if (whole()) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.codes(chunk[0], b, g) + 4 * t[0]));
+    alignas(32) int32_t v[8] = {};
+    for (int r = 0; r < n; ++r) std::memcpy(v + lane[r], k.codes(chunk[r], b, g) + 4 * t[r], 4 * size_t(count[r]));
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(v));
+  }
+  // The scales of the head's block b, a key a lane.
+  __m256 scales(const KeyLanes& k, int b) const {
+    if (whole()) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k.scales(chunk[0], b) + t[0])));
+    alignas(16) uint16_t v[8] = {};
+    for (int r = 0; r < n; ++r) std::memcpy(v + lane[r], k.scales(chunk[r], b) + t[r], 2 * size_t(count[r]));
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(v)));
+  }
+  // Prefetches into L2 the chunks of the runs, or only of those that enter their page (kEntered: the
+  // others were prefetched with the group that entered it).
+  template <bool kEntered>
+  void prefetch(const KeyLanes& k) const {
+    for (int r = 0; r < n; ++r) {
+      if (kEntered && t[r] != 0) continue;
+      for (int64_t at = 0; at < k.chunk_bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(chunk[r] + at), _MM_HINT_T1);
+    }
+  }
+};
 
 // Vectors quantised at a time: their keys are read once for all of them.
 constexpr int kQ8HeadsAtOnce = 4;
 
-// scores_by_8's scores by integer dots: the blocks of 8 keys from span_begin that hold any of a
-// vector's keys, kQ8HeadsAtOnce vectors sharing each block's rows.
-void q8_scores_by_8(const Queries& qs, const uint16_t* k_base, PagedKv kv, int span_end, float scale) {
-  const int n_blocks = qs.head_dim / kKvBlockElements, halves = n_blocks * int(kv_block_halves(KvType::Q8_0));
+// Lane i of out[h]: q8_0_key_score_ref of heads[h] against the keys of `runs`, for NH heads; each
+// key's codes are loaded once for all of them. VPMADDUBSW multiplies unsigned by signed bytes:
+// q · k = |k| · (q with k's sign), whose pairs fit 16 bits (codes within ±127).
+template <int NH>
+void q8_lane_scores(const Q8Head* heads, int n_blocks, const KeyLanes& k, const LaneRuns& runs, __m256* out) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int b = 0; b < n_blocks; ++b) {
+    __m256i sum[NH];
+    for (auto& s : sum) s = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+      const __m256i codes = runs.codes(k, b, g), magnitudes = _mm256_abs_epi8(codes);
+      for (int h = 0; h < NH; ++h) {
+        int32_t q4;
+        std::memcpy(&q4, heads[h].codes + 32 * b + 4 * g, 4);
+        const __m256i signed_q = _mm256_sign_epi8(_mm256_set1_epi32(q4), codes);
+        sum[h] = _mm256_add_epi32(sum[h], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, signed_q), ones));
+      }
+    }
+    const __m256 dk = runs.scales(k, b);
+    for (int h = 0; h < NH; ++h) {
+      const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(sum[h]), _mm256_mul_ps(_mm256_set1_ps(heads[h].d[b]), dk));
+      out[h] = b == 0 ? t : _mm256_add_ps(out[h], t);
+    }
+  }
+}
+
+// q8_lane_scores for nh (1..4) heads: a register each.
+inline void q8_lane_scores(const Q8Head* heads, int nh, int n_blocks, const KeyLanes& k, const LaneRuns& runs,
+                           __m256* out) {
+  switch (nh) {
+    case 1: return q8_lane_scores<1>(heads, n_blocks, k, runs, out);
+    case 2: return q8_lane_scores<2>(heads, n_blocks, k, runs, out);
+    case 3: return q8_lane_scores<3>(heads, n_blocks, k, runs, out);
+    default: return q8_lane_scores<4>(heads, n_blocks, k, runs, out);
+  }
+}
+
+// scores_by_8's scores by integer dots: the groups of 8 keys from span_begin that hold any of a
+// vector's keys, kQ8HeadsAtOnce vectors sharing each group's codes (a group's lanes past the span
+// score 0).
+void q8_scores_by_8(const Queries& qs, PagedKv kv, int span_end, float scale) {
+  const int n_blocks = qs.head_dim / kKvBlockElements;
   const __m256 sv = _mm256_set1_ps(scale);
-  kv.first_key = 0;  // key_row takes absolute key numbers
+  kv.first_key = 0;  // absolute key numbers
+  const KeyLanes k(kv, qs.head_dim);
+  const int v_halves = n_blocks * int(kv_block_halves(KvType::Q8_0));
   for (int v0 = 0; v0 < qs.count(); v0 += kQ8HeadsAtOnce) {
     const int nv = std::min(kQ8HeadsAtOnce, qs.count() - v0);
     Q8Head heads[kQ8HeadsAtOnce];
@@ -246,18 +297,20 @@ void q8_scores_by_8(const Queries& qs, const uint16_t* k_base, PagedKv kv, int s
       begin = std::min(begin, qs.begin(v0 + v));
       end = std::max(end, qs.end(v0 + v));
     }
-    for (int j0 = qs.span_begin + (begin - qs.span_begin) / 8 * 8; j0 < end; j0 += 8) {
-      const uint16_t* rows[8];
-      for (int i = 0; i < 8; ++i) rows[i] = key_row(k_base, kv, std::min(j0 + i, span_end - 1));
-      for (int j = j0 + 8; j < std::min(j0 + 16, span_end); ++j) prefetch_row(key_row(k_base, kv, j), halves);
-      for (int j = j0 + kRowsAheadL2; j < std::min(j0 + kRowsAheadL2 + 8, span_end); ++j) {
-        prefetch_row_l2(key_row(k_base, kv, j), halves);
-      }
-      __m256 dk[kMaxQ8QueryBlocks];
-      key_scales8(rows, n_blocks, dk);
+    const int first = qs.span_begin + (begin - qs.span_begin) / 8 * 8;
+    for (int j = first; j < std::min(first + kLaneKeysAhead, end); j += 8) {
+      LaneRuns(k, j, std::min(8, span_end - j)).prefetch<false>(k);
+    }
+    for (int j0 = first; j0 < end; j0 += 8) {
+      if (j0 + kLaneKeysAhead < end) LaneRuns(k, j0 + kLaneKeysAhead, std::min(8, span_end - j0 - kLaneKeysAhead)).prefetch<true>(k);
+      // The value rows of these keys, for the values pass: scoring keys in lanes leaves no stride for
+      // the hardware to carry on into them, as scoring key rows did (BM_AttentionStepQwen3Shape)
+      for (int j = j0; v0 == 0 && j < std::min(j0 + 8, span_end); ++j) prefetch_row_l2(key_row(kv.v_base, kv, j), v_halves);
+      __m256 s[kQ8HeadsAtOnce];
+      q8_lane_scores(heads, nv, n_blocks, k, LaneRuns(k, j0, std::min(8, span_end - j0)), s);
       for (int v = v0; v < v0 + nv; ++v) {
-        if (j0 + 8 <= qs.begin(v) || j0 >= qs.end(v)) continue;  // no key of this vector's in the block
-        _mm256_storeu_ps(qs.probs(v, j0), _mm256_mul_ps(q8_scores8(heads[v - v0], n_blocks, rows, dk), sv));
+        if (j0 + 8 <= qs.begin(v) || j0 >= qs.end(v)) continue;  // no key of this vector's in the group
+        _mm256_storeu_ps(qs.probs(v, j0), _mm256_mul_ps(s[v - v0], sv));
       }
     }
   }
@@ -269,7 +322,7 @@ void q8_scores_by_8(const Queries& qs, const uint16_t* k_base, PagedKv kv, int s
 template <class Rows>
 void scores_by_8(const Queries& qs, const Rows& fmt, const uint16_t* k_base, PagedKv kv, int span_end, float scale) {
   if constexpr (Rows::kIntegerScores) {
-    if (uses_q8_0_scores(KvType::Q8_0, qs.head_dim, fmt.head_elem)) return q8_scores_by_8(qs, k_base, kv, span_end, scale);
+    if (keys_in_lanes(KvType::Q8_0, qs.head_dim)) return q8_scores_by_8(qs, kv, span_end, scale);
   }
   const int hd = qs.head_dim, n_vec = qs.count(), halves = fmt.slice_halves(hd);
   const __m256 sv = _mm256_set1_ps(scale);
@@ -450,7 +503,7 @@ void q8_0_scores_avx2(const float* q, const PagedKv& head, int n_keys, int n_gqa
   for (int h = 0; h < n_gqa; ++h) {  // in order: each head's last block of 8 spills into the next's first keys
     const AttentionRows row{q + int64_t(h) * head_dim, 0, nullptr, 0, &begin, &end, 1};
     const KeySpan span = key_span(row);
-    q8_scores_by_8(Queries(row, 1, head_dim, span, scores + int64_t(h) * n_keys), head.k_base, head, span.end, scale);
+    q8_scores_by_8(Queries(row, 1, head_dim, span, scores + int64_t(h) * n_keys), head, span.end, scale);
   }
 }
 

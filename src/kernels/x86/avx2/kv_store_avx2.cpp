@@ -36,7 +36,9 @@ inline __m256 round_half_away(__m256 v) {
   return _mm256_add_ps(t, _mm256_and_ps(half_or_more, _mm256_or_ps(sign, _mm256_set1_ps(1.f))));
 }
 
-void quantize_row_q8_0(const float* x, uint16_t* dst, int n) {
+}  // namespace
+
+void kv_store_q8_0_row_avx2(const float* x, uint16_t* dst, int n) {
   for (int b = 0; b < n / 32; ++b, x += 32, dst += kv_block_halves(KvType::Q8_0)) {
     __m256 v[4];
     for (int c = 0; c < 4; ++c) v[c] = _mm256_loadu_ps(x + 8 * c);
@@ -48,13 +50,6 @@ void quantize_row_q8_0(const float* x, uint16_t* dst, int n) {
     for (int c = 0; c < 4; ++c) i[c] = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v[c], _mm256_set1_ps(id))));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 1), avx2::pack_i8(i[0], i[1], i[2], i[3]));
   }
-}
-
-}  // namespace
-
-void kv_store_q8_0_avx2(const float* k, const float* v, uint16_t* kd, uint16_t* vd, int kv_dim) {
-  quantize_row_q8_0(k, kd, kv_dim);
-  quantize_row_q8_0(v, vd, kv_dim);
 }
 
 }  // namespace infer::kernels

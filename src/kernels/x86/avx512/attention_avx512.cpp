@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/ops/attention_queries.h"
 #include "kernels/ops/key_rows.h"
@@ -222,21 +223,19 @@ void values_pass(const float* scores, int n_keys, const Rows& fmt, const uint16_
   }
 }
 
-// ---- Q8_0 keys: integer scores (q8_0_scores.h), a pair of heads over 8 keys or one head over 16 ----
+// ---- Q8_0 keys: integer scores (q8_0_scores.h) over keys in lanes (key_lanes.h), 16 keys a register ----
 
-// A query head quantised by quantise_query_ref's steps, as the score loops read it: two blocks (64
-// signed codes) a register. VPDPBUSD multiplies unsigned by signed bytes: the keys' codes are biased
-// to unsigned once (k + 128, shared by every head that reads them) and each block's sum taken back
-// by bias[b] = 128 · Σ_i q_i, which leaves the exact integer Σ_i q_i · k_i.
+// A query head quantised by quantise_query_ref's steps. VPDPBUSD multiplies unsigned by signed bytes:
+// the keys' codes are biased to unsigned (k + 128, once for all the heads that read them) and each
+// block's sum taken back by bias[b] = 128 · Σ_i q_i, which leaves the exact integer Σ_i q_i · k_i.
 struct Q8Head {
-  __m512i codes[kMaxQ8QueryBlocks / 2];
+  alignas(64) int8_t codes[kMaxQ8QueryBlocks * kKvBlockElements];
   int32_t bias[kMaxQ8QueryBlocks];
   float d[kMaxQ8QueryBlocks];
 };
 
 template <int NB>  // blocks of the head: 2, 4 or 8
 void quantise_head(const float* q, Q8Head& h) {
-  alignas(64) int8_t codes[NB * kKvBlockElements];
   for (int b = 0; b < NB; ++b) {
     const __m512 x0 = _mm512_loadu_ps(q + 32 * b), x1 = _mm512_loadu_ps(q + 32 * b + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
@@ -244,153 +243,138 @@ void quantise_head(const float* q, Q8Head& h) {
     const __m512 m = _mm512_set1_ps(q8_query_multiplier(amax));
     const __m128i c0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x0, m)));
     const __m128i c1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, m)));
-    _mm_store_si128(reinterpret_cast<__m128i*>(codes + 32 * b), c0);
-    _mm_store_si128(reinterpret_cast<__m128i*>(codes + 32 * b + 16), c1);
+    _mm_store_si128(reinterpret_cast<__m128i*>(h.codes + 32 * b), c0);
+    _mm_store_si128(reinterpret_cast<__m128i*>(h.codes + 32 * b + 16), c1);
     h.bias[b] = 128 * _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(c0), _mm512_cvtepi8_epi32(c1)));
   }
-  for (int z = 0; z < NB / 2; ++z) h.codes[z] = _mm512_load_si512(codes + 64 * z);
 }
 
-// a[i] holds vector i's 16 partial sums over two blocks (lanes 0-7 the first block's, 8-15 the
-// second's); returns in `first` and `second` the whole sums of each block, lane i vector i.
-inline void block_sums16(const __m512i (&a)[16], __m512i& first, __m512i& second) {
-  __m512i t[8], u[4];
-  for (int i = 0; i < 8; ++i) {
-    t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]));
-  }
-  for (int i = 0; i < 4; ++i) {
-    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
-  }
-  // u[i]'s 128-bit lane L: vectors 4i..4i+3 over codes 16L..16L+15 (lanes 0-1: the first block, 2-3: the second)
-  const __m512i v0 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], 0x88), _mm512_shuffle_i32x4(u[0], u[1], 0xDD));
-  const __m512i v1 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], 0x88), _mm512_shuffle_i32x4(u[2], u[3], 0xDD));
-  // v0: [first 0-3, second 0-3, first 4-7, second 4-7]; v1 likewise vectors 8-15
-  first = _mm512_shuffle_i32x4(v0, v1, 0x88);
-  second = _mm512_shuffle_i32x4(v0, v1, 0xDD);
-}
+// Keys key0 .. key0 + m − 1 (absolute numbers; m ≤ 16) as the runs of them that share a page, each
+// with its page's chunk and the addresses its lane 0 would read block 0's codes and scales at (a
+// run's own lanes only are read: masked loads, or one plain load for 16 keys of one page). Lanes from
+// m on read nothing (zero codes and scales: a score of 0).
+struct LaneRuns {
+  const uint8_t* chunk[16];
+  const uint8_t* codes0[16];
+  const uint16_t* scales0[16];
+  __mmask16 mask[16];
+  int t[16];
+  int n = 0;
+  int64_t group_bytes, block_scales, chunk_bytes;  // codes 4g.. of block b at (b · 8 + g) · group_bytes
 
-constexpr int kQ8BlockBytes = 2 * int(kv_block_halves(KvType::Q8_0));
-
-// Codes of blocks 2z and 2z + 1 of the key whose row slice is `row`, biased to unsigned (k + 128).
-inline __m512i biased_key_codes(const uint16_t* row, int z) {
-  const char* codes = reinterpret_cast<const char*>(row) + 2 * z * kQ8BlockBytes + 2;
-  const __m512i k = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes))),
-                                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + kQ8BlockBytes)), 1);
-  return _mm512_xor_si512(k, _mm512_set1_epi8(static_cast<char>(0x80)));
-}
-
-// The f16 scales of block b of the 8 keys rows[0..8).
-inline __m128i key_scales8(const uint16_t* const* rows, int b) {
-  return f16_lanes8([&](int i) { return rows[i][b * kQ8BlockBytes / 2]; });
-}
-
-// Lane i: the scale of block b of the key whose row slice is rows[i], for the NB blocks.
-template <int NB>
-void key_scales16(const uint16_t* const* rows, __m512 (&dk)[NB]) {
-  for (int b = 0; b < NB; ++b) dk[b] = _mm512_cvtph_ps(_mm256_set_m128i(key_scales8(rows + 8, b), key_scales8(rows, b)));
-}
-
-// Lanes 0-7 and 8-15: the scales of block b of keys rows[0..8), twice.
-template <int NB>
-void key_scales8_twice(const uint16_t* const* rows, __m512 (&dk)[NB]) {
-  for (int b = 0; b < NB; ++b) {
-    const __m128i s = key_scales8(rows, b);
-    dk[b] = _mm512_cvtph_ps(_mm256_set_m128i(s, s));
-  }
-}
-
-// acc over the blocks in order of sum_b · (dq_b · dk_b), sum_b the exact integers (biased sums less
-// bias_b): q8_0_key_score_ref's steps, lane by lane.
-template <int NB>
-__m512 scores_from_sums(const __m512i (&sums)[NB], const __m512i (&bias)[NB], const __m512 (&dq)[NB],
-                        const __m512 (&dk)[NB]) {
-  __m512 acc = _mm512_setzero_ps();
-  for (int b = 0; b < NB; ++b) {
-    const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums[b], bias[b])), _mm512_mul_ps(dq[b], dk[b]));
-    acc = b == 0 ? t : _mm512_add_ps(acc, t);
-  }
-  return acc;
-}
-
-// Lane i: q8_0_key_score_ref of the key whose row slice is rows[i] (scales dk from key_scales16).
-template <int NB>
-__m512 q8_scores16(const Q8Head& h, const uint16_t* const* rows, const __m512 (&dk)[NB]) {
-  __m512i sums[NB], bias[NB];
-  __m512 dq[NB];
-  for (int z = 0; z < NB / 2; ++z) {
-    __m512i p[16];
-    for (int i = 0; i < 16; ++i) p[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), biased_key_codes(rows[i], z), h.codes[z]);
-    block_sums16(p, sums[2 * z], sums[2 * z + 1]);
-  }
-  for (int b = 0; b < NB; ++b) {
-    bias[b] = _mm512_set1_epi32(h.bias[b]);
-    dq[b] = _mm512_set1_ps(h.d[b]);
-  }
-  return scores_from_sums<NB>(sums, bias, dq, dk);
-}
-
-// Lanes 0-7: the scores of keys rows[0..8) for head a, lanes 8-15 for head b (scales dk from
-// key_scales8_twice): each key's codes are loaded and biased once for both heads.
-template <int NB>
-__m512 q8_scores_pair8(const Q8Head& ha, const Q8Head& hb, const uint16_t* const* rows, const __m512 (&dk)[NB]) {
-  __m512i sums[NB], bias[NB];
-  __m512 dq[NB];
-  for (int z = 0; z < NB / 2; ++z) {
-    __m512i p[16];
-    for (int i = 0; i < 8; ++i) {
-      const __m512i k = biased_key_codes(rows[i], z);
-      p[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k, ha.codes[z]);
-      p[8 + i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k, hb.codes[z]);
+  LaneRuns(const KeyLanes& k, int key0, int m)
+      : group_bytes(4 * int64_t(k.page_tokens)), block_scales(k.page_tokens), chunk_bytes(k.chunk_bytes) {
+    for (int l = 0; l < m;) {
+      const int key = key0 + l, t0 = key % k.page_tokens, count = min_int(k.page_tokens - t0, m - l);
+      chunk[n] = k.chunk(key / k.page_tokens);
+      codes0[n] = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(k.codes(chunk[n], 0, 0) + 4 * t0) - 4 * unsigned(l));
+      scales0[n] = reinterpret_cast<const uint16_t*>(reinterpret_cast<uintptr_t>(k.scales(chunk[n], 0) + t0) - 2 * unsigned(l));
+      mask[n] = static_cast<__mmask16>(((1u << count) - 1) << l);
+      t[n++] = t0;
+      l += count;
     }
-    block_sums16(p, sums[2 * z], sums[2 * z + 1]);
   }
-  const auto b_half = static_cast<__mmask16>(0xFF00);
+  // Codes 4g..4g+3 of the head's block b, a key a lane, biased to unsigned. kOneRun: n is 1.
+  template <bool kOneRun>
+  __m512i codes(int b, int g) const {
+    const int64_t at = (b * 8 + g) * group_bytes;
+    __m512i v = mask[0] == 0xFFFF ? _mm512_loadu_si512(codes0[0] + at) : _mm512_maskz_loadu_epi32(mask[0], codes0[0] + at);
+    if constexpr (!kOneRun) {
+      for (int r = 1; r < n; ++r) v = _mm512_mask_loadu_epi32(v, mask[r], codes0[r] + at);
+    }
+    return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  // The scales of the head's block b, a key a lane.
+  template <bool kOneRun>
+  __m512 scales(int b) const {
+    const uint16_t* first = scales0[0] + b * block_scales;
+    __m256i v = mask[0] == 0xFFFF ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(first))
+                                  : _mm256_maskz_loadu_epi16(mask[0], first);
+    if constexpr (!kOneRun) {
+      for (int r = 1; r < n; ++r) v = _mm256_mask_loadu_epi16(v, mask[r], scales0[r] + b * block_scales);
+    }
+    return _mm512_cvtph_ps(v);
+  }
+  // Prefetches into L2 the chunks of the runs, or only of those that enter their page (kEntered: the
+  // others were prefetched with the span that entered it).
+  template <bool kEntered>
+  void prefetch() const {
+    for (int r = 0; r < n; ++r) {
+      if (kEntered && t[r] != 0) continue;
+      for (int64_t at = 0; at < chunk_bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(chunk[r] + at), _MM_HINT_T1);
+    }
+  }
+};
+
+// Lane i of out[h]: q8_0_key_score_ref of head h against the keys of `runs`, for NH heads; each
+// key's codes are loaded and biased once for all of them.
+template <int NB, int NH, bool kOneRun>
+void q8_lane_scores(const Q8Head* heads, const LaneRuns& runs, __m512* out) {
   for (int b = 0; b < NB; ++b) {
-    bias[b] = _mm512_mask_set1_epi32(_mm512_set1_epi32(ha.bias[b]), b_half, hb.bias[b]);
-    dq[b] = _mm512_mask_mov_ps(_mm512_set1_ps(ha.d[b]), b_half, _mm512_set1_ps(hb.d[b]));
+    __m512i sum[NH];
+    for (auto& s : sum) s = _mm512_setzero_si512();
+    for (int g = 0; g < 8; ++g) {
+      const __m512i codes = runs.codes<kOneRun>(b, g);
+      for (int h = 0; h < NH; ++h) {
+        int32_t q4;
+        std::memcpy(&q4, heads[h].codes + 32 * b + 4 * g, 4);
+        sum[h] = _mm512_dpbusd_epi32(sum[h], codes, _mm512_set1_epi32(q4));
+      }
+    }
+    const __m512 dk = runs.scales<kOneRun>(b);
+    for (int h = 0; h < NH; ++h) {
+      const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum[h], _mm512_set1_epi32(heads[h].bias[b]))),
+                                     _mm512_mul_ps(_mm512_set1_ps(heads[h].d[b]), dk));
+      out[h] = b == 0 ? t : _mm512_add_ps(out[h], t);
+    }
   }
-  return scores_from_sums<NB>(sums, bias, dq, dk);
+}
+
+template <int NB, int NH>
+void q8_lane_scores(const Q8Head* heads, const LaneRuns& runs, __m512* out) {
+  if (runs.n == 1) return q8_lane_scores<NB, NH, true>(heads, runs, out);
+  q8_lane_scores<NB, NH, false>(heads, runs, out);
+}
+
+// q8_lane_scores for nh (1..4) heads.
+template <int NB>
+void q8_lane_scores(const Q8Head* heads, int nh, const LaneRuns& runs, __m512* out) {
+  switch (nh) {
+    case 1: return q8_lane_scores<NB, 1>(heads, runs, out);
+    case 2: return q8_lane_scores<NB, 2>(heads, runs, out);
+    case 3: return q8_lane_scores<NB, 3>(heads, runs, out);
+    default: return q8_lane_scores<NB, 4>(heads, runs, out);
+  }
 }
 
 // Heads quantised at a time: their keys are read once for all of them.
 constexpr int kQ8HeadsAtOnce = 4;
 
-// scores[h * n_keys + j] = score(q_h, k_j) · scale for the n_gqa heads of one group: heads in pairs
-// over 8 keys at a time, an odd last head over 16.
+// scores[h * n_keys + j] = score(q_h, key head.first_key + j) · scale for the n_gqa heads of one
+// group, kQ8HeadsAtOnce heads over 16 keys at a time.
 template <int NC>
-void q8_scores_group(const float* qg, const uint16_t* k_base, const PagedKv& kv, int n_keys, int n_gqa, float scale,
-                     float* scores) {
+void q8_scores_group(const float* qg, const PagedKv& head, int n_keys, int n_gqa, float scale, float* scores) {
   constexpr int NB = NC / 2;
   const __m512 sv = _mm512_set1_ps(scale);
-  const int halves = NB * int(kv_block_halves(KvType::Q8_0));
+  const KeyLanes k(head, 16 * NC);
   for (int h0 = 0; h0 < n_gqa; h0 += kQ8HeadsAtOnce) {
-    const int nh = min_int(kQ8HeadsAtOnce, n_gqa - h0), pairs = nh / 2;
+    const int nh = min_int(kQ8HeadsAtOnce, n_gqa - h0);
     Q8Head heads[kQ8HeadsAtOnce];
     for (int h = 0; h < nh; ++h) quantise_head<NB>(qg + (h0 + h) * 16 * NC, heads[h]);
-    for (int j = 0; j < min_int(kKeysAhead, n_keys); ++j) prefetch_row_l2(key_row(k_base, kv, j), halves);
-    if (pairs > 0) {
-      for (int j0 = 0; j0 < n_keys; j0 += 8) {
-        const uint16_t* rows[8];
-        const int m = key_block<8>(k_base, kv, n_keys, j0, halves, rows);
-        const auto mask = static_cast<__mmask16>((1u << m) - 1);
-        __m512 dk[NB];
-        key_scales8_twice<NB>(rows, dk);
-        for (int p = 0; p < pairs; ++p) {
-          const __m512 s = _mm512_mul_ps(q8_scores_pair8<NB>(heads[2 * p], heads[2 * p + 1], rows, dk), sv);
-          float* sa = scores + int64_t(h0 + 2 * p) * n_keys + j0;
-          _mm512_mask_storeu_ps(sa, mask, s);
-          _mm512_mask_storeu_ps(sa + n_keys - 8, static_cast<__mmask16>(mask << 8), s);  // lanes 8.. to keys j0..
-        }
-      }
+    for (int j = 0; j < min_int(kLaneKeysAhead, n_keys); j += 16) {
+      LaneRuns(k, k.first_key + j, min_int(16, n_keys - j)).prefetch<false>();
     }
-    if (nh % 2 == 0) continue;
-    for (int j0 = 0; j0 < n_keys; j0 += 16) {  // the odd head
-      const uint16_t* rows[16];
-      const int m = key_block<16>(k_base, kv, n_keys, j0, halves, rows);
-      __m512 dk[NB];
-      key_scales16<NB>(rows, dk);
-      _mm512_mask_storeu_ps(scores + int64_t(h0 + nh - 1) * n_keys + j0, static_cast<__mmask16>((1u << m) - 1),
-                            _mm512_mul_ps(q8_scores16<NB>(heads[nh - 1], rows, dk), sv));
+    for (int j0 = 0; j0 < n_keys; j0 += 16) {
+      if (j0 + kLaneKeysAhead < n_keys) {
+        LaneRuns(k, k.first_key + j0 + kLaneKeysAhead, min_int(16, n_keys - j0 - kLaneKeysAhead)).prefetch<true>();
+      }
+      const int m = min_int(16, n_keys - j0);
+      __m512 s[kQ8HeadsAtOnce];
+      q8_lane_scores<NB>(heads, nh, LaneRuns(k, k.first_key + j0, m), s);
+      for (int h = 0; h < nh; ++h) {
+        _mm512_mask_storeu_ps(scores + int64_t(h0 + h) * n_keys + j0, static_cast<__mmask16>((1u << m) - 1),
+                              _mm512_mul_ps(s[h], sv));
+      }
     }
   }
 }
@@ -405,7 +389,7 @@ void attention_nc(const float* q, const PagedKv& kv, const Rows& fmt, int n_keys
     const float* qg = q + static_cast<int64_t>(g) * n_gqa * kHeadDim;
     float* og = out + static_cast<int64_t>(g) * n_gqa * kHeadDim;
     if constexpr (Rows::kIntegerScores) {
-      q8_scores_group<NC>(qg, head.k_base, kv, n_keys, n_gqa, scale, scratch);
+      q8_scores_group<NC>(qg, head, n_keys, n_gqa, scale, scratch);
     } else {
       int paired = 0;
       for (; paired + 2 <= n_gqa; paired += 2) scores_pair_by_8<NC>(qg, fmt, head.k_base, kv, n_keys, paired, scale, scratch);
@@ -502,14 +486,14 @@ void scores_block(const Queries& qs, const Rows& fmt, const uint16_t* k_base, Pa
   }
 }
 
-// Every vector's integer scores over its keys: the span's blocks of 16 keys that hold any of them,
-// kQ8HeadsAtOnce vectors at a time sharing each block's rows.
+// Every vector's integer scores over its keys: the span's groups of 16 keys that hold any of them,
+// kQ8HeadsAtOnce vectors at a time sharing each group's codes.
 template <int NC>
-void q8_scores_block(const Queries& qs, const uint16_t* k_base, PagedKv kv, const KeySpan& span, float scale) {
+void q8_scores_block(const Queries& qs, PagedKv kv, const KeySpan& span, float scale) {
   constexpr int NB = NC / 2;
   const __m512 sv = _mm512_set1_ps(scale);
-  const int halves = NB * int(kv_block_halves(KvType::Q8_0));
-  kv.first_key = 0;  // key_row takes absolute key numbers
+  kv.first_key = 0;  // absolute key numbers
+  const KeyLanes k(kv, 16 * NC);
   for (int v0 = 0; v0 < qs.count(); v0 += kQ8HeadsAtOnce) {
     const int nv = min_int(kQ8HeadsAtOnce, qs.count() - v0);
     Q8Head heads[kQ8HeadsAtOnce];
@@ -519,15 +503,16 @@ void q8_scores_block(const Queries& qs, const uint16_t* k_base, PagedKv kv, cons
       begin = min_int(begin, qs.begin(v0 + v));
       end = end > qs.end(v0 + v) ? end : qs.end(v0 + v);
     }
-    for (int j0 = span.begin + (begin - span.begin) / 16 * 16; j0 < end; j0 += 16) {
-      const uint16_t* rows[16];
-      const int m = key_block<16>(k_base, kv, span.end, j0, halves, rows);
-      const auto mask = static_cast<__mmask16>((1u << m) - 1);
-      __m512 dk[NB];
-      key_scales16<NB>(rows, dk);
+    const int first = span.begin + (begin - span.begin) / 16 * 16;
+    for (int j = first; j < min_int(first + kLaneKeysAhead, end); j += 16) LaneRuns(k, j, min_int(16, span.end - j)).prefetch<false>();
+    for (int j0 = first; j0 < end; j0 += 16) {
+      if (j0 + kLaneKeysAhead < end) LaneRuns(k, j0 + kLaneKeysAhead, min_int(16, span.end - j0 - kLaneKeysAhead)).prefetch<true>();
+      const int m = min_int(16, span.end - j0);
+      __m512 s[kQ8HeadsAtOnce];
+      q8_lane_scores<NB>(heads, nv, LaneRuns(k, j0, m), s);
       for (int v = 0; v < nv; ++v) {
-        if (qs.begin(v0 + v) >= j0 + 16 || qs.end(v0 + v) <= j0) continue;  // none of its keys in this block
-        _mm512_mask_storeu_ps(qs.probs(v0 + v, j0), mask, _mm512_mul_ps(q8_scores16<NB>(heads[v], rows, dk), sv));
+        if (qs.begin(v0 + v) >= j0 + 16 || qs.end(v0 + v) <= j0) continue;  // none of its keys in this group
+        _mm512_mask_storeu_ps(qs.probs(v0 + v, j0), static_cast<__mmask16>((1u << m) - 1), _mm512_mul_ps(s[v], sv));
       }
     }
   }
@@ -607,7 +592,7 @@ void attention_block(const AttentionRows& rows, PagedKv kv, const Rows& fmt, int
   const KeySpan span = key_span(rows);
   const Queries qs(rows, n_gqa, 16 * NC, span, scratch);
   if constexpr (Rows::kIntegerScores) {
-    q8_scores_block<NC>(qs, kv.k_base, kv, span, scale);
+    q8_scores_block<NC>(qs, kv, span, scale);
   } else {
     scores_block<NC>(qs, fmt, kv.k_base, kv, span, scale);
   }
@@ -643,9 +628,9 @@ bool attention_avx512_supports(int head_dim) { return head_dim == 64 || head_dim
 void q8_0_scores_avx512(const float* q, const PagedKv& head, int n_keys, int n_gqa, int head_dim, float scale,
                         float* scores) {
   switch (head_dim) {
-    case 64: return q8_scores_group<4>(q, head.k_base, head, n_keys, n_gqa, scale, scores);
-    case 128: return q8_scores_group<8>(q, head.k_base, head, n_keys, n_gqa, scale, scores);
-    default: return q8_scores_group<16>(q, head.k_base, head, n_keys, n_gqa, scale, scores);
+    case 64: return q8_scores_group<4>(q, head, n_keys, n_gqa, scale, scores);
+    case 128: return q8_scores_group<8>(q, head, n_keys, n_gqa, scale, scores);
+    default: return q8_scores_group<16>(q, head, n_keys, n_gqa, scale, scores);
   }
 }
 
