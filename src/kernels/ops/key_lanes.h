@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/ops/key_rows.h"
 #include "kernels/ops/kv_type.h"
 #include "kernels/ops/ops.h"
 
@@ -40,6 +41,8 @@ struct KeyLanes {
         page_tokens(head.page_tokens),
         first_key(head.first_key) {}
 
+  // Key `key`'s page (its page-table index) and token in that page.
+  [[gnu::always_inline]] void locate(int key, int& page, int& t) const { page_and_row(key, page_tokens, page, t); }
   // The head's chunk in the page that holds page_table entry `page`.
   const uint8_t* chunk(int page) const { return layer + int64_t(page_table[page]) * page_bytes; }
   // Group g (codes 4g..4g+3) of the head's block b in `chunk`: token t's 4 codes at + 4t.

@@ -205,8 +205,9 @@ struct LaneRuns {
 
   LaneRuns(const KeyLanes& k, int key0, int m) {
     for (int l = 0; l < m;) {
-      const int key = key0 + l, t0 = key % k.page_tokens;
-      chunk[n] = k.chunk(key / k.page_tokens);
+      int page, t0;
+      k.locate(key0 + l, page, t0);
+      chunk[n] = k.chunk(page);
       t[n] = t0;
       lane[n] = l;
       count[n] = std::min(k.page_tokens - t0, m - l);

@@ -265,8 +265,10 @@ struct LaneRuns {
   LaneRuns(const KeyLanes& k, int key0, int m)
       : group_bytes(4 * int64_t(k.page_tokens)), block_scales(k.page_tokens), chunk_bytes(k.chunk_bytes) {
     for (int l = 0; l < m;) {
-      const int key = key0 + l, t0 = key % k.page_tokens, count = min_int(k.page_tokens - t0, m - l);
-      chunk[n] = k.chunk(key / k.page_tokens);
+      int page, t0;
+      k.locate(key0 + l, page, t0);
+      const int count = min_int(k.page_tokens - t0, m - l);
+      chunk[n] = k.chunk(page);
       codes0[n] = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(k.codes(chunk[n], 0, 0) + 4 * t0) - 4 * unsigned(l));
       scales0[n] = reinterpret_cast<const uint16_t*>(reinterpret_cast<uintptr_t>(k.scales(chunk[n], 0) + t0) - 2 * unsigned(l));
       mask[n] = static_cast<__mmask16>(((1u << count) - 1) << l);
