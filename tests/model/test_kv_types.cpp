@@ -128,8 +128,7 @@ TEST(KvType, Avx2Q8_0RowsAreTheReferenceBits) {
 float lane_key_element(const KeyLanes& keys, int key, int d) {
   const uint8_t* chunk = keys.chunk(key / keys.page_tokens);
   const int t = key % keys.page_tokens, b = d / kKvBlockElements, i = d % kKvBlockElements;
-  const auto code = static_cast<int8_t>(keys.codes(chunk, b, i / 4)[4 * t + i % 4]);
-  return float(code) * f16_to_f32(keys.scales(chunk, b)[t]);
+  return float(keys.code(chunk, b, t, i)) * f16_to_f32(keys.scales(chunk, b)[t]);
 }
 
 // Q8_0 keys in heads of whole blocks are stored in lanes (key_lanes.h): every head's element reads

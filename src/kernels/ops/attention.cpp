@@ -34,10 +34,10 @@ const uint16_t* ref_row(const PagedKv& head, const uint16_t* base, int j) {
 
 void q8_0_scores_ref(const float* q, const PagedKv& head, int n_keys, int n_gqa, int head_dim, float scale,
                      float* scores) {
+  const KeyLanes keys(head, head_dim);
   for (int h = 0; h < n_gqa; ++h) {
     Q8Query qq;
     quantise_query_ref(q + int64_t(h) * head_dim, head_dim, qq);
-    const KeyLanes keys(head, head_dim);
     for (int j = 0; j < n_keys; ++j) scores[int64_t(h) * n_keys + j] = q8_0_key_score_ref(qq, keys, head.first_key + j) * scale;
   }
 }

@@ -49,6 +49,10 @@ struct KeyLanes {
   const uint8_t* codes(const uint8_t* chunk, int b, int g) const {
     return chunk + scale_bytes + (int64_t(b) * 8 + g) * 4 * page_tokens;
   }
+  // Code i (0..31) of the head's block b of token t in `chunk`.
+  int8_t code(const uint8_t* chunk, int b, int t, int i) const {
+    return static_cast<int8_t>(codes(chunk, b, i / 4)[4 * t + i % 4]);
+  }
   // The f16 scales of the head's block b in `chunk`, token t's at [t].
   const uint16_t* scales(const uint8_t* chunk, int b) const {
     return reinterpret_cast<const uint16_t*>(chunk) + int64_t(b) * page_tokens;

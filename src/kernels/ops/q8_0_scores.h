@@ -52,10 +52,7 @@ inline float q8_0_key_score_ref(const Q8Query& q, const KeyLanes& keys, int key)
   float acc = 0.f;
   for (int b = 0; b < q.n_blocks; ++b) {
     int32_t sum = 0;
-    for (int i = 0; i < kKvBlockElements; ++i) {
-      const auto code = static_cast<int8_t>(keys.codes(chunk, b, i / 4)[4 * t + i % 4]);
-      sum += int32_t(q.codes[b * kKvBlockElements + i]) * code;
-    }
+    for (int i = 0; i < kKvBlockElements; ++i) sum += int32_t(q.codes[b * kKvBlockElements + i]) * keys.code(chunk, b, t, i);
     const float term = static_cast<float>(sum) * (q.d[b] * f16_to_f32(keys.scales(chunk, b)[t]));
     acc = b == 0 ? term : acc + term;
   }
