@@ -536,7 +536,10 @@ void embed_for_cache(GenerationJob* job, engine::Request req) {
   e.pooling = engine::Pooling::Default;
   e.normalize = true;
   e.deadline = req.deadline;
-  const std::shared_ptr<const LoadedModel>& embedder = job->cache->embedder ? job->cache->embedder : job->model;
+  // Copies: once submit succeeds the embedding may finish and the job be freed at any time (as in
+  // background_submit), so only these are touched after it.
+  const std::shared_ptr<const LoadedModel> embedder = job->cache->embedder ? job->cache->embedder : job->model;
+  const std::shared_ptr<Cancellation> cancellation = job->cancellation;
   if (job->cache->embedder) {
     e.prompt_text = req.prompt_text.empty() ? std::move(job->cache->text) : req.prompt_text;
     if (std::string why = embedder->engine->refuse_prompt_text(e.prompt_text, true); !why.empty()) {
@@ -565,10 +568,10 @@ void embed_for_cache(GenerationJob* job, engine::Request req) {
   };
   auto submitted = embedder->engine->submit(std::move(e), std::move(cb));
   if (auto* refusal = std::get_if<engine::SubmitError>(&submitted)) {
-    job->refusal = *refusal;
+    job->refusal = *refusal;  // no callback will run: the job is still ours
     complete(job);
   } else {
-    job->cancellation->set(std::get<engine::Handle>(submitted));
+    cancellation->set(std::get<engine::Handle>(submitted));
   }
 }
 
