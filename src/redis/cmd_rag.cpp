@@ -568,7 +568,8 @@ int cmd_rag(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   // stored with INFER.EMBED ... STORE are; normalising changes nothing for cosine search.
   submit_embedding(
       j->embedder, query_text, engine::Pooling::Default, true, j->gen.deadline,
-      [j](engine::Handle h) { j->cancellation->set(std::move(h)); },
+      // the cancellation, not the job: the embedding may finish and the job be freed before this runs
+      [cancellation = j->cancellation](engine::Handle h) { cancellation->set(std::move(h)); },
       [j](const engine::SubmitError& refusal) {
         const bool busy = refusal.kind == engine::SubmitError::Kind::Busy;
         if (busy) ++stats().busy_replies;
