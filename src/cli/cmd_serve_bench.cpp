@@ -1,9 +1,11 @@
 // `infer serve-bench`: serving throughput and latency through the Engine API (continuous batching).
 // For each concurrency level C a fresh engine with C slots serves C closed-loop clients, each sending
 // `rounds` requests of --prompt-tokens random ids and --gen-tokens generated tokens one after another.
-// Reports aggregate decode tok/s (C × the mean of each request's own decode rate, i.e. tokens after the
-// first / time after the first, while C requests share every step), end-to-end tok/s (generated tokens /
-// wall time of the level, prefills included) and time-to-first-token p50/p99. With --shared-prefix N every prompt starts with the same N tokens: the
+// Reports decode tok/s (the rows of the level's decode-only steps over their wall time: the steady rate
+// of C sequences decoding together, as llama-batched-bench's S_TG; steps that also ran a prefill chunk
+// are prefill work and left out), end-to-end tok/s (generated tokens / wall time of the level, prefills
+// included) and time-to-first-token p50/p99; --json adds each request's own decode rate (tokens after
+// its first / time after its first, other requests' prefill chunks included: what one client sees). With --shared-prefix N every prompt starts with the same N tokens: the
 // level also measures one cold and one warm request alone, and the prefix cache's token hit rate.
 // Each level also reports its engine's memory plan: the KV pool (bytes and tokens: room for every slot's
 // full context), and once, the weights' bytes, KV bytes per token and the per-sequence cap.
@@ -57,6 +59,7 @@ struct ServeBenchArgs {
 struct LevelResult {
   int concurrency = 0;
   double decode_tps = 0, end_to_end_tps = 0, ttft_p50_ms = 0, ttft_p99_ms = 0;
+  double request_decode_tps = 0;  // the mean of each request's own decode rate
   uint64_t generated = 0;
   double wall_s = 0;
   double ttft_cold_ms = 0, ttft_warm_ms = 0, cache_hit_rate = 0;
@@ -64,7 +67,7 @@ struct LevelResult {
   std::vector<double> decode_tps_runs;  // decode_tps of each repeat, in the order they ran
   double ratio_to_first = 0;            // median over repeats of decode_tps / the first level's
   engine::EngineStats plan;  // the engine's memory plan (kv_bytes, model_bytes, pages, per-sequence cap)
-  engine::DecodeProfile profile;  // --profile: the level's decode-only steps (warm-up excluded)
+  engine::DecodeProfile profile;  // the level's decode-only steps (warm-up excluded); phases with --profile
   std::string backend;            // the engine's backend description
   int64_t kv_pool_tokens() const { return int64_t(plan.kv_pages_total) * plan.kv_page_tokens; }
 };
@@ -200,10 +203,11 @@ LevelResult run_level(const ServeBenchArgs& a, int c) {
     out.generated += uint64_t(r.timings.generated_tokens);
     decode_rate_sum += r.timings.decode_tps;
   }
-  out.decode_tps = results.empty() ? 0 : c * decode_rate_sum / double(results.size());
+  out.request_decode_tps = results.empty() ? 0 : decode_rate_sum / double(results.size());
   out.end_to_end_tps = out.wall_s > 0 ? double(out.generated) / out.wall_s : 0;
   const engine::EngineStats after = e->stats();
   out.profile = after.decode_profile.since(before.decode_profile);
+  out.decode_tps = out.profile.wall_s > 0 ? double(out.profile.rows) / out.profile.wall_s : 0;
   const double prompt = double(after.prompt_tokens - before.prompt_tokens);
   if (prompt > 0) out.cache_hit_rate = double(after.cached_tokens - before.cached_tokens) / prompt;
   return out;
@@ -216,12 +220,13 @@ LevelResult summarise(const std::vector<LevelResult>& runs, const std::vector<Le
   out.concurrency = runs.front().concurrency;
   out.plan = runs.front().plan;
   out.backend = runs.front().backend;
-  std::vector<double> e2e, cold, warm, hit, ratios;
+  std::vector<double> e2e, cold, warm, hit, ratios, request;
   for (size_t r = 0; r < runs.size(); ++r) {
     const LevelResult& run = runs[r];
     out.decode_tps_runs.push_back(run.decode_tps);
     ratios.push_back(first[r].decode_tps > 0 ? run.decode_tps / first[r].decode_tps : 0);
     e2e.push_back(run.end_to_end_tps);
+    request.push_back(run.request_decode_tps);
     cold.push_back(run.ttft_cold_ms);
     warm.push_back(run.ttft_warm_ms);
     hit.push_back(run.cache_hit_rate);
@@ -233,6 +238,7 @@ LevelResult summarise(const std::vector<LevelResult>& runs, const std::vector<Le
   out.decode_tps = median(out.decode_tps_runs);
   out.ratio_to_first = median(ratios);
   out.end_to_end_tps = median(e2e);
+  out.request_decode_tps = median(request);
   out.ttft_p50_ms = percentile(out.ttft_ms, 0.50);
   out.ttft_p99_ms = percentile(out.ttft_ms, 0.99);
   out.ttft_cold_ms = median(cold);
@@ -262,7 +268,7 @@ constexpr ProfileColumn kProfileColumns[] = {
 double per_step_ms(const engine::DecodeProfile& p, double seconds) {
   return p.steps ? 1e3 * seconds / double(p.steps) : 0;
 }
-double step_ms(const engine::DecodeProfile& p) { return per_step_ms(p, p.forward.total_s() + p.after_pass_s); }
+double step_ms(const engine::DecodeProfile& p) { return per_step_ms(p, p.wall_s); }
 double rows_per_step(const engine::DecodeProfile& p) { return p.steps ? double(p.rows) / double(p.steps) : 0; }
 
 nlohmann::ordered_json profile_json(const engine::DecodeProfile& p) {
@@ -292,7 +298,8 @@ nlohmann::ordered_json json_row(const ServeBenchArgs& a, const LevelResult& r) {
                                 {"ttft_p50_ms", r.ttft_p50_ms},
                                 {"ttft_p99_ms", r.ttft_p99_ms},
                                 {"decode_tps_runs", r.decode_tps_runs},
-                                {"ratio_to_first", r.ratio_to_first}};
+                                {"ratio_to_first", r.ratio_to_first},
+                                {"request_decode_tps", r.request_decode_tps}};
   if (a.shared_prefix > 0) {
     row["ttft_cold_ms"] = r.ttft_cold_ms;
     row["ttft_warm_ms"] = r.ttft_warm_ms;

@@ -167,7 +167,7 @@ struct EngineOptions {
   bool prefix_cache = true;
   int nice = 0;                // niceness (0..19) of the scheduler and compute threads: a host such as
                                // Redis raises it so that its own main thread wins a shared core
-  bool profile = false;        // time the phases of decode steps (EngineStats::decode_profile)
+  bool profile = false;        // time the phases of decode steps too (EngineStats::decode_profile)
   model::DeviceOptions device; // where the forward pass runs and the KV pages live (cpu by default)
 };
 // Engine::create resolves the options it was given: threads (0 → hardware concurrency), context
@@ -175,10 +175,12 @@ struct EngineOptions {
 // set, else room for max_running sequences of the full context, each in whole pages; rounded up to
 // whole pages); options() returns the resolved values.
 
-// Where the time of decode steps went (EngineOptions::profile), summed over the steps that ran decode
-// rows only (no prefill chunk): the forward pass by phase, then sampling, callbacks and bookkeeping.
+// The steps that ran decode rows only (no prefill chunk), summed: how many, their rows and wall time
+// (always counted: the steady decode rate is rows / wall_s), and with EngineOptions::profile where
+// that time went: the forward pass by phase, then sampling, callbacks and bookkeeping.
 struct DecodeProfile {
   uint64_t steps = 0, rows = 0;
+  double wall_s = 0;        // the steps' wall time: the pass and everything after it
   model::PassProfile forward;
   double after_pass_s = 0;  // sampling, callbacks and finishing requests
 
@@ -186,6 +188,7 @@ struct DecodeProfile {
   void add(const DecodeProfile& o) {
     steps += o.steps;
     rows += o.rows;
+    wall_s += o.wall_s;
     forward.accumulate(o.forward);
     after_pass_s += o.after_pass_s;
   }
@@ -194,6 +197,7 @@ struct DecodeProfile {
     DecodeProfile d = *this;
     d.steps -= earlier.steps;
     d.rows -= earlier.rows;
+    d.wall_s -= earlier.wall_s;
     d.forward.accumulate(earlier.forward, -1);
     d.after_pass_s -= earlier.after_pass_s;
     return d;
@@ -216,7 +220,7 @@ struct EngineStats {
   int kv_page_tokens = 0;      // tokens per KV page
   int max_seq_tokens = 0;      // per-sequence cap (prompt + generated): the resolved context
   model::DeviceKind device = model::DeviceKind::Cpu;  // the backend's device
-  DecodeProfile decode_profile;  // all zero unless EngineOptions::profile
+  DecodeProfile decode_profile;  // phases all zero unless EngineOptions::profile
 };
 
 // "" when `device` can run a model in this build on this machine, else why not (hosts refuse a load

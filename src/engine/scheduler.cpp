@@ -155,26 +155,31 @@ void Scheduler::step() {
   expire_running();
   admit();
   if (build_batch()) {
-    const bool profiled = opts_.profile && decode_only_;
+    const bool decode_step = decode_only_;
+    const Clock::time_point start = decode_step ? Clock::now() : Clock::time_point{};
     model::PassProfile pass;
     bool ok = true;
     try {
-      backend_.run(batch_, logits_.data(), hidden_.data(), profiled ? &pass : nullptr);
+      backend_.run(batch_, logits_.data(), hidden_.data(), decode_step && opts_.profile ? &pass : nullptr);
     } catch (const std::exception& e) {
       fail_batch(std::string("forward pass failed: ") + e.what());
       ok = false;
     }
     // The step is counted before the callbacks run, so that stats() read from a request's on_done
-    // include its last step; the time after the pass is added when the step ends.
+    // include its last step; its times are added when the step ends.
     DecodeProfile& profile = local_.decode_profile;
-    const Clock::time_point outputs_start = profiled ? Clock::now() : Clock::time_point{};
-    if (profiled && ok) {
+    const Clock::time_point outputs_start = decode_step ? Clock::now() : Clock::time_point{};
+    if (decode_step && ok) {
       ++profile.steps;
       profile.rows += batch_.rows.size();
       profile.forward.accumulate(pass);
     }
     if (ok) process_outputs();
-    if (profiled && ok) profile.after_pass_s += std::chrono::duration<double>(Clock::now() - outputs_start).count();
+    if (decode_step && ok) {
+      const Clock::time_point end = Clock::now();
+      if (opts_.profile) profile.after_pass_s += std::chrono::duration<double>(end - outputs_start).count();
+      profile.wall_s += std::chrono::duration<double>(end - start).count();
+    }
   }
   std::erase_if(running_, [](const auto& s) { return s->finished; });
   publish_stats();
