@@ -256,64 +256,116 @@ void decode_groups(const uint8_t* w, uint64_t row_bytes, int64_t n_w, int64_t bl
   decode_streams_end(call, static_cast<uint64_t>(n_w) * row_bytes);
 }
 
+// Activation rows per pass of the interleaved layout's small-batch kernels (dot_rows_interleaved).
+inline constexpr int kRowsPerPass = 8;
+
+// The Q8_K activation rows' codes regrouped for those passes: super-block i of rows r0..r0+7 (r0 a
+// multiple of kRowsPerPass) as runs of kQKK codes side by side, so that a pass reaches every row's
+// codes from one pointer (a pointer per row left its kernels short of general registers, reloading
+// them from the stack: bench_kernels BM_MatmulBatchHot, Q4_K and Q6_K at 8 rows).
+struct PassCodes {
+  Buffer<int8_t> qs;
+  int64_t n_blocks = 0;
+
+  void build(const uint8_t* act, uint64_t act_stride, int n_rows, int64_t n) {
+    n_blocks = n / kQKK;
+    qs.resize(static_cast<size_t>((n_rows + kRowsPerPass - 1) / kRowsPerPass * kRowsPerPass * n_blocks * kQKK));
+    for (int a = 0; a < n_rows; ++a) {
+      const auto* y = reinterpret_cast<const BlockQ8_K*>(act + a * act_stride);
+      for (int64_t i = 0; i < n_blocks; ++i) __builtin_memcpy(row(a, i), y[i].qs, kQKK);
+    }
+  }
+  // Super-block i of the pass from row0: row row0 + a's codes at a · kQKK.
+  const int8_t* pass(int row0, int64_t i) const {
+    return qs.data() + ((row0 / kRowsPerPass) * n_blocks + i) * kRowsPerPass * kQKK;
+  }
+
+ private:
+  int8_t* row(int a, int64_t i) { return const_cast<int8_t*>(pass(a, i)) + (a % kRowsPerPass) * kQKK; }
+};
+
 // The decode kernel over the interleaved layout (contract as DotOutputsFn, n_w a multiple of 16) for a
-// format's Decode: kSumGroupLen, kBlockBytes and block<NR>(source, i, y, sums, row0, acc): acc[a] plus
-// super-block i's terms for the 16 rows and activation row y[a]. One float per row and super-block, in
-// super-block order.
+// format's Decode: kSumGroupLen, kBlockBytes and block<NR, NG>(src, i, x, sums, row0, acc): acc[g·NR + a]
+// plus super-block i's terms for the 16 rows of group src[g] and activation row row0 + a, whose codes
+// are at x + a · kQKK (PassCodes). One float per row and super-block, in super-block order.
 template <class Decode>
 void dot_outputs_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                              float* out) {
   thread_local ActivationSums sums;
+  thread_local PassCodes codes;
   sums.build(act, 0, 1, n, Decode::kSumGroupLen);
-  const BlockQ8_K* const y[1] = {reinterpret_cast<const BlockQ8_K*>(act)};
+  codes.build(act, 0, 1, n);
   decode_groups(static_cast<const uint8_t*>(w), row_bytes, n_w, Decode::kBlockBytes, sums.n_blocks, out,
                 [&](const InterleavedRows& src, int64_t i, __m512& acc) {
-                  Decode::template block<1>(src, i, y, sums, 0, &acc);
+                  Decode::template block<1, 1>(&src, i, codes.pass(0, i), sums, 0, &acc);
                 });
 }
 
-// Small batches over the interleaved layout (contract as DotTileFn, n_w a multiple of 16): each group
-// against up to kRowsPerPass activation rows at once with the Decode's block<NR>, so that the codes
-// of a super-block are unpacked once per pass and the AMX tiles' loads and stores are avoided.
-inline constexpr int kRowsPerPass = 8;
-
-template <class Decode, int NR>
-void rows_pass(const InterleavedRows& src, const ActivationSums& sums, const uint8_t* act, uint64_t act_stride,
-               int row0, float* out, int64_t out_stride) {
-  const BlockQ8_K* y[NR];
-  __m512 acc[NR];
-  for (int a = 0; a < NR; ++a) {
-    y[a] = reinterpret_cast<const BlockQ8_K*>(act + (row0 + a) * act_stride);
-    acc[a] = _mm512_setzero_ps();
+// Small batches over the interleaved layout (contract as DotTileFn, n_w a multiple of 16): up to
+// kRowsPerPass activation rows at once against one group with the Decode's block<NR, 1>, so that the
+// codes of a super-block are unpacked once per pass and the AMX tiles' loads and stores are avoided.
+// A Decode with kPairGroups takes two groups a pass (block<NR, 2>) when the batch fills a pass, to
+// broadcast each activation word once for both groups' code vectors.
+template <class Decode, int NR, int NG>
+void rows_pass(const InterleavedRows* src, const ActivationSums& sums, const PassCodes& codes, int row0, float* out,
+               int64_t group_step, int64_t out_stride) {
+  __m512 acc[NG * NR];
+  for (__m512& x : acc) x = _mm512_setzero_ps();
+  for (int64_t i = 0; i < sums.n_blocks; ++i) {
+    Decode::template block<NR, NG>(src, i, codes.pass(row0, i), sums, row0, acc);
   }
-  for (int64_t i = 0; i < sums.n_blocks; ++i) Decode::template block<NR>(src, i, y, sums, row0, acc);
-  for (int a = 0; a < NR; ++a) _mm512_storeu_ps(out + (row0 + a) * out_stride, acc[a]);
+  for (int g = 0; g < NG; ++g) {
+    for (int a = 0; a < NR; ++a) _mm512_storeu_ps(out + g * group_step + (row0 + a) * out_stride, acc[g * NR + a]);
+  }
+}
+
+// The passes over groups src[0..NG), whose outputs start group_step apart from out.
+template <class Decode, int NG>
+void rows_passes(const InterleavedRows* src, const ActivationSums& sums, const PassCodes& codes, int n_rows,
+                 float* out, int64_t group_step, int64_t out_stride) {
+  for (int a0 = 0; a0 < n_rows; a0 += kRowsPerPass) {
+    switch (static_cast<int>(min_of(kRowsPerPass, n_rows - a0))) {
+      case 1: rows_pass<Decode, 1, NG>(src, sums, codes, a0, out, group_step, out_stride); break;
+      case 2: rows_pass<Decode, 2, NG>(src, sums, codes, a0, out, group_step, out_stride); break;
+      case 3: rows_pass<Decode, 3, NG>(src, sums, codes, a0, out, group_step, out_stride); break;
+      case 4: rows_pass<Decode, 4, NG>(src, sums, codes, a0, out, group_step, out_stride); break;
+      case 5: rows_pass<Decode, 5, NG>(src, sums, codes, a0, out, group_step, out_stride); break;
+      case 6: rows_pass<Decode, 6, NG>(src, sums, codes, a0, out, group_step, out_stride); break;
+      case 7: rows_pass<Decode, 7, NG>(src, sums, codes, a0, out, group_step, out_stride); break;
+      default: rows_pass<Decode, 8, NG>(src, sums, codes, a0, out, group_step, out_stride); break;
+    }
+  }
 }
 
 template <class Decode>
 void dot_rows_interleaved(int64_t n, const void* w, uint64_t row_bytes, int64_t n_w, const uint8_t* act,
                           uint64_t act_stride, int n_rows, float* out, int64_t out_stride) {
   thread_local ActivationSums sums;
+  thread_local PassCodes codes;
   sums.build(act, act_stride, n_rows, n, Decode::kSumGroupLen);
+  codes.build(act, act_stride, n_rows, n);
   const auto* wb = static_cast<const uint8_t*>(w);
-  for (int64_t o0 = 0; o0 < n_w; o0 += kGroupRows) {
-    const InterleavedRows src(wb + o0 * row_bytes, row_bytes, kGroupRows, Decode::kBlockBytes);
-    for (int a0 = 0; a0 < n_rows; a0 += kRowsPerPass) {
-      float* o = out + o0;
-      switch (static_cast<int>(min_of(kRowsPerPass, n_rows - a0))) {
-        case 1: rows_pass<Decode, 1>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 2: rows_pass<Decode, 2>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 3: rows_pass<Decode, 3>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 4: rows_pass<Decode, 4>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 5: rows_pass<Decode, 5>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 6: rows_pass<Decode, 6>(src, sums, act, act_stride, a0, o, out_stride); break;
-        case 7: rows_pass<Decode, 7>(src, sums, act, act_stride, a0, o, out_stride); break;
-        default: rows_pass<Decode, 8>(src, sums, act, act_stride, a0, o, out_stride); break;
-      }
+  auto group = [&](int64_t g) {
+    return InterleavedRows(wb + g * kGroupRows * row_bytes, row_bytes, kGroupRows, Decode::kBlockBytes);
+  };
+  const int64_t n_groups = n_w / kGroupRows;
+  int64_t g = 0;
+  if constexpr (Decode::kPairGroups) {
+    // The pairs are groups g and g + half: two sequential streams, each read ahead by its words'
+    // prefetches, where neighbouring groups side by side left the second group's first units to miss
+    // (bench_kernels BM_MatmulBatch, 8 rows).
+    const int64_t half = n_rows >= kRowsPerPass ? n_groups / 2 : 0;
+    for (; g < half; ++g) {
+      const InterleavedRows src[2] = {group(g), group(g + half)};
+      rows_passes<Decode, 2>(src, sums, codes, n_rows, out + g * kGroupRows, half * kGroupRows, out_stride);
     }
+    g *= 2;
+  }
+  for (; g < n_groups; ++g) {
+    const InterleavedRows src[1] = {group(g)};
+    rows_passes<Decode, 1>(src, sums, codes, n_rows, out + g * kGroupRows, 0, out_stride);
   }
 }
-
 
 }  // namespace
 }  // namespace infer::kernels::avx512

@@ -22,14 +22,20 @@ struct KBlock<true> {
   using type = BlockQ5_K;
 };
 
-// Decode and small batches over the interleaved layout: super-block i of the 16 rows against NR
-// activation rows y[a] (rows row0 + a of `sums`), VPDPBUSD with each activation word broadcast.
+// Decode and small batches over the interleaved layout: super-block i of NG groups of 16 rows against
+// NR activation rows (rows row0 + a of `sums`, codes at x + a · kQKK), VPDPBUSD with each activation
+// word broadcast. A group alone takes a chunk's two sub-blocks at once; full passes of two groups take
+// one sub-block at a time, each broadcast serving both groups' code vectors (the broadcasts bound the
+// one-group kernel: bench_kernels BM_MatmulBatchHot/12/8), with the scaled sums and the scales in memory
+// so that the 16 accumulators keep the registers.
 template <bool kFiveBit>
 struct KDecode {
   using Block = typename KBlock<kFiveBit>::type;
   static constexpr int kSumGroupLen = 32;
   static constexpr int64_t kBlockBytes = sizeof(Block);
+  static constexpr bool kPairGroups = true;
   static constexpr int64_t kCodes = offsetof(Block, qs);
+  static constexpr int64_t kFifthBits = offsetof(BlockQ5_K, qh);
 
   // The nibbles q plus 16 where bit `bit` of h's byte is set: the 5-bit codes.
   static __m512i with_fifth_bit(__m512i q, __m512i h, int bit) {
@@ -40,7 +46,7 @@ struct KDecode {
   // The fifth bits of super-block i's four chunks (Q5_K; nothing for Q4_K).
   static void fifth_bits(const InterleavedRows& src, int64_t i, __m512i* h) {
     if constexpr (kFiveBit) {
-      for (int r = 0; r < kSubLen / 4; ++r) h[r] = src.word(i, offsetof(BlockQ5_K, qh) + 4 * r);
+      for (int r = 0; r < kSubLen / 4; ++r) h[r] = src.word(i, kFifthBits + 4 * r);
     }
   }
 
@@ -55,9 +61,22 @@ struct KDecode {
     }
   }
 
+  // The 16 rows' codes 32j + 4r .. 32j + 4r + 3 (sub-block j): the low nibbles of chunk j / 2's word r
+  // for even j, the high ones for odd j, which reads the word again (and the fifth bits, Q5_K).
+  static __m512i sub_block_codes(const InterleavedRows& src, int64_t i, int j, int r) {
+    const int64_t at = kCodes + 32 * (j / 2) + 4 * r;
+    const __m512i q = j % 2 ? _mm512_srli_epi32(src.word_again(i, at), 4) : src.word(i, at);
+    const __m512i codes = _mm512_and_si512(q, _mm512_set1_epi8(0x0F));
+    if constexpr (kFiveBit) {
+      const int64_t h_at = kFifthBits + 4 * r;
+      return with_fifth_bit(codes, j == 0 ? src.word(i, h_at) : src.word_again(i, h_at), j);
+    }
+    return codes;
+  }
+
   template <int NR>
-  static void block(const InterleavedRows& src, int64_t i, const BlockQ8_K* const* y, const ActivationSums& sums,
-                    int row0, __m512* acc) {
+  static void block_of_group(const InterleavedRows& src, int64_t i, const int8_t* x, const ActivationSums& sums,
+                             int row0, __m512* acc) {
     __m512i sc[kSubs], min_pairs[kSubs / 2];
     decode_scales(src, i, sc, min_pairs);
     __m512i s[NR], h[kSubLen / 4];
@@ -71,8 +90,8 @@ struct KDecode {
         __m512i q_lo, q_hi;
         codes(src.word(i, kCodes + 32 * c + 4 * r), h, c, r, q_lo, q_hi);
         for (int a = 0; a < NR; ++a) {
-          lo[a] = _mm512_dpbusd_epi32(lo[a], q_lo, broadcast_word(y[a][i].qs + 64 * c + 4 * r));
-          hi[a] = _mm512_dpbusd_epi32(hi[a], q_hi, broadcast_word(y[a][i].qs + 64 * c + kSubLen + 4 * r));
+          lo[a] = _mm512_dpbusd_epi32(lo[a], q_lo, broadcast_word(x + a * kQKK + 64 * c + 4 * r));
+          hi[a] = _mm512_dpbusd_epi32(hi[a], q_hi, broadcast_word(x + a * kQKK + 64 * c + kSubLen + 4 * r));
         }
       }
       const __m512i sc_lo = scale_words(sc[2 * c]), sc_hi = scale_words(sc[2 * c + 1]);
@@ -80,7 +99,50 @@ struct KDecode {
     }
     const BlockScales scales(src.word(i, 0));
     for (int a = 0; a < NR; ++a) {
-      acc[a] = add_block(scales, s[a], pair_dot(min_pairs, sums, row0 + a, i, kSubs / 2), y[a][i].d, acc[a]);
+      acc[a] = add_block(scales, s[a], pair_dot(min_pairs, sums, row0 + a, i, kSubs / 2), sums.scale(row0 + a, i),
+                         acc[a]);
+    }
+  }
+
+  template <int NR, int NG>
+  static void block(const InterleavedRows* src, int64_t i, const int8_t* x, const ActivationSums& sums, int row0,
+                    __m512* acc) {
+    if constexpr (NG == 1 || NR < 8) {
+      for (int g = 0; g < NG; ++g) block_of_group<NR>(src[g], i, x, sums, row0, acc + g * NR);
+      return;
+    }
+    alignas(64) __m512i scale[NG][kSubs], min_pairs[NG][kSubs / 2], s[NG][NR];
+    for (int g = 0; g < NG; ++g) {
+      __m512i sc[kSubs];
+      decode_scales(src[g], i, sc, min_pairs[g]);
+      for (int j = 0; j < kSubs; ++j) scale[g][j] = scale_words(sc[j]);
+      for (int a = 0; a < NR; ++a) s[g][a] = _mm512_setzero_si512();
+    }
+    for (int j = 0; j < kSubs; ++j) {
+      __m512i sum[NG][NR];
+      for (auto& group : sum) {
+        for (__m512i& v : group) v = _mm512_setzero_si512();
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < kSubLen / 4; ++r) {
+        __m512i q[NG];
+        for (int g = 0; g < NG; ++g) q[g] = sub_block_codes(src[g], i, j, r);
+        for (int a = 0; a < NR; ++a) {
+          const __m512i yw = broadcast_word(x + a * kQKK + kSubLen * j + 4 * r);
+          for (int g = 0; g < NG; ++g) sum[g][a] = _mm512_dpbusd_epi32(sum[g][a], q[g], yw);
+        }
+      }
+      for (int g = 0; g < NG; ++g) {
+        for (int a = 0; a < NR; ++a) s[g][a] = add_scaled(s[g][a], sum[g][a], scale[g][j]);
+      }
+    }
+    for (int g = 0; g < NG; ++g) {
+      const BlockScales scales(src[g].word(i, 0));
+      for (int a = 0; a < NR; ++a) {
+        __m512& out = acc[g * NR + a];
+        out = add_block(scales, s[g][a], pair_dot(min_pairs[g], sums, row0 + a, i, kSubs / 2), sums.scale(row0 + a, i),
+                        out);
+      }
     }
   }
 };

@@ -9,15 +9,17 @@ namespace infer::kernels::avx512 {
 
 namespace {
 // Decode and small batches over the interleaved layout: super-block i of the 16 rows against NR
-// activation rows y[a] (rows row0 + a of `sums`), VPDPBUSD with each activation word broadcast. One
-// sub-block at a time, so that NR accumulators suffice.
+// activation rows (rows row0 + a of `sums`, codes at x + a · kQKK), VPDPBUSD with each activation word
+// broadcast. One sub-block at a time, so that NR accumulators suffice. Groups one at a time: two groups
+// sharing each broadcast, as Q4_K's, made 8 rows slower (bench_kernels BM_MatmulBatchHot/14/8).
 struct Q6KDecode {
   static constexpr int kSumGroupLen = 16;
   static constexpr int64_t kBlockBytes = sizeof(BlockQ6_K);
+  static constexpr bool kPairGroups = false;
 
   template <int NR>
-  static void block(const InterleavedRows& src, int64_t i, const BlockQ8_K* const* y, const ActivationSums& sums,
-                    int row0, __m512* acc) {
+  static void block_of_group(const InterleavedRows& src, int64_t i, const int8_t* x, const ActivationSums& sums,
+                             int row0, __m512* acc) {
     __m512i sc[kSubs], sc_pairs[kSubs / 2];
     // The whole of a later unit, besides each word's own prefetch: unit i + 2 into L2 for batches,
     // unit i + 1 into L1 for decode, where i + 2 into L2 slowed Intel; Q4_K gains nothing from it
@@ -59,7 +61,7 @@ struct Q6KDecode {
               code = codes(word(0, r, g == 0), word(1, r, g == 0), word(2, r, g == 0), g);
             }
             for (int a = 0; a < NR; ++a) {
-              sum[a] = _mm512_dpbusd_epi32(sum[a], code, broadcast_word(y[a][i].qs + 128 * h + 32 * g + k0 + 4 * r));
+              sum[a] = _mm512_dpbusd_epi32(sum[a], code, broadcast_word(x + a * kQKK + 128 * h + 32 * g + k0 + 4 * r));
             }
           }
           const __m512i scale = scale_words(sc[8 * h + 2 * g + k0 / kSubLen]);
@@ -69,8 +71,14 @@ struct Q6KDecode {
     }
     const __m512 d = low_halves_f32(src.last_half(i));
     for (int a = 0; a < NR; ++a) {
-      acc[a] = add_block(d, s[a], pair_dot(sc_pairs, sums, row0 + a, i, kSubs / 2), y[a][i].d, acc[a]);
+      acc[a] = add_block(d, s[a], pair_dot(sc_pairs, sums, row0 + a, i, kSubs / 2), sums.scale(row0 + a, i), acc[a]);
     }
+  }
+
+  template <int NR, int NG>
+  static void block(const InterleavedRows* src, int64_t i, const int8_t* x, const ActivationSums& sums, int row0,
+                    __m512* acc) {
+    for (int g = 0; g < NG; ++g) block_of_group<NR>(src[g], i, x, sums, row0, acc + g * NR);
   }
 };
 
