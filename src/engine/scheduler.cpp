@@ -165,20 +165,22 @@ void Scheduler::step() {
       fail_batch(std::string("forward pass failed: ") + e.what());
       ok = false;
     }
-    // The step is counted before the callbacks run, so that stats() read from a request's on_done
-    // include its last step; its times are added when the step ends.
+    // The step and its pass are counted before the callbacks run, so that stats() read from a
+    // request's on_done include its last step; the time after the pass is added when the step ends
+    // (to the wall time too, which so always holds the phases counted).
     DecodeProfile& profile = local_.decode_profile;
     const Clock::time_point outputs_start = decode_step ? Clock::now() : Clock::time_point{};
     if (decode_step && ok) {
       ++profile.steps;
       profile.rows += batch_.rows.size();
       profile.forward.accumulate(pass);
+      profile.wall_s += std::chrono::duration<double>(outputs_start - start).count();
     }
     if (ok) process_outputs();
     if (decode_step && ok) {
-      const Clock::time_point end = Clock::now();
-      if (opts_.profile) profile.after_pass_s += std::chrono::duration<double>(end - outputs_start).count();
-      profile.wall_s += std::chrono::duration<double>(end - start).count();
+      const double after_pass_s = std::chrono::duration<double>(Clock::now() - outputs_start).count();
+      if (opts_.profile) profile.after_pass_s += after_pass_s;
+      profile.wall_s += after_pass_s;
     }
   }
   std::erase_if(running_, [](const auto& s) { return s->finished; });
