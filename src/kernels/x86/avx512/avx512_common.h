@@ -276,12 +276,11 @@ struct PassCodes {
     }
   }
   // Super-block i of the pass from row0: row row0 + a's codes at a · kQKK.
-  const int8_t* pass(int row0, int64_t i) const {
-    return qs.data() + ((row0 / kRowsPerPass) * n_blocks + i) * kRowsPerPass * kQKK;
-  }
+  const int8_t* pass(int row0, int64_t i) const { return qs.data() + pass_offset(row0, i); }
 
  private:
-  int8_t* row(int a, int64_t i) { return const_cast<int8_t*>(pass(a, i)) + (a % kRowsPerPass) * kQKK; }
+  int64_t pass_offset(int row0, int64_t i) const { return ((row0 / kRowsPerPass) * n_blocks + i) * kRowsPerPass * kQKK; }
+  int8_t* row(int a, int64_t i) { return qs.data() + pass_offset(a, i) + (a % kRowsPerPass) * kQKK; }
 };
 
 // The decode kernel over the interleaved layout (contract as DotOutputsFn, n_w a multiple of 16) for a
