@@ -46,7 +46,8 @@ inline int32_t int16_pair(int lo, int hi) {
 // kRows, the format's row kernel); kScaleVecs, code vectors per sub-block;
 // kMins: the offset term is dmin·Σ m·bsums taken off in float (Q4_K, Q5_K), else 32·Σ sc·bsums taken off
 // the integer sum (Q6_K's −32); codes(block, v): the 256 codes in element order, 32 a vector;
-// scales(block, sc, off): the sub-block scales and the 16 int16 that multiply the bsums.
+// scales(block, sc, off): the sub-block scales and the 16 int16 that multiply the bsums; or, optionally,
+// tile_scales(rows, b, group): those, d and dmin for the 8 rows at once.
 template <class F>
 struct KTile {
   using Block = typename F::Block;
@@ -62,6 +63,10 @@ struct KTile {
       for (int r = 0; r < kKGroupRows; ++r) rows[r] = v[r][s];
       transpose_words8(rows, words);
       for (int k = 0; k < 8; ++k) g.codes[8 * s + k] = words[k];
+    }
+    if constexpr (requires { F::tile_scales(x, b, g); }) {
+      F::tile_scales(x, b, g);
+      return;
     }
     alignas(32) int32_t sc[kScales][kKGroupRows], off[8][kKGroupRows];
     alignas(16) uint16_t d[kKGroupRows], dmin[kKGroupRows] = {};

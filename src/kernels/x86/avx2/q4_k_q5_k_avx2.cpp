@@ -124,6 +124,39 @@ struct KTileFormat {
     for (int j = 0; j < 8; ++j) sc[j] = s[j];
     for (int g = 0; g < 16; ++g) off[g] = m[g / 2];
   }
+  // scales()'s values for the 8 rows x[r] at once, a row per 32-bit lane, with d and dmin: each row's
+  // first 16 bytes (d, dmin, the 12 scale bytes) transposed as 32-bit words and unpacked side by side.
+  // Row by row in scalar code, this was most of the tile's unpacking at 8 rows (perf, bench_kernels
+  // BM_MatmulBatch with INFER_NO_AVX512=1).
+  template <class Group>
+  static void tile_scales(const Block* const (&x)[8], int64_t b, Group& g) {
+    auto head = [&](int r) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(&x[r][b])); };
+    __m256i rows[4];  // rows i and i + 4, one per 128-bit lane
+    for (int i = 0; i < 4; ++i) rows[i] = _mm256_set_m128i(head(i + 4), head(i));
+    const __m256i lo01 = _mm256_unpacklo_epi32(rows[0], rows[1]), lo23 = _mm256_unpacklo_epi32(rows[2], rows[3]);
+    const __m256i hi01 = _mm256_unpackhi_epi32(rows[0], rows[1]), hi23 = _mm256_unpackhi_epi32(rows[2], rows[3]);
+    const __m256i w0 = _mm256_unpacklo_epi64(lo01, lo23);  // lane r: row r's d, dmin
+    const __m256i w1 = _mm256_unpackhi_epi64(lo01, lo23);  // scale bytes 0-3
+    const __m256i w2 = _mm256_unpacklo_epi64(hi01, hi23);  // 4-7
+    const __m256i w3 = _mm256_unpackhi_epi64(hi01, hi23);  // 8-11
+    const __m256i m6 = _mm256_set1_epi32(0x3F), m4 = _mm256_set1_epi32(0x0F);
+    auto byte = [](__m256i w, int j) { return _mm256_and_si256(_mm256_srli_epi32(w, 8 * j), _mm256_set1_epi32(0xFF)); };
+    auto pair = [](__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); };  // (v, v) as int16
+    for (int j = 0; j < 4; ++j) {  // unpack_k_scales, lane by lane
+      const __m256i s0 = byte(w1, j), s4 = byte(w2, j), s8 = byte(w3, j);
+      g.scales[j] = pair(_mm256_and_si256(s0, m6));
+      g.offsets[j] = pair(_mm256_and_si256(s4, m6));
+      g.scales[j + 4] = pair(_mm256_or_si256(_mm256_and_si256(s8, m4), _mm256_slli_epi32(_mm256_srli_epi32(s0, 6), 4)));
+      g.offsets[j + 4] = pair(_mm256_or_si256(_mm256_srli_epi32(s8, 4), _mm256_slli_epi32(_mm256_srli_epi32(s4, 6), 4)));
+    }
+    // the lanes' low and high halves as 8 f16 in order (packus keeps 16-bit values exactly)
+    auto halves = [](__m256i v) {
+      const __m256i packed = _mm256_packus_epi32(v, _mm256_setzero_si256());
+      return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+    };
+    g.d = _mm256_cvtph_ps(halves(_mm256_and_si256(w0, _mm256_set1_epi32(0xFFFF))));
+    g.dmin = _mm256_cvtph_ps(halves(_mm256_srli_epi32(w0, 16)));
+  }
 };
 
 template <int NR> using Q4_KKernel = KQuant<false>::Kernel<NR>;
