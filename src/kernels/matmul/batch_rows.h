@@ -24,9 +24,8 @@ inline constexpr int kQ8_0Q4_0PassesUpTo = 32;
 inline constexpr int kQ4KPassesUpTo = 32;
 inline constexpr int kQ5KQ6KPassesUpTo = 16;
 
-// The AVX2 K-quant register tiles from this many rows; fewer take the row kernel 4 rows at a time
+// The AVX2 K-quant register tiles (Q4_K, Q5_K, Q6_K) from this many rows; fewer take the row kernel
 // (BM_MatmulBatch with INFER_NO_AVX512=1).
-inline constexpr int kAvx2Q4KTileFrom = 8;
-inline constexpr int kAvx2Q5KQ6KTileFrom = 12;
+inline constexpr int kAvx2KTileFrom = 4;
 
 }  // namespace infer::kernels::batch_rows

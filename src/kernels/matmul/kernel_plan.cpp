@@ -23,8 +23,7 @@ int64_t interleaved_passes_up_to(TensorType weight) {
 int64_t tile_from(const RowKernels& k, TensorType weight) {
   if (k.dot_tile != kernel_table_row(weight).avx2.dot_tile) return 2;
   switch (weight) {
-    case TensorType::Q4_K: return batch_rows::kAvx2Q4KTileFrom;
-    case TensorType::Q5_K: case TensorType::Q6_K: return batch_rows::kAvx2Q5KQ6KTileFrom;
+    case TensorType::Q4_K: case TensorType::Q5_K: case TensorType::Q6_K: return batch_rows::kAvx2KTileFrom;
     default: return 2;
   }
 }

@@ -100,7 +100,7 @@ struct KQuant {
 template <bool kFiveBit>
 struct KTileFormat {
   using Block = typename KQuant<kFiveBit>::Block;
-  static constexpr int kTileMinRows = kFiveBit ? batch_rows::kAvx2Q5KQ6KTileFrom : batch_rows::kAvx2Q4KTileFrom;
+  static constexpr int kTileMinRows = batch_rows::kAvx2KTileFrom;
   static constexpr DotRowsFn kRows = kFiveBit ? dot_rows_q5_k : dot_rows_q4_k;
   static constexpr int kScaleVecs = 8;
   static constexpr bool kMins = true;

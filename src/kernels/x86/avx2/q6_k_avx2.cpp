@@ -130,7 +130,7 @@ static void run(int64_t n, const uint8_t* w, uint64_t stream_bytes, const uint8_
 // the bsums.
 struct Q6KTileFormat {
   using Block = BlockQ6_K;
-  static constexpr int kTileMinRows = batch_rows::kAvx2Q5KQ6KTileFrom;
+  static constexpr int kTileMinRows = batch_rows::kAvx2KTileFrom;
   static constexpr DotRowsFn kRows = dot_rows_q6_k;
   static constexpr int kScaleVecs = 4;
   static constexpr bool kMins = false;
@@ -143,6 +143,26 @@ struct Q6KTileFormat {
   }
   static void scales(const Block& b, int16_t (&sc)[16], int16_t (&off)[16]) {
     for (int g = 0; g < 16; ++g) sc[g] = off[g] = b.scales[g];
+  }
+  // scales()'s values and d for the 8 rows x[r] at once, a row per 32-bit lane: each row's 16 scale
+  // bytes transposed as 32-bit words, then sign-extended byte by byte (as Q4_K's tile_scales).
+  template <class Group>
+  static void tile_scales(const Block* const (&x)[8], int64_t b, Group& g) {
+    auto head = [&](int r) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[r][b].scales)); };
+    __m256i rows[4];  // rows i and i + 4, one per 128-bit lane
+    for (int i = 0; i < 4; ++i) rows[i] = _mm256_set_m128i(head(i + 4), head(i));
+    const __m256i lo01 = _mm256_unpacklo_epi32(rows[0], rows[1]), lo23 = _mm256_unpacklo_epi32(rows[2], rows[3]);
+    const __m256i hi01 = _mm256_unpackhi_epi32(rows[0], rows[1]), hi23 = _mm256_unpackhi_epi32(rows[2], rows[3]);
+    const __m256i words[4] = {_mm256_unpacklo_epi64(lo01, lo23), _mm256_unpackhi_epi64(lo01, lo23),
+                              _mm256_unpacklo_epi64(hi01, hi23), _mm256_unpackhi_epi64(hi01, hi23)};
+    __m256i sc[16];  // lane r: row r's scale j, sign-extended
+    for (int j = 0; j < 16; ++j) sc[j] = _mm256_srai_epi32(_mm256_slli_epi32(words[j / 4], 24 - 8 * (j % 4)), 24);
+    const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+    for (int j = 0; j < 16; ++j) g.scales[j] = _mm256_or_si256(_mm256_and_si256(sc[j], low16), _mm256_slli_epi32(sc[j], 16));
+    for (int p = 0; p < 8; ++p) g.offsets[p] = _mm256_or_si256(_mm256_and_si256(sc[2 * p], low16), _mm256_slli_epi32(sc[2 * p + 1], 16));
+    g.d = _mm256_cvtph_ps(_mm_setr_epi16(int16_t(x[0][b].d), int16_t(x[1][b].d), int16_t(x[2][b].d), int16_t(x[3][b].d),
+                                         int16_t(x[4][b].d), int16_t(x[5][b].d), int16_t(x[6][b].d), int16_t(x[7][b].d)));
+    g.dmin = _mm256_setzero_ps();
   }
 };
 }  // namespace
