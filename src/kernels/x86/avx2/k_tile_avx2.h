@@ -38,6 +38,19 @@ struct alignas(32) KGroupBlock {
   __m256 d, dmin;           // the rows' super-block scales (dmin: Q4_K, Q5_K)
 };
 
+// Four 32-bit words of each of 8 rows (rows[r]) side by side: words[i] lane r is row r's word i. For
+// the formats' tile_scales, which decode the 8 rows' scales together.
+inline void transpose_words4x8(const __m128i (&rows)[kKGroupRows], __m256i (&words)[4]) {
+  __m256i pairs[4];  // rows i and i + 4, one per 128-bit lane
+  for (int i = 0; i < 4; ++i) pairs[i] = _mm256_set_m128i(rows[i + 4], rows[i]);
+  const __m256i lo01 = _mm256_unpacklo_epi32(pairs[0], pairs[1]), lo23 = _mm256_unpacklo_epi32(pairs[2], pairs[3]);
+  const __m256i hi01 = _mm256_unpackhi_epi32(pairs[0], pairs[1]), hi23 = _mm256_unpackhi_epi32(pairs[2], pairs[3]);
+  words[0] = _mm256_unpacklo_epi64(lo01, lo23);
+  words[1] = _mm256_unpackhi_epi64(lo01, lo23);
+  words[2] = _mm256_unpacklo_epi64(hi01, hi23);
+  words[3] = _mm256_unpackhi_epi64(hi01, hi23);
+}
+
 inline int32_t int16_pair(int lo, int hi) {
   return static_cast<int32_t>(uint32_t{static_cast<uint16_t>(lo)} | uint32_t{static_cast<uint16_t>(hi)} << 16);
 }

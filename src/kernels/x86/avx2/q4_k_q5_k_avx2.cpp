@@ -130,15 +130,12 @@ struct KTileFormat {
   // BM_MatmulBatch with INFER_NO_AVX512=1).
   template <class Group>
   static void tile_scales(const Block* const (&x)[8], int64_t b, Group& g) {
-    auto head = [&](int r) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(&x[r][b])); };
-    __m256i rows[4];  // rows i and i + 4, one per 128-bit lane
-    for (int i = 0; i < 4; ++i) rows[i] = _mm256_set_m128i(head(i + 4), head(i));
-    const __m256i lo01 = _mm256_unpacklo_epi32(rows[0], rows[1]), lo23 = _mm256_unpacklo_epi32(rows[2], rows[3]);
-    const __m256i hi01 = _mm256_unpackhi_epi32(rows[0], rows[1]), hi23 = _mm256_unpackhi_epi32(rows[2], rows[3]);
-    const __m256i w0 = _mm256_unpacklo_epi64(lo01, lo23);  // lane r: row r's d, dmin
-    const __m256i w1 = _mm256_unpackhi_epi64(lo01, lo23);  // scale bytes 0-3
-    const __m256i w2 = _mm256_unpacklo_epi64(hi01, hi23);  // 4-7
-    const __m256i w3 = _mm256_unpackhi_epi64(hi01, hi23);  // 8-11
+    __m128i heads[8];
+    for (int r = 0; r < 8; ++r) heads[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&x[r][b]));
+    __m256i words[4];
+    transpose_words4x8(heads, words);
+    // lane r: row r's d and dmin (w0), its scale bytes 0-3 (w1), 4-7 (w2), 8-11 (w3)
+    const __m256i w0 = words[0], w1 = words[1], w2 = words[2], w3 = words[3];
     const __m256i m6 = _mm256_set1_epi32(0x3F), m4 = _mm256_set1_epi32(0x0F);
     auto byte = [](__m256i w, int j) { return _mm256_and_si256(_mm256_srli_epi32(w, 8 * j), _mm256_set1_epi32(0xFF)); };
     auto pair = [](__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); };  // (v, v) as int16

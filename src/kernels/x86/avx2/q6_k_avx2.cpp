@@ -148,13 +148,10 @@ struct Q6KTileFormat {
   // bytes transposed as 32-bit words, then sign-extended byte by byte (as Q4_K's tile_scales).
   template <class Group>
   static void tile_scales(const Block* const (&x)[8], int64_t b, Group& g) {
-    auto head = [&](int r) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[r][b].scales)); };
-    __m256i rows[4];  // rows i and i + 4, one per 128-bit lane
-    for (int i = 0; i < 4; ++i) rows[i] = _mm256_set_m128i(head(i + 4), head(i));
-    const __m256i lo01 = _mm256_unpacklo_epi32(rows[0], rows[1]), lo23 = _mm256_unpacklo_epi32(rows[2], rows[3]);
-    const __m256i hi01 = _mm256_unpackhi_epi32(rows[0], rows[1]), hi23 = _mm256_unpackhi_epi32(rows[2], rows[3]);
-    const __m256i words[4] = {_mm256_unpacklo_epi64(lo01, lo23), _mm256_unpackhi_epi64(lo01, lo23),
-                              _mm256_unpacklo_epi64(hi01, hi23), _mm256_unpackhi_epi64(hi01, hi23)};
+    __m128i scale_bytes[8];
+    for (int r = 0; r < 8; ++r) scale_bytes[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[r][b].scales));
+    __m256i words[4];
+    transpose_words4x8(scale_bytes, words);
     __m256i sc[16];  // lane r: row r's scale j, sign-extended
     for (int j = 0; j < 16; ++j) sc[j] = _mm256_srai_epi32(_mm256_slli_epi32(words[j / 4], 24 - 8 * (j % 4)), 24);
     const __m256i low16 = _mm256_set1_epi32(0xFFFF);
