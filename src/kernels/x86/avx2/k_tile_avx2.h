@@ -51,16 +51,18 @@ inline void transpose_words4x8(const __m128i (&rows)[kKGroupRows], __m256i (&wor
   words[3] = _mm256_unpackhi_epi64(hi01, hi23);
 }
 
-inline int32_t int16_pair(int lo, int hi) {
-  return static_cast<int32_t>(uint32_t{static_cast<uint16_t>(lo)} | uint32_t{static_cast<uint16_t>(hi)} << 16);
+// The int16 pair (lo, hi) in each 32-bit lane, from int32 lanes that fit 16 bits.
+inline __m256i int16_pairs(__m256i lo, __m256i hi) {
+  return _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(hi, 16));
 }
 
 // A Format gives: Block; kTileMinRows, the fewest activation rows worth the unpacking (fewer take
 // kRows, the format's row kernel); kScaleVecs, code vectors per sub-block;
 // kMins: the offset term is dmin·Σ m·bsums taken off in float (Q4_K, Q5_K), else 32·Σ sc·bsums taken off
 // the integer sum (Q6_K's −32); codes(block, v): the 256 codes in element order, 32 a vector;
-// scales(block, sc, off): the sub-block scales and the 16 int16 that multiply the bsums; or, optionally,
-// tile_scales(rows, b, group): those, d and dmin for the 8 rows at once.
+// tile_scales(rows, b, group): the 8 rows' sub-block scales, the int16 pairs that multiply the bsums,
+// d and dmin, a row per lane (decoded together: row by row in scalar code they were most of the
+// unpacking at 8 rows, bench_kernels BM_MatmulBatch with INFER_NO_AVX512=1).
 template <class F>
 struct KTile {
   using Block = typename F::Block;
@@ -77,24 +79,7 @@ struct KTile {
       transpose_words8(rows, words);
       for (int k = 0; k < 8; ++k) g.codes[8 * s + k] = words[k];
     }
-    if constexpr (requires { F::tile_scales(x, b, g); }) {
-      F::tile_scales(x, b, g);
-      return;
-    }
-    alignas(32) int32_t sc[kScales][kKGroupRows], off[8][kKGroupRows];
-    alignas(16) uint16_t d[kKGroupRows], dmin[kKGroupRows] = {};
-    for (int r = 0; r < kKGroupRows; ++r) {
-      int16_t s[kScales], o[16];
-      F::scales(x[r][b], s, o);
-      for (int j = 0; j < kScales; ++j) sc[j][r] = int16_pair(s[j], s[j]);
-      for (int p = 0; p < 8; ++p) off[p][r] = int16_pair(o[2 * p], o[2 * p + 1]);
-      d[r] = x[r][b].d;
-      if constexpr (F::kMins) dmin[r] = x[r][b].dmin;
-    }
-    for (int j = 0; j < kScales; ++j) g.scales[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc[j]));
-    for (int p = 0; p < 8; ++p) g.offsets[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(off[p]));
-    g.d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d)));  // exact
-    g.dmin = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dmin)));
+    F::tile_scales(x, b, g);
   }
 
   // acc[r] plus super-block g's terms for activation blocks y[r] (lane i: weight row i).

@@ -118,16 +118,9 @@ struct KTileFormat {
       }
     }
   }
-  static void scales(const Block& b, int16_t (&sc)[8], int16_t (&off)[16]) {
-    uint8_t s[8], m[8];
-    unpack_k_scales(b.scales, s, m);
-    for (int j = 0; j < 8; ++j) sc[j] = s[j];
-    for (int g = 0; g < 16; ++g) off[g] = m[g / 2];
-  }
-  // scales()'s values for the 8 rows x[r] at once, a row per 32-bit lane, with d and dmin: each row's
-  // first 16 bytes (d, dmin, the 12 scale bytes) transposed as 32-bit words and unpacked side by side.
-  // Row by row in scalar code, this was most of the tile's unpacking at 8 rows (perf, bench_kernels
-  // BM_MatmulBatch with INFER_NO_AVX512=1).
+  // unpack_k_scales for the 8 rows x[r], lane by lane: sub-block j's scale (s, s) and, for bsums groups
+  // 2p and 2p + 1, the min m[p] twice; from each row's first 16 bytes (d, dmin, the 12 scale bytes)
+  // transposed as 32-bit words.
   template <class Group>
   static void tile_scales(const Block* const (&x)[8], int64_t b, Group& g) {
     __m128i heads[8];
@@ -138,8 +131,8 @@ struct KTileFormat {
     const __m256i w0 = words[0], w1 = words[1], w2 = words[2], w3 = words[3];
     const __m256i m6 = _mm256_set1_epi32(0x3F), m4 = _mm256_set1_epi32(0x0F);
     auto byte = [](__m256i w, int j) { return _mm256_and_si256(_mm256_srli_epi32(w, 8 * j), _mm256_set1_epi32(0xFF)); };
-    auto pair = [](__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); };  // (v, v) as int16
-    for (int j = 0; j < 4; ++j) {  // unpack_k_scales, lane by lane
+    auto pair = [](__m256i v) { return int16_pairs(v, v); };
+    for (int j = 0; j < 4; ++j) {
       const __m256i s0 = byte(w1, j), s4 = byte(w2, j), s8 = byte(w3, j);
       g.scales[j] = pair(_mm256_and_si256(s0, m6));
       g.offsets[j] = pair(_mm256_and_si256(s4, m6));

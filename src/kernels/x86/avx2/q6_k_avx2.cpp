@@ -141,11 +141,8 @@ struct Q6KTileFormat {
       for (int g = 0; g < 4; ++g) v[4 * h + g] = q6_codes(ql0, ql1, qh, g);
     }
   }
-  static void scales(const Block& b, int16_t (&sc)[16], int16_t (&off)[16]) {
-    for (int g = 0; g < 16; ++g) sc[g] = off[g] = b.scales[g];
-  }
-  // scales()'s values and d for the 8 rows x[r] at once, a row per 32-bit lane: each row's 16 scale
-  // bytes transposed as 32-bit words, then sign-extended byte by byte (as Q4_K's tile_scales).
+  // The 8 rows' signed sub-block scales, lane by lane: scale j as (s, s), and bsums groups 2p, 2p + 1
+  // as their own scales; from each row's 16 scale bytes transposed as 32-bit words, sign-extended.
   template <class Group>
   static void tile_scales(const Block* const (&x)[8], int64_t b, Group& g) {
     __m128i scale_bytes[8];
@@ -154,9 +151,8 @@ struct Q6KTileFormat {
     transpose_words4x8(scale_bytes, words);
     __m256i sc[16];  // lane r: row r's scale j, sign-extended
     for (int j = 0; j < 16; ++j) sc[j] = _mm256_srai_epi32(_mm256_slli_epi32(words[j / 4], 24 - 8 * (j % 4)), 24);
-    const __m256i low16 = _mm256_set1_epi32(0xFFFF);
-    for (int j = 0; j < 16; ++j) g.scales[j] = _mm256_or_si256(_mm256_and_si256(sc[j], low16), _mm256_slli_epi32(sc[j], 16));
-    for (int p = 0; p < 8; ++p) g.offsets[p] = _mm256_or_si256(_mm256_and_si256(sc[2 * p], low16), _mm256_slli_epi32(sc[2 * p + 1], 16));
+    for (int j = 0; j < 16; ++j) g.scales[j] = int16_pairs(sc[j], sc[j]);
+    for (int p = 0; p < 8; ++p) g.offsets[p] = int16_pairs(sc[2 * p], sc[2 * p + 1]);
     g.d = _mm256_cvtph_ps(_mm_setr_epi16(int16_t(x[0][b].d), int16_t(x[1][b].d), int16_t(x[2][b].d), int16_t(x[3][b].d),
                                          int16_t(x[4][b].d), int16_t(x[5][b].d), int16_t(x[6][b].d), int16_t(x[7][b].d)));
     g.dmin = _mm256_setzero_ps();
