@@ -13,6 +13,8 @@
 // a drift in the host's speed reaches every level alike: each level reports its median decode tok/s,
 // its range, TTFT percentiles over all its requests, and the median of its ratios to the first level
 // measured in the same repeat (the "vs first" column, also without repeats).
+// --profile splits the decode step into phases, and rates the attention phase's reads (the KV bytes a
+// step read over its time) against a read-bandwidth probe run in this process after the levels.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -31,6 +33,7 @@
 #include "cli/device_flags.h"
 #include "cli/grammar_flags.h"
 #include "engine/engine.h"
+#include "kernels/runtime/bandwidth.h"
 
 namespace infer::cli {
 namespace {
@@ -49,6 +52,7 @@ struct ServeBenchArgs {
   bool json = false;
   bool mmap = false;
   bool profile = false;
+  int probe_mib = 1024;  // the read-bandwidth probe after the levels (--profile, CPU backend); 0: none
   std::vector<std::string> grammar_files;  // GBNF; client k's requests use file k mod their count
   std::vector<std::string> json_schema_files;  // converted to GBNF and listed after grammar_files
   std::vector<std::string> grammar_texts;  // read from grammar_files before the first level
@@ -271,14 +275,29 @@ double per_step_ms(const engine::DecodeProfile& p, double seconds) {
 double step_ms(const engine::DecodeProfile& p) { return per_step_ms(p, p.wall_s); }
 double rows_per_step(const engine::DecodeProfile& p) { return p.steps ? double(p.rows) / double(p.steps) : 0; }
 
-nlohmann::ordered_json profile_json(const engine::DecodeProfile& p) {
+// The attention phase's reads: the KV bytes of a decode step, and their rate over the phase's time
+// (none where the backend counts no bytes: the GPU's).
+double attention_mb_per_step(const engine::DecodeProfile& p) {
+  return p.steps ? p.forward.attention_bytes / double(p.steps) / 1e6 : 0;
+}
+double attention_gbs(const engine::DecodeProfile& p) {
+  return p.forward.attention_s > 0 ? p.forward.attention_bytes / p.forward.attention_s / 1e9 : 0;
+}
+
+// probe_gbs: the read-bandwidth probe after the levels (0: not run).
+nlohmann::ordered_json profile_json(const engine::DecodeProfile& p, double probe_gbs) {
   nlohmann::ordered_json j = {{"steps", p.steps}, {"rows_per_step", rows_per_step(p)}};
   for (const ProfileColumn& c : kProfileColumns) j[c.key] = per_step_ms(p, c.value_s(p));
   j["step_ms"] = step_ms(p);
+  if (p.forward.attention_bytes > 0) {
+    j["attention_mb_per_step"] = attention_mb_per_step(p);
+    j["attention_gbs"] = attention_gbs(p);
+    if (probe_gbs > 0) j["attention_share_of_probe"] = attention_gbs(p) / probe_gbs;
+  }
   return j;
 }
 
-void print_profiles(const std::vector<LevelResult>& levels) {
+void print_profiles(const std::vector<LevelResult>& levels, double probe_gbs, int probe_threads) {
   std::printf("\ndecode step profile (ms per step; steps that ran decode rows only):\n%-12s %7s %6s", "concurrency",
               "steps", "rows");
   for (const ProfileColumn& c : kProfileColumns) std::printf(" %10s", c.header);
@@ -289,9 +308,24 @@ void print_profiles(const std::vector<LevelResult>& levels) {
     for (const ProfileColumn& c : kProfileColumns) std::printf(" %10.3f", per_step_ms(p, c.value_s(p)));
     std::printf(" %10.3f\n", step_ms(p));
   }
+  if (std::none_of(levels.begin(), levels.end(), [](const LevelResult& r) { return r.profile.forward.attention_bytes > 0; })) {
+    return;
+  }
+  std::printf("\nattention's reads (keys and values of every layer, per decode step)");
+  if (probe_gbs > 0) std::printf(" against the read-bandwidth probe after the levels: %.1f GB/s, %d threads", probe_gbs, probe_threads);
+  std::printf(":\n%-12s %12s %10s %10s\n", "concurrency", "MB a step", "GB/s", "of probe");
+  for (const LevelResult& r : levels) {
+    const engine::DecodeProfile& p = r.profile;
+    std::printf("%-12d %12.1f %10.1f", r.concurrency, attention_mb_per_step(p), attention_gbs(p));
+    if (probe_gbs > 0) {
+      std::printf(" %10.2f\n", attention_gbs(p) / probe_gbs);
+    } else {
+      std::printf(" %10s\n", "-");
+    }
+  }
 }
 
-nlohmann::ordered_json json_row(const ServeBenchArgs& a, const LevelResult& r) {
+nlohmann::ordered_json json_row(const ServeBenchArgs& a, const LevelResult& r, double probe_gbs) {
   nlohmann::ordered_json row = {{"concurrency", r.concurrency},
                                 {"decode_tps", r.decode_tps},
                                 {"end_to_end_tps", r.end_to_end_tps},
@@ -314,7 +348,8 @@ nlohmann::ordered_json json_row(const ServeBenchArgs& a, const LevelResult& r) {
   row["max_seq_tokens"] = r.plan.max_seq_tokens;
   row["device"] = model::device_name(r.plan.device);
   row["backend"] = r.backend;
-  if (a.profile) row["decode_profile"] = profile_json(r.profile);
+  if (a.profile) row["decode_profile"] = profile_json(r.profile, probe_gbs);
+  if (probe_gbs > 0) row["bandwidth_probe_gbs"] = probe_gbs;
   return row;
 }
 
@@ -375,12 +410,23 @@ void run_serve_bench(ServeBenchArgs a) {
       print_row(a, results[i]);
     }
   }
+  // The attention phase's rate against the memory's, probed in this process after the levels (on the
+  // CPU backend: it alone counts the bytes).
+  double probe_gbs = 0;
+  const int probe_threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  const bool counted = std::any_of(results.begin(), results.end(),
+                                   [](const LevelResult& r) { return r.profile.forward.attention_bytes > 0; });
+  if (a.profile && counted && a.probe_mib > 0) {
+    std::fprintf(stderr, "serve-bench: read-bandwidth probe (%d MiB, %d threads)\n", a.probe_mib, probe_threads);
+    kernels::ThreadPool probe_pool(probe_threads);
+    probe_gbs = kernels::measure_read_bandwidth_gbs(probe_pool, size_t(a.probe_mib) << 20, 3);
+  }
   if (a.json) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const LevelResult& r : results) rows.push_back(json_row(a, r));
+    for (const LevelResult& r : results) rows.push_back(json_row(a, r, probe_gbs));
     std::printf("%s\n", rows.dump(2).c_str());
   } else if (a.profile) {
-    print_profiles(results);
+    print_profiles(results, probe_gbs, probe_threads);
   }
 }
 
@@ -409,6 +455,10 @@ void setup_serve_bench(CLI::App& app) {
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "run the engine with its prefix cache off (to compare)");
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->add_flag("--profile", args->profile, "time each decode step's phases (qkv, attention, ..., sampling) and print them per level");
+  cmd->add_option("--probe-mib", args->probe_mib,
+                  "with --profile: the read-bandwidth probe's array in MiB, run after the levels to rate the "
+                  "attention phase's reads against (0: no probe)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--json", args->json, "print a JSON list of {concurrency, decode_tps, ttft_p50_ms, ttft_p99_ms, memory plan, ...}");
   add_device_flags(cmd, args->device);
   cmd->callback([args] { run_serve_bench(*args); });

@@ -34,6 +34,17 @@ constexpr int kAttentionBlockVectors = 24;
 constexpr int attention_block_rows(int n_gqa) { return std::max(1, (kAttentionBlockVectors + n_gqa - 1) / n_gqa); }
 constexpr int kAttentionBlockRows = attention_block_rows(1);  // the most
 
+// The keys row r of a batch attends to: causal, its sequence's positions up to its own (a local
+// layer's window keeps the last `window` of them); non-causal (seq_end given: bert), every position of
+// its sequence.
+struct RowKeys {
+  int begin, end;
+};
+RowKeys row_keys(const Batch& batch, int r, int window, const std::vector<int>* seq_end) {
+  const BatchRow& row = batch.rows[size_t(r)];
+  return {window > 0 ? std::max(0, row.pos + 1 - window) : 0, seq_end ? (*seq_end)[size_t(row.seq)] : row.pos + 1};
+}
+
 // The attention of one layer for every row of a batch, in two phases. First each row's q/k norms, RoPE
 // and K/V store (`prepare_row`), rows claimed one at a time by whichever thread is free; every thread
 // then waits until all rows are stored, since a prefill row attends to the rows before it
@@ -78,11 +89,9 @@ struct AttentionJob {
       // KV head g; rows keep their stride
       const kernels::PagedKv view = kernels::kv_head(kv->view(layer, batch->seqs[size_t(seq)].page_table), int64_t(g) * head_dim);
       for (int i = 0; i < n_rows; ++i) {
-        // causal: positions up to the row's own; a window keeps the last `window` of them; non-causal
-        // (bert): every position of the sequence
-        const int pos = batch->rows[size_t(r0 + i)].pos;
-        key_end[i] = seq_end ? (*seq_end)[size_t(seq)] : pos + 1;
-        key_begin[i] = window > 0 ? std::max(0, pos + 1 - window) : 0;
+        const RowKeys keys = row_keys(*batch, r0 + i, window, seq_end);
+        key_begin[i] = keys.begin;
+        key_end[i] = keys.end;
       }
       const int64_t at = int64_t(r0) * q_dim + int64_t(g) * n_gqa * head_dim;
       const kernels::AttentionRows rows{&(*q)[size_t(at)], q_dim, &(*out)[size_t(at)], q_dim, key_begin, key_end, n_rows};
@@ -217,6 +226,7 @@ struct Forward::Pass {
   std::function<void(int, int)> finish_row;
 
   void finish_qkv_row(int layer, int r);
+  double kv_bytes_read(int layer) const;
   // The routed experts of rows `in` (RMSNormed by prepare_in inside the router's matmul, as the layer's
   // description says), into xb.
   void moe_ffn(int layer, const LayerWeights& L, const float* in, const kernels::PrepareRows& prepare_in);
@@ -407,6 +417,7 @@ void Forward::Pass::attention(int l) {
                          &finish_row};
   att_pool->run([&job](int t) { job.run(t); });
   lap(&PassProfile::attention_s);
+  if (profile) profile->attention_bytes += kv_bytes_read(l);
 
   // output projection (+ bias), its own RMSNorm (post_block_norms) and the residual (PostLayerNorm:
   // then LayerNorm)
@@ -416,6 +427,19 @@ void Forward::Pass::attention(int l) {
   residual(b.x.data(), b.xb.data(), E);
   if (!pre_norm) layernorm_rows(b.x.data(), L.attn_out_norm, L.attn_out_norm_b);
   lap(&PassProfile::output_s);
+}
+
+// Bytes of keys and values layer `layer`'s attention read: a block of rows (consecutive positions of
+// one sequence) reads the keys its rows span once, a key row and a value row each.
+double Forward::Pass::kv_bytes_read(int layer) const {
+  const int window = recipe.layers[size_t(layer)].window;
+  const std::vector<int>* seq_end = hp.causal ? nullptr : &b.seq_end;
+  int64_t keys = 0;
+  for (size_t k = 0; k + 1 < b.att_blocks.size(); ++k) {
+    const int first = b.att_blocks[k], last = b.att_blocks[k + 1] - 1;
+    keys += row_keys(batch, last, window, seq_end).end - row_keys(batch, first, window, seq_end).begin;
+  }
+  return double(keys) * 2 * double(kv.row_stride()) * sizeof(uint16_t);
 }
 
 // Per row after the q, k, v matmuls: the q/k RMSNorms and RoPE as the layer's description says (a

@@ -13,9 +13,12 @@ struct PassProfile {
   double ffn_down_s = 0;    // SwiGLU, then the down matmul and residual add
   double classifier_s = 0;  // final RMSNorm and the logits matmul
   double other_s = 0;       // the rest: checks, token embedding, RoPE angles
+  // Bytes of keys and values the attention read from the KV pages (each block of rows reads the keys
+  // its rows span once): over attention_s, the phase's read rate (infer serve-bench --profile).
+  double attention_bytes = 0;
 
   double total_s() const { return qkv_s + attention_s + output_s + ffn_up_s + ffn_down_s + classifier_s + other_s; }
-  // Adds weight × each phase of `o` (weight −1: what a later total added since an earlier one).
+  // Adds weight × each phase (and the bytes) of `o` (weight −1: what a later total added since an earlier one).
   void accumulate(const PassProfile& o, double weight = 1) {
     qkv_s += weight * o.qkv_s;
     attention_s += weight * o.attention_s;
@@ -24,6 +27,7 @@ struct PassProfile {
     ffn_down_s += weight * o.ffn_down_s;
     classifier_s += weight * o.classifier_s;
     other_s += weight * o.other_s;
+    attention_bytes += weight * o.attention_bytes;
   }
 };
 

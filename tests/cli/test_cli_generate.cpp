@@ -383,7 +383,7 @@ TEST_F(CliTest, ServeBenchTextReportsTheMemoryPlan) {
 
 TEST_F(CliTest, ServeBenchRepeatsAlternateLevelsAndReportMedians) {
   INFER_REQUIRE_DIR(test::models_dir());
-  auto r = run("serve-bench -m " + stories_ + " --concurrency 1,2 --prompt-tokens 16 --gen-tokens 8 -t 1 --repeats 3 --profile --json");
+  auto r = run("serve-bench -m " + stories_ + " --concurrency 1,2 --prompt-tokens 16 --gen-tokens 8 -t 1 --repeats 3 --profile --probe-mib 16 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto rows = nlohmann::json::parse(r.out);
   ASSERT_EQ(rows.size(), 2u);
@@ -421,7 +421,7 @@ TEST_F(CliTest, ServeBenchRepeatsAlternateLevelsAndReportMedians) {
 
 TEST_F(CliTest, ServeBenchProfileSplitsTheDecodeStep) {
   INFER_REQUIRE_DIR(test::models_dir());
-  auto rows = serve_bench_rows("--concurrency 1,2 --prompt-tokens 16 --gen-tokens 8 -t 1 --profile");
+  auto rows = serve_bench_rows("--concurrency 1,2 --prompt-tokens 16 --gen-tokens 8 -t 1 --profile --probe-mib 16");
   ASSERT_EQ(rows.size(), 2u);
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& p = rows[i]["decode_profile"];
@@ -432,9 +432,14 @@ TEST_F(CliTest, ServeBenchProfileSplitsTheDecodeStep) {
     // rows, which then is not profiled: 24 to 28 rows in steps of one or two.
     const int steps = p["steps"].get<int>();
     const double profiled_rows = steps * p["rows_per_step"].get<double>();
+    // The attention's reads: every layer's key and value rows of the keys each decode row attends to.
+    const double token_bytes = rows[i]["kv_bytes_per_token"].get<double>();
     if (i == 0) {
       EXPECT_EQ(steps, 14) << p;
       EXPECT_DOUBLE_EQ(profiled_rows, 14) << p;
+      // Each request's decode rows are positions 16..22, attending to 17..23 keys: 140 keys, twice,
+      // over 14 steps.
+      EXPECT_NEAR(p["attention_mb_per_step"].get<double>(), 20 * token_bytes / 1e6, 1e-9 * token_bytes) << p;
     } else {
       EXPECT_GE(profiled_rows, 24 - 1e-6) << p;
       EXPECT_LE(profiled_rows, 28 + 1e-6) << p;
@@ -450,6 +455,15 @@ TEST_F(CliTest, ServeBenchProfileSplitsTheDecodeStep) {
     }
     EXPECT_GT(p["qkv_ms"].get<double>(), 0.0);
     EXPECT_GT(p["classifier_ms"].get<double>(), 0.0);
+    EXPECT_GE(p["attention_mb_per_step"].get<double>(), 17 * token_bytes / 1e6) << p;
+    EXPECT_NEAR(p["attention_gbs"].get<double>(),
+                p["attention_mb_per_step"].get<double>() / p["attention_ms"].get<double>(),
+                1e-9 * p["attention_gbs"].get<double>())
+        << p;
+    ASSERT_GT(rows[i]["bandwidth_probe_gbs"].get<double>(), 0.0);
+    EXPECT_NEAR(p["attention_share_of_probe"].get<double>(),
+                p["attention_gbs"].get<double>() / rows[i]["bandwidth_probe_gbs"].get<double>(), 1e-12)
+        << p;
     // The step's wall time holds its phases; the decode rate is these steps' rows over that time.
     EXPECT_GE(p["step_ms"].get<double>(), sum) << p;
     EXPECT_NEAR(rows[i]["decode_tps"].get<double>(), 1e3 * p["rows_per_step"].get<double>() / p["step_ms"].get<double>(),
@@ -457,10 +471,17 @@ TEST_F(CliTest, ServeBenchProfileSplitsTheDecodeStep) {
         << p;
   }
 
-  auto text = run("serve-bench -m " + stories_ + " --concurrency 2 --prompt-tokens 16 --gen-tokens 8 -t 1 --profile");
+  auto text = run("serve-bench -m " + stories_ + " --concurrency 2 --prompt-tokens 16 --gen-tokens 8 -t 1 --profile --probe-mib 16");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("decode step profile"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("attention"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("attention's reads"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("read-bandwidth probe after the levels"), std::string::npos) << text.out;
+  // No probe: the reads without their share.
+  auto unprobed = serve_bench_rows("--concurrency 1 --prompt-tokens 16 --gen-tokens 8 -t 1 --profile --probe-mib 0");
+  ASSERT_EQ(unprobed.size(), 1u);
+  EXPECT_TRUE(unprobed[0]["decode_profile"].contains("attention_gbs")) << unprobed[0];
+  EXPECT_FALSE(unprobed[0]["decode_profile"].contains("attention_share_of_probe")) << unprobed[0];
+  EXPECT_FALSE(unprobed[0].contains("bandwidth_probe_gbs")) << unprobed[0];
   auto plain = serve_bench_rows("--concurrency 2 --prompt-tokens 16 --gen-tokens 8 -t 1");
   ASSERT_EQ(plain.size(), 1u);
   EXPECT_FALSE(plain[0].contains("decode_profile")) << "--profile only when asked";
