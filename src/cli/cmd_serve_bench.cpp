@@ -14,7 +14,7 @@
 // its range, TTFT percentiles over all its requests, and the median of its ratios to the first level
 // measured in the same repeat (the "vs first" column, also without repeats).
 // --profile splits the decode step into phases, and rates the attention phase's reads (the KV bytes a
-// step read over its time) against a read-bandwidth probe run in this process after the levels.
+// step read over its time) against a read-bandwidth probe run in this process after each run.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -72,6 +72,7 @@ struct LevelResult {
   double ratio_to_first = 0;            // median over repeats of decode_tps / the first level's
   engine::EngineStats plan;  // the engine's memory plan (kv_bytes, model_bytes, pages, per-sequence cap)
   engine::DecodeProfile profile;  // the level's decode-only steps (warm-up excluded); phases with --profile
+  double probe_gbs = 0;  // --profile: the read-bandwidth probe right after the run (a level: its runs' median)
   std::string backend;            // the engine's backend description
   int64_t kv_pool_tokens() const { return int64_t(plan.kv_pages_total) * plan.kv_page_tokens; }
 };
@@ -224,7 +225,7 @@ LevelResult summarise(const std::vector<LevelResult>& runs, const std::vector<Le
   out.concurrency = runs.front().concurrency;
   out.plan = runs.front().plan;
   out.backend = runs.front().backend;
-  std::vector<double> e2e, cold, warm, hit, ratios, request;
+  std::vector<double> e2e, cold, warm, hit, ratios, request, probes;
   for (size_t r = 0; r < runs.size(); ++r) {
     const LevelResult& run = runs[r];
     out.decode_tps_runs.push_back(run.decode_tps);
@@ -238,7 +239,9 @@ LevelResult summarise(const std::vector<LevelResult>& runs, const std::vector<Le
     out.generated += run.generated;
     out.wall_s += run.wall_s;
     out.profile.add(run.profile);
+    if (run.probe_gbs > 0) probes.push_back(run.probe_gbs);
   }
+  out.probe_gbs = median(probes);
   out.decode_tps = median(out.decode_tps_runs);
   out.ratio_to_first = median(ratios);
   out.end_to_end_tps = median(e2e);
@@ -284,7 +287,7 @@ double attention_gbs(const engine::DecodeProfile& p) {
   return p.forward.attention_s > 0 ? p.forward.attention_bytes / p.forward.attention_s / 1e9 : 0;
 }
 
-// probe_gbs: the read-bandwidth probe after the levels (0: not run).
+// probe_gbs: the level's read-bandwidth probe (0: not run).
 nlohmann::ordered_json profile_json(const engine::DecodeProfile& p, double probe_gbs) {
   nlohmann::ordered_json j = {{"steps", p.steps}, {"rows_per_step", rows_per_step(p)}};
   for (const ProfileColumn& c : kProfileColumns) j[c.key] = per_step_ms(p, c.value_s(p));
@@ -297,7 +300,7 @@ nlohmann::ordered_json profile_json(const engine::DecodeProfile& p, double probe
   return j;
 }
 
-void print_profiles(const std::vector<LevelResult>& levels, double probe_gbs, int probe_threads) {
+void print_profiles(const std::vector<LevelResult>& levels, int probe_threads) {
   std::printf("\ndecode step profile (ms per step; steps that ran decode rows only):\n%-12s %7s %6s", "concurrency",
               "steps", "rows");
   for (const ProfileColumn& c : kProfileColumns) std::printf(" %10s", c.header);
@@ -311,21 +314,21 @@ void print_profiles(const std::vector<LevelResult>& levels, double probe_gbs, in
   if (std::none_of(levels.begin(), levels.end(), [](const LevelResult& r) { return r.profile.forward.attention_bytes > 0; })) {
     return;
   }
-  std::printf("\nattention's reads (keys and values of every layer, per decode step)");
-  if (probe_gbs > 0) std::printf(" against the read-bandwidth probe after the levels: %.1f GB/s, %d threads", probe_gbs, probe_threads);
-  std::printf(":\n%-12s %12s %10s %10s\n", "concurrency", "MB a step", "GB/s", "of probe");
+  std::printf("\nattention's reads (keys and values of every layer, per decode step), against a read-bandwidth probe "
+              "(%d threads) run right after each of the level's runs (their median):\n%-12s %12s %10s %12s %10s\n",
+              probe_threads, "concurrency", "MB a step", "GB/s", "probe GB/s", "of probe");
   for (const LevelResult& r : levels) {
     const engine::DecodeProfile& p = r.profile;
     std::printf("%-12d %12.1f %10.1f", r.concurrency, attention_mb_per_step(p), attention_gbs(p));
-    if (probe_gbs > 0) {
-      std::printf(" %10.2f\n", attention_gbs(p) / probe_gbs);
+    if (r.probe_gbs > 0) {
+      std::printf(" %12.1f %10.2f\n", r.probe_gbs, attention_gbs(p) / r.probe_gbs);
     } else {
-      std::printf(" %10s\n", "-");
+      std::printf(" %12s %10s\n", "-", "-");
     }
   }
 }
 
-nlohmann::ordered_json json_row(const ServeBenchArgs& a, const LevelResult& r, double probe_gbs) {
+nlohmann::ordered_json json_row(const ServeBenchArgs& a, const LevelResult& r) {
   nlohmann::ordered_json row = {{"concurrency", r.concurrency},
                                 {"decode_tps", r.decode_tps},
                                 {"end_to_end_tps", r.end_to_end_tps},
@@ -348,8 +351,8 @@ nlohmann::ordered_json json_row(const ServeBenchArgs& a, const LevelResult& r, d
   row["max_seq_tokens"] = r.plan.max_seq_tokens;
   row["device"] = model::device_name(r.plan.device);
   row["backend"] = r.backend;
-  if (a.profile) row["decode_profile"] = profile_json(r.profile, probe_gbs);
-  if (probe_gbs > 0) row["bandwidth_probe_gbs"] = probe_gbs;
+  if (a.profile) row["decode_profile"] = profile_json(r.profile, r.probe_gbs);
+  if (r.probe_gbs > 0) row["bandwidth_probe_gbs"] = r.probe_gbs;
   return row;
 }
 
@@ -395,9 +398,18 @@ void run_serve_bench(ServeBenchArgs a) {
   std::vector<LevelResult> results(levels.size());
   const size_t total = levels.size() * size_t(a.repeats);
   size_t done = 0;
+  // --profile: the attention phase's rate against the memory's, probed in this process right after
+  // each run (the host's memory speed moves within minutes), where the backend counts the bytes (CPU).
+  const int probe_threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  std::unique_ptr<kernels::ThreadPool> probe_pool;
   for (int rep = 0; rep < a.repeats; ++rep) {
     for (size_t i = 0; i < levels.size(); ++i) {
       runs[i].push_back(run_level(a, levels[i]));
+      LevelResult& run = runs[i].back();
+      if (a.profile && a.probe_mib > 0 && run.profile.forward.attention_bytes > 0) {
+        if (!probe_pool) probe_pool = std::make_unique<kernels::ThreadPool>(probe_threads);
+        run.probe_gbs = kernels::measure_read_bandwidth_gbs(*probe_pool, size_t(a.probe_mib) << 20, 3);
+      }
       if (a.repeats > 1) {  // progress: a repeated list of levels runs for minutes
         std::fprintf(stderr, "serve-bench: run %zu/%zu: concurrency %d (repeat %d/%d), decode %.1f tok/s\n", ++done,
                      total, levels[i], rep + 1, a.repeats, runs[i].back().decode_tps);
@@ -410,23 +422,12 @@ void run_serve_bench(ServeBenchArgs a) {
       print_row(a, results[i]);
     }
   }
-  // The attention phase's rate against the memory's, probed in this process after the levels (on the
-  // CPU backend: it alone counts the bytes).
-  double probe_gbs = 0;
-  const int probe_threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  const bool counted = std::any_of(results.begin(), results.end(),
-                                   [](const LevelResult& r) { return r.profile.forward.attention_bytes > 0; });
-  if (a.profile && counted && a.probe_mib > 0) {
-    std::fprintf(stderr, "serve-bench: read-bandwidth probe (%d MiB, %d threads)\n", a.probe_mib, probe_threads);
-    kernels::ThreadPool probe_pool(probe_threads);
-    probe_gbs = kernels::measure_read_bandwidth_gbs(probe_pool, size_t(a.probe_mib) << 20, 3);
-  }
   if (a.json) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const LevelResult& r : results) rows.push_back(json_row(a, r, probe_gbs));
+    for (const LevelResult& r : results) rows.push_back(json_row(a, r));
     std::printf("%s\n", rows.dump(2).c_str());
   } else if (a.profile) {
-    print_profiles(results, probe_gbs, probe_threads);
+    print_profiles(results, probe_threads);
   }
 }
 
@@ -456,7 +457,7 @@ void setup_serve_bench(CLI::App& app) {
   cmd->add_flag("--mmap", args->mmap, "map the model file instead of copying it into huge pages");
   cmd->add_flag("--profile", args->profile, "time each decode step's phases (qkv, attention, ..., sampling) and print them per level");
   cmd->add_option("--probe-mib", args->probe_mib,
-                  "with --profile: the read-bandwidth probe's array in MiB, run after the levels to rate the "
+                  "with --profile: the read-bandwidth probe's array in MiB, run after each level's run to rate the "
                   "attention phase's reads against (0: no probe)")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--json", args->json, "print a JSON list of {concurrency, decode_tps, ttft_p50_ms, ttft_p99_ms, memory plan, ...}");
