@@ -110,11 +110,13 @@ void BM_AttentionRowQwen3Shape(benchmark::State& state) {
 // One decode step's attention for range(1) sequences of range(0) cached keys each, over all 28 layers
 // of Qwen3-0.6B, every sequence and layer in its own pages: unlike the row benchmark above, the keys
 // come from memory (about 100 MB for 8 sequences of 110 keys), as in serving; one sequence of 96 keys
-// (under 6 MB) stays in L3, which shows the kernel's compute alone. KV rows are F16, or Q8_0 when
-// range(2) is 1.
+// (under 6 MB) stays in L3, which shows the kernel's compute alone. KV rows are F16, Q8_0 when
+// range(2) is 1, Q4_0 when it is 2.
 void BM_AttentionStepQwen3Shape(benchmark::State& state) {
   const int n_keys = int(state.range(0)), n_seqs = int(state.range(1)), n_layer = 28;
-  const auto type = state.range(2) == 1 ? infer::kernels::KvType::Q8_0 : infer::kernels::KvType::F16;
+  const auto type = state.range(2) == 1   ? infer::kernels::KvType::Q8_0
+                    : state.range(2) == 2 ? infer::kernels::KvType::Q4_0
+                                          : infer::kernels::KvType::F16;
   const int n_head = 16, n_kv = 8, hd = 128, T = 16;
   const int kv_dim = int(infer::kernels::kv_row_halves(type, n_kv * hd));  // 2-byte units of a row
   const int pages_per_seq = (n_keys + T - 1) / T, n_pages = pages_per_seq * n_seqs;
@@ -217,5 +219,6 @@ BENCHMARK(BM_AttentionRowsPrefill)
 BENCHMARK(BM_AttentionRowQwen3Shape)->Arg(256)->Arg(2048);
 BENCHMARK(BM_AttentionStepQwen3Shape)
     ->Args({96, 1, 0})->Args({96, 8, 0})->Args({192, 8, 0})->Args({1100, 8, 0})->Args({2048, 1, 0})
-    ->Args({96, 1, 1})->Args({192, 8, 1})->Args({1100, 8, 1})->Unit(benchmark::kMillisecond);
+    ->Args({96, 1, 1})->Args({192, 8, 1})->Args({1100, 8, 1})
+    ->Args({96, 1, 2})->Args({192, 8, 2})->Args({1100, 8, 2})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionStepHeadMajor)->Args({192, 8})->Args({1100, 8})->Unit(benchmark::kMillisecond);

@@ -34,7 +34,7 @@ using test_util::random_vec;
 
 constexpr KvType kQuantTypes[] = {KvType::Q8_0, KvType::Q4_0};
 
-// A paged pool of one layer with rows of `type` in heads of head_dim (Q8_0 keys in lanes where
+// A paged pool of one layer with rows of `type` in heads of head_dim (keys in lanes where
 // keys_in_lanes); page table scrambled.
 struct TypedKv {
   KvType type;
@@ -131,42 +131,48 @@ float lane_key_element(const KeyLanes& keys, int key, int d) {
   return float(keys.code(chunk, b, t, i)) * f16_to_f32(keys.scales(chunk, b)[t]);
 }
 
-// Q8_0 keys in heads of whole blocks are stored in lanes (key_lanes.h): every head's element reads
-// back as GGUF's block encoding of the row gives it, in pages of 16, 5 and 1 tokens; the values stay
-// rows of GGUF blocks; Q4_0 keys stay rows.
-TEST(KvType, Q8_0KeysInLanesReadBackAsTheirBlocks) {
-  EXPECT_TRUE(keys_in_lanes(KvType::Q8_0, 32));
-  EXPECT_TRUE(keys_in_lanes(KvType::Q8_0, 256));
-  EXPECT_FALSE(keys_in_lanes(KvType::Q8_0, 288));
-  EXPECT_FALSE(keys_in_lanes(KvType::Q8_0, 16));
-  EXPECT_FALSE(keys_in_lanes(KvType::Q4_0, 128));
+// Q8_0 and Q4_0 keys in heads of whole blocks are stored in lanes (key_lanes.h): every head's element
+// reads back as GGUF's block encoding of the row gives it, in pages of 16, 5 and 1 tokens; the values
+// stay rows of GGUF blocks; keys in heads narrower than a block stay rows.
+TEST(KvType, KeysInLanesReadBackAsTheirBlocks) {
+  for (KvType t : kQuantTypes) {
+    EXPECT_TRUE(keys_in_lanes(t, 32));
+    EXPECT_TRUE(keys_in_lanes(t, 256));
+    EXPECT_FALSE(keys_in_lanes(t, 288));
+    EXPECT_FALSE(keys_in_lanes(t, 16));
+  }
   EXPECT_FALSE(keys_in_lanes(KvType::F16, 128));
-  for (int page_tokens : {16, 5, 1}) {
-    const int hd = 64, kv_dim = 3 * hd, n_keys = 23;
-    TypedKv kv(KvType::Q8_0, kv_dim, hd, page_tokens, (n_keys + page_tokens - 1) / page_tokens + 1), ref = kv;
-    std::vector<std::vector<float>> keys_back;
-    for (int j = 0; j < n_keys; ++j) {
-      const auto k = random_vec(size_t(kv_dim), uint32_t(40 + j), 3.f), v = random_vec(size_t(kv_dim), uint32_t(90 + j));
-      kv_store(k.data(), v.data(), KvType::Q8_0, kv.k(), kv.v(), kv.stride(), kv.row, page_tokens, kv.table.data(),
-               kv_dim, hd, j);
-      kv_store_ref(k.data(), v.data(), KvType::Q8_0, ref.k(), ref.v(), ref.stride(), ref.row, page_tokens,
-                   ref.table.data(), kv_dim, hd, j);
-      std::vector<uint16_t> blocks(size_t(kv.row));
-      std::vector<float> back(static_cast<size_t>(kv_dim));
-      quantize_row(gguf::TensorType::Q8_0, k.data(), blocks.data(), kv_dim);
-      dequantize_row(gguf::TensorType::Q8_0, blocks.data(), back.data(), kv_dim);
-      keys_back.push_back(back);
-      quantize_row(gguf::TensorType::Q8_0, v.data(), blocks.data(), kv_dim);
-      const int64_t at = kv.table[size_t(j / page_tokens)] * kv.stride() + (j % page_tokens) * kv.row;
-      EXPECT_EQ(0, std::memcmp(kv.v() + at, blocks.data(), size_t(kv.row) * 2)) << "value " << j;
-    }
-    EXPECT_EQ(kv.mem, ref.mem) << "kv_store against kv_store_ref, pages of " << page_tokens;
-    for (int g = 0; g < kv_dim / hd; ++g) {
-      const KeyLanes keys(kv_head(kv.view(), int64_t(g) * hd), hd);
+  const struct { KvType kv; gguf::TensorType t; } types[] = {{KvType::Q8_0, gguf::TensorType::Q8_0},
+                                                            {KvType::Q4_0, gguf::TensorType::Q4_0}};
+  for (const auto& [kv_type, tensor_type] : types) {
+    for (int page_tokens : {16, 5, 1}) {
+      const int hd = 64, kv_dim = 3 * hd, n_keys = 23;
+      TypedKv kv(kv_type, kv_dim, hd, page_tokens, (n_keys + page_tokens - 1) / page_tokens + 1), ref = kv;
+      const std::string what = std::string(kv_type_name(kv_type)) + ", pages of " + std::to_string(page_tokens);
+      std::vector<std::vector<float>> keys_back;
       for (int j = 0; j < n_keys; ++j) {
-        for (int d = 0; d < hd; ++d) {
-          ASSERT_EQ(lane_key_element(keys, j, d), keys_back[size_t(j)][size_t(g * hd + d)])
-              << "head " << g << " key " << j << " element " << d << ", pages of " << page_tokens;
+        const auto k = random_vec(size_t(kv_dim), uint32_t(40 + j), 3.f), v = random_vec(size_t(kv_dim), uint32_t(90 + j));
+        kv_store(k.data(), v.data(), kv_type, kv.k(), kv.v(), kv.stride(), kv.row, page_tokens, kv.table.data(),
+                 kv_dim, hd, j);
+        kv_store_ref(k.data(), v.data(), kv_type, ref.k(), ref.v(), ref.stride(), ref.row, page_tokens,
+                     ref.table.data(), kv_dim, hd, j);
+        std::vector<uint16_t> blocks(size_t(kv.row));
+        std::vector<float> back(static_cast<size_t>(kv_dim));
+        quantize_row(tensor_type, k.data(), blocks.data(), kv_dim);
+        dequantize_row(tensor_type, blocks.data(), back.data(), kv_dim);
+        keys_back.push_back(back);
+        quantize_row(tensor_type, v.data(), blocks.data(), kv_dim);
+        const int64_t at = kv.table[size_t(j / page_tokens)] * kv.stride() + (j % page_tokens) * kv.row;
+        EXPECT_EQ(0, std::memcmp(kv.v() + at, blocks.data(), size_t(kv.row) * 2)) << "value " << j << ", " << what;
+      }
+      EXPECT_EQ(kv.mem, ref.mem) << "kv_store against kv_store_ref, " << what;
+      for (int g = 0; g < kv_dim / hd; ++g) {
+        const KeyLanes keys(kv_head(kv.view(), int64_t(g) * hd), hd);
+        for (int j = 0; j < n_keys; ++j) {
+          for (int d = 0; d < hd; ++d) {
+            ASSERT_EQ(lane_key_element(keys, j, d), keys_back[size_t(j)][size_t(g * hd + d)])
+                << "head " << g << " key " << j << " element " << d << ", " << what;
+          }
         }
       }
     }
@@ -226,55 +232,58 @@ TEST(KvTypeAttention, Avx512MatchesReference) {
   }
 }
 
-// Q8_0 keys in heads of whole blocks are scored by integer dots with the query quantised
+// Q8_0 and Q4_0 keys in heads of whole blocks are scored by integer dots with the query quantised
 // (q8_0_scores.h): the AVX2 and AVX-512 kernels give the reference's bits, for heads of one to eight
 // blocks, key counts around the kernels' groups of 8 and 16, pages of 16, 5 and 1, a query with an
 // all-zero block and one with a single large element. Each score stays within the quantisation's
 // error of the exact dot of the stored keys.
-TEST(KvTypeAttention, Q8_0ScoresAreTheReferenceBitsInEveryKernel) {
-  for (const auto& [n_gqa, hd, n_keys] : {std::tuple{1, 32, 1}, {2, 32, 9}, {3, 64, 17}, {2, 96, 40}, {2, 128, 70},
-                                           {5, 128, 33}, {1, 256, 300}, {2, 256, 16}}) {
-    for (int page_tokens : {16, 5, 1}) {
-      TypedKv kv(KvType::Q8_0, 2 * hd, hd, page_tokens, (n_keys + 3 + page_tokens - 1) / page_tokens + 2);
-      kv.fill(n_keys + 3, uint32_t(hd + n_keys));
-      PagedKv head = kv_head(kv.view(), hd);  // the second KV head
-      head.first_key = 3;
-      auto q = random_vec(size_t(n_gqa * hd), uint32_t(hd * 7 + n_keys), 2.f);
-      std::fill_n(q.begin(), 32, 0.f);  // an all-zero block
-      if (n_gqa > 1) q[size_t(hd + 5)] = 300.f;
-      const std::string what = std::to_string(n_gqa) + " heads of " + std::to_string(hd) + ", " +
-                               std::to_string(n_keys) + " keys, pages of " + std::to_string(page_tokens);
-      const size_t n = size_t(n_gqa * n_keys);
-      std::vector<float> ref(n + 7), got(n + 7);
-      q8_0_scores_ref(q.data(), head, n_keys, n_gqa, hd, 0.25f, ref.data());
-      const KeyLanes keys(head, hd);
-      for (int h = 0; h < n_gqa; ++h) {
-        for (int j = 0; j < n_keys; ++j) {
-          const int key = head.first_key + j;
-          // each query element moves by at most half its block's step, amax / 127 / 2
-          double exact = 0, bound = 0;
-          for (int b = 0; b < hd / 32; ++b) {
-            double amax = 0, k_sum = 0;
-            for (int d = 32 * b; d < 32 * b + 32; ++d) {
-              const double qd = q[size_t(h * hd + d)], kd = lane_key_element(keys, key, d);
-              exact += qd * kd;
-              amax = std::max(amax, std::fabs(qd));
-              k_sum += std::fabs(kd);
+TEST(KvTypeAttention, LaneScoresAreTheReferenceBitsInEveryKernel) {
+  for (KvType type : kQuantTypes) {
+    for (const auto& [n_gqa, hd, n_keys] : {std::tuple{1, 32, 1}, {2, 32, 9}, {3, 64, 17}, {2, 96, 40}, {2, 128, 70},
+                                             {5, 128, 33}, {1, 256, 300}, {2, 256, 16}}) {
+      for (int page_tokens : {16, 5, 1}) {
+        TypedKv kv(type, 2 * hd, hd, page_tokens, (n_keys + 3 + page_tokens - 1) / page_tokens + 2);
+        kv.fill(n_keys + 3, uint32_t(hd + n_keys));
+        PagedKv head = kv_head(kv.view(), hd);  // the second KV head
+        head.first_key = 3;
+        auto q = random_vec(size_t(n_gqa * hd), uint32_t(hd * 7 + n_keys), 2.f);
+        std::fill_n(q.begin(), 32, 0.f);  // an all-zero block
+        if (n_gqa > 1) q[size_t(hd + 5)] = 300.f;
+        const std::string what = std::string(kv_type_name(type)) + ", " + std::to_string(n_gqa) + " heads of " +
+                                 std::to_string(hd) + ", " + std::to_string(n_keys) + " keys, pages of " +
+                                 std::to_string(page_tokens);
+        const size_t n = size_t(n_gqa * n_keys);
+        std::vector<float> ref(n + 7), got(n + 7);
+        q8_0_scores_ref(q.data(), head, n_keys, n_gqa, hd, 0.25f, ref.data());
+        const KeyLanes keys(head, hd);
+        for (int h = 0; h < n_gqa; ++h) {
+          for (int j = 0; j < n_keys; ++j) {
+            const int key = head.first_key + j;
+            // each query element moves by at most half its block's step, amax / 127 / 2
+            double exact = 0, bound = 0;
+            for (int b = 0; b < hd / 32; ++b) {
+              double amax = 0, k_sum = 0;
+              for (int d = 32 * b; d < 32 * b + 32; ++d) {
+                const double qd = q[size_t(h * hd + d)], kd = lane_key_element(keys, key, d);
+                exact += qd * kd;
+                amax = std::max(amax, std::fabs(qd));
+                k_sum += std::fabs(kd);
+              }
+              bound += amax / 254 * k_sum * (1 + 1e-4);
             }
-            bound += amax / 254 * k_sum * (1 + 1e-4);
+            ASSERT_NEAR(ref[size_t(h * n_keys + j)], 0.25 * exact, 0.25 * bound + 1e-6) << what;
           }
-          ASSERT_NEAR(ref[size_t(h * n_keys + j)], 0.25 * exact, 0.25 * bound + 1e-6) << what;
         }
-      }
-      if (have_avx2()) {
-        q8_0_scores_avx2(q.data(), head, n_keys, n_gqa, hd, 0.25f, got.data());
-        EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), n * sizeof(float))) << "AVX2, " << what;
-      }
-      if (use_avx512() && attention_avx512_supports(hd)) {
-        std::fill(got.begin(), got.end(), -1.f);
-        q8_0_scores_avx512(q.data(), head, n_keys, n_gqa, hd, 0.25f, got.data());
-        EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), n * sizeof(float))) << "AVX-512, " << what;
-        EXPECT_EQ(got[n], -1.f) << "AVX-512 wrote past the scores, " << what;
+        if (have_avx2()) {
+          q8_0_scores_avx2(q.data(), head, n_keys, n_gqa, hd, 0.25f, got.data());
+          EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), n * sizeof(float))) << "AVX2, " << what;
+        }
+        if (use_avx512() && attention_avx512_supports(hd)) {
+          std::fill(got.begin(), got.end(), -1.f);
+          q8_0_scores_avx512(q.data(), head, n_keys, n_gqa, hd, 0.25f, got.data());
+          EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), n * sizeof(float))) << "AVX-512, " << what;
+          EXPECT_EQ(got[n], -1.f) << "AVX-512 wrote past the scores, " << what;
+        }
       }
     }
   }

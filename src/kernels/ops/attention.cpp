@@ -2,7 +2,7 @@
 // scores = (q_h · k_j) · scale, softmax, out_h = Σ_j p_j · v_j, keys always taken in order from kv.first_key.
 // Q8_0 and Q4_0 elements are code · d in f32, which is exact (an 8-bit code times an 11-bit
 // significand), so every kernel reads the same values from a row whatever it dequantises with. Q8_0
-// keys in heads of whole blocks are scored by integer dots instead (q8_0_scores.h).
+// and Q4_0 keys in heads of whole blocks are scored by integer dots instead (q8_0_scores.h).
 #include "kernels/runtime/cpu_features.h"
 #include "kernels/ops/ops.h"
 #include "kernels/ops/q8_0_scores.h"

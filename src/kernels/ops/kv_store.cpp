@@ -16,18 +16,18 @@ int64_t row_at(int64_t page_stride, int64_t row_stride, int page_tokens, const i
 
 TensorType block_type(KvType t) { return t == KvType::Q8_0 ? TensorType::Q8_0 : TensorType::Q4_0; }
 
-// Keys in lanes (key_lanes.h): the row quantised by `quantise` (GGUF's Q8_0 blocks) and spread into
-// token pos's lanes of its page.
+// Keys in lanes (key_lanes.h): the row quantised by `quantise` (GGUF's blocks of `type`) and spread
+// into token pos's lanes of its page.
 template <class Quantise>
-void store_key_row(const float* k, uint16_t* k_base, int64_t page_stride, int page_tokens, const int32_t* page_table,
-                   int kv_dim, int head_dim, int pos, Quantise&& quantise) {
-  constexpr int kStackHalves = 4096;  // rows up to 7,710 elements without a heap allocation
-  const int64_t halves = kv_row_halves(KvType::Q8_0, kv_dim);
+void store_key_row(KvType type, const float* k, uint16_t* k_base, int64_t page_stride, int page_tokens,
+                   const int32_t* page_table, int kv_dim, int head_dim, int pos, Quantise&& quantise) {
+  constexpr int kStackHalves = 4096;  // Q8_0 rows up to 7,710 elements without a heap allocation
+  const int64_t halves = kv_row_halves(type, kv_dim);
   uint16_t stack[kStackHalves];
   std::vector<uint16_t> heap(halves > kStackHalves ? size_t(halves) : 0);
   uint16_t* blocks = halves > kStackHalves ? heap.data() : stack;
   quantise(k, blocks);
-  store_key_lanes(blocks, kv_dim / kKvBlockElements, head_dim / kKvBlockElements, k_base + int64_t(page_table[pos / page_tokens]) * page_stride,
+  store_key_lanes(type, blocks, kv_dim / kKvBlockElements, head_dim / kKvBlockElements, k_base + int64_t(page_table[pos / page_tokens]) * page_stride,
                   page_tokens, pos % page_tokens);
 }
 
@@ -39,8 +39,8 @@ void kv_store_ref(const float* k, const float* v, KvType type, uint16_t* k_base,
   const int64_t at = row_at(page_stride, row_stride, page_tokens, page_table, pos);
   if (type != KvType::F16) {
     if (keys_in_lanes(type, head_dim)) {
-      store_key_row(k, k_base, page_stride, page_tokens, page_table, kv_dim, head_dim, pos,
-                    [&](const float* x, uint16_t* blocks) { quantize_row(TensorType::Q8_0, x, blocks, kv_dim); });
+      store_key_row(type, k, k_base, page_stride, page_tokens, page_table, kv_dim, head_dim, pos,
+                    [&](const float* x, uint16_t* blocks) { quantize_row(block_type(type), x, blocks, kv_dim); });
     } else {
       quantize_row(block_type(type), k, k_base + at, kv_dim);
     }
@@ -60,7 +60,7 @@ void kv_store(const float* k, const float* v, KvType type, uint16_t* k_base, uin
     if (type == KvType::F16) {
       kv_store_avx2(k, v, k_base + at, v_base + at, kv_dim);
     } else if (keys_in_lanes(type, head_dim)) {
-      store_key_row(k, k_base, page_stride, page_tokens, page_table, kv_dim, head_dim, pos,
+      store_key_row(type, k, k_base, page_stride, page_tokens, page_table, kv_dim, head_dim, pos,
                     [&](const float* x, uint16_t* blocks) { kv_store_q8_0_row_avx2(x, blocks, kv_dim); });
       kv_store_q8_0_row_avx2(v, v_base + at, kv_dim);
     } else {

@@ -27,9 +27,9 @@ constexpr int64_t kv_row_halves(KvType t, int64_t kv_dim) {
 
 constexpr int kMaxLaneKeyBlocks = 8;  // heads up to 256 wide
 // Whether a pool of `t` rows in heads of head_dim elements keeps its keys in lanes (key_lanes.h) and
-// scores them by integer dots (q8_0_scores.h): Q8_0 keys in heads of one to eight whole blocks.
+// scores them by integer dots (q8_0_scores.h): Q8_0 and Q4_0 keys in heads of one to eight whole blocks.
 constexpr bool keys_in_lanes(KvType t, int head_dim) {
-  return t == KvType::Q8_0 && head_dim > 0 && head_dim % kKvBlockElements == 0 &&
+  return (t == KvType::Q8_0 || t == KvType::Q4_0) && head_dim > 0 && head_dim % kKvBlockElements == 0 &&
          head_dim <= kMaxLaneKeyBlocks * kKvBlockElements;
 }
 

@@ -65,8 +65,8 @@ void softmax_ref(float* x, int64_t n);
 // (likewise V with v_base), rows row_stride apart; all three count 2-byte units (F16: elements).
 // A view of one KV head (kv_head) points at the head's first element (F16) or at the block holding it,
 // head_elem elements into that block (Q8_0, Q4_0: non-zero only for heads narrower than a block).
-// Q8_0 keys in heads of whole blocks are not rows but lanes (keys_in_lanes; key_lanes.h): their pages
-// are found from k_base less key_block blocks.
+// Q8_0 and Q4_0 keys in heads of whole blocks are not rows but lanes (keys_in_lanes; key_lanes.h):
+// their pages are found from k_base less key_block blocks.
 struct PagedKv {
   const uint16_t* k_base;
   const uint16_t* v_base;
@@ -105,8 +105,8 @@ void attention_row(const float* q, const PagedKv& kv, int n_keys, int n_head, in
                    float scale, float* out, float* scratch);
 void attention_row_ref(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head,
                        int head_dim, float scale, float* out, float* scratch);
-// Q8_0 keys in heads of whole blocks (q8_0_scores.h) are scored by integer dot products with the
-// query quantised to Q8_0: scores[h · n_keys + j] = score(q_h, key first_key + j) · scale for the
+// Keys in lanes (Q8_0 and Q4_0 keys in heads of whole blocks; q8_0_scores.h) are scored by integer dot
+// products with the query quantised to Q8_0: scores[h · n_keys + j] = score(q_h, key first_key + j) · scale for the
 // n_gqa query heads of one KV head (`head`, a kv_head view); every kernel gives these bits.
 void q8_0_scores_ref(const float* q, const PagedKv& head, int n_keys, int n_gqa, int head_dim, float scale,
                      float* scores);

@@ -1,10 +1,11 @@
-// Scores over Q8_0 keys by integer dot products, as llama.cpp scores quantised keys: each query head
-// is quantised to Q8_0 blocks of 32 (its own f32 scale a block), and key k's score is
+// Scores over keys in lanes (Q8_0 or Q4_0, key_lanes.h) by integer dot products, as llama.cpp scores
+// quantised keys: each query head is quantised to Q8_0 blocks of 32 (its own f32 scale a block), and
+// key k's score is
 //   Σ_b  float(Σ_i qcode_bi · kcode_bi) · (dq_b · dk_b)      (blocks b in order, then · scale)
-// The inner sums are exact integers, so every kernel (scalar, AVX2, AVX-512; a row alone or in a
-// block) gives q8_0_key_score's bits whatever order it adds the products in: a score costs a few
-// integer instructions per 32 elements instead of widening each key to f32 (BM_AttentionStepQwen3Shape).
-// Used when the keys are Q8_0 and whole blocks make a head: keys in lanes (keys_in_lanes, key_lanes.h).
+// with kcode the key's Q8_0 code or its Q4_0 nibble − 8. The inner sums are exact integers, so every
+// kernel (scalar, AVX2, AVX-512; a row alone or in a block) gives q8_0_key_score_ref's bits whatever
+// order it adds the products in: a score costs a few integer instructions per 32 elements instead of
+// widening each key to f32 (BM_AttentionStepQwen3Shape).
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // AVX2 attention of a block of query rows. Same steps and key order as attention_row_ref; the F16 keys
 // and values are widened with F16C, Q8_0 and Q4_0 ones dequantised (exactly: attention.cpp) 8 at a
-// time as they are read, except Q8_0 keys in heads of whole blocks, scored by integer dots
-// (q8_0_scores.h). A key's score is one FMA chain over its 8-wide chunks and one fixed
+// time as they are read, except Q8_0 and Q4_0 keys in heads of whole blocks (in lanes), scored by
+// integer dots (q8_0_scores.h). A key's score is one FMA chain over its 8-wide chunks and one fixed
 // add tree, an output element one FMA chain over the row's keys in order, however the rows, heads, keys
 // and chunks are tiled: a row's result does not depend on which other rows are in its block or on the
 // thread that computed it (invariant 7).
@@ -63,7 +63,8 @@ template <KvType T>
 struct BlockRows {
   int head_elem;  // the slice's first element in the first block (PagedKv::head_elem)
   static constexpr int kBlockHalves = int(kv_block_halves(T));
-  static constexpr bool kIntegerScores = T == KvType::Q8_0;  // q8_0_scores.h, in heads of whole blocks
+  static constexpr KvType kType = T;
+  static constexpr bool kIntegerScores = true;  // q8_0_scores.h, where keys_in_lanes (heads of whole blocks)
   __m256 load8(const uint16_t* row, int d) const {
     const int e = head_elem + d;
     const uint16_t* block = row + (e / kKvBlockElements) * kBlockHalves;
@@ -174,11 +175,13 @@ inline __m256 dot8(const float* q, const Keys& k, int n) {
   return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
 }
 
-// ---- Q8_0 keys: integer scores (q8_0_scores.h) over keys in lanes (key_lanes.h), 8 keys a register ----
+// ---- Q8_0 and Q4_0 keys: integer scores (q8_0_scores.h) over keys in lanes (key_lanes.h), 8 keys a register ----
 
-// A query head quantised by quantise_query_ref's steps.
+// A query head quantised by quantise_query_ref's steps, with each block's code sum (for Q4_0's nibbles,
+// which are the codes + 8).
 struct Q8Head {
   alignas(32) int8_t codes[kMaxQ8QueryBlocks * kKvBlockElements];
+  int32_t sum[kMaxQ8QueryBlocks];
   float d[kMaxQ8QueryBlocks];
 };
 
@@ -192,6 +195,9 @@ inline void quantise_head(const float* q, int n_blocks, Q8Head& h) {
     __m256i i[4];
     for (int c = 0; c < 4; ++c) i[c] = _mm256_cvtps_epi32(_mm256_mul_ps(x[c], m));
     _mm256_store_si256(reinterpret_cast<__m256i*>(h.codes + 32 * b), avx2::pack_i8(i[0], i[1], i[2], i[3]));
+    const __m128i sums = avx2::hsum4_i32(i[0], i[1], i[2], i[3]);  // codes within ±127: no saturation
+    const __m128i halves = _mm_add_epi32(sums, _mm_shuffle_epi32(sums, 0x4E));
+    h.sum[b] = _mm_cvtsi128_si32(_mm_add_epi32(halves, _mm_shuffle_epi32(halves, 0xB1)));
   }
 }
 
@@ -215,8 +221,8 @@ struct LaneRuns {
     }
   }
   bool whole() const { return n == 1 && count[0] == 8; }
-  // Codes 4g..4g+3 of the head's block b, a key a lane.
-  __m256i codes(const KeyLanes& k, int b, int g) const {
+  // Code bytes 4g..4g+3 of the head's block b, a key a lane.
+  __m256i bytes(const KeyLanes& k, int b, int g) const {
     if (whole()) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.codes(chunk[0], b, g) + 4 * t[0]));
     alignas(32) int32_t v[8] = {};
     for (int r = 0; r < n; ++r) std::memcpy(v + lane[r], k.codes(chunk[r], b, g) + 4 * t[r], 4 * size_t(count[r]));
@@ -243,23 +249,41 @@ struct LaneRuns {
 // Vectors quantised at a time: their keys are read once for all of them.
 constexpr int kQ8HeadsAtOnce = 4;
 
-// Lane i of out[h]: q8_0_key_score_ref of heads[h] against the keys of `runs`, for NH heads; each
-// key's codes are loaded once for all of them. VPMADDUBSW multiplies unsigned by signed bytes:
-// q · k = |k| · (q with k's sign), whose pairs fit 16 bits (codes within ±127).
-template <int NH>
+// Lane i of out[h]: q8_0_key_score_ref of heads[h] against the keys of `runs` (keys of type T), for
+// NH heads; each key's codes are loaded once for all of them. VPMADDUBSW multiplies unsigned by signed
+// bytes: for Q8_0, q · k = |k| · (q with k's sign), whose pairs fit 16 bits (codes within ±127); Q4_0's
+// nibbles are unsigned (k + 8), and each block's sum is taken back by 8 · Σ q.
+template <KvType T, int NH>
 void q8_lane_scores(const Q8Head* heads, int n_blocks, const KeyLanes& k, const LaneRuns& runs, __m256* out) {
   const __m256i ones = _mm256_set1_epi16(1);
   for (int b = 0; b < n_blocks; ++b) {
     __m256i sum[NH];
     for (auto& s : sum) s = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-      const __m256i codes = runs.codes(k, b, g), magnitudes = _mm256_abs_epi8(codes);
-      for (int h = 0; h < NH; ++h) {
-        int32_t q4;
-        std::memcpy(&q4, heads[h].codes + 32 * b + 4 * g, 4);
-        const __m256i signed_q = _mm256_sign_epi8(_mm256_set1_epi32(q4), codes);
-        sum[h] = _mm256_add_epi32(sum[h], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, signed_q), ones));
+    if constexpr (T == KvType::Q8_0) {
+      for (int g = 0; g < 8; ++g) {
+        const __m256i codes = runs.bytes(k, b, g), magnitudes = _mm256_abs_epi8(codes);
+        for (int h = 0; h < NH; ++h) {
+          int32_t q4;
+          std::memcpy(&q4, heads[h].codes + 32 * b + 4 * g, 4);
+          const __m256i signed_q = _mm256_sign_epi8(_mm256_set1_epi32(q4), codes);
+          sum[h] = _mm256_add_epi32(sum[h], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, signed_q), ones));
+        }
       }
+    } else {  // byte i: element i in its low nibble, i + 16 in its high one
+      const __m256i low4 = _mm256_set1_epi8(0x0F);
+      for (int g = 0; g < 4; ++g) {
+        const __m256i packed = runs.bytes(k, b, g);
+        const __m256i lo = _mm256_and_si256(packed, low4), hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+        for (int h = 0; h < NH; ++h) {
+          int32_t q_lo, q_hi;
+          std::memcpy(&q_lo, heads[h].codes + 32 * b + 4 * g, 4);
+          std::memcpy(&q_hi, heads[h].codes + 32 * b + 16 + 4 * g, 4);
+          const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(q_lo)),
+                                                 _mm256_maddubs_epi16(hi, _mm256_set1_epi32(q_hi)));
+          sum[h] = _mm256_add_epi32(sum[h], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+      for (int h = 0; h < NH; ++h) sum[h] = _mm256_sub_epi32(sum[h], _mm256_set1_epi32(8 * heads[h].sum[b]));
     }
     const __m256 dk = runs.scales(k, b);
     for (int h = 0; h < NH; ++h) {
@@ -270,25 +294,26 @@ void q8_lane_scores(const Q8Head* heads, int n_blocks, const KeyLanes& k, const 
 }
 
 // q8_lane_scores for nh (1..4) heads: a register each.
-inline void q8_lane_scores(const Q8Head* heads, int nh, int n_blocks, const KeyLanes& k, const LaneRuns& runs,
-                           __m256* out) {
+template <KvType T>
+void q8_lane_scores(const Q8Head* heads, int nh, int n_blocks, const KeyLanes& k, const LaneRuns& runs, __m256* out) {
   switch (nh) {
-    case 1: return q8_lane_scores<1>(heads, n_blocks, k, runs, out);
-    case 2: return q8_lane_scores<2>(heads, n_blocks, k, runs, out);
-    case 3: return q8_lane_scores<3>(heads, n_blocks, k, runs, out);
-    default: return q8_lane_scores<4>(heads, n_blocks, k, runs, out);
+    case 1: return q8_lane_scores<T, 1>(heads, n_blocks, k, runs, out);
+    case 2: return q8_lane_scores<T, 2>(heads, n_blocks, k, runs, out);
+    case 3: return q8_lane_scores<T, 3>(heads, n_blocks, k, runs, out);
+    default: return q8_lane_scores<T, 4>(heads, n_blocks, k, runs, out);
   }
 }
 
 // scores_by_8's scores by integer dots: the groups of 8 keys from span_begin that hold any of a
 // vector's keys, kQ8HeadsAtOnce vectors sharing each group's codes (a group's lanes past the span
 // score 0).
+template <KvType T>
 void q8_scores_by_8(const Queries& qs, PagedKv kv, int span_end, float scale) {
   const int n_blocks = qs.head_dim / kKvBlockElements;
   const __m256 sv = _mm256_set1_ps(scale);
   kv.first_key = 0;  // absolute key numbers
   const KeyLanes k(kv, qs.head_dim);
-  const int v_halves = n_blocks * int(kv_block_halves(KvType::Q8_0));
+  const int v_halves = n_blocks * int(kv_block_halves(T));
   for (int v0 = 0; v0 < qs.count(); v0 += kQ8HeadsAtOnce) {
     const int nv = std::min(kQ8HeadsAtOnce, qs.count() - v0);
     Q8Head heads[kQ8HeadsAtOnce];
@@ -308,7 +333,7 @@ void q8_scores_by_8(const Queries& qs, PagedKv kv, int span_end, float scale) {
       // the hardware to carry on into them, as scoring key rows did (BM_AttentionStepQwen3Shape)
       for (int j = j0; v0 == 0 && j < std::min(j0 + 8, span_end); ++j) prefetch_row_l2(key_row(kv.v_base, kv, j), v_halves);
       __m256 s[kQ8HeadsAtOnce];
-      q8_lane_scores(heads, nv, n_blocks, k, LaneRuns(k, j0, std::min(8, span_end - j0)), s);
+      q8_lane_scores<T>(heads, nv, n_blocks, k, LaneRuns(k, j0, std::min(8, span_end - j0)), s);
       for (int v = v0; v < v0 + nv; ++v) {
         if (j0 + 8 <= qs.begin(v) || j0 >= qs.end(v)) continue;  // no key of this vector's in the group
         _mm256_storeu_ps(qs.probs(v, j0), _mm256_mul_ps(s[v - v0], sv));
@@ -323,7 +348,7 @@ void q8_scores_by_8(const Queries& qs, PagedKv kv, int span_end, float scale) {
 template <class Rows>
 void scores_by_8(const Queries& qs, const Rows& fmt, const uint16_t* k_base, PagedKv kv, int span_end, float scale) {
   if constexpr (Rows::kIntegerScores) {
-    if (keys_in_lanes(KvType::Q8_0, qs.head_dim)) return q8_scores_by_8(qs, kv, span_end, scale);
+    if (keys_in_lanes(Rows::kType, qs.head_dim)) return q8_scores_by_8<Rows::kType>(qs, kv, span_end, scale);
   }
   const int hd = qs.head_dim, n_vec = qs.count(), halves = fmt.slice_halves(hd);
   const __m256 sv = _mm256_set1_ps(scale);
@@ -504,7 +529,12 @@ void q8_0_scores_avx2(const float* q, const PagedKv& head, int n_keys, int n_gqa
   for (int h = 0; h < n_gqa; ++h) {  // in order: each head's last block of 8 spills into the next's first keys
     const AttentionRows row{q + int64_t(h) * head_dim, 0, nullptr, 0, &begin, &end, 1};
     const KeySpan span = key_span(row);
-    q8_scores_by_8(Queries(row, 1, head_dim, span, scores + int64_t(h) * n_keys), head, span.end, scale);
+    const Queries qs(row, 1, head_dim, span, scores + int64_t(h) * n_keys);
+    if (head.type == KvType::Q4_0) {
+      q8_scores_by_8<KvType::Q4_0>(qs, head, span.end, scale);
+    } else {
+      q8_scores_by_8<KvType::Q8_0>(qs, head, span.end, scale);
+    }
   }
 }
 

@@ -2,10 +2,9 @@
 // order, 16 lanes wide, with each head's output held in registers while the values stream past (the
 // AVX2 version reloads and stores it for every key). attention_row() takes it for every row on
 // AVX-512 machines (use_avx512()), and attention_rows() a block kernel that gives each row the same
-// bits, so a row's arithmetic never depends on its batch (invariant 7). Q8_0 keys are scored by
-// integer dots (q8_0_scores.h); Q4_0 keys are dequantised (exactly: attention.cpp) 16 elements at a
-// time as they are read, through the F16 steps; quantised values are read as codes, their block's
-// scale taken into the probabilities (F16Rows).
+// bits, so a row's arithmetic never depends on its batch (invariant 7). Q8_0 and Q4_0 keys (heads of
+// whole blocks, in lanes) are scored by integer dots (q8_0_scores.h); quantised values are read as
+// codes, their block's scale taken into the probabilities (BlockRows).
 // Like the *_avx512.cpp and *_amx.cpp kernel files, this file defines no weak symbols (no
 // standard-library templates): see avx512_common.h.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* operands): a known false positive.
@@ -46,21 +45,24 @@ struct F16Rows {
 template <KvType T>
 struct BlockRows {
   static constexpr int kBlockHalves = int(kv_block_halves(T));
-  static constexpr bool kIntegerScores = T == KvType::Q8_0;  // q8_0_scores.h
+  static constexpr KvType kType = T;
+  static constexpr bool kIntegerScores = true;  // keys in lanes: q8_0_scores.h
   static constexpr bool kScaledCodes = true;
   // The codes of elements d..d+15, unscaled.
   __m512 codes16(const uint16_t* row, int d) const {
     const auto* codes = reinterpret_cast<const uint8_t*>(row + (d / kKvBlockElements) * kBlockHalves + 1);
-    __m512i wide;
     if constexpr (T == KvType::Q8_0) {
-      wide = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + d % kKvBlockElements)));
+      return _mm512_cvtepi32_ps(
+          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + d % kKvBlockElements))));
     } else {  // byte j: element j in its low nibble, j + 16 in its high one
-      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes));
-      if (d % kKvBlockElements != 0) b = _mm_srli_epi16(b, 4);
-      b = _mm_and_si128(b, _mm_set1_epi8(0x0F));
-      wide = _mm512_sub_epi32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(8));
+      // The block's 16 bytes widened once for both its chunks (the same load, so the two calls of a
+      // values pass share it), each nibble then looked up as code − 8 in f32: the same values in four
+      // instructions fewer a chunk (BM_AttentionStepQwen3Shape, Q4_0).
+      const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
+      const __m512i nibbles = d % kKvBlockElements != 0 ? _mm512_srli_epi32(bytes, 4)
+                                                         : _mm512_and_si512(bytes, _mm512_set1_epi32(0x0F));
+      return _mm512_permutexvar_ps(nibbles, _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7));
     }
-    return _mm512_cvtepi32_ps(wide);
   }
   // The scale of the block holding element d, in every lane.
   __m512 scale16(const uint16_t* row, int d) const {
@@ -223,16 +225,21 @@ void values_pass(const float* scores, int n_keys, const Rows& fmt, const uint16_
   }
 }
 
-// ---- Q8_0 keys: integer scores (q8_0_scores.h) over keys in lanes (key_lanes.h), 16 keys a register ----
+// ---- Q8_0 and Q4_0 keys: integer scores (q8_0_scores.h) over keys in lanes (key_lanes.h), 16 keys a register ----
 
-// A query head quantised by quantise_query_ref's steps. VPDPBUSD multiplies unsigned by signed bytes:
-// the keys' codes are biased to unsigned (k + 128, once for all the heads that read them) and each
-// block's sum taken back by bias[b] = 128 · Σ_i q_i, which leaves the exact integer Σ_i q_i · k_i.
+// A query head quantised by quantise_query_ref's steps, with each block's code sum. VPDPBUSD multiplies
+// unsigned by signed bytes: Q8_0 keys' codes are biased to unsigned (k + 128, once for all the heads
+// that read them), Q4_0 keys' nibbles are unsigned (k + 8), and each block's sum is taken back by
+// offset · sum[b], which leaves the exact integer Σ_i q_i · k_i.
 struct Q8Head {
   alignas(64) int8_t codes[kMaxQ8QueryBlocks * kKvBlockElements];
-  int32_t bias[kMaxQ8QueryBlocks];
+  int32_t sum[kMaxQ8QueryBlocks];
   float d[kMaxQ8QueryBlocks];
 };
+
+// What the lanes of a key type hold before VPDPBUSD: the unsigned offset of its codes.
+template <KvType T>
+constexpr int32_t kLaneCodeOffset = T == KvType::Q8_0 ? 128 : 8;
 
 template <int NB>  // blocks of the head: 2, 4 or 8
 void quantise_head(const float* q, Q8Head& h) {
@@ -245,7 +252,7 @@ void quantise_head(const float* q, Q8Head& h) {
     const __m128i c1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, m)));
     _mm_store_si128(reinterpret_cast<__m128i*>(h.codes + 32 * b), c0);
     _mm_store_si128(reinterpret_cast<__m128i*>(h.codes + 32 * b + 16), c1);
-    h.bias[b] = 128 * _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(c0), _mm512_cvtepi8_epi32(c1)));
+    h.sum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(c0), _mm512_cvtepi8_epi32(c1)));
   }
 }
 
@@ -260,10 +267,11 @@ struct LaneRuns {
   __mmask16 mask[16];
   int t[16];
   int n = 0;
-  int64_t group_bytes, block_scales, chunk_bytes;  // codes 4g.. of block b at (b · 8 + g) · group_bytes
+  int groups;  // groups of 4 code bytes a block (KeyLanes::groups)
+  int64_t group_bytes, block_scales, chunk_bytes;  // bytes 4g.. of block b at (b · groups + g) · group_bytes
 
   LaneRuns(const KeyLanes& k, int key0, int m)
-      : group_bytes(4 * int64_t(k.page_tokens)), block_scales(k.page_tokens), chunk_bytes(k.chunk_bytes) {
+      : groups(k.groups), group_bytes(4 * int64_t(k.page_tokens)), block_scales(k.page_tokens), chunk_bytes(k.chunk_bytes) {
     for (int l = 0; l < m;) {
       int page, t0;
       k.locate(key0 + l, page, t0);
@@ -276,15 +284,15 @@ struct LaneRuns {
       l += count;
     }
   }
-  // Codes 4g..4g+3 of the head's block b, a key a lane, biased to unsigned. kOneRun: n is 1.
+  // Code bytes 4g..4g+3 of the head's block b, a key a lane. kOneRun: n is 1.
   template <bool kOneRun>
-  __m512i codes(int b, int g) const {
-    const int64_t at = (b * 8 + g) * group_bytes;
+  __m512i bytes(int b, int g) const {
+    const int64_t at = (b * groups + g) * group_bytes;
     __m512i v = mask[0] == 0xFFFF ? _mm512_loadu_si512(codes0[0] + at) : _mm512_maskz_loadu_epi32(mask[0], codes0[0] + at);
     if constexpr (!kOneRun) {
       for (int r = 1; r < n; ++r) v = _mm512_mask_loadu_epi32(v, mask[r], codes0[r] + at);
     }
-    return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
+    return v;
   }
   // The scales of the head's block b, a key a lane.
   template <bool kOneRun>
@@ -308,44 +316,55 @@ struct LaneRuns {
   }
 };
 
-// Lane i of out[h]: q8_0_key_score_ref of head h against the keys of `runs`, for NH heads; each
-// key's codes are loaded and biased once for all of them.
-template <int NB, int NH, bool kOneRun>
+// Lane i of out[h]: q8_0_key_score_ref of head h against the keys of `runs` (keys of type T), for NH
+// heads; each key's codes are loaded and made unsigned once for all of them.
+template <KvType T, int NB, int NH, bool kOneRun>
 void q8_lane_scores(const Q8Head* heads, const LaneRuns& runs, __m512* out) {
   for (int b = 0; b < NB; ++b) {
     __m512i sum[NH];
     for (auto& s : sum) s = _mm512_setzero_si512();
-    for (int g = 0; g < 8; ++g) {
-      const __m512i codes = runs.codes<kOneRun>(b, g);
+    // The 16 keys' unsigned codes of elements at..at+3 against the heads' codes there.
+    const auto dot = [&](__m512i codes, int at) {
       for (int h = 0; h < NH; ++h) {
         int32_t q4;
-        std::memcpy(&q4, heads[h].codes + 32 * b + 4 * g, 4);
+        std::memcpy(&q4, heads[h].codes + 32 * b + at, 4);
         sum[h] = _mm512_dpbusd_epi32(sum[h], codes, _mm512_set1_epi32(q4));
+      }
+    };
+    if constexpr (T == KvType::Q8_0) {
+      for (int g = 0; g < 8; ++g) dot(_mm512_xor_si512(runs.bytes<kOneRun>(b, g), _mm512_set1_epi8(static_cast<char>(0x80))), 4 * g);
+    } else {  // byte i: element i in its low nibble, i + 16 in its high one
+      const __m512i low4 = _mm512_set1_epi8(0x0F);
+      for (int g = 0; g < 4; ++g) {
+        const __m512i packed = runs.bytes<kOneRun>(b, g);
+        dot(_mm512_and_si512(packed, low4), 4 * g);
+        dot(_mm512_and_si512(_mm512_srli_epi16(packed, 4), low4), 16 + 4 * g);
       }
     }
     const __m512 dk = runs.scales<kOneRun>(b);
     for (int h = 0; h < NH; ++h) {
-      const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum[h], _mm512_set1_epi32(heads[h].bias[b]))),
+      const __m512i offset = _mm512_set1_epi32(kLaneCodeOffset<T> * heads[h].sum[b]);
+      const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum[h], offset)),
                                      _mm512_mul_ps(_mm512_set1_ps(heads[h].d[b]), dk));
       out[h] = b == 0 ? t : _mm512_add_ps(out[h], t);
     }
   }
 }
 
-template <int NB, int NH>
+template <KvType T, int NB, int NH>
 void q8_lane_scores(const Q8Head* heads, const LaneRuns& runs, __m512* out) {
-  if (runs.n == 1) return q8_lane_scores<NB, NH, true>(heads, runs, out);
-  q8_lane_scores<NB, NH, false>(heads, runs, out);
+  if (runs.n == 1) return q8_lane_scores<T, NB, NH, true>(heads, runs, out);
+  q8_lane_scores<T, NB, NH, false>(heads, runs, out);
 }
 
 // q8_lane_scores for nh (1..4) heads.
-template <int NB>
+template <KvType T, int NB>
 void q8_lane_scores(const Q8Head* heads, int nh, const LaneRuns& runs, __m512* out) {
   switch (nh) {
-    case 1: return q8_lane_scores<NB, 1>(heads, runs, out);
-    case 2: return q8_lane_scores<NB, 2>(heads, runs, out);
-    case 3: return q8_lane_scores<NB, 3>(heads, runs, out);
-    default: return q8_lane_scores<NB, 4>(heads, runs, out);
+    case 1: return q8_lane_scores<T, NB, 1>(heads, runs, out);
+    case 2: return q8_lane_scores<T, NB, 2>(heads, runs, out);
+    case 3: return q8_lane_scores<T, NB, 3>(heads, runs, out);
+    default: return q8_lane_scores<T, NB, 4>(heads, runs, out);
   }
 }
 
@@ -354,7 +373,7 @@ constexpr int kQ8HeadsAtOnce = 4;
 
 // scores[h * n_keys + j] = score(q_h, key head.first_key + j) · scale for the n_gqa heads of one
 // group, kQ8HeadsAtOnce heads over 16 keys at a time.
-template <int NC>
+template <KvType T, int NC>
 void q8_scores_group(const float* qg, const PagedKv& head, int n_keys, int n_gqa, float scale, float* scores) {
   constexpr int NB = NC / 2;
   const __m512 sv = _mm512_set1_ps(scale);
@@ -372,7 +391,7 @@ void q8_scores_group(const float* qg, const PagedKv& head, int n_keys, int n_gqa
       }
       const int m = min_int(16, n_keys - j0);
       __m512 s[kQ8HeadsAtOnce];
-      q8_lane_scores<NB>(heads, nh, LaneRuns(k, k.first_key + j0, m), s);
+      q8_lane_scores<T, NB>(heads, nh, LaneRuns(k, k.first_key + j0, m), s);
       for (int h = 0; h < nh; ++h) {
         _mm512_mask_storeu_ps(scores + int64_t(h0 + h) * n_keys + j0, static_cast<__mmask16>((1u << m) - 1),
                               _mm512_mul_ps(s[h], sv));
@@ -391,7 +410,7 @@ void attention_nc(const float* q, const PagedKv& kv, const Rows& fmt, int n_keys
     const float* qg = q + static_cast<int64_t>(g) * n_gqa * kHeadDim;
     float* og = out + static_cast<int64_t>(g) * n_gqa * kHeadDim;
     if constexpr (Rows::kIntegerScores) {
-      q8_scores_group<NC>(qg, head, n_keys, n_gqa, scale, scratch);
+      q8_scores_group<Rows::kType, NC>(qg, head, n_keys, n_gqa, scale, scratch);
     } else {
       int paired = 0;
       for (; paired + 2 <= n_gqa; paired += 2) scores_pair_by_8<NC>(qg, fmt, head.k_base, kv, n_keys, paired, scale, scratch);
@@ -490,7 +509,7 @@ void scores_block(const Queries& qs, const Rows& fmt, const uint16_t* k_base, Pa
 
 // Every vector's integer scores over its keys: the span's groups of 16 keys that hold any of them,
 // kQ8HeadsAtOnce vectors at a time sharing each group's codes.
-template <int NC>
+template <KvType T, int NC>
 void q8_scores_block(const Queries& qs, PagedKv kv, const KeySpan& span, float scale) {
   constexpr int NB = NC / 2;
   const __m512 sv = _mm512_set1_ps(scale);
@@ -511,7 +530,7 @@ void q8_scores_block(const Queries& qs, PagedKv kv, const KeySpan& span, float s
       if (j0 + kLaneKeysAhead < end) LaneRuns(k, j0 + kLaneKeysAhead, min_int(16, span.end - j0 - kLaneKeysAhead)).prefetch<true>();
       const int m = min_int(16, span.end - j0);
       __m512 s[kQ8HeadsAtOnce];
-      q8_lane_scores<NB>(heads, nv, LaneRuns(k, j0, m), s);
+      q8_lane_scores<T, NB>(heads, nv, LaneRuns(k, j0, m), s);
       for (int v = 0; v < nv; ++v) {
         if (qs.begin(v0 + v) >= j0 + 16 || qs.end(v0 + v) <= j0) continue;  // none of its keys in this group
         _mm512_mask_storeu_ps(qs.probs(v0 + v, j0), static_cast<__mmask16>((1u << m) - 1), _mm512_mul_ps(s[v], sv));
@@ -594,7 +613,7 @@ void attention_block(const AttentionRows& rows, PagedKv kv, const Rows& fmt, int
   const KeySpan span = key_span(rows);
   const Queries qs(rows, n_gqa, 16 * NC, span, scratch);
   if constexpr (Rows::kIntegerScores) {
-    q8_scores_block<NC>(qs, kv, span, scale);
+    q8_scores_block<Rows::kType, NC>(qs, kv, span, scale);
   } else {
     scores_block<NC>(qs, fmt, kv.k_base, kv, span, scale);
   }
@@ -627,13 +646,21 @@ void attention_rows_as(const Rows& fmt, const AttentionRows& rows, const PagedKv
 
 bool attention_avx512_supports(int head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
 
+namespace {
+template <KvType T>
+void lane_scores_as(const float* q, const PagedKv& head, int n_keys, int n_gqa, int head_dim, float scale, float* scores) {
+  switch (head_dim) {
+    case 64: return q8_scores_group<T, 4>(q, head, n_keys, n_gqa, scale, scores);
+    case 128: return q8_scores_group<T, 8>(q, head, n_keys, n_gqa, scale, scores);
+    default: return q8_scores_group<T, 16>(q, head, n_keys, n_gqa, scale, scores);
+  }
+}
+}  // namespace
+
 void q8_0_scores_avx512(const float* q, const PagedKv& head, int n_keys, int n_gqa, int head_dim, float scale,
                         float* scores) {
-  switch (head_dim) {
-    case 64: return q8_scores_group<4>(q, head, n_keys, n_gqa, scale, scores);
-    case 128: return q8_scores_group<8>(q, head, n_keys, n_gqa, scale, scores);
-    default: return q8_scores_group<16>(q, head, n_keys, n_gqa, scale, scores);
-  }
+  if (head.type == KvType::Q4_0) return lane_scores_as<KvType::Q4_0>(q, head, n_keys, n_gqa, head_dim, scale, scores);
+  lane_scores_as<KvType::Q8_0>(q, head, n_keys, n_gqa, head_dim, scale, scores);
 }
 
 void attention_row_avx512(const float* q, const PagedKv& kv, int n_keys, int n_head, int n_kv_head, int head_dim,
