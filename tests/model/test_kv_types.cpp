@@ -124,6 +124,30 @@ TEST(KvType, Avx2Q8_0RowsAreTheReferenceBits) {
   }
 }
 
+// The AVX2 Q4_0 row quantiser gives the reference's bits: random rows of several scales, an all-zero
+// block (and one of zeros with a negative zero first), a block whose largest magnitude appears with
+// both signs (the first one sets the scale's sign), and values that land on x · id + 8.5 = 16.
+TEST(KvType, Avx2Q4_0RowsAreTheReferenceBits) {
+  if (!have_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
+  const int kv_dim = 256;
+  std::vector<std::vector<float>> rows;
+  for (uint32_t seed = 0; seed < 20; ++seed) rows.push_back(random_vec(kv_dim, seed, seed % 2 ? 1e-3f : 40.f));
+  std::vector<float> edges(kv_dim, 0.f);
+  edges[32] = -0.f;
+  for (int i = 64; i < 96; ++i) edges[size_t(i)] = float(i % 7) - 3.f;
+  edges[70] = -5.f;
+  edges[75] = 5.f;  // the same magnitude later, opposite sign
+  for (int i = 96; i < 128; ++i) edges[size_t(i)] = i % 2 ? 8.f : -8.f;  // codes 0 and 16 → 15
+  for (int i = 128; i < kv_dim; ++i) edges[size_t(i)] = float(i % 17) * 0.125f - 1.f;
+  rows.push_back(edges);
+  for (const auto& x : rows) {
+    std::vector<uint16_t> ref(size_t(kv_row_halves(KvType::Q4_0, kv_dim))), got(ref.size());
+    quantize_row(gguf::TensorType::Q4_0, x.data(), ref.data(), kv_dim);
+    kv_store_q4_0_row_avx2(x.data(), got.data(), kv_dim);
+    EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), ref.size() * 2));
+  }
+}
+
 // Element d of key `key` (an absolute key number) of a head whose keys are in lanes.
 float lane_key_element(const KeyLanes& keys, int key, int d) {
   const uint8_t* chunk = keys.chunk(key / keys.page_tokens);

@@ -55,18 +55,20 @@ void kv_store_ref(const float* k, const float* v, KvType type, uint16_t* k_base,
 
 void kv_store(const float* k, const float* v, KvType type, uint16_t* k_base, uint16_t* v_base, int64_t page_stride,
               int64_t row_stride, int page_tokens, const int32_t* page_table, int kv_dim, int head_dim, int pos) {
-  if (type != KvType::Q4_0 && use_avx2()) {
+  if (use_avx2()) {
     const int64_t at = row_at(page_stride, row_stride, page_tokens, page_table, pos);
     if (type == KvType::F16) {
       kv_store_avx2(k, v, k_base + at, v_base + at, kv_dim);
-    } else if (keys_in_lanes(type, head_dim)) {
-      store_key_row(type, k, k_base, page_stride, page_tokens, page_table, kv_dim, head_dim, pos,
-                    [&](const float* x, uint16_t* blocks) { kv_store_q8_0_row_avx2(x, blocks, kv_dim); });
-      kv_store_q8_0_row_avx2(v, v_base + at, kv_dim);
-    } else {
-      kv_store_q8_0_row_avx2(k, k_base + at, kv_dim);
-      kv_store_q8_0_row_avx2(v, v_base + at, kv_dim);
+      return;
     }
+    const auto row = type == KvType::Q8_0 ? kv_store_q8_0_row_avx2 : kv_store_q4_0_row_avx2;
+    if (keys_in_lanes(type, head_dim)) {
+      store_key_row(type, k, k_base, page_stride, page_tokens, page_table, kv_dim, head_dim, pos,
+                    [&](const float* x, uint16_t* blocks) { row(x, blocks, kv_dim); });
+    } else {
+      row(k, k_base + at, kv_dim);
+    }
+    row(v, v_base + at, kv_dim);
   } else {
     kv_store_ref(k, v, type, k_base, v_base, page_stride, row_stride, page_tokens, page_table, kv_dim, head_dim, pos);
   }

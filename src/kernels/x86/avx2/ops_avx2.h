@@ -25,5 +25,7 @@ void q8_0_scores_avx2(const float* q, const PagedKv& head, int n_keys, int n_gqa
 void kv_store_avx2(const float* k, const float* v, uint16_t* kd, uint16_t* vd, int kv_dim);
 // One of kv_store_ref's Q8_0 rows (quantize_row) of n elements at dst, bit for bit; n a multiple of 32.
 void kv_store_q8_0_row_avx2(const float* x, uint16_t* dst, int n);
+// The same for Q4_0 rows.
+void kv_store_q4_0_row_avx2(const float* x, uint16_t* dst, int n);
 
 }  // namespace infer::kernels
