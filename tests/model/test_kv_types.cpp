@@ -102,50 +102,48 @@ TEST(KvType, StoredRowsAreGgufBlocksReadBackExactly) {
   }
 }
 
-// The AVX2 Q8_0 row quantiser (kv_store's path on AVX2 machines) gives the reference's bits: random
-// rows of several scales, an all-zero block, and ties (x · 127 / amax exactly k + 0.5, which roundf
-// takes away from zero) of both signs.
-TEST(KvType, Avx2Q8_0RowsAreTheReferenceBits) {
-  if (!have_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
-  const int kv_dim = 256;
+// An AVX2 row quantiser (kv_store's path on AVX2 machines) against the reference (quantize_row): 20
+// random rows of several scales and then `edges` (its length the row's), each stored twice, one after
+// the other, by both; the bits must be the same.
+void expect_avx2_rows_are_reference_bits(KvType type, gguf::TensorType tensor_type,
+                                         void (*avx2_row)(const float*, uint16_t*, int), const std::vector<float>& edges) {
+  const int kv_dim = int(edges.size());
   std::vector<std::vector<float>> rows;
-  for (uint32_t seed = 0; seed < 20; ++seed) rows.push_back(random_vec(kv_dim, seed, seed % 2 ? 1e-3f : 40.f));
-  std::vector<float> ties(kv_dim, 0.f);
-  for (int i = 32; i < kv_dim; ++i) ties[size_t(i)] = float((i % 2 ? 1 : -1) * (i % 127)) + (i % 3 ? 0.5f : 0.f);
-  for (int b = 1; b < kv_dim / 32; ++b) ties[size_t(32 * b)] = 127.f;  // amax 127: the multiplier is 1
-  rows.push_back(ties);
+  for (uint32_t seed = 0; seed < 20; ++seed) rows.push_back(random_vec(size_t(kv_dim), seed, seed % 2 ? 1e-3f : 40.f));
+  rows.push_back(edges);
   for (const auto& x : rows) {
-    std::vector<uint16_t> ref(size_t(kv_row_halves(KvType::Q8_0, kv_dim)) * 2), got(ref.size());
-    quantize_row(gguf::TensorType::Q8_0, x.data(), ref.data(), kv_dim);
-    quantize_row(gguf::TensorType::Q8_0, x.data(), ref.data() + ref.size() / 2, kv_dim);
-    kv_store_q8_0_row_avx2(x.data(), got.data(), kv_dim);
-    kv_store_q8_0_row_avx2(x.data(), got.data() + got.size() / 2, kv_dim);
-    EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), ref.size() * 2));
+    std::vector<uint16_t> ref(size_t(kv_row_halves(type, kv_dim)) * 2), got(ref.size());
+    quantize_row(tensor_type, x.data(), ref.data(), kv_dim);
+    quantize_row(tensor_type, x.data(), ref.data() + ref.size() / 2, kv_dim);
+    avx2_row(x.data(), got.data(), kv_dim);
+    avx2_row(x.data(), got.data() + got.size() / 2, kv_dim);
+    EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), ref.size() * 2)) << kv_type_name(type);
   }
 }
 
-// The AVX2 Q4_0 row quantiser gives the reference's bits: random rows of several scales, an all-zero
-// block (and one of zeros with a negative zero first), a block whose largest magnitude appears with
-// both signs (the first one sets the scale's sign), and values that land on x · id + 8.5 = 16.
+// Q8_0's edges: an all-zero block, and ties (x · 127 / amax exactly k + 0.5, which roundf takes away
+// from zero) of both signs.
+TEST(KvType, Avx2Q8_0RowsAreTheReferenceBits) {
+  if (!have_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
+  std::vector<float> ties(256, 0.f);
+  for (int i = 32; i < 256; ++i) ties[size_t(i)] = float((i % 2 ? 1 : -1) * (i % 127)) + (i % 3 ? 0.5f : 0.f);
+  for (int b = 1; b < 256 / 32; ++b) ties[size_t(32 * b)] = 127.f;  // amax 127: the multiplier is 1
+  expect_avx2_rows_are_reference_bits(KvType::Q8_0, gguf::TensorType::Q8_0, kv_store_q8_0_row_avx2, ties);
+}
+
+// Q4_0's edges: an all-zero block with a negative zero first (the scale stays +0's), a block whose
+// largest magnitude appears with both signs (the first sets the scale's sign), and values that land
+// on x · id + 8.5 = 16 (code 15).
 TEST(KvType, Avx2Q4_0RowsAreTheReferenceBits) {
   if (!have_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
-  const int kv_dim = 256;
-  std::vector<std::vector<float>> rows;
-  for (uint32_t seed = 0; seed < 20; ++seed) rows.push_back(random_vec(kv_dim, seed, seed % 2 ? 1e-3f : 40.f));
-  std::vector<float> edges(kv_dim, 0.f);
+  std::vector<float> edges(256, 0.f);
   edges[32] = -0.f;
   for (int i = 64; i < 96; ++i) edges[size_t(i)] = float(i % 7) - 3.f;
   edges[70] = -5.f;
-  edges[75] = 5.f;  // the same magnitude later, opposite sign
-  for (int i = 96; i < 128; ++i) edges[size_t(i)] = i % 2 ? 8.f : -8.f;  // codes 0 and 16 → 15
-  for (int i = 128; i < kv_dim; ++i) edges[size_t(i)] = float(i % 17) * 0.125f - 1.f;
-  rows.push_back(edges);
-  for (const auto& x : rows) {
-    std::vector<uint16_t> ref(size_t(kv_row_halves(KvType::Q4_0, kv_dim))), got(ref.size());
-    quantize_row(gguf::TensorType::Q4_0, x.data(), ref.data(), kv_dim);
-    kv_store_q4_0_row_avx2(x.data(), got.data(), kv_dim);
-    EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), ref.size() * 2));
-  }
+  edges[75] = 5.f;
+  for (int i = 96; i < 128; ++i) edges[size_t(i)] = i % 2 ? 8.f : -8.f;
+  for (int i = 128; i < 256; ++i) edges[size_t(i)] = float(i % 17) * 0.125f - 1.f;
+  expect_avx2_rows_are_reference_bits(KvType::Q4_0, gguf::TensorType::Q4_0, kv_store_q4_0_row_avx2, edges);
 }
 
 // Element d of key `key` (an absolute key number) of a head whose keys are in lanes.
