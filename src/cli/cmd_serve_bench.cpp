@@ -52,7 +52,7 @@ struct ServeBenchArgs {
   bool json = false;
   bool mmap = false;
   bool profile = false;
-  int probe_mib = 1024;  // the read-bandwidth probe after the levels (--profile, CPU backend); 0: none
+  int probe_mib = 1024;  // the read-bandwidth probe after each run (--profile, CPU backend); 0: none
   std::vector<std::string> grammar_files;  // GBNF; client k's requests use file k mod their count
   std::vector<std::string> json_schema_files;  // converted to GBNF and listed after grammar_files
   std::vector<std::string> grammar_texts;  // read from grammar_files before the first level
