@@ -50,9 +50,12 @@ inline __m256 load_f16x8(const uint16_t* p) {
 // How the kernels below read 8 elements of a row of the head's slice (which starts at the row pointer):
 // load8(row, d) gives elements d..d+7 (d a multiple of 8) in f32; at(row, e) is where element e's
 // storage starts (F16: the element, quantised: its block) and from(e) the reader of the slice from
-// there; slice_halves(n) the 2-byte units n elements span, for prefetches.
+// there; slice_halves(n) the 2-byte units n elements span, for prefetches. Quantised rows
+// (kScaledCodes) also give a chunk's codes and its block's scale apart, so that the values pass takes
+// each block's scale into the probability once, (p · d) · code, instead of scaling every chunk
+// (BM_AttentionStepQwen3Shape with INFER_NO_AVX512=1), as the AVX-512 kernels do.
 struct F16Rows {
-  static constexpr bool kIntegerScores = false;
+  static constexpr bool kIntegerScores = false, kScaledCodes = false;
   __m256 load8(const uint16_t* row, int d) const { return load_f16x8(row + d); }
   const uint16_t* at(const uint16_t* row, int e) const { return row + e; }
   F16Rows from(int) const { return *this; }
@@ -65,11 +68,11 @@ struct BlockRows {
   static constexpr int kBlockHalves = int(kv_block_halves(T));
   static constexpr KvType kType = T;
   static constexpr bool kIntegerScores = true;  // q8_0_scores.h, where keys_in_lanes (heads of whole blocks)
-  __m256 load8(const uint16_t* row, int d) const {
+  static constexpr bool kScaledCodes = true;
+  // The codes of the slice's elements d..d+7 in f32, unscaled (exact).
+  __m256 codes8(const uint16_t* row, int d) const {
     const int e = head_elem + d;
-    const uint16_t* block = row + (e / kKvBlockElements) * kBlockHalves;
-    const __m256 scale = _mm256_set1_ps(_cvtsh_ss(block[0]));
-    const auto* codes = reinterpret_cast<const uint8_t*>(block + 1);
+    const auto* codes = reinterpret_cast<const uint8_t*>(row + (e / kKvBlockElements) * kBlockHalves + 1);
     const int i = e % kKvBlockElements;
     __m256i wide;
     if constexpr (T == KvType::Q8_0) {
@@ -80,7 +83,13 @@ struct BlockRows {
       b = _mm_and_si128(b, _mm_set1_epi8(0x0F));
       wide = _mm256_sub_epi32(_mm256_cvtepu8_epi32(b), _mm256_set1_epi32(8));
     }
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(wide), scale);
+    return _mm256_cvtepi32_ps(wide);
+  }
+  // Which of the row's blocks holds the slice's element d, and that block's scale.
+  int block_of(int d) const { return (head_elem + d) / kKvBlockElements; }
+  float scale(const uint16_t* row, int block) const { return _cvtsh_ss(row[block * kBlockHalves]); }
+  __m256 load8(const uint16_t* row, int d) const {
+    return _mm256_mul_ps(codes8(row, d), _mm256_set1_ps(scale(row, block_of(d))));
   }
   const uint16_t* at(const uint16_t* row, int e) const {
     return row + (head_elem + e) / kKvBlockElements * kBlockHalves;
@@ -396,11 +405,25 @@ void values_tile(float* const* out, const float* const* p, int chunk0, int key_b
     }
     for (int j = j0; j < j0 + count; ++j, v += kv.row_stride) {
       if (j + kRowsAhead < j0 + count) prefetch_row(v + int64_t(kRowsAhead) * kv.row_stride, ahead_halves);
-      __m256 pb[QB];
-      for (int q = 0; q < QB; ++q) pb[q] = _mm256_broadcast_ss(p[q] + j);
-      for (int c = 0; c < CB; ++c) {
-        const __m256 vv = sub.load8(v, 8 * c);
-        for (int q = 0; q < QB; ++q) acc[q][c] = _mm256_fmadd_ps(pb[q], vv, acc[q][c]);
+      if constexpr (Rows::kScaledCodes) {
+        __m256 pd[QB];  // p · d of the chunks' current block
+        int block = -1;
+        for (int c = 0; c < CB; ++c) {
+          if (sub.block_of(8 * c) != block) {
+            block = sub.block_of(8 * c);
+            const float d = sub.scale(v, block);
+            for (int q = 0; q < QB; ++q) pd[q] = _mm256_set1_ps(p[q][j] * d);
+          }
+          const __m256 codes = sub.codes8(v, 8 * c);
+          for (int q = 0; q < QB; ++q) acc[q][c] = _mm256_fmadd_ps(pd[q], codes, acc[q][c]);
+        }
+      } else {
+        __m256 pb[QB];
+        for (int q = 0; q < QB; ++q) pb[q] = _mm256_broadcast_ss(p[q] + j);
+        for (int c = 0; c < CB; ++c) {
+          const __m256 vv = sub.load8(v, 8 * c);
+          for (int q = 0; q < QB; ++q) acc[q][c] = _mm256_fmadd_ps(pb[q], vv, acc[q][c]);
+        }
       }
     }
     for (int q = 0; q < QB; ++q) {
