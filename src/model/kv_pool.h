@@ -4,7 +4,7 @@
 // Layout, in 2-byte units: page p, layer l holds K rows then V rows, each page_tokens × R:
 //   k(p, l) = base + p * page_stride + (l * 2 + 0) * page_tokens * R
 //   v(p, l) = k(p, l) + page_tokens * R
-// Q8_0 keys in heads of whole blocks fill their K region in lanes instead of rows (kernels/ops/key_lanes.h).
+// Q8_0 and Q4_0 keys in heads of whole blocks fill their K region in lanes instead of rows (kernels/ops/key_lanes.h).
 // page_stride = n_layer * 2 * page_tokens * R + kPagePadHalves. The pad (5 cache lines) keeps
 // pages off the same cache sets: a page's size is usually a multiple of 256 KiB, so without it the
 // same layer's rows of every page map to the same L1/L2 sets, and a long prompt's attention, which

@@ -87,34 +87,36 @@ TEST(KvPool, CopyPageCopiesEveryLayersFirstRows) {
   EXPECT_THROW(kv.copy_page(0, 1, 5), std::out_of_range);
 }
 
-// Q8_0 keys in lanes (kernels/ops/key_lanes.h) interleave a page's tokens: a copy of its first rows
-// gives the new page every copied key's scores, in every layer.
+// Keys in lanes (Q8_0 and Q4_0, kernels/ops/key_lanes.h) interleave a page's tokens: a copy of its first
+// rows gives the new page every copied key's scores, in every layer.
 TEST(KvPool, CopyPageCopiesKeysInLanes) {
-  HParams hp = shape();
-  hp.head_dim = 32;
-  hp.n_embd = 128;
-  KvPool kv(hp, 4, 3, kernels::KvType::Q8_0);
-  const int D = kv.kv_dim();
-  const int32_t from_table[] = {1}, to_table[] = {2};
-  std::vector<float> k(static_cast<size_t>(D)), v(static_cast<size_t>(D));
-  for (int l = 0; l < hp.n_layer; ++l) {
-    for (int pos = 0; pos < 4; ++pos) {
-      for (int i = 0; i < D; ++i) k[size_t(i)] = float((l * 7 + pos * 3 + i) % 11) - 5.f, v[size_t(i)] = 0.5f * k[size_t(i)];
-      kernels::kv_store(k.data(), v.data(), kernels::KvType::Q8_0, kv.k_base(l), kv.v_base(l), kv.page_stride(),
-                        kv.row_stride(), 4, from_table, D, hp.head_dim, pos);
+  for (const kernels::KvType type : {kernels::KvType::Q8_0, kernels::KvType::Q4_0}) {
+    HParams hp = shape();
+    hp.head_dim = 32;
+    hp.n_embd = 128;
+    KvPool kv(hp, 4, 3, type);
+    const int D = kv.kv_dim();
+    const int32_t from_table[] = {1}, to_table[] = {2};
+    std::vector<float> k(static_cast<size_t>(D)), v(static_cast<size_t>(D));
+    for (int l = 0; l < hp.n_layer; ++l) {
+      for (int pos = 0; pos < 4; ++pos) {
+        for (int i = 0; i < D; ++i) k[size_t(i)] = float((l * 7 + pos * 3 + i) % 11) - 5.f, v[size_t(i)] = 0.5f * k[size_t(i)];
+        kernels::kv_store(k.data(), v.data(), type, kv.k_base(l), kv.v_base(l), kv.page_stride(), kv.row_stride(), 4,
+                          from_table, D, hp.head_dim, pos);
+      }
     }
-  }
-  kv.copy_page(1, 2, 3);
-  const std::vector<float> q(size_t(hp.head_dim), 0.25f);
-  for (int l = 0; l < hp.n_layer; ++l) {
-    for (int g = 0; g < hp.n_kv_head; ++g) {
-      std::vector<float> from(3), to(3);
-      kernels::q8_0_scores_ref(q.data(), kernels::kv_head(kv.view(l, from_table), int64_t(g) * hp.head_dim), 3, 1,
-                               hp.head_dim, 1.f, from.data());
-      kernels::q8_0_scores_ref(q.data(), kernels::kv_head(kv.view(l, to_table), int64_t(g) * hp.head_dim), 3, 1,
-                               hp.head_dim, 1.f, to.data());
-      EXPECT_EQ(from, to) << "layer " << l << " head " << g;
-      EXPECT_NE(from[0], from[1]) << "layer " << l << " head " << g;
+    kv.copy_page(1, 2, 3);
+    const std::vector<float> q(size_t(hp.head_dim), 0.25f);
+    for (int l = 0; l < hp.n_layer; ++l) {
+      for (int g = 0; g < hp.n_kv_head; ++g) {
+        std::vector<float> from(3), to(3);
+        kernels::q8_0_scores_ref(q.data(), kernels::kv_head(kv.view(l, from_table), int64_t(g) * hp.head_dim), 3, 1,
+                                 hp.head_dim, 1.f, from.data());
+        kernels::q8_0_scores_ref(q.data(), kernels::kv_head(kv.view(l, to_table), int64_t(g) * hp.head_dim), 3, 1,
+                                 hp.head_dim, 1.f, to.data());
+        EXPECT_EQ(from, to) << kernels::kv_type_name(type) << " layer " << l << " head " << g;
+        EXPECT_NE(from[0], from[1]) << kernels::kv_type_name(type) << " layer " << l << " head " << g;
+      }
     }
   }
 }
