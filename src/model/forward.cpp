@@ -368,8 +368,8 @@ void Forward::Pass::embed_tokens() {
   b.att_blocks.push_back(n);
   int64_t att_work = 0;  // multiply-adds of this batch's attention, to decide whether to use the pool
   int last_key = 0;      // a block's rows span at most the batch's last key
-  for (const BatchRow& row : batch.rows) {
-    const int end = hp.causal ? row.pos + 1 : b.seq_end[size_t(row.seq)];
+  for (int r = 0; r < n; ++r) {
+    const int end = row_keys(batch, r, 0, hp.causal ? nullptr : &b.seq_end).end;  // windows only shorten
     att_work += int64_t(end) * Q * 2;
     last_key = std::max(last_key, end);
   }
